@@ -1,2 +1,74 @@
-def main() -> int:
-    return 0
+"""The `queuescope` command: wires the layers together; holds no logic of its own."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from datetime import datetime
+
+from scheduler.api.decode import ApiError, load_documents
+from scheduler.sim.output import build_list, render_json, render_table, render_yaml
+from scheduler.sim.runner import Simulation, SimulationError
+
+EXIT_OK = 0
+EXIT_INTERNAL = 1
+EXIT_BAD_INPUT = 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="queuescope", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sim = sub.add_parser("simulate", help="replay a scenario offline on a virtual clock")
+    sim.add_argument("paths", nargs="+", metavar="PATH", help="YAML file, directory, or -")
+    mode = sim.add_mutually_exclusive_group()
+    mode.add_argument("--cycles", type=int, metavar="N", help="run exactly N cycles")
+    mode.add_argument("--until-idle", action="store_true", help="run until nothing changes")
+    sim.add_argument("--start-time", metavar="RFC3339", help="virtual clock start")
+    sim.add_argument("-o", "--output", choices=("json", "yaml", "table"), default="json")
+    return parser
+
+
+def _parse_time(value: str) -> datetime:
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise ApiError(
+            source="--start-time", index=None, path="", detail=f"invalid RFC 3339 time {value!r}"
+        ) from None
+
+
+def simulate(args: argparse.Namespace) -> int:
+    try:
+        if args.cycles is not None and args.cycles < 0:
+            raise ApiError(source="--cycles", index=None, path="", detail="must be >= 0")
+        start = _parse_time(args.start_time) if args.start_time else None
+        documents = load_documents(args.paths)
+        sim = Simulation(
+            documents, cycles=args.cycles, until_idle=args.until_idle or None, start_time=start
+        )
+        result = sim.run()
+    except ApiError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except SimulationError as err:
+        print(f"internal error: {err}", file=sys.stderr)
+        return EXIT_INTERNAL
+    if args.output == "table":
+        text = render_table(result)
+    else:
+        doc = build_list(result)
+        text = render_json(doc) if args.output == "json" else render_yaml(doc)
+    sys.stdout.write(text)
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "simulate":
+        return simulate(args)
+    return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    sys.exit(main())

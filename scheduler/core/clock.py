@@ -47,10 +47,8 @@ def datetime_from_instant(instant: Instant) -> datetime:
 
 
 def format_instant(instant: Instant) -> str:
-    """RFC 3339 in UTC; whole seconds as Kubernetes prints them, sub-second digits only when present."""
-    dt = datetime_from_instant(instant)
-    base = dt.strftime("%Y-%m-%dT%H:%M:%S")
-    if dt.microsecond:
-        frac = f"{dt.microsecond:06d}".rstrip("0")
-        return f"{base}.{frac}Z"
-    return f"{base}Z"
+    """RFC 3339 in UTC with second precision, as Kubernetes serializes metav1.Time.
+
+    Only the rendering truncates: ordering always uses the full precision held.
+    """
+    return datetime_from_instant(instant).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,0 +1,80 @@
+"""ClusterQueue (`kueue.x-k8s.io/v1beta1`, cluster-scoped, scheduling.md §3.2).
+
+Every optional sub-object that Kueue defaults (`flavorFungibility`, `preemption`,
+`borrowWithinCohort`, `fairSharing`) is always present here with its defaults, so
+the core reads policies without None checks.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from scheduler.api.base import ApiModel, Int32
+from scheduler.api.meta import KubeObject
+from scheduler.api.quota import FairSharing, ResourceGroup
+
+QueueingStrategy = Literal["StrictFIFO", "BestEffortFIFO"]
+StopPolicy = Literal["None", "Hold", "HoldAndDrain"]
+WithinClusterQueuePolicy = Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority"]
+ReclaimWithinCohortPolicy = Literal["Never", "LowerPriority", "Any"]
+BorrowWithinCohortPolicyName = Literal["Never", "LowerPriority"]
+
+
+class FlavorFungibility(ApiModel):
+    when_can_borrow: Literal["Borrow", "TryNextFlavor"] = "Borrow"
+    when_can_preempt: Literal["Preempt", "TryNextFlavor"] = "TryNextFlavor"
+
+
+class BorrowWithinCohort(ApiModel):
+    policy: BorrowWithinCohortPolicyName = "Never"
+    max_priority_threshold: Int32 | None = None
+
+
+class ClusterQueuePreemption(ApiModel):
+    within_cluster_queue: WithinClusterQueuePolicy = "Never"
+    reclaim_within_cohort: ReclaimWithinCohortPolicy = "Never"
+    borrow_within_cohort: BorrowWithinCohort = Field(default_factory=BorrowWithinCohort)
+
+
+class AdmissionCheckStrategyRule(ApiModel):
+    name: str
+    on_flavors: list[str] = Field(default_factory=list)
+
+
+class AdmissionChecksStrategy(ApiModel):
+    admission_checks: list[AdmissionCheckStrategyRule] = Field(default_factory=list)
+
+
+class ClusterQueueSpec(ApiModel):
+    resource_groups: list[ResourceGroup] = Field(default_factory=list)
+    cohort: str = ""
+    queueing_strategy: QueueingStrategy = "BestEffortFIFO"
+    # Raw LabelSelector. None (omitted) matches no namespace; {} matches all.
+    namespace_selector: dict[str, Any] | None = None
+    flavor_fungibility: FlavorFungibility = Field(default_factory=FlavorFungibility)
+    preemption: ClusterQueuePreemption = Field(default_factory=ClusterQueuePreemption)
+    admission_checks: list[str] = Field(default_factory=list)
+    admission_checks_strategy: AdmissionChecksStrategy | None = None
+    stop_policy: StopPolicy = "None"
+    fair_sharing: FairSharing = Field(default_factory=FairSharing)
+    # Accepted, ignored: Admission Fair Sharing is off (§14).
+    admission_scope: dict[str, Any] | None = None
+
+
+class ClusterQueue(KubeObject):
+    api_version: Literal["kueue.x-k8s.io/v1beta1"] = "kueue.x-k8s.io/v1beta1"
+    kind: Literal["ClusterQueue"] = "ClusterQueue"
+    spec: ClusterQueueSpec = Field(default_factory=ClusterQueueSpec)
+    # Accepted so that `kubectl get -o yaml` output can be fed back; the core recomputes it.
+    status: dict[str, Any] | None = None
+
+    @property
+    def admission_check_names(self) -> list[str]:
+        """Every admission check named, directly or through the strategy, in spec order."""
+        names = list(self.spec.admission_checks)
+        strategy = self.spec.admission_checks_strategy
+        if strategy is not None:
+            names.extend(rule.name for rule in strategy.admission_checks if rule.name not in names)
+        return names

@@ -1,0 +1,152 @@
+"""Errors of the API layer: a field error, and the input error that names where it is.
+
+The simulator's contract (simulate.md) is "exit 2 with a message that names the file,
+the document index and the field", and a server must say the same for a bad manifest,
+so one error type carries all of those and renders them on one line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+__all__ = ["ApiError", "FieldError", "SourceRef", "join_path"]
+
+
+@dataclass(frozen=True, slots=True)
+class FieldError:
+    """One broken rule: `path` uses JSON names (`spec.podSets[0].count`, `labels[app]`)."""
+
+    path: str
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.detail}" if self.path else self.detail
+
+
+@dataclass(frozen=True, slots=True)
+class SourceRef:
+    """Where a decoded object came from: file (or "<stdin>"), 0-based document, List item."""
+
+    source: str
+    index: int | None = None
+    item: int | None = None
+
+    def __str__(self) -> str:
+        text = self.source
+        if self.index is not None:
+            text += f": document {self.index}"
+        if self.item is not None:
+            text += f", items[{self.item}]"
+        return text
+
+
+def join_path(prefix: str, path: str) -> str:
+    """Prefix a field path (`spec.events[0].apply` + `spec.x` -> `spec.events[0].apply.spec.x`)."""
+    if not prefix:
+        return path
+    if not path:
+        return prefix
+    return prefix + path if path.startswith("[") else f"{prefix}.{path}"
+
+
+class ApiError(ValueError):
+    """Bad input, with enough context to find it: file, document index, object, field.
+
+    `str()` is one line, e.g. `manifests/cq.yaml: document 2 (ClusterQueue "team-a"):
+    spec.resourceGroups[0]...lendingLimit: must be less than or equal to the nominalQuota`.
+    Document indexes are 0-based (the first document of a file is "document 0").
+    When several rules are broken, `path`/`detail` describe the first and `errors`
+    lists all of them (all are rendered, separated by "; ").
+    """
+
+    def __init__(
+        self,
+        detail: str,
+        *,
+        path: str = "",
+        source: str = "",
+        index: int | None = None,
+        item: int | None = None,
+        kind: str | None = None,
+        name: str | None = None,
+        namespace: str | None = None,
+        errors: Sequence[FieldError] = (),
+        line: int | None = None,
+    ) -> None:
+        self.detail = detail
+        self.path = path
+        self.source = source
+        self.index = index
+        self.item = item
+        self.kind = kind
+        self.name = name
+        self.namespace = namespace
+        self.errors: tuple[FieldError, ...] = tuple(errors) or (FieldError(path, detail),)
+        self.line = line
+        super().__init__(self._render())
+
+    @classmethod
+    def from_field_errors(
+        cls,
+        errors: Sequence[FieldError],
+        *,
+        source: str = "",
+        index: int | None = None,
+        item: int | None = None,
+        kind: str | None = None,
+        name: str | None = None,
+        namespace: str | None = None,
+    ) -> ApiError:
+        first = errors[0]
+        return cls(
+            first.detail,
+            path=first.path,
+            source=source,
+            index=index,
+            item=item,
+            kind=kind,
+            name=name,
+            namespace=namespace,
+            errors=errors,
+        )
+
+    def located(
+        self,
+        *,
+        source: str,
+        index: int | None,
+        item: int | None = None,
+        path_prefix: str = "",
+    ) -> ApiError:
+        """The same error placed in a file (and under a path prefix, for nested documents)."""
+        errors = [FieldError(join_path(path_prefix, e.path), e.detail) for e in self.errors]
+        return ApiError(
+            self.detail,
+            path=join_path(path_prefix, self.path),
+            source=source,
+            index=index,
+            item=self.item if item is None else item,
+            kind=self.kind,
+            name=self.name,
+            namespace=self.namespace,
+            errors=errors,
+            line=self.line,
+        )
+
+    def _render(self) -> str:
+        parts: list[str] = []
+        where = str(SourceRef(self.source, self.index, self.item)) if self.source else ""
+        if self.kind:
+            who = self.kind
+            if self.name:
+                shown = f"{self.namespace}/{self.name}" if self.namespace else self.name
+                who += f' "{shown}"'
+            where = f"{where} ({who})" if where else who
+        if where:
+            parts.append(where)
+        parts.append("; ".join(str(error) for error in self.errors))
+        return ": ".join(parts)
+
+    def __str__(self) -> str:
+        return self._render()

@@ -1,0 +1,26 @@
+"""ResourceFlavor (`kueue.x-k8s.io/v1beta1`, cluster-scoped, scheduling.md §3.1)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from scheduler.api.base import ApiModel
+from scheduler.api.meta import KubeObject
+from scheduler.api.taints import Taint, Toleration
+
+
+class ResourceFlavorSpec(ApiModel):
+    node_labels: dict[str, str] = Field(default_factory=dict)
+    node_taints: list[Taint] = Field(default_factory=list)
+    tolerations: list[Toleration] = Field(default_factory=list)
+    # Accepted, ignored: topology-aware scheduling is out of scope (§14).
+    topology_name: str | None = None
+
+
+class ResourceFlavor(KubeObject):
+    api_version: Literal["kueue.x-k8s.io/v1beta1"] = "kueue.x-k8s.io/v1beta1"
+    kind: Literal["ResourceFlavor"] = "ResourceFlavor"
+    # Kueue's CRD defaults an omitted spec to {}.
+    spec: ResourceFlavorSpec = Field(default_factory=ResourceFlavorSpec)

@@ -1,0 +1,28 @@
+"""LocalQueue (`kueue.x-k8s.io/v1beta1`, namespaced, scheduling.md §3.3)."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field
+
+from scheduler.api.base import ApiModel
+from scheduler.api.clusterqueue import StopPolicy
+from scheduler.api.meta import KubeObject
+
+
+class LocalQueueSpec(ApiModel):
+    # Empty behaves like a missing ClusterQueue (the queue is inactive), not an error.
+    cluster_queue: str = ""
+    stop_policy: StopPolicy = "None"
+    # Accepted, ignored: Admission Fair Sharing is off (§14).
+    fair_sharing: dict[str, Any] | None = None
+
+
+class LocalQueue(KubeObject):
+    namespaced: ClassVar[bool] = True
+
+    api_version: Literal["kueue.x-k8s.io/v1beta1"] = "kueue.x-k8s.io/v1beta1"
+    kind: Literal["LocalQueue"] = "LocalQueue"
+    spec: LocalQueueSpec = Field(default_factory=LocalQueueSpec)
+    status: dict[str, Any] | None = None

@@ -1,0 +1,272 @@
+"""One scheduling cycle (scheduling.md §6): heads, snapshot, nominate, order, admit, requeue."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from scheduler.core.flavor_assigner import (
+    FIT,
+    NO_FIT,
+    PREEMPT,
+    Assignment,
+    FlavorAssigner,
+    pod_set_requests,
+)
+from scheduler.core.model import ClusterQueueInfo
+from scheduler.core.preemption import Target, no_candidates_oracle
+from scheduler.core.queue.interface import QueueEntry, RequeueReason
+from scheduler.core.quota import QuotaTree
+from scheduler.core.resources import FRAmounts
+from scheduler.core.scheduler import CycleStats, Scheduler
+from scheduler.core.workload import (
+    ADMITTED,
+    EVICTED,
+    PREEMPTED,
+    QUOTA_RESERVED,
+    Admission,
+    PodSetAssignment,
+    WorkloadState,
+)
+
+NOT_NOMINATED = "not_nominated"
+SKIPPED = "skipped"
+NOMINATED = "nominated"
+
+
+@dataclass(slots=True)
+class Entry:
+    wl: WorkloadState
+    cq: ClusterQueueInfo
+    queue_entry: QueueEntry
+    assignment: Assignment | None = None
+    targets: list[Target] = field(default_factory=list)
+    message: str = ""
+    status: str = NOT_NOMINATED
+    reason: RequeueReason = RequeueReason.GENERIC
+    admitted: bool = False
+    counts: dict[int, int] | None = None
+
+    @property
+    def mode(self) -> str:
+        return self.assignment.mode if self.assignment is not None else NO_FIT
+
+
+def run_cycle(s: Scheduler) -> CycleStats:
+    stats = CycleStats()
+    now = s.now()
+    heads = s.queues.heads(now, s.cq_active)
+    if not heads:
+        s.finalize_evictions()
+        return stats
+    stats.ran = True
+    s.cycle_count += 1
+    snapshot = s.tree.clone()
+    entries: list[Entry] = []
+    for cq_name, qe in heads:
+        wl = s.workloads.get(qe.key)
+        queue = s.queues.queue(cq_name)
+        if wl is None or wl.holds_quota:
+            # §6.4 check 1: dropped silently, never requeued.
+            if queue is not None:
+                queue.release_in_flight(qe.key)
+            continue
+        entry = Entry(wl=wl, cq=s.cluster_queues[cq_name], queue_entry=qe)
+        _nominate(s, entry, snapshot)
+        entries.append(entry)
+
+    candidates = [e for e in entries if e.assignment is not None]
+    candidates.sort(key=_entry_order)
+    for entry in candidates:
+        _admission_step(s, entry, snapshot, stats)
+
+    for entry in entries:
+        if not entry.admitted:
+            _requeue_and_update(s, entry)
+            stats.requeued += 1
+    s.finalize_evictions()
+    return stats
+
+
+def _entry_order(e: Entry) -> tuple[int, int, int, str, str]:
+    """§6.5 classic order; borrowing level first, so preemptors without borrowing lead."""
+    assert e.assignment is not None
+    return (e.assignment.borrowing, -e.wl.priority, e.queue_entry.timestamp, e.wl.uid, e.wl.key)
+
+
+def _nominate(s: Scheduler, e: Entry, snapshot: QuotaTree) -> None:
+    cq = e.cq
+    wl = e.wl
+    if not s.cq_active(cq.name):
+        e.message = f"ClusterQueue {cq.name} is inactive"
+        return
+    if not s.namespace_matches(cq.name, wl.namespace):
+        e.message = "Workload namespace doesn't match ClusterQueue selector"
+        e.reason = RequeueReason.NAMESPACE_MISMATCH
+        return
+    exceeded = [d for ps in wl.pod_sets for d in ps.limits_exceeded]
+    if exceeded:
+        e.message = f"resources validation failed: {'; '.join(exceeded)}"
+        return
+    assigner = FlavorAssigner(
+        cq,
+        snapshot,
+        s.flavors,
+        no_candidates_oracle(snapshot, cq.name),
+        fair_sharing=s.config.fair_sharing,
+    )
+    full = assigner.assign(wl, last=wl.last_assignment)
+    wl.last_assignment = full.last_state
+    chosen = full
+    if full.mode != FIT and not (full.mode == PREEMPT and e.targets):
+        partial = _partial_admission(e, assigner)
+        if partial is not None:
+            chosen = partial
+    e.assignment = chosen
+    e.message = chosen.message()
+
+
+def _partial_admission(e: Entry, assigner: FlavorAssigner) -> Assignment | None:
+    """§7.8: the smallest reduction k whose assignment fits (or preempts with targets)."""
+    wl = e.wl
+    deltas = [
+        (wl.current_count(ps) - ps.min_count) if ps.min_count is not None else 0
+        for ps in wl.pod_sets
+    ]
+    total = sum(max(0, d) for d in deltas)
+    if total <= 0:
+        return None
+    results: dict[int, Assignment] = {}
+
+    def counts_for(k: int) -> dict[int, int]:
+        return {
+            i: wl.current_count(ps) - (max(0, deltas[i]) * k // total)
+            for i, ps in enumerate(wl.pod_sets)
+        }
+
+    def succeeds(k: int) -> bool:
+        assignment = assigner.assign(wl, counts=counts_for(k))
+        results[k] = assignment
+        return assignment.mode == FIT
+
+    lo, hi = 0, total + 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if succeeds(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    if lo in results and results[lo].mode == FIT:
+        e.counts = counts_for(lo)
+        return results[lo]
+    return None
+
+
+def _admission_step(s: Scheduler, e: Entry, snapshot: QuotaTree, stats: CycleStats) -> None:
+    assert e.assignment is not None
+    assignment = e.assignment
+    cq = e.cq.name
+    mode = assignment.mode
+    if mode == NO_FIT:
+        return
+    usage = assignment.usage()
+    if mode == PREEMPT and not e.targets:
+        if e.cq.preemption.reclaim_within_cohort != "Any":
+            snapshot.add_usage(cq, _reservation(snapshot, cq, assignment, usage))
+        return
+    if not all(req <= snapshot.available(cq, fr) for fr, req in usage.items()):
+        _skip(e, "Workload no longer fits after processing another workload")
+        return
+    snapshot.add_usage(cq, usage)
+    e.status = NOMINATED
+    _admit(s, e, usage)
+    stats.admitted.append(e.wl.key)
+
+
+def _skip(e: Entry, message: str) -> None:
+    e.status = SKIPPED
+    e.message = message
+    e.wl.last_assignment = None
+
+
+def _reservation(
+    snapshot: QuotaTree, cq: str, assignment: Assignment, usage: FRAmounts
+) -> FRAmounts:
+    """§6.6 step 2: hold capacity a preemptor without targets may reclaim later.
+
+    Clamped at zero: a negative reservation (possible only after a quota decrease)
+    would free capacity that does not exist.
+    """
+    reserved: FRAmounts = {}
+    for fr, request in usage.items():
+        used = snapshot.usage(cq, fr)
+        nominal = snapshot.nominal(cq, fr)
+        if assignment.borrowing > 0:
+            limit = snapshot.borrowing_limit(cq, fr)
+            value = request if limit is None else min(request, nominal + limit - used)
+        else:
+            value = min(request, nominal - used)
+        if value > 0:
+            reserved[fr] = value
+    return reserved
+
+
+def _admit(s: Scheduler, e: Entry, usage: FRAmounts) -> None:
+    assert e.assignment is not None
+    wl = e.wl
+    now = s.now()
+    pod_sets = [
+        PodSetAssignment(
+            name=ps.name,
+            flavors={r: c.flavor for r, c in sorted(ps.flavors.items())},
+            resource_usage=dict(sorted(ps.requests.items())),
+            count=ps.count,
+        )
+        for ps in e.assignment.pod_sets
+    ]
+    wl.admission = Admission(cluster_queue=e.cq.name, pod_sets=pod_sets)
+    wl.conditions.set(
+        QUOTA_RESERVED, "True", "QuotaReserved", f"Quota reserved in ClusterQueue {e.cq.name}", now
+    )
+    wl.conditions.set(ADMITTED, "True", "Admitted", "The workload is admitted", now)
+    for type_ in (EVICTED, PREEMPTED):
+        cond = wl.conditions.get(type_)
+        if cond is not None and cond.is_true:
+            message = cond.message
+            if not message.startswith("Previously: "):
+                message = f"Previously: {message}"
+            wl.conditions.set(type_, "False", "QuotaReserved", message, now)
+    wl.last_assignment = None
+    e.admitted = True
+    queue = s.queues.queue(e.cq.name)
+    if queue is not None:
+        queue.release_in_flight(wl.key)
+    s.tree.add_usage(e.cq.name, usage)
+    s.counted[wl.key] = usage
+    s.holders.setdefault(e.cq.name, set()).add(wl.key)
+
+
+def _requeue_and_update(s: Scheduler, e: Entry) -> None:
+    wl = e.wl
+    now = s.now()
+    if e.status != NOT_NOMINATED and e.reason is RequeueReason.GENERIC:
+        e.reason = RequeueReason.FAILED_AFTER_NOMINATION
+    queue = s.queues.queue(e.cq.name)
+    if queue is not None:
+        still_queued = (
+            s.workloads.get(wl.key) is wl
+            and not wl.holds_quota
+            and wl.active
+            and not wl.finished
+            and s.resolve(wl)[0] == e.cq.name
+        )
+        if still_queued:
+            untried = wl.last_assignment is not None and wl.last_assignment.has_untried_flavors()
+            queue.requeue(s.queue_entry(wl), e.reason, now, has_untried_flavors=untried)
+        else:
+            queue.release_in_flight(wl.key)
+    if e.status in (NOT_NOMINATED, SKIPPED):
+        wl.conditions.set(QUOTA_RESERVED, "False", "Pending", e.message, now)
+        wl.resource_requests = [
+            (ps.name, dict(sorted(totals.items())))
+            for ps, _count, totals in pod_set_requests(wl, e.cq)
+        ]

@@ -1,0 +1,342 @@
+"""Flavor assignment (scheduling.md §7): which flavor each pod set's resources use.
+
+The assigner is a pure function of the ClusterQueue, the quota snapshot, the
+workload and a preemption oracle. It never mutates the snapshot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+from scheduler.api.quantity import format_resource
+from scheduler.core.model import ClusterQueueInfo, FlavorInfo, ResourceGroupInfo
+from scheduler.core.quota import QuotaTree
+from scheduler.core.resources import FlavorResource, FRAmounts
+from scheduler.core.selectors import (
+    SelectorError,
+    first_untolerated_taint,
+    flavor_matches_pod,
+    format_taint,
+)
+from scheduler.core.workload import LastAssignment, PodSetSpec, WorkloadState
+
+
+class Mode(IntEnum):
+    """Internal preemption modes, worst to best (§7.3)."""
+
+    NO_FIT = 0
+    NO_CANDIDATES = 1
+    PREEMPT = 2
+    RECLAIM = 3
+    FIT = 4
+
+    @property
+    def public(self) -> str:
+        if self is Mode.NO_FIT:
+            return NO_FIT
+        if self is Mode.FIT:
+            return FIT
+        return PREEMPT
+
+
+# Public modes.
+NO_FIT = "NoFit"
+PREEMPT = "Preempt"
+FIT = "Fit"
+_PUBLIC_RANK = {NO_FIT: 0, PREEMPT: 1, FIT: 2}
+
+
+@dataclass(frozen=True, slots=True)
+class GranularMode:
+    mode: Mode
+    level: int
+
+    def preferred_over(self, other: GranularMode | None) -> bool:
+        """§7.5: preemption mode first, then the lower borrowing level."""
+        if self.mode is Mode.NO_FIT:
+            return False
+        if other is None or other.mode is Mode.NO_FIT:
+            return True
+        if self.mode != other.mode:
+            return self.mode > other.mode
+        return self.level < other.level
+
+
+def _worse(a: GranularMode, b: GranularMode) -> GranularMode:
+    """The worse of two modes under §7.5's relation."""
+    return b if a.preferred_over(b) else a
+
+
+PreemptionOracle = Callable[[FlavorResource, int], GranularMode]
+"""§8.7: given one FR and the value that does not fit, what preemption could do."""
+
+
+@dataclass(slots=True)
+class FlavorChoice:
+    flavor: str
+    mode: GranularMode
+
+
+@dataclass(slots=True)
+class PodSetAssignmentResult:
+    name: str
+    count: int
+    requests: dict[str, int]  # totals for `count` pods, with `pods` when covered
+    flavors: dict[str, FlavorChoice] = field(default_factory=dict)
+    reasons: list[str] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def public_mode(self) -> str:
+        if self.error is not None:
+            return NO_FIT
+        if not self.reasons:
+            return FIT
+        if not self.flavors and self.requests:
+            return NO_FIT
+        worst = FIT
+        for choice in self.flavors.values():
+            m = choice.mode.mode.public
+            if _PUBLIC_RANK[m] < _PUBLIC_RANK[worst]:
+                worst = m
+        return worst
+
+    def message(self) -> str:
+        if self.error is not None:
+            return f"failed to assign flavors to pod set {self.name}: {self.error}"
+        return f"couldn't assign flavors to pod set {self.name}: {', '.join(sorted(self.reasons))}"
+
+
+@dataclass(slots=True)
+class Assignment:
+    pod_sets: list[PodSetAssignmentResult]
+    complete: bool  # every pod set was evaluated and got flavors
+    last_state: LastAssignment
+
+    @property
+    def mode(self) -> str:
+        if not self.complete:
+            return NO_FIT
+        worst = FIT
+        for ps in self.pod_sets:
+            m = ps.public_mode
+            if _PUBLIC_RANK[m] < _PUBLIC_RANK[worst]:
+                worst = m
+        return worst
+
+    @property
+    def borrowing(self) -> int:
+        return max(
+            (c.mode.level for ps in self.pod_sets for c in ps.flavors.values()),
+            default=0,
+        )
+
+    def usage(self) -> FRAmounts:
+        total: FRAmounts = {}
+        for ps in self.pod_sets:
+            for resource, choice in ps.flavors.items():
+                fr = (choice.flavor, resource)
+                total[fr] = total.get(fr, 0) + ps.requests.get(resource, 0)
+        return total
+
+    def frs_needing_preemption(self) -> set[FlavorResource]:
+        return {
+            (c.flavor, r)
+            for ps in self.pod_sets
+            for r, c in ps.flavors.items()
+            if c.mode.mode.public == PREEMPT
+        }
+
+    def message(self) -> str:
+        return "; ".join(ps.message() for ps in self.pod_sets if ps.public_mode != FIT)
+
+
+def pod_set_requests(
+    wl: WorkloadState, cq: ClusterQueueInfo, counts: Mapping[int, int] | None = None
+) -> list[tuple[PodSetSpec, int, dict[str, int]]]:
+    """Per pod set: (spec, count, totals) with reclaimable pods and `pods` applied (§2)."""
+    out: list[tuple[PodSetSpec, int, dict[str, int]]] = []
+    for i, ps in enumerate(wl.pod_sets):
+        count = wl.current_count(ps)
+        if counts is not None and i in counts:
+            count = counts[i]
+        totals = {r: v * count for r, v in ps.per_pod.items()}
+        if cq.covers_pods:
+            totals["pods"] = count
+        out.append((ps, count, totals))
+    return out
+
+
+class FlavorAssigner:
+    def __init__(
+        self,
+        cq: ClusterQueueInfo,
+        tree: QuotaTree,
+        flavors: Mapping[str, FlavorInfo],
+        oracle: PreemptionOracle,
+        *,
+        fair_sharing: bool,
+    ) -> None:
+        self.cq = cq
+        self.tree = tree
+        self.flavors = flavors
+        self.oracle = oracle
+        self.fair_sharing = fair_sharing
+
+    def _can_preempt_while_borrowing(self) -> bool:
+        p = self.cq.preemption
+        if p.borrow_within_cohort != "Never":
+            return True
+        return self.fair_sharing and p.reclaim_within_cohort != "Never"
+
+    def assign(
+        self,
+        wl: WorkloadState,
+        counts: Mapping[int, int] | None = None,
+        last: LastAssignment | None = None,
+    ) -> Assignment:
+        generation = self.tree.generation(self.cq.name)
+        if last is not None and last.generation != generation:
+            last = None
+        tried: dict[tuple[int, str], int] = {}
+        assumed: FRAmounts = {}
+        results: list[PodSetAssignmentResult] = []
+        complete = True
+        for index, (ps, count, totals) in enumerate(pod_set_requests(wl, self.cq, counts)):
+            result = PodSetAssignmentResult(name=ps.name, count=count, requests=totals)
+            results.append(result)
+            if not self._assign_pod_set(index, ps, result, assumed, last, tried):
+                complete = False
+                break
+        return Assignment(results, complete, LastAssignment(tried, generation))
+
+    def _assign_pod_set(
+        self,
+        index: int,
+        ps: PodSetSpec,
+        result: PodSetAssignmentResult,
+        assumed: FRAmounts,
+        last: LastAssignment | None,
+        tried: dict[tuple[int, str], int],
+    ) -> bool:
+        for resource in sorted(result.requests):
+            if resource in result.flavors:
+                continue
+            group = self.cq.group_for(resource)
+            if group is None:
+                result.flavors.clear()
+                result.reasons = [f"resource {resource} unavailable in ClusterQueue"]
+                return False
+            start = 0
+            if last is not None:
+                start = last.tried_flavor_idx.get((index, resource), -1) + 1
+            try:
+                choice, reasons, last_idx = self._scan_group(ps, group, result, assumed, start)
+            except SelectorError as err:
+                result.flavors.clear()
+                result.error = str(err)
+                return False
+            requested = [r for r in group.covered if r in result.requests]
+            if choice is None:
+                result.flavors.clear()
+                result.reasons = reasons
+                return False
+            for r in requested:
+                result.flavors[r] = FlavorChoice(choice.flavor, choice.mode)
+                tried[(index, r)] = last_idx
+                fr = (choice.flavor, r)
+                assumed[fr] = assumed.get(fr, 0) + result.requests[r]
+            if choice.mode.mode is not Mode.FIT:
+                result.reasons.extend(reasons)
+        return True
+
+    def _scan_group(
+        self,
+        ps: PodSetSpec,
+        group: ResourceGroupInfo,
+        result: PodSetAssignmentResult,
+        assumed: FRAmounts,
+        start: int,
+    ) -> tuple[FlavorChoice | None, list[str], int]:
+        requested = sorted(r for r in group.covered if r in result.requests)
+        label_keys = {
+            key
+            for name in group.flavors
+            if (info := self.flavors.get(name)) is not None
+            for key in info.node_labels
+        }
+        reasons: list[str] = []
+        best: FlavorChoice | None = None
+        last_idx = start
+        n = len(group.flavors)
+        for idx in range(start, n):
+            last_idx = idx
+            name = group.flavors[idx]
+            info = self.flavors.get(name)
+            if info is None:
+                reasons.append(f"flavor {name} not found")
+                continue
+            taint = first_untolerated_taint(info.taints, [*ps.tolerations, *info.tolerations])
+            if taint is not None:
+                reasons.append(f"untolerated taint {format_taint(taint)} in flavor {name}")
+                continue
+            if not flavor_matches_pod(ps.pod_spec, info.node_labels, label_keys):
+                reasons.append(f"flavor {name} doesn't match node affinity")
+                continue
+            mode: GranularMode | None = None
+            for r in requested:
+                fr = (name, r)
+                m = self._evaluate(fr, assumed.get(fr, 0), result.requests[r], reasons)
+                mode = m if mode is None else _worse(mode, m)
+                if m.mode is Mode.NO_FIT:
+                    break
+            if mode is None:
+                mode = GranularMode(Mode.FIT, 0)
+            choice = FlavorChoice(name, mode)
+            if not self._should_try_next(mode):
+                best = choice
+                break
+            if mode.preferred_over(best.mode if best else None):
+                best = choice
+        if last_idx == n - 1:
+            last_idx = -1
+        return best, reasons, last_idx
+
+    def _should_try_next(self, m: GranularMode) -> bool:
+        """§7.6 flavor fungibility."""
+        if m.mode in (Mode.NO_FIT, Mode.NO_CANDIDATES):
+            return True
+        if m.mode in (Mode.PREEMPT, Mode.RECLAIM) and self.cq.when_can_preempt == "TryNextFlavor":
+            return True
+        return m.level > 0 and self.cq.when_can_borrow == "TryNextFlavor"
+
+    def _evaluate(
+        self, fr: FlavorResource, assumed: int, request: int, reasons: list[str]
+    ) -> GranularMode:
+        """§7.4 for one FR."""
+        flavor, resource = fr
+        cq = self.cq.name
+        val = assumed + request
+        potential = self.tree.potential_available(cq, fr)
+        if val > potential:
+            reasons.append(
+                f"insufficient quota for {resource} in flavor {flavor}, previously considered "
+                f"podsets requests ({format_resource(resource, assumed)}) + current podset "
+                f"request ({format_resource(resource, request)}) > maximum capacity "
+                f"({format_resource(resource, potential)})"
+            )
+            return GranularMode(Mode.NO_FIT, 0)
+        level, may_reclaim = self.tree.borrowing_level(cq, fr, val)
+        available = self.tree.available(cq, fr)
+        if val <= available:
+            return GranularMode(Mode.FIT, level)
+        reasons.append(
+            f"insufficient unused quota for {resource} in flavor {flavor}, "
+            f"{format_resource(resource, val - available)} more needed"
+        )
+        nominal = self.tree.nominal(cq, fr)
+        if val <= nominal or may_reclaim or self._can_preempt_while_borrowing():
+            return self.oracle(fr, val)
+        return GranularMode(Mode.NO_FIT, level)

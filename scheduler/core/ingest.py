@@ -1,0 +1,318 @@
+"""Turn API objects into the core's plain records and apply them to a Scheduler.
+
+This is the one place that knows both the pydantic API model and the core's
+dataclasses; everything after it reads plain attributes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from scheduler.api import (
+    ClusterQueue,
+    Cohort,
+    Configuration,
+    LocalQueue,
+    Namespace,
+    ResourceFlavor,
+    Workload,
+)
+from scheduler.api.quantity import Quantity, scheduler_value
+from scheduler.api.requests import limits_exceeded, pod_requests
+from scheduler.core.clock import Instant, instant_from_datetime
+from scheduler.core.conditions import Condition, Conditions
+from scheduler.core.config import QueueVisibility, SchedulerConfig, WaitForPodsReady
+from scheduler.core.model import (
+    ClusterQueueInfo,
+    FlavorInfo,
+    LocalQueueInfo,
+    PreemptionPolicy,
+    ResourceGroupInfo,
+)
+from scheduler.core.quota import ResourceQuota
+from scheduler.core.resources import FlavorResource
+from scheduler.core.scheduler import QUEUE_PLUGIN_ANNOTATION, CohortInfo, Scheduler
+from scheduler.core.workload import (
+    Admission,
+    PodSetAssignment,
+    PodSetSpec,
+    RequeueState,
+    WorkloadState,
+)
+
+
+def _opt(resource: str, q: Quantity | None) -> int | None:
+    return None if q is None else scheduler_value(resource, q)
+
+
+def _quotas(
+    groups: Sequence[Any],
+) -> tuple[tuple[ResourceGroupInfo, ...], dict[FlavorResource, ResourceQuota]]:
+    infos: list[ResourceGroupInfo] = []
+    quotas: dict[FlavorResource, ResourceQuota] = {}
+    for group in groups:
+        infos.append(
+            ResourceGroupInfo(
+                covered=tuple(group.covered_resources),
+                flavors=tuple(f.name for f in group.flavors),
+            )
+        )
+        for flavor in group.flavors:
+            for rq in flavor.resources:
+                quotas[(flavor.name, rq.name)] = ResourceQuota(
+                    nominal=scheduler_value(rq.name, rq.nominal_quota),
+                    borrowing_limit=_opt(rq.name, rq.borrowing_limit),
+                    lending_limit=_opt(rq.name, rq.lending_limit),
+                )
+    return tuple(infos), quotas
+
+
+def _weight(q: Quantity) -> float:
+    return float(q.value)
+
+
+def cluster_queue_info(obj: ClusterQueue) -> ClusterQueueInfo:
+    spec = obj.spec
+    groups, quotas = _quotas(spec.resource_groups)
+    pre = spec.preemption
+    return ClusterQueueInfo(
+        name=obj.metadata.name,
+        cohort=spec.cohort or None,
+        groups=groups,
+        quotas=quotas,
+        strategy=spec.queueing_strategy,
+        queue_plugin=obj.metadata.annotations.get(QUEUE_PLUGIN_ANNOTATION),
+        namespace_selector=spec.namespace_selector,
+        when_can_borrow=spec.flavor_fungibility.when_can_borrow,
+        when_can_preempt=spec.flavor_fungibility.when_can_preempt,
+        preemption=PreemptionPolicy(
+            within_cluster_queue=pre.within_cluster_queue,
+            reclaim_within_cohort=pre.reclaim_within_cohort,
+            borrow_within_cohort=pre.borrow_within_cohort.policy,
+            max_priority_threshold=pre.borrow_within_cohort.max_priority_threshold,
+        ),
+        stop_policy=spec.stop_policy,
+        weight=_weight(spec.fair_sharing.weight),
+        admission_checks=tuple(spec.admission_check_names),
+    )
+
+
+def cohort_info(obj: Cohort) -> CohortInfo:
+    _, quotas = _quotas(obj.spec.resource_groups)
+    return CohortInfo(
+        name=obj.metadata.name,
+        parent=obj.spec.parent or None,
+        quotas=quotas,
+        weight=_weight(obj.spec.fair_sharing.weight),
+    )
+
+
+def flavor_info(obj: ResourceFlavor) -> FlavorInfo:
+    return FlavorInfo(
+        name=obj.metadata.name,
+        node_labels=dict(obj.spec.node_labels),
+        taints=tuple(t.to_dict() for t in obj.spec.node_taints),
+        tolerations=tuple(t.to_dict() for t in obj.spec.tolerations),
+    )
+
+
+def local_queue_info(obj: LocalQueue) -> LocalQueueInfo:
+    return LocalQueueInfo(
+        namespace=obj.metadata.namespace or "default",
+        name=obj.metadata.name,
+        cluster_queue=obj.spec.cluster_queue,
+        stop_policy=obj.spec.stop_policy,
+    )
+
+
+def scheduler_config(obj: Configuration | None) -> SchedulerConfig:
+    if obj is None:
+        return SchedulerConfig()
+    w = obj.wait_for_pods_ready
+    wait = WaitForPodsReady()
+    if w is not None and w.enable:
+        rs = w.requeuing_strategy
+        wait = WaitForPodsReady(
+            enable=True,
+            timeout_micros=w.timeout,
+            block_admission=w.block_admission,
+            recovery_timeout_micros=w.recovery_timeout,
+            timestamp=rs.timestamp,
+            backoff_limit_count=rs.backoff_limit_count,
+            backoff_base_seconds=rs.backoff_base_seconds,
+            backoff_max_seconds=rs.backoff_max_seconds,
+        )
+    visibility = None
+    qv = obj.queue_visibility
+    if qv is not None:
+        visibility = QueueVisibility(
+            update_interval_seconds=qv.update_interval_seconds,
+            cluster_queue_max_count=qv.cluster_queues.max_count,
+            local_queue_max_count=(qv.local_queues.max_count if qv.local_queues else None),
+            local_queue_max_position=(qv.local_queues.max_position if qv.local_queues else 10),
+        )
+    fs = obj.fair_sharing
+    return SchedulerConfig(
+        wait_for_pods_ready=wait,
+        queue_visibility=visibility,
+        fair_sharing=bool(fs is not None and fs.enable),
+        fair_sharing_strategies=tuple(fs.preemption_strategies) if fs is not None else (),
+        exclude_resource_prefixes=tuple(obj.resources.exclude_resource_prefixes)
+        if obj.resources is not None
+        else (),
+    )
+
+
+def _instant(value: Any, default: Instant) -> Instant:
+    return default if value is None else instant_from_datetime(value)
+
+
+def workload_state(obj: Workload, config: SchedulerConfig, default_time: Instant) -> WorkloadState:
+    meta = obj.metadata
+    pod_sets: list[PodSetSpec] = []
+    for ps in obj.spec.pod_sets:
+        pod_spec = ps.template.spec
+        pod_sets.append(
+            PodSetSpec(
+                name=ps.name,
+                count=ps.count,
+                min_count=ps.min_count,
+                per_pod=pod_requests(pod_spec, config.exclude_resource_prefixes),
+                pod_spec=pod_spec.to_dict(),
+                tolerations=[t.to_dict() for t in pod_spec.tolerations],
+                limits_exceeded=limits_exceeded(pod_spec),
+            )
+        )
+    status = obj.status
+    conditions = Conditions(
+        [
+            Condition(
+                type=c.type,
+                status=c.status,
+                reason=c.reason,
+                message=c.message,
+                last_transition=_instant(c.last_transition_time, default_time),
+                observed_generation=c.observed_generation,
+            )
+            for c in status.conditions
+        ]
+    )
+    admission = None
+    if status.admission is not None:
+        admission = Admission(
+            cluster_queue=status.admission.cluster_queue,
+            pod_sets=[
+                PodSetAssignment(
+                    name=a.name,
+                    flavors=dict(a.flavors),
+                    resource_usage={r: scheduler_value(r, q) for r, q in a.resource_usage.items()},
+                    count=a.count if a.count is not None else _pod_set_count(obj, a.name),
+                )
+                for a in status.admission.pod_set_assignments
+            ],
+        )
+    requeue = None
+    if status.requeue_state is not None:
+        requeue = RequeueState(
+            count=status.requeue_state.count,
+            requeue_at=(
+                None
+                if status.requeue_state.requeue_at is None
+                else instant_from_datetime(status.requeue_state.requeue_at)
+            ),
+        )
+    finished = conditions.is_true("Finished")
+    return WorkloadState(
+        namespace=meta.namespace or "default",
+        name=meta.name,
+        uid=meta.uid or "",
+        creation=_instant(meta.creation_timestamp, default_time),
+        labels=dict(meta.labels),
+        queue_name=obj.spec.queue_name,
+        priority=obj.spec.priority or 0,
+        priority_class_name=obj.spec.priority_class_name,
+        priority_class_source=obj.spec.priority_class_source,
+        active=obj.spec.active,
+        pod_sets=pod_sets,
+        maximum_execution_time_seconds=obj.spec.maximum_execution_time_seconds,
+        conditions=conditions,
+        admission=admission,
+        requeue_state=requeue,
+        reclaimable={r.name: r.count for r in status.reclaimable_pods},
+        finished=finished,
+        raw=obj,
+    )
+
+
+def _pod_set_count(obj: Workload, name: str) -> int:
+    for ps in obj.spec.pod_sets:
+        if ps.name == name:
+            return ps.count
+    return 0
+
+
+def apply_object(s: Scheduler, obj: Any, default_time: Instant | None = None) -> None:
+    """Create or update one object in the scheduler (Workloads keep their core status)."""
+    if isinstance(obj, Namespace):
+        s.set_namespace(obj.metadata.name, dict(obj.metadata.labels))
+    elif isinstance(obj, ResourceFlavor):
+        s.set_flavor(flavor_info(obj), obj.metadata.name)
+    elif isinstance(obj, ClusterQueue):
+        s.set_cluster_queue(cluster_queue_info(obj))
+    elif isinstance(obj, Cohort):
+        s.set_cohort(cohort_info(obj))
+    elif isinstance(obj, LocalQueue):
+        s.set_local_queue(local_queue_info(obj))
+    elif isinstance(obj, Workload):
+        wl = workload_state(obj, s.config, s.now() if default_time is None else default_time)
+        old = s.workloads.get(wl.key)
+        if old is not None and obj.status.admission is None and not obj.status.conditions:
+            # An update that carries no status keeps what the scheduler wrote.
+            _carry_status(old, wl)
+        s.set_workload(wl)
+
+
+def _carry_status(old: WorkloadState, new: WorkloadState) -> None:
+    new.conditions = old.conditions
+    new.admission = old.admission
+    new.requeue_state = old.requeue_state
+    new.resource_requests = old.resource_requests
+    new.finished = old.finished
+    new.last_assignment = None
+    if not new.reclaimable:
+        new.reclaimable = dict(old.reclaimable)
+
+
+def delete_object(s: Scheduler, kind: str, namespace: str | None, name: str) -> bool:
+    ns = namespace or "default"
+    if kind == "Namespace":
+        return s.namespaces.pop(name, None) is not None
+    if kind == "ResourceFlavor":
+        if name not in s.flavors:
+            return False
+        s.set_flavor(None, name)
+        return True
+    if kind == "ClusterQueue":
+        if name not in s.cluster_queues:
+            return False
+        s.delete_cluster_queue(name)
+        return True
+    if kind == "Cohort":
+        if name not in s.cohorts:
+            return False
+        s.delete_cohort(name)
+        return True
+    if kind == "LocalQueue":
+        key = f"{ns}/{name}"
+        if key not in s.local_queues:
+            return False
+        s.delete_local_queue(key)
+        return True
+    if kind == "Workload":
+        key = f"{ns}/{name}"
+        if key not in s.workloads:
+            return False
+        s.delete_workload(key)
+        return True
+    return False

@@ -1,0 +1,296 @@
+"""The default queue implementation: StrictFIFO and BestEffortFIFO (§5.1–§5.7).
+
+Both strategies share the structures and the order (§5.2); they differ only in where
+a head that was not admitted goes back to (§5.5). Every pending workload is in exactly
+one of three places: the active heap, the parked set, or in-flight. Separately, all of
+them are kept in one sorted "ordered view" so visibility can ask for a position or a
+page without sorting the queue on every request.
+
+Subclasses may change the order by overriding :meth:`FifoQueue.order_key`; the requeue,
+backoff and flush rules stay those of the configured strategy.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from enum import Enum
+
+from sortedcontainers import SortedList
+
+from scheduler.core.clock import Instant
+from scheduler.core.queue.interface import (
+    OrderKey,
+    PendingQueue,
+    QueueCounts,
+    QueueEntry,
+    QueueSettings,
+    RequeueReason,
+)
+from scheduler.core.queue.ordering import fifo_order_key
+
+STRICT_FIFO = "StrictFIFO"
+BEST_EFFORT_FIFO = "BestEffortFIFO"
+
+# The workload key is appended to the order key so that items are unique and the key
+# can be recovered from a sorted item, whatever a subclass's order key looks like.
+_Item = tuple[OrderKey, str]
+
+# Under BestEffortFIFO only these reasons go straight back to the heap (§5.5); every
+# other reason parks the workload until a cluster event may have made it admissible.
+_BEST_EFFORT_IMMEDIATE = frozenset(
+    {
+        RequeueReason.FAILED_AFTER_NOMINATION,
+        RequeueReason.PENDING_PREEMPTION,
+        RequeueReason.PREEMPTION_FAILED,
+    }
+)
+
+
+class _Where(Enum):
+    HEAP = "heap"
+    PARKED = "parked"
+    IN_FLIGHT = "in-flight"
+
+
+class FifoQueue(PendingQueue):
+    """StrictFIFO or BestEffortFIFO, chosen by ``strategy`` or else ``settings.strategy``.
+
+    Any strategy name other than ``StrictFIFO`` behaves as BestEffortFIFO, the Kueue
+    default, so a plugin subclass inherits whichever strategy its ClusterQueue sets.
+    """
+
+    def __init__(self, settings: QueueSettings, *, strategy: str | None = None) -> None:
+        super().__init__(settings)
+        self._fixed_strategy = strategy
+        self._entries: dict[str, QueueEntry] = {}
+        self._items: dict[str, _Item] = {}  # the item currently stored for each key
+        self._where: dict[str, _Where] = {}
+        self._ordered: SortedList[_Item] = SortedList()  # heap + parked + in-flight
+        self._heap: SortedList[_Item] = SortedList()  # pop = smallest
+        # dicts rather than sets: insertion order keeps iteration independent of
+        # string hashing, so runs are reproducible.
+        self._parked: dict[str, None] = {}
+        self._in_flight: dict[str, None] = {}
+        self._lq_counts: Counter[str] = Counter()  # heap + parked, per LocalQueue
+        self._sticky: str | None = None
+        # Kueue starts both its pop and flush cycle counters equal, so a requeue before
+        # any pop counts as "flushed after the last pop".
+        self._flushed_since_pop = True
+
+    # -- configuration ---------------------------------------------------------------
+    @property
+    def strategy(self) -> str:
+        return self._fixed_strategy or self.settings.strategy
+
+    @property
+    def strict(self) -> bool:
+        return self.strategy == STRICT_FIFO
+
+    @property
+    def sticky_key(self) -> str | None:
+        """The BestEffortFIFO sticky workload (§5.5), if any."""
+        return self._sticky
+
+    @property
+    def flushed_since_pop(self) -> bool:
+        return self._flushed_since_pop
+
+    def update_settings(self, settings: QueueSettings) -> None:
+        super().update_settings(settings)
+        if self.strict and self._sticky is not None:
+            # Sticky is a BestEffortFIFO notion; a StrictFIFO queue never has one.
+            self._set_sticky(None)
+        # A subclass's order may depend on the settings: re-key everything. Settings
+        # change rarely, so O(n log n) here is acceptable.
+        for key in list(self._entries):
+            self._rekey(key)
+
+    # -- ordering --------------------------------------------------------------------
+    def order_key(self, entry: QueueEntry) -> OrderKey:
+        return fifo_order_key(entry, sticky=entry.key == self._sticky)
+
+    # -- mutation --------------------------------------------------------------------
+    def push(self, entry: QueueEntry, now: Instant) -> None:
+        key = entry.key
+        where = self._where.get(key)
+        if where is _Where.IN_FLIGHT:
+            # The cycle owns the head until it requeues or releases it; only the data
+            # is refreshed so listings show the latest state.
+            self._store(entry, where)
+        elif where is _Where.HEAP:
+            self._store(entry, where)
+        elif where is _Where.PARKED and self._entries[key].revision == entry.revision:
+            # Nothing that could make it admissible changed: stay parked (§5.1).
+            self._store(entry, where)
+        else:
+            # New, or parked and changed: the heap, unless the backoff gate says no.
+            self._store(entry, _Where.HEAP if entry.backoff_expired(now) else _Where.PARKED)
+
+    def pop(self, now: Instant) -> QueueEntry | None:
+        if not self._heap:
+            return None
+        _, key = self._heap[0]
+        self._store(self._entries[key], _Where.IN_FLIGHT)
+        self._flushed_since_pop = False
+        return self._entries[key]
+
+    def requeue(
+        self,
+        entry: QueueEntry,
+        reason: RequeueReason,
+        now: Instant,
+        *,
+        has_untried_flavors: bool,
+    ) -> None:
+        """§5.5. The caller has already re-read the workload and checked it is still
+        queued in this ClusterQueue; ``entry`` is that latest state."""
+        key = entry.key
+        if reason is RequeueReason.PENDING_PREEMPTION and not self.strict:
+            # Set before storing so the entry is inserted with its sticky order key.
+            self._set_sticky(key)
+        immediate = self._immediate(reason) or self._flushed_since_pop or has_untried_flavors
+        to_heap = immediate and entry.backoff_expired(now)
+        where = self._where.get(key)
+        if where is None or where is _Where.IN_FLIGHT:
+            self._store(entry, _Where.HEAP if to_heap else _Where.PARKED)
+        elif where is _Where.PARKED and to_heap:
+            self._store(entry, _Where.HEAP)
+        else:
+            # Already queued (heap, or parked and staying so): idempotent, no move.
+            self._store(entry, where)
+
+    def flush(self, now: Instant, namespace_matches: Callable[[str], bool]) -> None:
+        self._flushed_since_pop = True
+        for key in list(self._parked):
+            entry = self._entries[key]
+            if namespace_matches(entry.namespace) and entry.backoff_expired(now):
+                self._store(entry, _Where.HEAP)
+
+    def delete(self, key: str) -> QueueEntry | None:
+        return self._leave(key)
+
+    def release_in_flight(self, key: str) -> QueueEntry | None:
+        if self._where.get(key) is not _Where.IN_FLIGHT:
+            return None
+        return self._leave(key)
+
+    # -- reading ---------------------------------------------------------------------
+    def get(self, key: str) -> QueueEntry | None:
+        return self._entries.get(key)
+
+    def listing(self) -> Sequence[QueueEntry]:
+        entries = self._entries
+        return tuple(entries[key] for _, key in self._ordered)
+
+    def iter_ordered(self, offset: int = 0) -> Iterator[QueueEntry]:
+        """Lazy; the queue must not be mutated while the iterator is in use."""
+        if offset < 0:
+            raise ValueError(f"offset must be >= 0, got {offset}")
+        entries = self._entries
+        return (entries[key] for _, key in self._ordered.islice(offset))
+
+    def position(self, key: str) -> int | None:
+        item = self._items.get(key)
+        if item is None:
+            return None
+        return self._ordered.index(item)
+
+    def counts(self) -> QueueCounts:
+        return QueueCounts(
+            active=len(self._heap), parked=len(self._parked), in_flight=len(self._in_flight)
+        )
+
+    def in_flight_keys(self) -> frozenset[str]:
+        return frozenset(self._in_flight)
+
+    def is_parked(self, key: str) -> bool:
+        return self._where.get(key) is _Where.PARKED
+
+    def in_heap(self, key: str) -> bool:
+        return self._where.get(key) is _Where.HEAP
+
+    def local_queue_counts(self) -> dict[str, int]:
+        return dict(self._lq_counts)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and key in self._entries
+
+    # -- internals -------------------------------------------------------------------
+    def _immediate(self, reason: RequeueReason) -> bool:
+        if self.strict:
+            # StrictFIFO keeps retrying its head (it blocks the queue by design),
+            # except when the namespace no longer matches: only a namespace or
+            # selector change can fix that, and it comes with a flush.
+            return reason is not RequeueReason.NAMESPACE_MISMATCH
+        return reason in _BEST_EFFORT_IMMEDIATE
+
+    def _store(self, entry: QueueEntry, where: _Where) -> None:
+        """Put ``entry`` at ``where``, replacing any stored entry for its key."""
+        self._remove(entry.key)
+        item: _Item = (self.order_key(entry), entry.key)
+        self._entries[entry.key] = entry
+        self._items[entry.key] = item
+        self._where[entry.key] = where
+        self._ordered.add(item)
+        if where is _Where.HEAP:
+            self._heap.add(item)
+        elif where is _Where.PARKED:
+            self._parked[entry.key] = None
+        else:
+            self._in_flight[entry.key] = None
+        if where is not _Where.IN_FLIGHT:
+            self._lq_counts[entry.local_queue_key] += 1
+
+    def _remove(self, key: str) -> QueueEntry | None:
+        where = self._where.pop(key, None)
+        if where is None:
+            return None
+        entry = self._entries.pop(key)
+        item = self._items.pop(key)
+        self._ordered.remove(item)
+        if where is _Where.HEAP:
+            self._heap.remove(item)
+        elif where is _Where.PARKED:
+            del self._parked[key]
+        else:
+            del self._in_flight[key]
+        if where is not _Where.IN_FLIGHT:
+            lq = entry.local_queue_key
+            self._lq_counts[lq] -= 1
+            if self._lq_counts[lq] == 0:
+                del self._lq_counts[lq]
+        return entry
+
+    def _leave(self, key: str) -> QueueEntry | None:
+        """The workload leaves this queue for good: the only way sticky is cleared."""
+        if key == self._sticky:
+            self._sticky = None
+        return self._remove(key)
+
+    def _rekey(self, key: str) -> None:
+        where = self._where.get(key)
+        if where is not None:
+            self._store(self._entries[key], where)
+
+    def _set_sticky(self, key: str | None) -> None:
+        previous, self._sticky = self._sticky, key
+        if previous != key:
+            # Both workloads change order keys: re-insert them at their new places.
+            if previous is not None:
+                self._rekey(previous)
+            if key is not None:
+                self._rekey(key)
+
+
+def strict_fifo(settings: QueueSettings) -> PendingQueue:
+    """Factory for the built-in ``StrictFIFO`` queue."""
+    return FifoQueue(settings, strategy=STRICT_FIFO)
+
+
+def best_effort_fifo(settings: QueueSettings) -> PendingQueue:
+    """Factory for the built-in ``BestEffortFIFO`` queue."""
+    return FifoQueue(settings, strategy=BEST_EFFORT_FIFO)

@@ -1,0 +1,578 @@
+"""The scheduler core: cluster state, the events that change it, and the cycle entry point.
+
+Everything is synchronous and deterministic. Time is read only from the injected
+clock. The runtime (embedded store, Kubernetes store, simulator) feeds objects and
+signals in; the status the core writes is read back out through
+:mod:`scheduler.core.status`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from scheduler.core.clock import Clock, Instant
+from scheduler.core.config import SchedulerConfig
+from scheduler.core.model import ClusterQueueInfo, FlavorInfo, LocalQueueInfo
+from scheduler.core.queue.interface import QueueEntry, QueueSettings
+from scheduler.core.queue.manager import QueueManager
+from scheduler.core.quota import QuotaTree, ResourceQuota
+from scheduler.core.resources import FlavorResource, FRAmounts
+from scheduler.core.selectors import label_selector_matches
+from scheduler.core.workload import (
+    ADMITTED,
+    EVICTED,
+    FINISHED,
+    PODS_READY,
+    QUOTA_RESERVED,
+    REQUEUED,
+    WorkloadState,
+)
+
+QUEUE_PLUGIN_ANNOTATION = "queuescope.io/queue-plugin"
+
+
+@dataclass(frozen=True, slots=True)
+class CohortInfo:
+    name: str
+    parent: str | None
+    quotas: dict[FlavorResource, ResourceQuota]
+    weight: float = 1.0
+
+
+@dataclass(slots=True)
+class PendingEviction:
+    key: str
+    reason: str
+    message: str
+    requeued_status: str  # "True" after preemption, else "False"
+    requeued_reason: str
+
+
+@dataclass(slots=True)
+class CycleStats:
+    ran: bool = False
+    admitted: list[str] = field(default_factory=list)
+    preempted: list[str] = field(default_factory=list)
+    requeued: int = 0
+
+
+class Scheduler:
+    def __init__(self, clock: Clock, config: SchedulerConfig | None = None) -> None:
+        self.clock = clock
+        self.config = config or SchedulerConfig()
+        self.namespaces: dict[str, dict[str, str]] = {}
+        self.flavors: dict[str, FlavorInfo] = {}
+        self.cluster_queues: dict[str, ClusterQueueInfo] = {}
+        self.cohorts: dict[str, CohortInfo] = {}
+        self.local_queues: dict[str, LocalQueueInfo] = {}
+        self.workloads: dict[str, WorkloadState] = {}
+        self.tree = QuotaTree()
+        self.queues = QueueManager()
+        # quota-holding workloads per ClusterQueue name, whether or not the CQ exists
+        self.holders: dict[str, set[str]] = {}
+        # usage each holder currently contributes to the tree (exact removal later)
+        self.counted: dict[str, FRAmounts] = {}
+        self.pending_evictions: list[PendingEviction] = []
+        self.cycle_count = 0
+        # (kind, name) -> (condition state, instant it took that state)
+        self._condition_states: dict[tuple[str, str], tuple[str, Instant]] = {}
+
+    # ------------------------------------------------------------------ helpers
+    def now(self) -> Instant:
+        return self.clock.now()
+
+    def namespace_labels(self, namespace: str) -> dict[str, str]:
+        return self.namespaces.get(namespace, {})
+
+    def namespace_matches(self, cq: str, namespace: str) -> bool:
+        info = self.cluster_queues.get(cq)
+        if info is None:
+            return False
+        return label_selector_matches(info.namespace_selector, self.namespace_labels(namespace))
+
+    def inactive_reasons(self, cq: str) -> list[str]:
+        """The reasons of the CQ `Active=False` condition, in the order of §13.1."""
+        info = self.cluster_queues[cq]
+        reasons: list[str] = []
+        if info.stop_policy != "None":
+            reasons.append("Stopped")
+        if any(f not in self.flavors for f in info.flavor_names()):
+            reasons.append("FlavorNotFound")
+        if info.admission_checks:
+            reasons.append("AdmissionCheckNotFound")
+        if self.tree.in_cycle(cq):
+            reasons.append("CohortCycleDetected")
+        return reasons
+
+    def cq_active(self, cq: str) -> bool:
+        return cq in self.cluster_queues and not self.inactive_reasons(cq)
+
+    def local_queue_of(self, wl: WorkloadState) -> LocalQueueInfo | None:
+        return self.local_queues.get(f"{wl.namespace}/{wl.queue_name}")
+
+    def queue_entry(self, wl: WorkloadState) -> QueueEntry:
+        rs = wl.requeue_state
+        return QueueEntry(
+            key=wl.key,
+            namespace=wl.namespace,
+            name=wl.name,
+            uid=wl.uid,
+            local_queue=wl.queue_name,
+            priority=wl.priority,
+            timestamp=wl.queue_order_timestamp(self.config.eviction_ordering),
+            revision=wl.revision,
+            requeued_false=wl.conditions.is_false(REQUEUED),
+            requeue_at=rs.requeue_at if rs is not None else None,
+        )
+
+    def tree_scope(self, cq: str) -> list[str]:
+        """The ClusterQueues a flush of `cq` reaches (§5.7)."""
+        if cq not in self.cluster_queues:
+            return []
+        return self.tree.tree_cluster_queues(cq)
+
+    def flush(self, cqs: Iterable[str]) -> None:
+        scope: set[str] = set()
+        for cq in cqs:
+            scope.update(self.tree_scope(cq))
+        if scope:
+            self.queues.flush(sorted(scope), self.now(), self.namespace_matches)
+
+    def queue_condition_state(self, kind: str, name: str) -> str:
+        """A token of the Active condition of a queue or cohort, to detect transitions."""
+        if kind == "ClusterQueue":
+            return ",".join(self.inactive_reasons(name)) or "Ready"
+        if kind == "LocalQueue":
+            lq = self.local_queues[name]
+            if lq.stop_policy != "None":
+                return "Stopped"
+            if lq.cluster_queue not in self.cluster_queues:
+                return "ClusterQueueDoesNotExist"
+            return "Ready" if self.cq_active(lq.cluster_queue) else "ClusterQueueIsInactive"
+        return "Cycle" if self.tree.cohort_in_cycle(name) else "Ready"
+
+    def observe_conditions(self) -> None:
+        """Stamp the transition time of every queue and cohort condition that changed."""
+        now = self.now()
+        names: list[tuple[str, str]] = [("ClusterQueue", n) for n in self.cluster_queues]
+        names += [("LocalQueue", k) for k in self.local_queues]
+        names += [("Cohort", c) for c in self.cohorts]
+        for kind, name in names:
+            state = self.queue_condition_state(kind, name)
+            old = self._condition_states.get((kind, name))
+            if old is None or old[0] != state:
+                self._condition_states[(kind, name)] = (state, now)
+
+    def condition_since(self, kind: str, name: str) -> Instant:
+        self.observe_conditions()
+        return self._condition_states[(kind, name)][1]
+
+    # ---------------------------------------------------------- queue resolution
+    def resolve(self, wl: WorkloadState) -> tuple[str | None, str | None]:
+        """(ClusterQueue it queues in, or None with the Inadmissible message)."""
+        lq = self.local_queue_of(wl)
+        if lq is None:
+            return None, f"LocalQueue {wl.queue_name} doesn't exist"
+        if lq.stop_policy != "None":
+            return None, f"LocalQueue {wl.queue_name} is inactive"
+        if lq.cluster_queue not in self.cluster_queues:
+            return None, f"ClusterQueue {lq.cluster_queue} doesn't exist"
+        return lq.cluster_queue, None
+
+    def sync_workload(self, wl: WorkloadState) -> None:
+        """Put the workload where it belongs: queued in its CQ, or out of every queue."""
+        now = self.now()
+        if not wl.active or wl.finished or wl.holds_quota:
+            self.queues.delete(wl.key)
+            return
+        cq, problem = self.resolve(wl)
+        if cq is None:
+            self.queues.delete(wl.key)
+            assert problem is not None
+            wl.conditions.set(QUOTA_RESERVED, "False", "Inadmissible", problem, now)
+            return
+        if not self.cq_active(cq):
+            wl.conditions.set(
+                QUOTA_RESERVED, "False", "Inadmissible", f"ClusterQueue {cq} is inactive", now
+            )
+        self.queues.push(cq, self.queue_entry(wl), now)
+
+    def sync_workloads(self, keys: Iterable[str] | None = None) -> None:
+        targets = self.workloads.keys() if keys is None else keys
+        for key in sorted(targets):
+            wl = self.workloads.get(key)
+            if wl is not None:
+                self.sync_workload(wl)
+
+    def workloads_of_local_queue(self, lq_key: str) -> list[str]:
+        ns, _, name = lq_key.partition("/")
+        return sorted(
+            k for k, w in self.workloads.items() if w.namespace == ns and w.queue_name == name
+        )
+
+    def workloads_of_cluster_queue(self, cq: str) -> list[str]:
+        lqs = [k for k, lq in self.local_queues.items() if lq.cluster_queue == cq]
+        keys: list[str] = []
+        for lq in lqs:
+            keys.extend(self.workloads_of_local_queue(lq))
+        return sorted(keys)
+
+    # ------------------------------------------------------------- quota usage
+    def usage_of(self, wl: WorkloadState) -> FRAmounts:
+        """The usage an admitted workload holds, scaled for reclaimable pods (§2)."""
+        usage: FRAmounts = {}
+        if wl.admission is None:
+            return usage
+        by_name = {ps.name: ps for ps in wl.pod_sets}
+        for psa in wl.admission.pod_sets:
+            remaining = psa.count
+            spec = by_name.get(psa.name)
+            if spec is not None:
+                remaining = min(psa.count, spec.count - wl.reclaimable.get(psa.name, 0))
+            for resource, total in psa.resource_usage.items():
+                flavor = psa.flavors.get(resource)
+                if flavor is None:
+                    continue
+                value = total
+                if psa.count and remaining < psa.count:
+                    value = total // psa.count * remaining
+                fr = (flavor, resource)
+                usage[fr] = usage.get(fr, 0) + value
+        return usage
+
+    def count_usage(self, wl: WorkloadState) -> None:
+        """Make the tree reflect exactly what `wl` holds now."""
+        self.uncount_usage(wl.key)
+        if not wl.holds_quota or wl.admission is None:
+            return
+        cq = wl.admission.cluster_queue
+        self.holders.setdefault(cq, set()).add(wl.key)
+        if cq in self.cluster_queues:
+            usage = self.usage_of(wl)
+            self.tree.add_usage(cq, usage)
+            self.counted[wl.key] = usage
+
+    def uncount_usage(self, key: str) -> None:
+        usage = self.counted.pop(key, None)
+        wl = self.workloads.get(key)
+        for members in self.holders.values():
+            members.discard(key)
+        if usage is not None and wl is not None and wl.admission is not None:
+            cq = wl.admission.cluster_queue
+            if cq in self.cluster_queues:
+                self.tree.remove_usage(cq, usage)
+
+    def release_quota(self, wl: WorkloadState) -> str | None:
+        """Drop the workload's usage; returns the CQ it held quota in."""
+        cq = wl.admission.cluster_queue if wl.admission is not None else None
+        usage = self.counted.pop(wl.key, None)
+        if cq is not None:
+            self.holders.get(cq, set()).discard(wl.key)
+            if usage is not None and cq in self.cluster_queues:
+                self.tree.remove_usage(cq, usage)
+        return cq
+
+    # ---------------------------------------------------------------- evictions
+    def evict(
+        self,
+        wl: WorkloadState,
+        reason: str,
+        message: str,
+        *,
+        requeued_status: str = "False",
+        requeued_reason: str | None = None,
+    ) -> None:
+        """Set Evicted=True now; quota is released by :meth:`finalize_evictions` (§12.3)."""
+        now = self.now()
+        wl.conditions.set(EVICTED, "True", reason, message, now)
+        wl.revision += 1
+        self.pending_evictions.append(
+            PendingEviction(wl.key, reason, message, requeued_status, requeued_reason or reason)
+        )
+
+    def finalize_evictions(self) -> None:
+        now = self.now()
+        pending, self.pending_evictions = self.pending_evictions, []
+        flush: list[str] = []
+        for ev in pending:
+            wl = self.workloads.get(ev.key)
+            if wl is None or wl.admission is None:
+                continue
+            wl.conditions.set(REQUEUED, ev.requeued_status, ev.requeued_reason, ev.message, now)
+            wl.conditions.set(QUOTA_RESERVED, "False", "Pending", ev.message, now)
+            cq = self.release_quota(wl)
+            wl.admission = None
+            wl.conditions.set(
+                ADMITTED, "False", "NoReservation", "The workload has no reservation", now
+            )
+            if self.config.wait_for_pods_ready.enable:
+                wl.conditions.set(
+                    PODS_READY, "False", "WaitForStart", "Not all pods are ready or succeeded", now
+                )
+            wl.revision += 1
+            if cq is not None:
+                flush.append(cq)
+            self.sync_workload(wl)
+        self.flush(flush)
+
+    # ------------------------------------------------------------------ timers
+    def next_timer(self) -> Instant | None:
+        """The next instant at which a timed rule fires (a requeue backoff ending)."""
+        now = self.now()
+        times = [
+            wl.requeue_state.requeue_at
+            for wl in self.workloads.values()
+            if wl.requeue_state is not None
+            and wl.requeue_state.requeue_at is not None
+            and wl.requeue_state.requeue_at > now
+            and wl.active
+            and not wl.finished
+        ]
+        return min(times) if times else None
+
+    def on_time_passed(self) -> None:
+        """Fire every timed rule that is due (§10.4: the backoff has finished)."""
+        now = self.now()
+        for key in sorted(self.workloads):
+            wl = self.workloads[key]
+            rs = wl.requeue_state
+            if rs is None or rs.requeue_at is None or rs.requeue_at > now:
+                continue
+            if not wl.active or wl.finished or wl.holds_quota:
+                continue
+            wl.conditions.set(
+                REQUEUED, "True", "BackoffFinished", "The workload backoff was finished", now
+            )
+            rs.requeue_at = None
+            wl.revision += 1
+            self.sync_workload(wl)
+
+    # ----------------------------------------------------------------- signals
+    def finish(self, key: str, *, failed: bool = False) -> bool:
+        wl = self.workloads.get(key)
+        if wl is None or wl.finished:
+            return False
+        now = self.now()
+        reason, message = (
+            ("Failed", "Job failed") if failed else ("Succeeded", "Job finished successfully")
+        )
+        wl.conditions.set(FINISHED, "True", reason, message, now)
+        wl.finished = True
+        cq = self.release_quota(wl) if wl.holds_quota else None
+        self.queues.delete(key)
+        if cq is not None:
+            self.flush([cq])
+        return True
+
+    def pods_ready(self, key: str) -> bool:
+        wl = self.workloads.get(key)
+        if wl is None:
+            return False
+        now = self.now()
+        old = wl.conditions.get(PODS_READY)
+        reason = "Recovered" if old is not None and old.reason == "WaitForRecovery" else "Started"
+        return wl.conditions.set(
+            PODS_READY,
+            "True",
+            reason,
+            "All pods reached readiness and the workload is running",
+            now,
+        )
+
+    def set_active(self, key: str, active: bool) -> bool:
+        wl = self.workloads.get(key)
+        if wl is None or wl.active == active:
+            return False
+        now = self.now()
+        wl.active = active
+        wl.revision += 1
+        if not active:
+            wl.requeue_state = None
+            if wl.holds_quota:
+                self.evict(wl, "Deactivated", "The workload is deactivated")
+            else:
+                wl.conditions.set(
+                    EVICTED, "True", "Deactivated", "The workload is deactivated", now
+                )
+            self.queues.delete(key)
+        else:
+            requeued = wl.conditions.get(REQUEUED)
+            if (
+                requeued is not None
+                and requeued.status == "False"
+                and requeued.reason.startswith("Deactivated")
+            ):
+                wl.conditions.set(
+                    REQUEUED, "True", "Reactivated", "The workload was reactivated", now
+                )
+            self.sync_workload(wl)
+        return True
+
+    # ------------------------------------------------------------ object changes
+    def set_namespace(self, name: str, labels: dict[str, str]) -> None:
+        old = self.namespaces.get(name, {})
+        self.namespaces[name] = dict(labels)
+        if old == labels:
+            return
+        newly = [
+            cq
+            for cq, info in sorted(self.cluster_queues.items())
+            if label_selector_matches(info.namespace_selector, labels)
+            and not label_selector_matches(info.namespace_selector, old)
+        ]
+        self.flush(newly)
+
+    def set_flavor(self, info: FlavorInfo | None, name: str) -> None:
+        before = {cq for cq in self.cluster_queues if self.cq_active(cq)}
+        if info is None:
+            self.flavors.pop(name, None)
+        else:
+            self.flavors[name] = info
+        self._after_activity_change(before)
+        # A changed flavor may now match or tolerate: every CQ using it is worth a retry.
+        users = [cq for cq, c in sorted(self.cluster_queues.items()) if name in c.flavor_names()]
+        self.flush(users)
+
+    def _after_activity_change(self, before: set[str]) -> None:
+        after = {cq for cq in self.cluster_queues if self.cq_active(cq)}
+        changed = sorted(after ^ before)
+        for cq in changed:
+            self.sync_workloads(self.workloads_of_cluster_queue(cq))
+        self.flush(sorted(after - before))
+
+    def set_cluster_queue(self, info: ClusterQueueInfo) -> None:
+        before = {cq for cq in self.cluster_queues if self.cq_active(cq)}
+        old = self.cluster_queues.get(info.name)
+        self.cluster_queues[info.name] = info
+        self.tree.set_cluster_queue(info.name, info.cohort or None, info.quotas)
+        self.queues.set_cluster_queue(
+            info.name,
+            QueueSettings(cluster_queue=info.name, strategy=info.strategy),
+            info.queue_plugin or self.config.default_queue_plugin,
+            now=self.now(),
+        )
+        if old is None:
+            # usage of workloads admitted before this CQ existed is counted now (§3.9)
+            for key in sorted(self.holders.get(info.name, set())):
+                wl = self.workloads.get(key)
+                if wl is not None:
+                    self.count_usage(wl)
+            self.sync_workloads(self.workloads_of_cluster_queue(info.name))
+        self._apply_stop_policy(info, old)
+        self._after_activity_change(before)
+        self.flush([info.name])
+
+    def _apply_stop_policy(self, info: ClusterQueueInfo, old: ClusterQueueInfo | None) -> None:
+        now = self.now()
+        if info.stop_policy == "HoldAndDrain" and (
+            old is None or old.stop_policy != "HoldAndDrain"
+        ):
+            for key in sorted(self.holders.get(info.name, set())):
+                wl = self.workloads[key]
+                if not wl.conditions.is_true(EVICTED):
+                    self.evict(wl, "ClusterQueueStopped", "The ClusterQueue is stopped")
+        if info.stop_policy == "None" and old is not None and old.stop_policy != "None":
+            for key in self.workloads_of_cluster_queue(info.name):
+                wl = self.workloads[key]
+                rq = wl.conditions.get(REQUEUED)
+                if rq is not None and rq.status == "False" and rq.reason == "ClusterQueueStopped":
+                    wl.conditions.set(
+                        REQUEUED,
+                        "True",
+                        "ClusterQueueRestarted",
+                        "The ClusterQueue was restarted after being stopped",
+                        now,
+                    )
+                    wl.revision += 1
+
+    def delete_cluster_queue(self, name: str) -> None:
+        if name not in self.cluster_queues:
+            return
+        before = {cq for cq in self.cluster_queues if self.cq_active(cq)}
+        for key in sorted(self.holders.get(name, set())):
+            self.counted.pop(key, None)
+        del self.cluster_queues[name]
+        self.tree.delete_cluster_queue(name)
+        self.queues.delete_cluster_queue(name)
+        self.sync_workloads(self.workloads_of_cluster_queue(name))
+        self._after_activity_change(before)
+
+    def set_cohort(self, info: CohortInfo) -> None:
+        before = {cq for cq in self.cluster_queues if self.cq_active(cq)}
+        self.cohorts[info.name] = info
+        self.tree.set_cohort(info.name, info.parent, info.quotas, info.weight)
+        self._after_activity_change(before)
+        self.flush(self._cluster_queues_under(info.name))
+
+    def delete_cohort(self, name: str) -> None:
+        if name not in self.cohorts:
+            return
+        before = {cq for cq in self.cluster_queues if self.cq_active(cq)}
+        del self.cohorts[name]
+        self.tree.delete_cohort(name)
+        self._after_activity_change(before)
+        self.flush(self._cluster_queues_under(name))
+
+    def _cluster_queues_under(self, cohort: str) -> list[str]:
+        return [c for c, info in sorted(self.cluster_queues.items()) if info.cohort == cohort]
+
+    def set_local_queue(self, info: LocalQueueInfo) -> None:
+        old = self.local_queues.get(info.key)
+        self.local_queues[info.key] = info
+        now = self.now()
+        if info.stop_policy == "HoldAndDrain" and (
+            old is None or old.stop_policy != "HoldAndDrain"
+        ):
+            for key in self.workloads_of_local_queue(info.key):
+                wl = self.workloads[key]
+                if wl.holds_quota and not wl.conditions.is_true(EVICTED):
+                    self.evict(wl, "LocalQueueStopped", "The LocalQueue is stopped")
+        if info.stop_policy == "None" and old is not None and old.stop_policy != "None":
+            for key in self.workloads_of_local_queue(info.key):
+                wl = self.workloads[key]
+                rq = wl.conditions.get(REQUEUED)
+                if rq is not None and rq.status == "False" and rq.reason == "LocalQueueStopped":
+                    wl.conditions.set(
+                        REQUEUED,
+                        "True",
+                        "LocalQueueRestarted",
+                        "The LocalQueue was restarted after being stopped",
+                        now,
+                    )
+                    wl.revision += 1
+        self.sync_workloads(self.workloads_of_local_queue(info.key))
+
+    def delete_local_queue(self, key: str) -> None:
+        if self.local_queues.pop(key, None) is not None:
+            self.sync_workloads(self.workloads_of_local_queue(key))
+
+    def set_workload(self, wl: WorkloadState) -> None:
+        """Create or replace a workload (spec from the API object; status kept if known)."""
+        old = self.workloads.get(wl.key)
+        if old is not None:
+            self.uncount_usage(old.key)
+            wl.revision = old.revision + 1
+        self.workloads[wl.key] = wl
+        self.count_usage(wl)
+        if old is not None and old.holds_quota and not wl.holds_quota:
+            self.flush([old.admission.cluster_queue] if old.admission else [])
+        self.sync_workload(wl)
+
+    def delete_workload(self, key: str) -> None:
+        wl = self.workloads.pop(key, None)
+        if wl is None:
+            return
+        cq = None
+        if wl.holds_quota:
+            cq = wl.admission.cluster_queue if wl.admission else None
+        if cq is None:
+            self.counted.pop(key, None)
+        if cq is not None:
+            usage = self.counted.pop(key, None)
+            self.holders.get(cq, set()).discard(key)
+            if usage is not None and cq in self.cluster_queues:
+                self.tree.remove_usage(cq, usage)
+        self.queues.delete(key)
+        if cq is not None:
+            self.flush([cq])

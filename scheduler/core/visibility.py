@@ -1,0 +1,68 @@
+"""The pending-workloads listing of a ClusterQueue (KEP-168), from the queue's own order.
+
+Shared by the simulator's PendingWorkloadsSummary output and the runtime's snapshots,
+so both always agree on positions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from scheduler.core.clock import Instant
+from scheduler.core.scheduler import Scheduler
+
+
+@dataclass(frozen=True, slots=True)
+class PendingItem:
+    namespace: str
+    name: str
+    creation: Instant
+    owner_references: tuple[tuple[str, str, str, str], ...]  # apiVersion, kind, name, uid
+    priority: int
+    local_queue: str
+    position_in_cluster_queue: int
+    position_in_local_queue: int
+
+
+def _owners(raw: Any) -> tuple[tuple[str, str, str, str], ...]:
+    refs = getattr(getattr(raw, "metadata", None), "owner_references", None) or []
+    out: list[tuple[str, str, str, str]] = []
+    for ref in refs:
+        get = ref.get if isinstance(ref, dict) else (lambda k, r=ref: getattr(r, k, ""))
+        out.append(
+            (
+                str(get("apiVersion") or get("api_version") or ""),
+                str(get("kind") or ""),
+                str(get("name") or ""),
+                str(get("uid") or ""),
+            )
+        )
+    return tuple(out)
+
+
+def pending_workloads(s: Scheduler, cluster_queue: str) -> list[PendingItem]:
+    """Every queued workload of the CQ in queue order with both positions (§3.4)."""
+    queue = s.queues.queue(cluster_queue)
+    if queue is None:
+        return []
+    per_lq: dict[tuple[str, str], int] = {}
+    items: list[PendingItem] = []
+    for index, entry in enumerate(queue.listing()):
+        wl = s.workloads.get(entry.key)
+        lq_key = (entry.namespace, entry.local_queue)
+        lq_pos = per_lq.get(lq_key, 0)
+        per_lq[lq_key] = lq_pos + 1
+        items.append(
+            PendingItem(
+                namespace=entry.namespace,
+                name=entry.name,
+                creation=wl.creation if wl is not None else entry.timestamp,
+                owner_references=_owners(wl.raw) if wl is not None else (),
+                priority=entry.priority,
+                local_queue=entry.local_queue,
+                position_in_cluster_queue=index,
+                position_in_local_queue=lq_pos,
+            )
+        )
+    return items

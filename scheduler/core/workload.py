@@ -1,0 +1,136 @@
+"""The core's own record of a workload: what it asks for and the status the core writes.
+
+The API object (pydantic, immutable) is the input; everything the scheduler decides
+lives here, in plain mutable dataclasses that the status writer renders back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from scheduler.core.clock import Instant
+from scheduler.core.conditions import Conditions
+
+# Condition types and reasons (scheduling.md §12.2).
+QUOTA_RESERVED = "QuotaReserved"
+ADMITTED = "Admitted"
+EVICTED = "Evicted"
+PREEMPTED = "Preempted"
+REQUEUED = "Requeued"
+PODS_READY = "PodsReady"
+FINISHED = "Finished"
+DEACTIVATION_TARGET = "DeactivationTarget"
+
+JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+
+
+@dataclass(slots=True)
+class PodSetSpec:
+    """One pod set of a workload with its per-pod requests in scheduler values."""
+
+    name: str
+    count: int
+    min_count: int | None
+    per_pod: dict[str, int]
+    pod_spec: dict[str, Any]  # camelCase pod spec, for affinity and toleration matching
+    tolerations: list[dict[str, Any]]
+    limits_exceeded: list[str]
+
+
+@dataclass(slots=True)
+class PodSetAssignment:
+    name: str
+    flavors: dict[str, str]  # resource -> flavor
+    resource_usage: dict[str, int]  # resource -> total for `count` pods
+    count: int
+
+
+@dataclass(slots=True)
+class Admission:
+    cluster_queue: str
+    pod_sets: list[PodSetAssignment]
+
+
+@dataclass(slots=True)
+class RequeueState:
+    count: int | None = None
+    requeue_at: Instant | None = None
+
+
+@dataclass(slots=True)
+class LastAssignment:
+    """Where the flavor scan stopped last time (§7.7), per (pod set index, resource)."""
+
+    tried_flavor_idx: dict[tuple[int, str], int]
+    generation: int
+
+    def has_untried_flavors(self) -> bool:
+        return any(idx != -1 for idx in self.tried_flavor_idx.values())
+
+
+@dataclass(slots=True)
+class WorkloadState:
+    namespace: str
+    name: str
+    uid: str
+    creation: Instant
+    labels: dict[str, str]
+    queue_name: str
+    priority: int
+    priority_class_name: str
+    priority_class_source: str
+    active: bool
+    pod_sets: list[PodSetSpec]
+    maximum_execution_time_seconds: int | None = None
+    # status
+    conditions: Conditions = field(default_factory=Conditions)
+    admission: Admission | None = None
+    requeue_state: RequeueState | None = None
+    reclaimable: dict[str, int] = field(default_factory=dict)
+    resource_requests: list[tuple[str, dict[str, int]]] | None = None
+    finished: bool = False
+    # bookkeeping, never rendered
+    revision: int = 0
+    last_assignment: LastAssignment | None = None
+    raw: Any = None  # the API object as last applied, for output of spec/metadata
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def holds_quota(self) -> bool:
+        return self.admission is not None and self.conditions.is_true(QUOTA_RESERVED)
+
+    @property
+    def is_admitted(self) -> bool:
+        return self.admission is not None and self.conditions.is_true(ADMITTED)
+
+    @property
+    def job_uid(self) -> str:
+        return self.labels.get(JOB_UID_LABEL, "UNKNOWN") or "UNKNOWN"
+
+    def current_count(self, pod_set: PodSetSpec) -> int:
+        return pod_set.count - self.reclaimable.get(pod_set.name, 0)
+
+    def queue_order_timestamp(self, eviction_ordering: bool) -> Instant:
+        """§5.3: evicted-by-timeout (Eviction strategy) or by admission check, else creation."""
+        evicted = self.conditions.get(EVICTED)
+        if evicted is not None and evicted.is_true:
+            if evicted.reason == "PodsReadyTimeout" and eviction_ordering:
+                return evicted.last_transition
+            if evicted.reason == "AdmissionCheck":
+                return evicted.last_transition
+        return self.creation
+
+
+def pod_set_totals(pod_set: PodSetSpec, count: int) -> dict[str, int]:
+    return {r: v * count for r, v in pod_set.per_pod.items()}
+
+
+def scale_totals(totals: dict[str, int], old_count: int, new_count: int) -> dict[str, int]:
+    """§2: divide by the old count first, then multiply, exactly as upstream does."""
+    if old_count in {0, new_count}:
+        return dict(totals)
+    return {r: v // old_count * new_count for r, v in totals.items()}

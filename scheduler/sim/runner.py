@@ -1,0 +1,329 @@
+"""Replay a scenario on the virtual clock (simulate.md): the core, driven synchronously.
+
+The clock jumps from one instant at which something can happen to the next, so a
+scenario spanning hours replays in milliseconds, and the same input always yields
+the same output.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from scheduler.api import (
+    ClusterQueue,
+    Cohort,
+    Configuration,
+    Job,
+    LocalQueue,
+    Namespace,
+    PriorityClass,
+    ResourceFlavor,
+    Scenario,
+    Workload,
+    WorkloadPriorityClass,
+    job_to_workload,
+)
+from scheduler.api.decode import ApiError, Decoded, decode_object
+from scheduler.core.clock import Instant, ManualClock, datetime_from_instant, instant_from_datetime
+from scheduler.core.cycle import run_cycle
+from scheduler.core.ingest import apply_object, delete_object, scheduler_config
+from scheduler.core.scheduler import Scheduler
+
+DEFAULT_START = datetime(2026, 1, 1, tzinfo=UTC)
+UID_NAMESPACE = uuid.UUID("6f1f8e8e-3b7a-4c1e-9a43-0d7c55c1a001")
+MAX_CYCLES = 1_000_000
+
+# Objects are applied in dependency order so the first cycle sees a settled cluster;
+# within a kind, document order.
+_APPLY_ORDER: dict[type[Any], int] = {
+    Namespace: 0,
+    WorkloadPriorityClass: 1,
+    PriorityClass: 1,
+    ResourceFlavor: 2,
+    Cohort: 3,
+    ClusterQueue: 4,
+    LocalQueue: 5,
+    Workload: 6,
+}
+
+
+class SimulationError(Exception):
+    """An internal failure of the run (exit 1), as opposed to bad input (ApiError, exit 2)."""
+
+
+def deterministic_uid(namespace: str, name: str) -> str:
+    return str(uuid.uuid5(UID_NAMESPACE, f"{namespace}/{name}"))
+
+
+@dataclass(slots=True)
+class TimedEvent:
+    at: Instant
+    order: int
+    action: str
+    target: str = ""
+    obj: Any = None
+    failed: bool = False
+    delete_kind: str = ""
+    delete_namespace: str | None = None
+    delete_name: str = ""
+
+
+@dataclass(slots=True)
+class SimulationResult:
+    scheduler: Scheduler
+    objects: dict[tuple[str, str], Any] = field(default_factory=dict)  # (kind, key) -> API obj
+    cycles: int = 0
+    end: Instant = 0
+
+
+class Simulation:
+    def __init__(
+        self,
+        documents: Sequence[Decoded],
+        *,
+        cycles: int | None = None,
+        until_idle: bool | None = None,
+        start_time: datetime | None = None,
+    ) -> None:
+        self.documents = list(documents)
+        configs = [d for d in self.documents if isinstance(d.obj, Configuration)]
+        scenarios = [d for d in self.documents if isinstance(d.obj, Scenario)]
+        for extra in (configs[1:], scenarios[1:]):
+            if extra:
+                d = extra[0]
+                raise ApiError(
+                    source=d.source,
+                    index=d.index,
+                    path="kind",
+                    detail=f"at most one {type(d.obj).__name__} may be given",
+                )
+        self.config_obj: Configuration | None = configs[0].obj if configs else None
+        self.scenario: Scenario | None = scenarios[0].obj if scenarios else None
+        spec = self.scenario.spec if self.scenario is not None else None
+        start = start_time or (spec.start_time if spec is not None else None) or DEFAULT_START
+        self.start = instant_from_datetime(start)
+        if cycles is None and not until_idle and spec is not None and not spec.until_idle:
+            cycles = spec.cycles
+        self.cycles = cycles
+        self.clock = ManualClock(self.start)
+        self.scheduler = Scheduler(self.clock, scheduler_config(self.config_obj))
+        self.result = SimulationResult(self.scheduler)
+        self._ordinal = 0
+        self._wpcs: dict[str, WorkloadPriorityClass] = {}
+        self._pcs: dict[str, PriorityClass] = {}
+
+    # ----------------------------------------------------------------- inputs
+    def _prepare(self, d: Decoded) -> Any:
+        """Fill the defaults that depend on position (uid, creationTimestamp); Jobs become
+        Workloads as the Job integration would create them."""
+        obj = d.obj
+        ordinal = self._ordinal
+        self._ordinal += 1
+        if isinstance(obj, Job):
+            obj = self._fill_meta(obj, ordinal)
+            try:
+                obj = job_to_workload(obj, self._wpcs, self._pcs)
+            except ApiError as err:
+                raise err.at(d.source, d.index) from None
+            except ValueError as err:
+                raise ApiError(source=d.source, index=d.index, path="metadata", detail=str(err))
+        if isinstance(obj, Workload):
+            obj = self._fill_meta(obj, ordinal)
+        return obj
+
+    def _fill_meta(self, obj: Any, ordinal: int) -> Any:
+        meta = obj.metadata
+        updates: dict[str, Any] = {}
+        namespace = meta.namespace or "default"
+        if meta.namespace is None:
+            updates["namespace"] = namespace
+        if not meta.uid:
+            updates["uid"] = deterministic_uid(namespace, meta.name)
+        if meta.creation_timestamp is None:
+            updates["creation_timestamp"] = datetime_from_instant(self.start + ordinal * 1000)
+        if not updates:
+            return obj
+        return obj.model_copy(update={"metadata": meta.model_copy(update=updates)})
+
+    def _remember(self, obj: Any) -> None:
+        kind = type(obj).__name__
+        meta = obj.metadata
+        key = f"{meta.namespace}/{meta.name}" if getattr(meta, "namespace", None) else meta.name
+        self.result.objects[(kind, key)] = obj
+        if isinstance(obj, WorkloadPriorityClass):
+            self._wpcs[meta.name] = obj
+        elif isinstance(obj, PriorityClass):
+            self._pcs[meta.name] = obj
+
+    def _apply(self, obj: Any) -> None:
+        self._remember(obj)
+        apply_object(self.scheduler, obj)
+        self.scheduler.finalize_evictions()
+
+    def _load(self) -> list[TimedEvent]:
+        initial = [
+            d
+            for d in self.documents
+            if not isinstance(d.obj, Configuration | Scenario)
+            and type(d.obj) in _APPLY_ORDER
+            or isinstance(d.obj, Job)
+        ]
+        # priority classes first: Jobs need them to resolve priorities
+        for d in initial:
+            if isinstance(d.obj, WorkloadPriorityClass | PriorityClass):
+                self._remember(d.obj)
+        prepared = [(self._prepare(d), i) for i, d in enumerate(initial)]
+        prepared.sort(key=lambda p: (_APPLY_ORDER[type(p[0])], p[1]))
+        for obj, _ in prepared:
+            self._apply(obj)
+        return self._events()
+
+    def _events(self) -> list[TimedEvent]:
+        events: list[TimedEvent] = []
+        if self.scenario is None:
+            return events
+        known = {k for (kind, k) in self.result.objects if kind == "Workload"}
+        source = next(d for d in self.documents if d.obj is self.scenario)
+        for i, ev in enumerate(self.scenario.spec.events):
+            at = self.start + ev.at
+            te = TimedEvent(at=at, order=i, action="")
+            path = f"spec.events[{i}]"
+            if ev.apply is not None:
+                te.action = "apply"
+                te.obj = ev.apply
+                if isinstance(ev.apply, Workload | Job):
+                    ns = ev.apply.metadata.namespace or "default"
+                    known.add(f"{ns}/{ev.apply.metadata.name}")
+            elif ev.delete is not None:
+                te.action = "delete"
+                te.delete_kind = ev.delete.kind
+                te.delete_namespace = ev.delete.namespace
+                te.delete_name = ev.delete.name
+            elif ev.pods_ready is not None:
+                te.action, te.target = "podsReady", ev.pods_ready
+            elif ev.finish is not None:
+                te.action, te.target, te.failed = "finish", ev.finish, bool(ev.failed)
+            elif ev.deactivate is not None:
+                te.action, te.target = "deactivate", ev.deactivate
+            elif ev.activate is not None:
+                te.action, te.target = "activate", ev.activate
+            events.append(te)
+            del path
+        for i, te in enumerate(events):
+            if te.target and te.target not in known and not _is_job_target(te.target, known):
+                raise ApiError(
+                    source=source.source,
+                    index=source.index,
+                    kind="Scenario",
+                    name=self.scenario.metadata.name,
+                    path=f"spec.events[{i}]",
+                    detail=f'workload "{te.target}" is not defined by any input document',
+                )
+        events.sort(key=lambda e: (e.at, e.order))
+        return events
+
+    def _fire(self, ev: TimedEvent) -> None:
+        s = self.scheduler
+        if ev.action == "apply":
+            obj = ev.obj
+            if isinstance(obj, Job | Workload):
+                obj = self._prepare(Decoded(obj=obj, source="", index=0))
+            self._apply(obj)
+        elif ev.action == "delete":
+            delete_object(s, ev.delete_kind, ev.delete_namespace, ev.delete_name)
+        elif ev.action == "podsReady":
+            s.pods_ready(ev.target)
+        elif ev.action == "finish":
+            s.finish(ev.target, failed=ev.failed)
+        elif ev.action == "deactivate":
+            s.set_active(ev.target, False)
+        elif ev.action == "activate":
+            s.set_active(ev.target, True)
+        s.finalize_evictions()
+
+    # -------------------------------------------------------------------- run
+    def run(self) -> SimulationResult:
+        s = self.scheduler
+        events = self._load()
+        s.on_time_passed()
+        s.observe_conditions()
+        cursor = 0
+        cycles = 0
+        seen: set[Any] = set()
+        while True:
+            now = self.clock.now()
+            fired = False
+            while cursor < len(events) and events[cursor].at <= now:
+                self._fire(events[cursor])
+                cursor += 1
+                fired = True
+            if fired:
+                seen.clear()
+                s.observe_conditions()
+            if self.cycles is not None and cycles >= self.cycles:
+                break
+            if cycles >= MAX_CYCLES:
+                raise SimulationError(f"no idle state after {MAX_CYCLES} cycles")
+            stats = run_cycle(s)
+            cycles += 1
+            s.observe_conditions()
+            if stats.admitted or stats.preempted:
+                seen.clear()
+                continue
+            fingerprint = _fingerprint(s) if stats.ran else None
+            if fingerprint is not None and fingerprint not in seen:
+                seen.add(fingerprint)
+                continue
+            # Nothing more can happen at this instant: jump to the next one, if any.
+            upcoming = [e.at for e in events[cursor:]]
+            timer = s.next_timer()
+            if timer is not None:
+                upcoming.append(timer)
+            if not upcoming:
+                break
+            self.clock.set(max(now, min(upcoming)))
+            s.on_time_passed()
+            seen.clear()
+        self.result.cycles = cycles
+        self.result.end = self.clock.now()
+        for key, wl in s.workloads.items():
+            if wl.raw is not None:
+                self.result.objects[("Workload", key)] = wl.raw
+        return self.result
+
+
+def _is_job_target(target: str, known: set[str]) -> bool:
+    """A scenario may name a Job's Workload by the Job's name (ns/job-name)."""
+    ns, _, name = target.partition("/")
+    prefix = f"{ns}/job-{name}-"
+    return any(k.startswith(prefix) for k in known)
+
+
+def _fingerprint(s: Scheduler) -> Any:
+    """Everything that decides what the next cycle does, when no quota changed."""
+    queues = []
+    for name in s.queues.cluster_queues():
+        q = s.queues.queue(name)
+        if q is None:
+            continue
+        c = q.counts()
+        queues.append((name, c.active, c.parked, tuple(e.key for e in q.listing())))
+    attempts = tuple(
+        (
+            key,
+            tuple(sorted(wl.last_assignment.tried_flavor_idx.items()))
+            if wl.last_assignment is not None
+            else None,
+        )
+        for key, wl in sorted(s.workloads.items())
+        if wl.last_assignment is not None
+    )
+    return (tuple(queues), attempts)
+
+
+def decode_inline(data: dict[str, Any], source: str, index: int) -> Any:
+    return decode_object(data, source=source, index=index)

@@ -1,0 +1,123 @@
+"""The layer rules of product.md, checked on the source: imports go downward only,
+and the core reads time only from its injected clock."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# folder -> module prefixes it must never import
+FORBIDDEN: dict[str, tuple[str, ...]] = {
+    "scheduler/api": (
+        "scheduler.core",
+        "scheduler.runtime",
+        "scheduler.kube",
+        "scheduler.sim",
+        "visibility_server",
+        "queuescope",
+        "asyncio",
+        "kubernetes_asyncio",
+        "fastapi",
+        "uvicorn",
+        "starlette",
+    ),
+    "scheduler/core": (
+        "scheduler.runtime",
+        "scheduler.kube",
+        "scheduler.sim",
+        "visibility_server",
+        "queuescope",
+        "asyncio",
+        "kubernetes_asyncio",
+        "fastapi",
+        "uvicorn",
+        "starlette",
+        "time",
+        "threading",
+    ),
+    "scheduler/sim": (
+        "scheduler.runtime",
+        "scheduler.kube",
+        "visibility_server",
+        "queuescope",
+        "asyncio",
+        "kubernetes_asyncio",
+        "fastapi",
+        "time",
+    ),
+    "scheduler/runtime": ("fastapi", "uvicorn", "starlette", "visibility_server", "queuescope"),
+    "scheduler/kube": ("fastapi", "uvicorn", "starlette", "visibility_server", "queuescope"),
+}
+
+# Reading the wall clock through datetime is as forbidden as importing time.
+CLOCK_CALLS = {"now", "utcnow", "today"}
+CLOCK_OWNERS = {"datetime", "date"}
+PURE_FOLDERS = ("scheduler/api", "scheduler/core", "scheduler/sim")
+
+
+def _modules(folder: str) -> list[Path]:
+    return sorted((ROOT / folder).rglob("*.py"))
+
+
+def _imports(tree: ast.AST) -> list[tuple[int, str]]:
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.extend((node.lineno, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.append((node.lineno, node.module))
+    return found
+
+
+def _hits(name: str, prefixes: tuple[str, ...]) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in prefixes)
+
+
+@pytest.mark.parametrize("folder", sorted(FORBIDDEN))
+def test_imports_go_downward_only(folder: str) -> None:
+    violations = []
+    for path in _modules(folder):
+        tree = ast.parse(path.read_text(), str(path))
+        for line, name in _imports(tree):
+            if _hits(name, FORBIDDEN[folder]):
+                violations.append(f"{path.relative_to(ROOT)}:{line} imports {name}")
+    assert not violations, "layer rule broken:\n" + "\n".join(violations)
+
+
+def _reads_wall_clock(node: ast.AST) -> bool:
+    """`datetime.now()`, `datetime.datetime.utcnow()`, `date.today()`, ..."""
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+        return False
+    if node.func.attr not in CLOCK_CALLS:
+        return False
+    owner = node.func.value
+    name = owner.id if isinstance(owner, ast.Name) else getattr(owner, "attr", "")
+    return name in CLOCK_OWNERS
+
+
+@pytest.mark.parametrize("folder", PURE_FOLDERS)
+def test_pure_layers_never_read_the_wall_clock(folder: str) -> None:
+    violations = []
+    for path in _modules(folder):
+        tree = ast.parse(path.read_text(), str(path))
+        for node in ast.walk(tree):
+            if _reads_wall_clock(node):
+                violations.append(f"{path.relative_to(ROOT)}:{node.lineno} reads the wall clock")
+    assert not violations, "the core must take time from its injected clock:\n" + "\n".join(
+        violations
+    )
+
+
+def test_the_checker_sees_a_violation(tmp_path: Path) -> None:
+    """Guard against a checker that silently passes: a known-bad module must be caught."""
+    bad = ast.parse("import asyncio\nfrom time import time\nx = datetime.now()\n")
+    names = [n for _, n in _imports(bad)]
+    assert _hits(names[0], FORBIDDEN["scheduler/core"])
+    assert _hits(names[1], FORBIDDEN["scheduler/core"])
+    assert any(_reads_wall_clock(n) for n in ast.walk(bad))
+    injected = ast.parse("x = self.clock.now()\n")
+    assert not any(_reads_wall_clock(n) for n in ast.walk(injected))
