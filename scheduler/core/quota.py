@@ -332,7 +332,7 @@ class QuotaTree:
         cur = seed
         while True:
             if cur in index:
-                top, cyclic = min(path[index[cur] :]), False
+                top, cyclic = min(path[index[cur] :]), True
                 break
             index[cur] = len(path)
             path.append(cur)
