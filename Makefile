@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 run: install
-	$(BIN)/queuescope run-demo manifests/samples
+	$(BIN)/queuescope simulate manifests/samples -o table
 
 lint: install
 	$(BIN)/ruff check .

@@ -11,7 +11,15 @@ import re
 from datetime import UTC, date, datetime
 from typing import Annotated, Any, ClassVar
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer, PrivateAttr
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    PlainSerializer,
+    PrivateAttr,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 from pydantic.alias_generators import to_camel
 
 from scheduler.api.durations import DurationError, format_duration, parse_duration
@@ -37,6 +45,24 @@ class ApiModel(BaseModel):
     def to_dict(self) -> dict[str, Any]:
         """The camelCase plain-JSON form, as `kubectl get -o json` would show it."""
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+class OmitEmptyModel(ApiModel):
+    """Serializes like Go's `omitempty`: empty strings, maps and lists are left out.
+
+    Only for Kubernetes core types (metadata, pod templates) and status blocks, where
+    an empty value means "unset". Kueue specs keep their defaults visible, and there
+    an empty value can matter (`namespaceSelector: {}` matches every namespace).
+    """
+
+    @model_serializer(mode="wrap")
+    def _omit_empty(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        return {k: v for k, v in data.items() if not _is_empty(v)}
+
+
+def _is_empty(value: Any) -> bool:
+    return (isinstance(value, str | dict | list)) and not value
 
 
 class TypedObject(ApiModel):

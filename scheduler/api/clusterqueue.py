@@ -47,6 +47,12 @@ class AdmissionChecksStrategy(ApiModel):
     admission_checks: list[AdmissionCheckStrategyRule] = Field(default_factory=list)
 
 
+class AdmissionScope(ApiModel):
+    """Accepted, ignored: Admission Fair Sharing is off (§14); only the enum is checked."""
+
+    admission_mode: Literal["UsageBasedAdmissionFairSharing", "NoAdmissionFairSharing"]
+
+
 class ClusterQueueSpec(ApiModel):
     resource_groups: list[ResourceGroup] = Field(default_factory=list)
     cohort: str = ""
@@ -59,8 +65,7 @@ class ClusterQueueSpec(ApiModel):
     admission_checks_strategy: AdmissionChecksStrategy | None = None
     stop_policy: StopPolicy = "None"
     fair_sharing: FairSharing = Field(default_factory=FairSharing)
-    # Accepted, ignored: Admission Fair Sharing is off (§14).
-    admission_scope: dict[str, Any] | None = None
+    admission_scope: AdmissionScope | None = None
 
 
 class ClusterQueue(KubeObject):

@@ -8,7 +8,7 @@ unknown field (rejected) and output echoes the version the user wrote.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import Field
 
@@ -16,8 +16,8 @@ from scheduler.api.base import ApiModel
 from scheduler.api.meta import KubeObject
 from scheduler.api.quota import FairSharing, ResourceGroup
 
-COHORT_V1BETA1 = "kueue.x-k8s.io/v1beta1"
-COHORT_V1ALPHA1 = "kueue.x-k8s.io/v1alpha1"
+COHORT_V1BETA1: Final = "kueue.x-k8s.io/v1beta1"
+COHORT_V1ALPHA1: Final = "kueue.x-k8s.io/v1alpha1"
 
 
 class CohortSpec(ApiModel):

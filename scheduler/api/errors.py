@@ -7,10 +7,26 @@ so one error type carries all of those and renders them on one line.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["ApiError", "FieldError", "SourceRef", "join_path"]
+__all__ = ["ApiError", "FieldError", "SourceRef", "join_path", "quote", "unsupported_detail"]
+
+
+def quote(value: object) -> str:
+    """A value as apimachinery prints it in errors: strings quoted (%q), numbers bare."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    return json.dumps(value if isinstance(value, str) else str(value), ensure_ascii=False)
+
+
+def unsupported_detail(value: object, supported: Sequence[str]) -> str:
+    """apimachinery's NotSupported wording."""
+    choices = ", ".join(quote(s) for s in supported)
+    return f"Unsupported value: {quote(value)}: supported values: {choices}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,12 +127,12 @@ class ApiError(ValueError):
             errors=errors,
         )
 
-    def located(
+    def at(
         self,
-        *,
         source: str,
         index: int | None,
         item: int | None = None,
+        *,
         path_prefix: str = "",
     ) -> ApiError:
         """The same error placed in a file (and under a path prefix, for nested documents)."""

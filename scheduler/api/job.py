@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field
-
 from scheduler.api.base import ApiModel, Int32, Int64
 from scheduler.api.meta import KubeObject
 from scheduler.api.pod import PodTemplateSpec

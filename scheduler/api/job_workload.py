@@ -29,11 +29,18 @@ from scheduler.api.workload import (
     POD_PRIORITY_CLASS_SOURCE,
     WORKLOAD_PRIORITY_CLASS_SOURCE,
     PodSet,
+    PriorityClassSource,
     Workload,
     WorkloadSpec,
 )
 
-__all__ = ["ResolvedPriority", "job_to_workload", "job_uid", "job_workload_name", "resolve_priority"]
+__all__ = [
+    "ResolvedPriority",
+    "job_to_workload",
+    "job_uid",
+    "job_workload_name",
+    "resolve_priority",
+]
 
 _MAX_NAME = 253
 _HASH_LENGTH = 5
@@ -52,7 +59,7 @@ def job_workload_name(job_name: str, uid: str) -> str:
     return f"{prefix}-{digest.hexdigest()[:_HASH_LENGTH]}"
 
 
-ResolvedPriority = tuple[int, str, str]
+ResolvedPriority = tuple[int, str, PriorityClassSource]
 """(priority, priorityClassName, priorityClassSource)."""
 
 

@@ -6,12 +6,12 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from scheduler.api.base import ApiModel, Int64, Timestamp, TypedObject
+from scheduler.api.base import ApiModel, Int64, OmitEmptyModel, Timestamp, TypedObject
 
 ConditionStatus = Literal["True", "False", "Unknown"]
 
 
-class TemplateMeta(ApiModel):
+class TemplateMeta(OmitEmptyModel):
     """ObjectMeta with every field optional: the metadata of an embedded pod template.
 
     All of ObjectMeta's fields exist in the Kubernetes schema, so none of them is an

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import ConfigDict, Field
 
-from scheduler.api.base import ApiModel
+from scheduler.api.base import OmitEmptyModel
 from scheduler.api.meta import TemplateMeta
 from scheduler.api.quantity import QuantityField
 from scheduler.api.taints import Toleration
@@ -23,13 +23,13 @@ ResourceList = dict[str, QuantityField]
 """Resource name -> quantity, as in `resources.requests`."""
 
 
-class ResourceRequirements(ApiModel):
+class ResourceRequirements(OmitEmptyModel):
     requests: dict[str, QuantityField] = Field(default_factory=dict)
     limits: dict[str, QuantityField] = Field(default_factory=dict)
     claims: list[dict[str, Any]] = Field(default_factory=list)
 
 
-class Container(ApiModel):
+class Container(OmitEmptyModel):
     model_config = ConfigDict(extra="allow")
 
     name: str
@@ -43,7 +43,7 @@ class Container(ApiModel):
         return self.restart_policy == "Always"
 
 
-class PodSpec(ApiModel):
+class PodSpec(OmitEmptyModel):
     model_config = ConfigDict(extra="allow")
 
     containers: list[Container]
@@ -61,7 +61,7 @@ class PodSpec(ApiModel):
         return super().to_dict()
 
 
-class PodTemplateSpec(ApiModel):
+class PodTemplateSpec(OmitEmptyModel):
     metadata: TemplateMeta = Field(default_factory=TemplateMeta)
     spec: PodSpec
 

@@ -1,4 +1,4 @@
-"""Priority classes (scheduling.md §3.6): Kueue's WorkloadPriorityClass and Kubernetes' PriorityClass.
+"""Priority classes (scheduling.md §3.6): WorkloadPriorityClass and Kubernetes' PriorityClass.
 
 Both carry `value` at the top level (no spec), as upstream.
 """

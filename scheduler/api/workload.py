@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Final, Literal
 
 from pydantic import Field
 
-from scheduler.api.base import ApiModel, Int32, Timestamp
+from scheduler.api.base import ApiModel, Int32, OmitEmptyModel, Timestamp
 from scheduler.api.meta import Condition, KubeObject, condition_is_true
 from scheduler.api.pod import PodTemplateSpec
 from scheduler.api.quantity import QuantityField
 
 QUOTA_RESERVED = "QuotaReserved"
 
-WORKLOAD_PRIORITY_CLASS_SOURCE = "kueue.x-k8s.io/workloadpriorityclass"
-POD_PRIORITY_CLASS_SOURCE = "scheduling.k8s.io/priorityclass"
+WORKLOAD_PRIORITY_CLASS_SOURCE: Final = "kueue.x-k8s.io/workloadpriorityclass"
+POD_PRIORITY_CLASS_SOURCE: Final = "scheduling.k8s.io/priorityclass"
 
 PriorityClassSource = Literal[
     "kueue.x-k8s.io/workloadpriorityclass", "scheduling.k8s.io/priorityclass", ""
@@ -65,7 +65,7 @@ class RequeueState(ApiModel):
     requeue_at: Timestamp | None = None
 
 
-class WorkloadStatus(ApiModel):
+class WorkloadStatus(OmitEmptyModel):
     admission: Admission | None = None
     conditions: list[Condition] = Field(default_factory=list)
     reclaimable_pods: list[ReclaimablePod] = Field(default_factory=list)

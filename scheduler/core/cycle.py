@@ -64,11 +64,9 @@ def run_cycle(s: Scheduler) -> CycleStats:
     entries: list[Entry] = []
     for cq_name, qe in heads:
         wl = s.workloads.get(qe.key)
-        queue = s.queues.queue(cq_name)
         if wl is None or wl.holds_quota:
             # §6.4 check 1: dropped silently, never requeued.
-            if queue is not None:
-                queue.release_in_flight(qe.key)
+            s.queues.release_in_flight(cq_name, qe.key)
             continue
         entry = Entry(wl=wl, cq=s.cluster_queues[cq_name], queue_entry=qe)
         _nominate(s, entry, snapshot)
@@ -237,9 +235,7 @@ def _admit(s: Scheduler, e: Entry, usage: FRAmounts) -> None:
             wl.conditions.set(type_, "False", "QuotaReserved", message, now)
     wl.last_assignment = None
     e.admitted = True
-    queue = s.queues.queue(e.cq.name)
-    if queue is not None:
-        queue.release_in_flight(wl.key)
+    s.queues.release_in_flight(e.cq.name, wl.key)
     s.tree.add_usage(e.cq.name, usage)
     s.counted[wl.key] = usage
     s.holders.setdefault(e.cq.name, set()).add(wl.key)
@@ -250,20 +246,18 @@ def _requeue_and_update(s: Scheduler, e: Entry) -> None:
     now = s.now()
     if e.status != NOT_NOMINATED and e.reason is RequeueReason.GENERIC:
         e.reason = RequeueReason.FAILED_AFTER_NOMINATION
-    queue = s.queues.queue(e.cq.name)
-    if queue is not None:
-        still_queued = (
-            s.workloads.get(wl.key) is wl
-            and not wl.holds_quota
-            and wl.active
-            and not wl.finished
-            and s.resolve(wl)[0] == e.cq.name
-        )
-        if still_queued:
-            untried = wl.last_assignment is not None and wl.last_assignment.has_untried_flavors()
-            queue.requeue(s.queue_entry(wl), e.reason, now, has_untried_flavors=untried)
-        else:
-            queue.release_in_flight(wl.key)
+    still_queued = (
+        s.workloads.get(wl.key) is wl
+        and not wl.holds_quota
+        and wl.active
+        and not wl.finished
+        and s.resolve(wl)[0] == e.cq.name
+    )
+    if still_queued:
+        untried = wl.last_assignment is not None and wl.last_assignment.has_untried_flavors()
+        s.queues.requeue(e.cq.name, s.queue_entry(wl), e.reason, now, has_untried_flavors=untried)
+    else:
+        s.queues.release_in_flight(e.cq.name, wl.key)
     if e.status in (NOT_NOMINATED, SKIPPED):
         wl.conditions.set(QUOTA_RESERVED, "False", "Pending", e.message, now)
         wl.resource_requests = [

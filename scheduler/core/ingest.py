@@ -94,7 +94,7 @@ def cluster_queue_info(obj: ClusterQueue) -> ClusterQueueInfo:
         ),
         stop_policy=spec.stop_policy,
         weight=_weight(spec.fair_sharing.weight),
-        admission_checks=tuple(spec.admission_check_names),
+        admission_checks=tuple(obj.admission_check_names),
     )
 
 

@@ -1,0 +1,139 @@
+"""Kueue's Configuration (`config.kueue.x-k8s.io/v1beta1`, scheduling.md §3.7).
+
+Defaults are applied here, so the core reads plain values. Two of them depend on
+presence rather than on a value, as upstream: `waitForPodsReady.blockAdmission`
+defaults to `enable`, and `queueVisibility.clusterQueues` omitted means
+`maxCount: 10` while `clusterQueues: {}` means 0 (and `queueVisibility` itself being
+present is what switches the feature on, deviation D7).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from scheduler.api.base import ApiModel, DurationMicros, Int32, TypedObject
+
+PreemptionStrategy = Literal["LessThanOrEqualToFinalShare", "LessThanInitialShare"]
+DEFAULT_PREEMPTION_STRATEGIES: tuple[PreemptionStrategy, ...] = (
+    "LessThanOrEqualToFinalShare",
+    "LessThanInitialShare",
+)
+DEFAULT_PODS_READY_TIMEOUT_MICROS = 5 * 60 * 1_000_000
+
+
+def _default_when_absent(data: Any, key: str, snake: str, value: Any) -> Any:
+    """Fill a presence-dependent default into raw input (either JSON or Python name)."""
+    if isinstance(data, dict) and key not in data and snake not in data:
+        return {**data, key: value}
+    return data
+
+
+class RequeuingStrategy(ApiModel):
+    timestamp: Literal["Eviction", "Creation"] = "Eviction"
+    backoff_limit_count: Int32 | None = None  # None: requeue forever
+    backoff_base_seconds: Int32 = 60
+    backoff_max_seconds: Int32 = 3600
+
+
+class WaitForPodsReady(ApiModel):
+    enable: bool = False
+    # Exact microseconds (the core's clock unit), decoded from Go durations ("5m").
+    timeout: DurationMicros = DEFAULT_PODS_READY_TIMEOUT_MICROS
+    block_admission: bool = False
+    recovery_timeout: DurationMicros | None = None  # None: no recovery timeout
+    requeuing_strategy: RequeuingStrategy = Field(default_factory=RequeuingStrategy)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _block_admission_follows_enable(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            enable = data.get("enable", False)
+            return _default_when_absent(data, "blockAdmission", "block_admission", enable)
+        return data
+
+    @property
+    def timeout_seconds(self) -> float:
+        return self.timeout / 1_000_000
+
+    @property
+    def recovery_timeout_seconds(self) -> float | None:
+        if self.recovery_timeout is None:
+            return None
+        return self.recovery_timeout / 1_000_000
+
+
+class ClusterQueueVisibility(ApiModel):
+    max_count: Int32 = 0  # `clusterQueues: {}`; an omitted block means 10 (see below)
+
+
+class LocalQueueVisibility(ApiModel):
+    """Extension D8 (§13.3.3): per-LocalQueue pending lists."""
+
+    max_count: Int32 = 10
+    max_position: Int32 = 10
+
+
+class QueueVisibility(ApiModel):
+    update_interval_seconds: Int32 = 5
+    cluster_queues: ClusterQueueVisibility = Field(default_factory=ClusterQueueVisibility)
+    local_queues: LocalQueueVisibility | None = None  # None: extension off
+
+    @model_validator(mode="before")
+    @classmethod
+    def _cluster_queues_default(cls, data: Any) -> Any:
+        return _default_when_absent(data, "clusterQueues", "cluster_queues", {"maxCount": 10})
+
+
+class FairSharingConfig(ApiModel):
+    enable: bool = False
+    preemption_strategies: list[PreemptionStrategy] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_strategies(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or data.get("enable") is not True:
+            return data
+        for key in ("preemptionStrategies", "preemption_strategies"):
+            if data.get(key):
+                return data
+        cleaned = {k: v for k, v in data.items() if k != "preemption_strategies"}
+        return {**cleaned, "preemptionStrategies": list(DEFAULT_PREEMPTION_STRATEGIES)}
+
+
+class ResourcesConfig(ApiModel):
+    exclude_resource_prefixes: list[str] = Field(default_factory=list)
+    # Rejected by validation when non-empty: we do not implement transformations.
+    transformations: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class Configuration(TypedObject):
+    """Kueue's process configuration. Like upstream (strict decoding) it has no metadata."""
+
+    api_version: Literal["config.kueue.x-k8s.io/v1beta1"] = "config.kueue.x-k8s.io/v1beta1"
+    kind: Literal["Configuration"] = "Configuration"
+
+    wait_for_pods_ready: WaitForPodsReady = Field(default_factory=WaitForPodsReady)
+    queue_visibility: QueueVisibility | None = None
+    fair_sharing: FairSharingConfig = Field(default_factory=FairSharingConfig)
+    resources: ResourcesConfig = Field(default_factory=ResourcesConfig)
+
+    # Accepted and ignored (after upstream's type checks): process, integration and
+    # feature settings that do not change the scheduling core.
+    namespace: str | None = None
+    manage_jobs_without_queue_name: bool | None = None
+    managed_jobs_namespace_selector: dict[str, Any] | None = None
+    internal_cert_management: dict[str, Any] | None = None
+    client_connection: dict[str, Any] | None = None
+    integrations: dict[str, Any] | None = None
+    multi_kueue: dict[str, Any] | None = None
+    admission_fair_sharing: dict[str, Any] | None = None
+    feature_gates: dict[str, bool] | None = None
+    object_retention_policies: dict[str, Any] | None = None
+    health: dict[str, Any] | None = None
+    metrics: dict[str, Any] | None = None
+    webhook: dict[str, Any] | None = None
+    leader_election: dict[str, Any] | None = None
+    controller: dict[str, Any] | None = None
+    pprof_bind_address: str | None = None

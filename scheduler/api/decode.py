@@ -1,0 +1,285 @@
+"""From YAML/JSON documents to validated API objects, with errors that say where.
+
+`decode_object` turns one mapping into a model: it picks the model by (apiVersion,
+kind), applies what the API server would do before validation (explicit nulls are
+"unset"; namespaced objects without a namespace land in "default", as with
+`kubectl apply`; cluster-scoped ones lose a stray namespace), decodes strictly
+(JSON names only, unknown fields rejected) and then runs the semantic rules of
+scheduling.md §3. Every failure is an ApiError naming file, document, object and
+field path.
+
+`load_documents` reads files, directories and stdin and returns `Decoded` records
+(object + file + document index + List item). The object also remembers where it
+came from by itself (`scheduler.api.source.source_of`), so code that only keeps the
+object can still report errors against the right file.
+"""
+
+from __future__ import annotations
+
+import sys
+import typing
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+import yaml
+from pydantic import ValidationError
+
+from scheduler.api.base import TypedObject
+from scheduler.api.errors import (
+    ApiError,
+    FieldError,
+    SourceRef,
+    join_path,
+    quote,
+    unsupported_detail,
+)
+from scheduler.api.kinds import KINDS, ApiObject, supported_versions
+from scheduler.api.pydantic_errors import field_errors, json_type
+from scheduler.api.scenario import Scenario
+from scheduler.api.source import set_source
+from scheduler.api.validation import validate_object
+
+__all__ = [
+    "ApiError",
+    "Decoded",
+    "decode_object",
+    "load_documents",
+    "load_yaml",
+]
+
+STDIN = "-"
+STDIN_SOURCE = "<stdin>"
+YAML_SUFFIXES = (".yaml", ".yml")
+
+
+@dataclass(frozen=True, slots=True)
+class Decoded:
+    """One decoded object and where it came from (0-based document index in `source`)."""
+
+    obj: ApiObject
+    source: str = ""
+    index: int | None = None
+    item: int | None = None  # position inside a `v1` `List` document
+
+    @property
+    def ref(self) -> SourceRef:
+        return SourceRef(self.source, self.index, self.item)
+
+
+# ---------------------------------------------------------------------------
+# Decoding one object
+
+
+def _prune_nulls(value: Any) -> Any:
+    """Drop `key: null` everywhere: the API server treats an explicit null as unset."""
+    if isinstance(value, Mapping):
+        return {k: _prune_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_prune_nulls(v) for v in value]
+    return value
+
+
+def _place_namespace(model: type[TypedObject], data: dict[str, Any]) -> dict[str, Any]:
+    metadata = data.get("metadata")
+    if not isinstance(metadata, dict):
+        return data
+    if model.namespaced:
+        if not metadata.get("namespace"):
+            return {**data, "metadata": {**metadata, "namespace": "default"}}
+    elif "namespace" in metadata:
+        return {**data, "metadata": {k: v for k, v in metadata.items() if k != "namespace"}}
+    return data
+
+
+def _identity(data: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    metadata = data.get("metadata")
+    if not isinstance(metadata, Mapping):
+        return None, None
+    name, namespace = metadata.get("name"), metadata.get("namespace")
+    return (
+        name if isinstance(name, str) else None,
+        namespace if isinstance(namespace, str) else None,
+    )
+
+
+def decode_object(
+    data: Mapping[str, Any],
+    *,
+    source: str = "",
+    index: int | None = None,
+    item: int | None = None,
+) -> ApiObject:
+    """One validated object from one decoded YAML/JSON document; ApiError otherwise."""
+    where: dict[str, Any] = {"source": source, "index": index, "item": item}
+    if not isinstance(data, Mapping):
+        raise ApiError(f"a document must be an object (a mapping), got {json_type(data)}", **where)
+    api_version, kind = data.get("apiVersion"), data.get("kind")
+    if not isinstance(kind, str) or not kind:
+        raise ApiError("Required value: every document needs a kind", path="kind", **where)
+    if not isinstance(api_version, str) or not api_version:
+        raise ApiError(
+            "Required value: every document needs an apiVersion",
+            path="apiVersion",
+            kind=kind,
+            **where,
+        )
+    name, namespace = _identity(data)
+    who: dict[str, Any] = {"kind": kind, "name": name, "namespace": namespace, **where}
+    model = KINDS.get((api_version, kind))
+    if model is None:
+        versions = supported_versions(kind)
+        if versions:
+            raise ApiError(
+                unsupported_detail(api_version, versions) + f" (apiVersion of {kind})",
+                path="apiVersion",
+                **who,
+            )
+        known = sorted({k for _, k in KINDS})
+        raise ApiError(
+            f"unknown kind {quote(kind)} (apiVersion {api_version}); "
+            f"supported kinds: {', '.join(known)}",
+            path="kind",
+            **who,
+        )
+    prepared = _place_namespace(model, _prune_nulls(dict(data)))
+    if model is Scenario:
+        prepared = _decode_applied_objects(prepared, who)
+    try:
+        obj = model.model_validate(prepared, by_alias=True, by_name=False)
+    except ValidationError as err:
+        raise ApiError.from_field_errors(field_errors(model, err), **who) from None
+    errors = validate_object(obj)
+    if errors:
+        raise ApiError.from_field_errors(errors, **who)
+    set_source(obj, SourceRef(source, index, item) if source else None)
+    return cast(ApiObject, obj)
+
+
+def _decode_applied_objects(data: dict[str, Any], who: dict[str, Any]) -> dict[str, Any]:
+    """Decode `spec.events[i].apply` documents first, reporting errors under that path."""
+    spec = data.get("spec")
+    events = spec.get("events") if isinstance(spec, dict) else None
+    if not isinstance(events, list):
+        return data  # the model reports the shape error
+    decoded_events: list[Any] = []
+    for i, event in enumerate(events):
+        raw = event.get("apply") if isinstance(event, dict) else None
+        if raw is None:
+            decoded_events.append(event)
+            continue
+        prefix = f"spec.events[{i}].apply"
+        try:
+            obj = decode_object(raw, source=who["source"], index=who["index"], item=who["item"])
+        except ApiError as err:
+            errors = [FieldError(join_path(prefix, e.path), e.detail) for e in err.errors]
+            raise ApiError.from_field_errors(errors, **who) from None
+        if isinstance(obj, Scenario):
+            raise ApiError("a Scenario cannot be applied by an event", path=prefix, **who)
+        decoded_events.append({**event, "apply": obj})
+    return {**data, "spec": {**cast(dict[str, Any], spec), "events": decoded_events}}
+
+
+# ---------------------------------------------------------------------------
+# YAML files
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that rejects duplicate keys, as Kubernetes' strict decoding does."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if isinstance(key, typing.Hashable) and key in seen:
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping",
+                    node.start_mark,
+                    f"duplicate key {quote(key)}",
+                    key_node.start_mark,
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _yaml_documents(text: str, source: str) -> Iterator[tuple[int, Any]]:
+    """(index, data) of every document; empty documents are skipped but counted."""
+    loader = _StrictLoader(text)
+    index = 0
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            data = loader.construct_document(node)
+            if data is not None:
+                yield index, data
+            index += 1
+    except yaml.MarkedYAMLError as err:
+        mark = err.problem_mark or err.context_mark
+        line = mark.line + 1 if mark is not None else None
+        where = f" at line {line}, column {mark.column + 1}" if mark is not None else ""
+        problem = err.problem or err.context or "syntax error"
+        raise ApiError(
+            f"invalid YAML{where}: {problem}", source=source, index=index, line=line
+        ) from None
+    except yaml.YAMLError as err:
+        raise ApiError(f"invalid YAML: {err}", source=source, index=index) from None
+    finally:
+        loader.dispose()
+
+
+def load_yaml(text: str, source: str) -> list[Decoded]:
+    """Every object of a multi-document YAML text (a `v1` `List` expands to its items)."""
+    objects: list[Decoded] = []
+    for index, data in _yaml_documents(text, source):
+        if (
+            isinstance(data, Mapping)
+            and data.get("apiVersion") == "v1"
+            and data.get("kind") == "List"
+        ):
+            items = data.get("items")
+            if not isinstance(items, list):
+                raise ApiError(
+                    f"expected a list, got {json_type(items)}",
+                    path="items",
+                    source=source,
+                    index=index,
+                    kind="List",
+                )
+            for item, entry in enumerate(items):
+                obj = decode_object(entry, source=source, index=index, item=item)
+                objects.append(Decoded(obj, source, index, item))
+            continue
+        objects.append(Decoded(decode_object(data, source=source, index=index), source, index))
+    return objects
+
+
+def _files(path: str) -> list[Path]:
+    """A file, or the YAML files directly inside a directory (not recursive), by name."""
+    target = Path(path)
+    if target.is_dir():
+        # Not recursive: a manifests folder with subfolders (kustomize overlays,
+        # samples) must not silently pull in everything below it.
+        return sorted(
+            (p for p in target.iterdir() if p.is_file() and p.suffix in YAML_SUFFIXES),
+            key=lambda p: p.name,
+        )
+    if not target.exists():
+        raise ApiError("no such file or directory", source=path)
+    return [target]
+
+
+def load_documents(paths: Sequence[str]) -> list[Decoded]:
+    """All objects of the given files, directories and "-" (stdin), in order."""
+    objects: list[Decoded] = []
+    for path in paths:
+        if path == STDIN:
+            objects += load_yaml(sys.stdin.read(), STDIN_SOURCE)
+            continue
+        for file in _files(path):
+            try:
+                text = file.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as err:
+                raise ApiError(f"cannot read: {err}", source=str(file)) from None
+            objects += load_yaml(text, str(file))
+    return objects

@@ -1,0 +1,62 @@
+"""The input kinds: (apiVersion, kind) -> model class, and the ApiObject union."""
+
+from __future__ import annotations
+
+from typing import TypeAlias
+
+from scheduler.api.base import TypedObject
+from scheduler.api.clusterqueue import ClusterQueue
+from scheduler.api.cohort import Cohort, CohortV1Alpha1
+from scheduler.api.config import Configuration
+from scheduler.api.flavor import ResourceFlavor
+from scheduler.api.job import Job
+from scheduler.api.localqueue import LocalQueue
+from scheduler.api.namespace import Namespace
+from scheduler.api.priority import PriorityClass, WorkloadPriorityClass
+from scheduler.api.rbac import ClusterRole, ClusterRoleBinding, Role, RoleBinding
+from scheduler.api.scenario import Scenario
+from scheduler.api.workload import Workload
+
+ApiObject: TypeAlias = (
+    Namespace
+    | ResourceFlavor
+    | ClusterQueue
+    | LocalQueue
+    | Cohort
+    | WorkloadPriorityClass
+    | PriorityClass
+    | Workload
+    | Job
+    | Configuration
+    | Scenario
+    | Role
+    | ClusterRole
+    | RoleBinding
+    | ClusterRoleBinding
+)
+"""Every decodable object. `CohortV1Alpha1` is a `Cohort`."""
+
+KUEUE_V1BETA1 = "kueue.x-k8s.io/v1beta1"
+
+KINDS: dict[tuple[str, str], type[TypedObject]] = {
+    ("v1", "Namespace"): Namespace,
+    (KUEUE_V1BETA1, "ResourceFlavor"): ResourceFlavor,
+    (KUEUE_V1BETA1, "ClusterQueue"): ClusterQueue,
+    (KUEUE_V1BETA1, "LocalQueue"): LocalQueue,
+    (KUEUE_V1BETA1, "Cohort"): Cohort,
+    ("kueue.x-k8s.io/v1alpha1", "Cohort"): CohortV1Alpha1,
+    (KUEUE_V1BETA1, "WorkloadPriorityClass"): WorkloadPriorityClass,
+    (KUEUE_V1BETA1, "Workload"): Workload,
+    ("scheduling.k8s.io/v1", "PriorityClass"): PriorityClass,
+    ("batch/v1", "Job"): Job,
+    ("config.kueue.x-k8s.io/v1beta1", "Configuration"): Configuration,
+    ("simulation.queuescope.io/v1alpha1", "Scenario"): Scenario,
+    ("rbac.authorization.k8s.io/v1", "Role"): Role,
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"): ClusterRole,
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"): RoleBinding,
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): ClusterRoleBinding,
+}
+
+
+def supported_versions(kind: str) -> list[str]:
+    return sorted(version for version, k in KINDS if k == kind)

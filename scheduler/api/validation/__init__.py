@@ -1,0 +1,87 @@
+"""Semantic validation of decoded objects: Kueue's webhook and CRD rules (scheduling.md §3).
+
+Type, enum and unknown-field errors are found while decoding (pydantic); the rules
+here need a whole object. Each function returns every problem as a FieldError with
+its JSON path; an empty list means the object is valid.
+"""
+
+from __future__ import annotations
+
+from scheduler.api.base import TypedObject
+from scheduler.api.clusterqueue import ClusterQueue
+from scheduler.api.cohort import Cohort
+from scheduler.api.config import Configuration
+from scheduler.api.errors import FieldError
+from scheduler.api.flavor import ResourceFlavor
+from scheduler.api.job import Job
+from scheduler.api.localqueue import LocalQueue
+from scheduler.api.meta import KubeObject
+from scheduler.api.names import dns1123_label, dns1123_subdomain
+from scheduler.api.namespace import Namespace
+from scheduler.api.priority import PriorityClass
+from scheduler.api.rbac import ClusterRole, ClusterRoleBinding, Role, RoleBinding
+from scheduler.api.scenario import Scenario
+from scheduler.api.validation.common import NameValidator
+from scheduler.api.validation.config import validate_configuration
+from scheduler.api.validation.flavor import validate_resource_flavor
+from scheduler.api.validation.meta import path_segment_name, validate_metadata
+from scheduler.api.validation.misc import (
+    validate_binding,
+    validate_job,
+    validate_priority_class,
+    validate_role,
+    validate_scenario,
+)
+from scheduler.api.validation.queues import (
+    validate_cluster_queue,
+    validate_cohort,
+    validate_local_queue,
+)
+from scheduler.api.validation.update import validate_update
+from scheduler.api.validation.workload import validate_workload
+from scheduler.api.workload import Workload
+
+__all__ = ["validate_object", "validate_update"]
+
+
+def _name_validator(obj: KubeObject) -> NameValidator:
+    if isinstance(obj, Namespace):
+        return dns1123_label
+    if isinstance(obj, Role | ClusterRole | RoleBinding | ClusterRoleBinding):
+        return path_segment_name
+    return dns1123_subdomain
+
+
+def _spec_errors(obj: TypedObject) -> list[FieldError]:
+    if isinstance(obj, ResourceFlavor):
+        return validate_resource_flavor(obj)
+    if isinstance(obj, ClusterQueue):
+        return validate_cluster_queue(obj)
+    if isinstance(obj, Cohort):
+        return validate_cohort(obj)
+    if isinstance(obj, LocalQueue):
+        return validate_local_queue(obj)
+    if isinstance(obj, Workload):
+        return validate_workload(obj)
+    if isinstance(obj, PriorityClass):
+        return validate_priority_class(obj)
+    if isinstance(obj, Job):
+        return validate_job(obj)
+    if isinstance(obj, Configuration):
+        return validate_configuration(obj)
+    if isinstance(obj, Scenario):
+        return validate_scenario(obj)
+    if isinstance(obj, Role | ClusterRole):
+        return validate_role(obj)
+    if isinstance(obj, RoleBinding | ClusterRoleBinding):
+        return validate_binding(obj)
+    return []
+
+
+def validate_object(obj: TypedObject) -> list[FieldError]:
+    """Every rule of §3 that `obj` breaks (metadata first, then the kind's own rules)."""
+    errors: list[FieldError] = []
+    if isinstance(obj, KubeObject):
+        errors += validate_metadata(obj, _name_validator(obj))
+    errors += _spec_errors(obj)
+    return errors

@@ -1,0 +1,87 @@
+"""Configuration rules (scheduling.md §3.7)."""
+
+from __future__ import annotations
+
+from scheduler.api.config import Configuration
+from scheduler.api.durations import format_duration
+from scheduler.api.errors import FieldError
+from scheduler.api.validation.common import at_least, invalid
+
+MAX_VISIBILITY_COUNT = 4000
+_ALLOWED_STRATEGIES = (
+    ["LessThanOrEqualToFinalShare"],
+    ["LessThanInitialShare"],
+    ["LessThanOrEqualToFinalShare", "LessThanInitialShare"],
+)
+
+
+def validate_configuration(config: Configuration) -> list[FieldError]:
+    errors: list[FieldError] = []
+    wait = config.wait_for_pods_ready
+    # Upstream validates these sub-fields only when the feature is on.
+    if wait.enable:
+        path = "waitForPodsReady"
+        if wait.timeout < 0:
+            errors.append(
+                invalid(
+                    f"{path}.timeout",
+                    format_duration(wait.timeout),
+                    "must be greater than or equal to 0",
+                )
+            )
+        if wait.recovery_timeout is not None and wait.recovery_timeout < 0:
+            errors.append(
+                invalid(
+                    f"{path}.recoveryTimeout",
+                    format_duration(wait.recovery_timeout),
+                    "must be greater than or equal to 0",
+                )
+            )
+        strategy = wait.requeuing_strategy
+        errors += at_least(
+            f"{path}.requeuingStrategy.backoffLimitCount", strategy.backoff_limit_count, 0
+        )
+        errors += at_least(
+            f"{path}.requeuingStrategy.backoffBaseSeconds", strategy.backoff_base_seconds, 0
+        )
+        errors += at_least(
+            f"{path}.requeuingStrategy.backoffMaxSeconds", strategy.backoff_max_seconds, 0
+        )
+    visibility = config.queue_visibility
+    if visibility is not None:
+        path = "queueVisibility"
+        errors += at_least(f"{path}.updateIntervalSeconds", visibility.update_interval_seconds, 1)
+        errors += _count(f"{path}.clusterQueues.maxCount", visibility.cluster_queues.max_count)
+        local = visibility.local_queues
+        if local is not None:
+            errors += _count(f"{path}.localQueues.maxCount", local.max_count)
+            errors += at_least(f"{path}.localQueues.maxPosition", local.max_position, 0)
+    strategies = list(config.fair_sharing.preemption_strategies)
+    if strategies and strategies not in _ALLOWED_STRATEGIES:
+        errors.append(
+            invalid(
+                "fairSharing.preemptionStrategies",
+                ", ".join(strategies),
+                "must be [LessThanOrEqualToFinalShare], [LessThanInitialShare], or "
+                "[LessThanOrEqualToFinalShare, LessThanInitialShare]",
+            )
+        )
+    if config.resources.transformations:
+        errors.append(
+            FieldError(
+                "resources.transformations",
+                "not supported: resource transformations are not implemented by queuescope",
+            )
+        )
+    for i, prefix in enumerate(config.resources.exclude_resource_prefixes):
+        if not prefix:
+            errors.append(
+                invalid(f"resources.excludeResourcePrefixes[{i}]", prefix, "must be non-empty")
+            )
+    return errors
+
+
+def _count(path: str, value: int) -> list[FieldError]:
+    if value > MAX_VISIBILITY_COUNT:
+        return [invalid(path, value, f"must be less than or equal to {MAX_VISIBILITY_COUNT}")]
+    return at_least(path, value, 0)

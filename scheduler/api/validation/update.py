@@ -1,0 +1,74 @@
+"""Immutability rules for updates (scheduling.md §3.3, §3.5, §3.1).
+
+Used when a scenario `apply` event or an edited manifest replaces an existing object:
+a violation rejects the update and the stored object stays as it was. Only the
+transition rules live here; the new object itself is validated when decoded.
+"""
+
+from __future__ import annotations
+
+from scheduler.api.base import TypedObject
+from scheduler.api.errors import FieldError
+from scheduler.api.flavor import ResourceFlavor
+from scheduler.api.localqueue import LocalQueue
+from scheduler.api.validation.common import child, key
+from scheduler.api.workload import Workload
+
+IMMUTABLE = "field is immutable"
+
+
+def _workload_update(old: Workload, new: Workload) -> list[FieldError]:
+    if not old.has_quota_reservation:
+        return []
+    errors: list[FieldError] = []
+    # Compared by value; pydantic equality covers the whole pod template.
+    for path, before, after in (
+        ("spec.podSets", old.spec.pod_sets, new.spec.pod_sets),
+        ("spec.queueName", old.spec.queue_name, new.spec.queue_name),
+        ("spec.priorityClassName", old.spec.priority_class_name, new.spec.priority_class_name),
+        (
+            "spec.priorityClassSource",
+            old.spec.priority_class_source,
+            new.spec.priority_class_source,
+        ),
+    ):
+        if before != after:
+            errors.append(FieldError(path, IMMUTABLE))
+    if new.has_quota_reservation:
+        errors += _reclaimable_update(old, new)
+    return errors
+
+
+def _reclaimable_update(old: Workload, new: Workload) -> list[FieldError]:
+    path = "status.reclaimablePods"
+    now = {item.name: item.count for item in new.status.reclaimable_pods}
+    errors: list[FieldError] = []
+    for item in old.status.reclaimable_pods:
+        if item.name not in now:
+            errors.append(FieldError(key(path, item.name), "Required value: cannot be removed"))
+        elif now[item.name] < item.count:
+            errors.append(
+                FieldError(
+                    child(key(path, item.name), "count"),
+                    f"Invalid value: {now[item.name]}: cannot be less than {item.count}",
+                )
+            )
+    return errors
+
+
+def validate_update(old: TypedObject, new: TypedObject) -> list[FieldError]:
+    """Immutability violations of replacing `old` by `new` (same kind and name)."""
+    if isinstance(old, LocalQueue) and isinstance(new, LocalQueue):
+        if old.spec.cluster_queue != new.spec.cluster_queue:
+            return [FieldError("spec.clusterQueue", IMMUTABLE)]
+        return []
+    if isinstance(old, Workload) and isinstance(new, Workload):
+        return _workload_update(old, new)
+    if (
+        isinstance(old, ResourceFlavor)
+        and isinstance(new, ResourceFlavor)
+        and old.spec.topology_name is not None
+        and old.spec != new.spec
+    ):
+        return [FieldError("spec", "resourceFlavorSpec are immutable when topologyName is set")]
+    return []
