@@ -15,6 +15,7 @@ from scheduler.core.clock import Clock, Instant
 from scheduler.core.config import SchedulerConfig
 from scheduler.core.model import ClusterQueueInfo, FlavorInfo, LocalQueueInfo
 from scheduler.core.queue.interface import QueueEntry, QueueSettings
+from scheduler.core.queue.loader import QueuePluginError
 from scheduler.core.queue.manager import QueueManager
 from scheduler.core.quota import QuotaTree, ResourceQuota
 from scheduler.core.resources import FlavorResource, FRAmounts
@@ -74,6 +75,9 @@ class Scheduler:
         # usage each holder currently contributes to the tree (exact removal later)
         self.counted: dict[str, FRAmounts] = {}
         self.pending_evictions: list[PendingEviction] = []
+        # ClusterQueue -> why its configured queue plugin could not be loaded; the CQ
+        # then runs its built-in queueingStrategy instead of stopping the scheduler.
+        self.plugin_errors: dict[str, str] = {}
         self.cycle_count = 0
         # (kind, name) -> (condition state, instant it took that state)
         self._condition_states: dict[tuple[str, str], tuple[str, Instant]] = {}
@@ -446,12 +450,14 @@ class Scheduler:
         old = self.cluster_queues.get(info.name)
         self.cluster_queues[info.name] = info
         self.tree.set_cluster_queue(info.name, info.cohort or None, info.quotas)
-        self.queues.set_cluster_queue(
-            info.name,
-            QueueSettings(cluster_queue=info.name, strategy=info.strategy),
-            info.queue_plugin or self.config.default_queue_plugin,
-            now=self.now(),
-        )
+        settings = QueueSettings(cluster_queue=info.name, strategy=info.strategy)
+        plugin = info.queue_plugin or self.config.default_queue_plugin
+        self.plugin_errors.pop(info.name, None)
+        try:
+            self.queues.set_cluster_queue(info.name, settings, plugin, now=self.now())
+        except QueuePluginError as err:
+            self.plugin_errors[info.name] = str(err)
+            self.queues.set_cluster_queue(info.name, settings, None, now=self.now())
         if old is None:
             # usage of workloads admitted before this CQ existed is counted now (§3.9)
             for key in sorted(self.holders.get(info.name, set())):

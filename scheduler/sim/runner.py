@@ -31,7 +31,7 @@ from scheduler.api.decode import ApiError, Decoded, decode_object
 from scheduler.core.clock import Instant, ManualClock, datetime_from_instant, instant_from_datetime
 from scheduler.core.cycle import run_cycle
 from scheduler.core.ingest import apply_object, delete_object, scheduler_config
-from scheduler.core.scheduler import Scheduler
+from scheduler.core.scheduler import QUEUE_PLUGIN_ANNOTATION, Scheduler
 
 DEFAULT_START = datetime(2026, 1, 1, tzinfo=UTC)
 UID_NAMESPACE = uuid.UUID("6f1f8e8e-3b7a-4c1e-9a43-0d7c55c1a001")
@@ -101,8 +101,12 @@ class Simulation:
                     path="kind",
                     detail=f"at most one {type(d.obj).__name__} may be given",
                 )
-        self.config_obj: Configuration | None = configs[0].obj if configs else None
-        self.scenario: Scenario | None = scenarios[0].obj if scenarios else None
+        self.config_obj: Configuration | None = next(
+            (d.obj for d in configs if isinstance(d.obj, Configuration)), None
+        )
+        self.scenario: Scenario | None = next(
+            (d.obj for d in scenarios if isinstance(d.obj, Scenario)), None
+        )
         spec = self.scenario.spec if self.scenario is not None else None
         start = start_time or (spec.start_time if spec is not None else None) or DEFAULT_START
         self.start = instant_from_datetime(start)
@@ -130,7 +134,9 @@ class Simulation:
             except ApiError as err:
                 raise err.at(d.source, d.index) from None
             except ValueError as err:
-                raise ApiError(source=d.source, index=d.index, path="metadata", detail=str(err))
+                raise ApiError(
+                    source=d.source, index=d.index, path="metadata", detail=str(err)
+                ) from None
         if isinstance(obj, Workload):
             obj = self._fill_meta(obj, ordinal)
         return obj
@@ -159,27 +165,35 @@ class Simulation:
         elif isinstance(obj, PriorityClass):
             self._pcs[meta.name] = obj
 
-    def _apply(self, obj: Any) -> None:
+    def _apply(self, obj: Any, origin: Decoded | None = None) -> None:
         self._remember(obj)
         apply_object(self.scheduler, obj)
         self.scheduler.finalize_evictions()
+        if isinstance(obj, ClusterQueue):
+            problem = self.scheduler.plugin_errors.get(obj.metadata.name)
+            if problem is not None:
+                # Offline, a queue plugin that does not load is bad input: say so.
+                raise ApiError(
+                    problem,
+                    source=origin.source if origin is not None else "",
+                    index=origin.index if origin is not None else None,
+                    kind="ClusterQueue",
+                    name=obj.metadata.name,
+                    path=f"metadata.annotations[{QUEUE_PLUGIN_ANNOTATION}]",
+                )
 
     def _load(self) -> list[TimedEvent]:
         initial = [
-            d
-            for d in self.documents
-            if not isinstance(d.obj, Configuration | Scenario)
-            and type(d.obj) in _APPLY_ORDER
-            or isinstance(d.obj, Job)
+            d for d in self.documents if _apply_rank(d.obj) is not None or isinstance(d.obj, Job)
         ]
         # priority classes first: Jobs need them to resolve priorities
         for d in initial:
             if isinstance(d.obj, WorkloadPriorityClass | PriorityClass):
                 self._remember(d.obj)
-        prepared = [(self._prepare(d), i) for i, d in enumerate(initial)]
-        prepared.sort(key=lambda p: (_APPLY_ORDER[type(p[0])], p[1]))
-        for obj, _ in prepared:
-            self._apply(obj)
+        prepared = [(self._prepare(d), i, d) for i, d in enumerate(initial)]
+        prepared.sort(key=lambda p: (_apply_rank(p[0]) or 0, p[1]))
+        for obj, _, origin in prepared:
+            self._apply(obj, origin)
         return self._events()
 
     def _events(self) -> list[TimedEvent]:
@@ -294,6 +308,14 @@ class Simulation:
             if wl.raw is not None:
                 self.result.objects[("Workload", key)] = wl.raw
         return self.result
+
+
+def _apply_rank(obj: Any) -> int | None:
+    """Where an object goes in the initial apply order; None for kinds not applied."""
+    for kind, rank in _APPLY_ORDER.items():
+        if isinstance(obj, kind):
+            return rank
+    return None
 
 
 def _is_job_target(target: str, known: set[str]) -> bool:
