@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from scheduler.core.flavor_assigner import (
@@ -13,7 +14,12 @@ from scheduler.core.flavor_assigner import (
     pod_set_requests,
 )
 from scheduler.core.model import ClusterQueueInfo
-from scheduler.core.preemption import Target, no_candidates_oracle
+from scheduler.core.preemption import (
+    Admitted,
+    ClassicPreemptor,
+    Target,
+    preemption_message,
+)
 from scheduler.core.queue.interface import QueueEntry, RequeueReason
 from scheduler.core.quota import QuotaTree
 from scheduler.core.resources import FRAmounts
@@ -61,6 +67,16 @@ def run_cycle(s: Scheduler) -> CycleStats:
     stats.ran = True
     s.cycle_count += 1
     snapshot = s.tree.clone()
+    admitted_by_cq = {
+        cq: [
+            Admitted(s.workloads[key], cq, s.counted[key])
+            for key in sorted(s.holders.get(cq, set()))
+            if key in s.counted
+        ]
+        for cq in sorted(s.cluster_queues)
+        if s.cq_active(cq)
+    }
+    preemptor = ClassicPreemptor(snapshot, admitted_by_cq, now, s.config.eviction_ordering)
     entries: list[Entry] = []
     for cq_name, qe in heads:
         wl = s.workloads.get(qe.key)
@@ -69,13 +85,14 @@ def run_cycle(s: Scheduler) -> CycleStats:
             s.queues.release_in_flight(cq_name, qe.key)
             continue
         entry = Entry(wl=wl, cq=s.cluster_queues[cq_name], queue_entry=qe)
-        _nominate(s, entry, snapshot)
+        _nominate(s, entry, snapshot, preemptor)
         entries.append(entry)
 
     candidates = [e for e in entries if e.assignment is not None]
     candidates.sort(key=_entry_order)
+    cycle_targets: dict[str, Target] = {}
     for entry in candidates:
-        _admission_step(s, entry, snapshot, stats)
+        _admission_step(s, entry, snapshot, admitted_by_cq, cycle_targets, stats)
 
     for entry in entries:
         if not entry.admitted:
@@ -91,7 +108,7 @@ def _entry_order(e: Entry) -> tuple[int, int, int, str, str]:
     return (e.assignment.borrowing, -e.wl.priority, e.queue_entry.timestamp, e.wl.uid, e.wl.key)
 
 
-def _nominate(s: Scheduler, e: Entry, snapshot: QuotaTree) -> None:
+def _nominate(s: Scheduler, e: Entry, snapshot: QuotaTree, preemptor: ClassicPreemptor) -> None:
     cq = e.cq
     wl = e.wl
     if not s.cq_active(cq.name):
@@ -109,21 +126,34 @@ def _nominate(s: Scheduler, e: Entry, snapshot: QuotaTree) -> None:
         cq,
         snapshot,
         s.flavors,
-        no_candidates_oracle(snapshot, cq.name),
+        preemptor.oracle(wl, cq),
         fair_sharing=s.config.fair_sharing,
     )
+
+    def targets_for(assignment: Assignment) -> list[Target]:
+        if assignment.mode != PREEMPT:
+            return []
+        return preemptor.find_targets(
+            wl, cq, assignment.frs_needing_preemption(), assignment.usage()
+        )
+
     full = assigner.assign(wl, last=wl.last_assignment)
     wl.last_assignment = full.last_state
-    chosen = full
-    if full.mode != FIT and not (full.mode == PREEMPT and e.targets):
-        partial = _partial_admission(e, assigner)
+    chosen, targets = full, targets_for(full)
+    if full.mode != FIT and not targets:
+        partial = _partial_admission(e, assigner, targets_for)
         if partial is not None:
-            chosen = partial
+            chosen, targets = partial
     e.assignment = chosen
+    e.targets = targets
     e.message = chosen.message()
 
 
-def _partial_admission(e: Entry, assigner: FlavorAssigner) -> Assignment | None:
+def _partial_admission(
+    e: Entry,
+    assigner: FlavorAssigner,
+    targets_for: Callable[[Assignment], list[Target]],
+) -> tuple[Assignment, list[Target]] | None:
     """§7.8: the smallest reduction k whose assignment fits (or preempts with targets)."""
     wl = e.wl
     deltas = [
@@ -133,7 +163,7 @@ def _partial_admission(e: Entry, assigner: FlavorAssigner) -> Assignment | None:
     total = sum(max(0, d) for d in deltas)
     if total <= 0:
         return None
-    results: dict[int, Assignment] = {}
+    results: dict[int, tuple[Assignment, list[Target]]] = {}
 
     def counts_for(k: int) -> dict[int, int]:
         return {
@@ -143,8 +173,9 @@ def _partial_admission(e: Entry, assigner: FlavorAssigner) -> Assignment | None:
 
     def succeeds(k: int) -> bool:
         assignment = assigner.assign(wl, counts=counts_for(k))
-        results[k] = assignment
-        return assignment.mode == FIT
+        targets = targets_for(assignment)
+        results[k] = (assignment, targets)
+        return assignment.mode == FIT or bool(targets)
 
     lo, hi = 0, total + 1
     while lo < hi:
@@ -153,13 +184,22 @@ def _partial_admission(e: Entry, assigner: FlavorAssigner) -> Assignment | None:
             hi = mid
         else:
             lo = mid + 1
-    if lo in results and results[lo].mode == FIT:
+    found = results.get(lo)
+    if found is not None and (found[0].mode == FIT or found[1]):
         e.counts = counts_for(lo)
-        return results[lo]
+        return found
     return None
 
 
-def _admission_step(s: Scheduler, e: Entry, snapshot: QuotaTree, stats: CycleStats) -> None:
+def _admission_step(
+    s: Scheduler,
+    e: Entry,
+    snapshot: QuotaTree,
+    admitted_by_cq: dict[str, list[Admitted]],
+    cycle_targets: dict[str, Target],
+    stats: CycleStats,
+) -> None:
+    """§6.6, one entry."""
     assert e.assignment is not None
     assignment = e.assignment
     cq = e.cq.name
@@ -171,13 +211,58 @@ def _admission_step(s: Scheduler, e: Entry, snapshot: QuotaTree, stats: CycleSta
         if e.cq.preemption.reclaim_within_cohort != "Any":
             snapshot.add_usage(cq, _reservation(snapshot, cq, assignment, usage))
         return
-    if not all(req <= snapshot.available(cq, fr) for fr, req in usage.items()):
+    if any(t.key in cycle_targets for t in e.targets):
+        _skip(e, "Workload has overlapping preemption targets with another workload")
+        return
+    if not _fits_without(
+        snapshot, admitted_by_cq, cq, usage, [*cycle_targets, *(t.key for t in e.targets)]
+    ):
         _skip(e, "Workload no longer fits after processing another workload")
         return
+    for t in e.targets:
+        cycle_targets[t.key] = t
     snapshot.add_usage(cq, usage)
+    if mode == PREEMPT:
+        _issue_preemptions(s, e, stats)
+        return
     e.status = NOMINATED
     _admit(s, e, usage)
     stats.admitted.append(e.wl.key)
+
+
+def _fits_without(
+    snapshot: QuotaTree,
+    admitted_by_cq: dict[str, list[Admitted]],
+    cq: str,
+    usage: FRAmounts,
+    removed_keys: list[str],
+) -> bool:
+    """§6.6 step 4: does the entry fit once every preemption target is gone?"""
+    wanted = set(removed_keys)
+    removed = [a for lst in admitted_by_cq.values() for a in lst if a.wl.key in wanted]
+    for a in removed:
+        snapshot.remove_usage(a.cluster_queue, a.usage)
+    try:
+        return all(req <= snapshot.available(cq, fr) for fr, req in usage.items())
+    finally:
+        for a in removed:
+            snapshot.add_usage(a.cluster_queue, a.usage)
+
+
+def _issue_preemptions(s: Scheduler, e: Entry, stats: CycleStats) -> None:
+    """§8.6: evict every target now; their quota is released when the cycle ends."""
+    now = s.now()
+    for t in e.targets:
+        victim = s.workloads[t.key]
+        if victim.conditions.is_true(EVICTED):
+            continue
+        message = preemption_message(e.wl, t.reason)
+        victim.conditions.set(PREEMPTED, "True", t.reason, message, now)
+        s.evict(victim, "Preempted", message, requeued_status="True")
+        stats.preempted.append(t.key)
+    e.message += f". Pending the preemption of {len(e.targets)} workload(s)"
+    e.reason = RequeueReason.PENDING_PREEMPTION
+    e.wl.last_assignment = None
 
 
 def _skip(e: Entry, message: str) -> None:

@@ -1,22 +1,79 @@
-"""Preemption as seen by flavor assignment and nomination (§8.7, §6.4 step 8b).
+"""Classic preemption (scheduling.md §8): which admitted workloads make room for a head.
 
-This module owns the seam between flavor assignment and the target search. The
-search itself (classic §8 and fair sharing §9.3) plugs in here.
+The search runs on the cycle's snapshot: candidates' usage is removed from the cloned
+quota tree while testing, and always put back before returning, so the snapshot is
+unchanged afterwards.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from scheduler.core.clock import Instant
 from scheduler.core.flavor_assigner import GranularMode, Mode, PreemptionOracle
-from scheduler.core.quota import QuotaTree
-from scheduler.core.resources import FlavorResource
+from scheduler.core.model import ClusterQueueInfo
+from scheduler.core.quota import NodeRef, QuotaTree
+from scheduler.core.resources import FlavorResource, FRAmounts
+from scheduler.core.workload import EVICTED, QUOTA_RESERVED, WorkloadState
+
+IN_CLUSTER_QUEUE = "InClusterQueue"
+IN_COHORT_RECLAMATION = "InCohortReclamation"
+IN_COHORT_RECLAIM_WHILE_BORROWING = "InCohortReclaimWhileBorrowing"
+IN_COHORT_FAIR_SHARING = "InCohortFairSharing"
+
+_WHY = {
+    IN_CLUSTER_QUEUE: "prioritization in the ClusterQueue",
+    IN_COHORT_RECLAMATION: "reclamation within the cohort",
+    IN_COHORT_FAIR_SHARING: "Fair Sharing within the cohort",
+    IN_COHORT_RECLAIM_WHILE_BORROWING: "reclamation within the cohort while borrowing",
+}
+
+# Candidate classes (§8.3).
+WITHIN_CQ = "WithinCQ"
+HIERARCHICAL_RECLAIM = "HierarchicalReclaim"
+RECLAIM_WITHOUT_BORROWING = "ReclaimWithoutBorrowing"
+RECLAIM_WHILE_BORROWING = "ReclaimWhileBorrowing"
+
+_REASON_OF_CLASS = {
+    WITHIN_CQ: IN_CLUSTER_QUEUE,
+    HIERARCHICAL_RECLAIM: IN_COHORT_RECLAMATION,
+    RECLAIM_WITHOUT_BORROWING: IN_COHORT_RECLAMATION,
+    RECLAIM_WHILE_BORROWING: IN_COHORT_RECLAIM_WHILE_BORROWING,
+}
+
+
+def preemption_message(preemptor: WorkloadState, reason: str) -> str:
+    return (
+        f"Preempted to accommodate a workload (UID: {preemptor.uid}, "
+        f"JobUID: {preemptor.job_uid}) due to {_WHY[reason]}"
+    )
 
 
 @dataclass(frozen=True, slots=True)
 class Target:
     key: str
+    cluster_queue: str
     reason: str  # InClusterQueue | InCohortReclamation | InCohortReclaimWhileBorrowing | ...
+
+
+@dataclass(frozen=True, slots=True)
+class Admitted:
+    """A quota-holding workload as the cycle's snapshot sees it."""
+
+    wl: WorkloadState
+    cluster_queue: str
+    usage: FRAmounts
+
+    def uses_any(self, frs: set[FlavorResource]) -> bool:
+        return any(fr in frs for fr in self.usage)
+
+
+@dataclass(slots=True)
+class _Candidate:
+    admitted: Admitted
+    klass: str
+    lca: str | None  # the cohort through which an other-CQ candidate was found
 
 
 def no_candidates_oracle(tree: QuotaTree, cq: str) -> PreemptionOracle:
@@ -27,3 +84,273 @@ def no_candidates_oracle(tree: QuotaTree, cq: str) -> PreemptionOracle:
         return GranularMode(Mode.NO_CANDIDATES, level)
 
     return oracle
+
+
+class ClassicPreemptor:
+    """The §8 target search for one preemptor on one snapshot."""
+
+    def __init__(
+        self,
+        tree: QuotaTree,
+        admitted_by_cq: Mapping[str, Sequence[Admitted]],
+        now: Instant,
+        eviction_ordering: bool,
+    ) -> None:
+        self.tree = tree
+        self.admitted_by_cq = admitted_by_cq
+        self.now = now
+        self.eviction_ordering = eviction_ordering
+
+    # --------------------------------------------------------------- oracle
+    def oracle(self, wl: WorkloadState, cq: ClusterQueueInfo) -> PreemptionOracle:
+        def evaluate(fr: FlavorResource, value: int) -> GranularMode:
+            targets = self.find_targets(wl, cq, {fr}, {fr: value})
+            if not targets:
+                level, _ = self.tree.borrowing_level(cq.name, fr, value)
+                return GranularMode(Mode.NO_CANDIDATES, level)
+            removed = self._remove([t.key for t in targets])
+            try:
+                level, _ = self.tree.borrowing_level(cq.name, fr, value)
+            finally:
+                self._restore(removed)
+            own = any(t.cluster_queue == cq.name for t in targets)
+            return GranularMode(Mode.PREEMPT if own else Mode.RECLAIM, level)
+
+        return evaluate
+
+    # --------------------------------------------------------------- search
+    def find_targets(
+        self,
+        wl: WorkloadState,
+        cq: ClusterQueueInfo,
+        frs_needing: set[FlavorResource],
+        requests: FRAmounts,
+    ) -> list[Target]:
+        same, hierarchy, priority = self._candidates(wl, cq, frs_needing, requests)
+        if not (same or hierarchy or priority):
+            return []
+        sequence = self._sequence(cq.name, hierarchy, priority, same)
+        forbidden = cq.preemption.borrow_within_cohort == "Never"
+        others = bool(hierarchy or priority)
+        if not others or (
+            forbidden
+            and any(
+                self.tree.usage(cq.name, fr) >= self.tree.nominal(cq.name, fr) for fr in frs_needing
+            )
+        ):
+            runs = [True]
+        elif forbidden and not hierarchy:
+            runs = [False, True]
+        else:
+            runs = [True, False]
+        for allow_borrowing in runs:
+            targets = self._run(
+                cq, sequence, frs_needing, requests, allow_borrowing=allow_borrowing
+            )
+            if targets:
+                return targets
+        return []
+
+    def _candidates(
+        self,
+        wl: WorkloadState,
+        cq: ClusterQueueInfo,
+        frs_needing: set[FlavorResource],
+        requests: FRAmounts,
+    ) -> tuple[list[_Candidate], list[_Candidate], list[_Candidate]]:
+        p = wl.priority
+        policy = cq.preemption
+        preemptor_ts = wl.queue_order_timestamp(self.eviction_ordering)
+        same: list[_Candidate] = []
+        if policy.within_cluster_queue != "Never":
+            for a in self.admitted_by_cq.get(cq.name, ()):
+                if a.wl.key == wl.key or not a.uses_any(frs_needing):
+                    continue
+                if self._allowed(
+                    policy.within_cluster_queue, p, preemptor_ts, a.wl, self.eviction_ordering
+                ):
+                    same.append(_Candidate(a, WITHIN_CQ, None))
+        hierarchy: list[_Candidate] = []
+        priority: list[_Candidate] = []
+        me = NodeRef.cq(cq.name)
+        if self.tree.parent(me) is None or policy.reclaim_within_cohort == "Never":
+            return same, hierarchy, priority
+        advantage, remaining = self.tree.fits_in_quota(me, requests)
+        previous = me
+        ancestor = self.tree.parent(me)
+        while ancestor is not None:
+            for a in self._collect(ancestor, previous, frs_needing):
+                if a.cluster_queue == cq.name or a.wl.key == wl.key:
+                    continue
+                if not self._allowed(
+                    policy.reclaim_within_cohort, p, preemptor_ts, a.wl, self.eviction_ordering
+                ):
+                    continue
+                klass = self._classify(cq, p, a.wl.priority, advantage=advantage)
+                cand = _Candidate(a, klass, ancestor.name)
+                (hierarchy if klass == HIERARCHICAL_RECLAIM else priority).append(cand)
+            fits, remaining = self.tree.fits_in_quota(ancestor, remaining)
+            advantage = advantage or fits
+            previous = ancestor
+            ancestor = self.tree.parent(ancestor)
+        return same, hierarchy, priority
+
+    def _collect(
+        self, node: NodeRef, skip: NodeRef, frs_needing: set[FlavorResource]
+    ) -> list[Admitted]:
+        """Admitted workloads in `node`'s subtree, except `skip`'s subtree and any child
+        subtree that is within nominal for the FRs needing preemption."""
+        out: list[Admitted] = []
+        for child in self.tree.children(node):
+            if child == skip or self.tree.within_nominal(child, frs_needing):
+                continue
+            if child.is_cq:
+                out.extend(
+                    a for a in self.admitted_by_cq.get(child.name, ()) if a.uses_any(frs_needing)
+                )
+            else:
+                out.extend(self._collect(child, skip, frs_needing))
+        return out
+
+    @staticmethod
+    def _allowed(
+        policy: str,
+        p: int,
+        preemptor_ts: Instant,
+        candidate: WorkloadState,
+        eviction_ordering: bool,
+    ) -> bool:
+        """§8.2: may a preemptor of priority p preempt this candidate under `policy`?"""
+        c = candidate.priority
+        if policy == "LowerPriority":
+            return c < p
+        if policy == "LowerOrNewerEqualPriority":
+            newer = preemptor_ts < candidate.queue_order_timestamp(eviction_ordering)
+            return c < p or (c == p and newer)
+        return policy == "Any"
+
+    @staticmethod
+    def _classify(cq: ClusterQueueInfo, p: int, c: int, *, advantage: bool) -> str:
+        if advantage:
+            return HIERARCHICAL_RECLAIM
+        policy = cq.preemption
+        if policy.borrow_within_cohort == "Never" or c >= p:
+            return RECLAIM_WITHOUT_BORROWING
+        threshold = policy.max_priority_threshold
+        if threshold is not None and c > threshold:
+            return RECLAIM_WITHOUT_BORROWING
+        return RECLAIM_WHILE_BORROWING
+
+    def _sort_key(self, preemptor_cq: str, c: _Candidate) -> tuple[bool, bool, int, int, str]:
+        """§8.4: evicted first, other CQs first, lower priority, most recently admitted, uid."""
+        wl = c.admitted.wl
+        reserved = wl.conditions.get(QUOTA_RESERVED)
+        since = reserved.last_transition if reserved is not None and reserved.is_true else self.now
+        return (
+            not wl.conditions.is_true(EVICTED),
+            c.admitted.cluster_queue == preemptor_cq,
+            wl.priority,
+            -since,
+            wl.uid,
+        )
+
+    def _sequence(
+        self,
+        preemptor_cq: str,
+        hierarchy: list[_Candidate],
+        priority: list[_Candidate],
+        same: list[_Candidate],
+    ) -> list[_Candidate]:
+        lists = [
+            sorted(lst, key=lambda c: self._sort_key(preemptor_cq, c))
+            for lst in (hierarchy, priority, same)
+        ]
+        evicted = [c for lst in lists for c in lst if c.admitted.wl.conditions.is_true(EVICTED)]
+        rest = [c for lst in lists for c in lst if not c.admitted.wl.conditions.is_true(EVICTED)]
+        return evicted + rest
+
+    def _run(
+        self,
+        cq: ClusterQueueInfo,
+        sequence: list[_Candidate],
+        frs_needing: set[FlavorResource],
+        requests: FRAmounts,
+        *,
+        allow_borrowing: bool,
+    ) -> list[Target]:
+        chosen: list[_Candidate] = []
+        removed: list[Admitted] = []
+        try:
+            for cand in sequence:
+                a = cand.admitted
+                other = a.cluster_queue != cq.name
+                if other and allow_borrowing and cand.klass == RECLAIM_WITHOUT_BORROWING:
+                    continue
+                if other and self._protected(a.cluster_queue, cand.lca, frs_needing):
+                    continue
+                self.tree.remove_usage(a.cluster_queue, a.usage)
+                removed.append(a)
+                chosen.append(cand)
+                if self._fits(cq.name, requests, allow_borrowing=allow_borrowing):
+                    return self._fill_back(cq.name, chosen, removed, requests, allow_borrowing)
+            return []
+        finally:
+            for a in removed:
+                self.tree.add_usage(a.cluster_queue, a.usage)
+
+    def _protected(self, cq: str, lca: str | None, frs: set[FlavorResource]) -> bool:
+        """An other-CQ candidate is skipped while its CQ, or a cohort on its path strictly
+        below the LCA, is within nominal quota (§8.5)."""
+        node = NodeRef.cq(cq)
+        if self.tree.within_nominal(node, frs):
+            return True
+        parent = self.tree.parent(node)
+        while parent is not None and parent.name != lca:
+            if self.tree.within_nominal(parent, frs):
+                return True
+            parent = self.tree.parent(parent)
+        return False
+
+    def _fits(self, cq: str, requests: FRAmounts, *, allow_borrowing: bool) -> bool:
+        for fr, value in requests.items():
+            if value > self.tree.available(cq, fr):
+                return False
+            if not allow_borrowing and self.tree.usage(cq, fr) + value > self.tree.nominal(cq, fr):
+                return False
+        return True
+
+    def _fill_back(
+        self,
+        cq: str,
+        chosen: list[_Candidate],
+        removed: list[Admitted],
+        requests: FRAmounts,
+        allow_borrowing: bool,
+    ) -> list[Target]:
+        """Put back every target that is not needed, newest-but-one first (§8.5)."""
+        keep = [True] * len(chosen)
+        for i in range(len(chosen) - 2, -1, -1):
+            a = chosen[i].admitted
+            self.tree.add_usage(a.cluster_queue, a.usage)
+            if self._fits(cq, requests, allow_borrowing=allow_borrowing):
+                keep[i] = False
+                removed.remove(a)
+            else:
+                self.tree.remove_usage(a.cluster_queue, a.usage)
+        return [
+            Target(c.admitted.wl.key, c.admitted.cluster_queue, _REASON_OF_CLASS[c.klass])
+            for c, k in zip(chosen, keep, strict=True)
+            if k
+        ]
+
+    # ---------------------------------------------------------- helpers
+    def _remove(self, keys: list[str]) -> list[Admitted]:
+        wanted = set(keys)
+        out = [a for lst in self.admitted_by_cq.values() for a in lst if a.wl.key in wanted]
+        for a in out:
+            self.tree.remove_usage(a.cluster_queue, a.usage)
+        return out
+
+    def _restore(self, removed: list[Admitted]) -> None:
+        for a in removed:
+            self.tree.add_usage(a.cluster_queue, a.usage)

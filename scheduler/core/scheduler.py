@@ -561,8 +561,11 @@ class Scheduler:
             wl.revision = old.revision + 1
         self.workloads[wl.key] = wl
         self.count_usage(wl)
-        if old is not None and old.holds_quota and not wl.holds_quota:
-            self.flush([old.admission.cluster_queue] if old.admission else [])
+        # Quota given back (reservation dropped, or pods became reclaimable): others
+        # parked behind it may fit now (§5.7).
+        gave_back = old is not None and (not wl.holds_quota or old.reclaimable != wl.reclaimable)
+        if old is not None and old.holds_quota and old.admission is not None and gave_back:
+            self.flush([old.admission.cluster_queue])
         self.sync_workload(wl)
 
     def delete_workload(self, key: str) -> None:

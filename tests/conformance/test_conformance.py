@@ -293,7 +293,10 @@ def _named(raw: Any) -> dict[str, Json]:
 
 
 def _is_true(obj: Json, ctype: str) -> bool:
-    for cond in _get(obj, "status", "conditions") or []:
+    conditions = _get(obj, "status", "conditions")
+    if not isinstance(conditions, list):
+        return False
+    for cond in conditions:
         if isinstance(cond, dict) and cond.get("type") == ctype:
             return bool(cond.get("status") == "True")
     return False
