@@ -561,12 +561,25 @@ class Scheduler:
             wl.revision = old.revision + 1
         self.workloads[wl.key] = wl
         self.count_usage(wl)
+        self._drain_if_stopped(wl)
         # Quota given back (reservation dropped, or pods became reclaimable): others
         # parked behind it may fit now (§5.7).
         gave_back = old is not None and (not wl.holds_quota or old.reclaimable != wl.reclaimable)
         if old is not None and old.holds_quota and old.admission is not None and gave_back:
             self.flush([old.admission.cluster_queue])
         self.sync_workload(wl)
+
+    def _drain_if_stopped(self, wl: WorkloadState) -> None:
+        """A quota holder of a HoldAndDrain ClusterQueue or LocalQueue is evicted (§11.1),
+        also when it arrives after the stop policy was set."""
+        if not wl.holds_quota or wl.admission is None or wl.conditions.is_true(EVICTED):
+            return
+        cq = self.cluster_queues.get(wl.admission.cluster_queue)
+        lq = self.local_queue_of(wl)
+        if cq is not None and cq.stop_policy == "HoldAndDrain":
+            self.evict(wl, "ClusterQueueStopped", "The ClusterQueue is stopped")
+        elif lq is not None and lq.stop_policy == "HoldAndDrain":
+            self.evict(wl, "LocalQueueStopped", "The LocalQueue is stopped")
 
     def delete_workload(self, key: str) -> None:
         wl = self.workloads.pop(key, None)

@@ -43,9 +43,10 @@ def build_list(result: SimulationResult) -> Json:
     items: list[Json] = []
     for key in sorted(s.workloads):
         wl = s.workloads[key]
-        items.append(
-            _with_status(wl.raw, "kueue.x-k8s.io/v1beta1", "Workload", workload_status(wl))
-        )
+        item = _with_status(wl.raw, "kueue.x-k8s.io/v1beta1", "Workload", workload_status(wl))
+        # The core changes spec.active itself (deactivation); print what it holds.
+        item.setdefault("spec", {})["active"] = wl.active
+        items.append(item)
     for name in sorted(s.cluster_queues):
         obj = result.objects.get(("ClusterQueue", name))
         if obj is not None:

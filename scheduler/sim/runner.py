@@ -156,7 +156,7 @@ class Simulation:
         return obj.model_copy(update={"metadata": meta.model_copy(update=updates)})
 
     def _remember(self, obj: Any) -> None:
-        kind = type(obj).__name__
+        kind = obj.kind
         meta = obj.metadata
         key = f"{meta.namespace}/{meta.name}" if getattr(meta, "namespace", None) else meta.name
         self.result.objects[(kind, key)] = obj
@@ -190,6 +190,9 @@ class Simulation:
         for d in initial:
             if isinstance(d.obj, WorkloadPriorityClass | PriorityClass):
                 self._remember(d.obj)
+        # A Job without the queue-name label is not managed (manageJobsWithoutQueueName
+        # is off), so it produces no Workload.
+        initial = [d for d in initial if not (isinstance(d.obj, Job) and d.obj.queue_name is None)]
         prepared = [(self._prepare(d), i, d) for i, d in enumerate(initial)]
         prepared.sort(key=lambda p: (_apply_rank(p[0]) or 0, p[1]))
         for obj, _, origin in prepared:
@@ -244,6 +247,8 @@ class Simulation:
         s = self.scheduler
         if ev.action == "apply":
             obj = ev.obj
+            if isinstance(obj, Job) and obj.queue_name is None:
+                return
             if isinstance(obj, Job | Workload):
                 obj = self._prepare(Decoded(obj=obj, source="", index=0))
             self._apply(obj)
