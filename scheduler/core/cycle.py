@@ -14,6 +14,7 @@ from scheduler.core.flavor_assigner import (
     pod_set_requests,
 )
 from scheduler.core.model import ClusterQueueInfo
+from scheduler.core.pods_ready import admission_blocked
 from scheduler.core.preemption import (
     Admitted,
     ClassicPreemptor,
@@ -37,6 +38,8 @@ from scheduler.core.workload import (
 NOT_NOMINATED = "not_nominated"
 SKIPPED = "skipped"
 NOMINATED = "nominated"
+WAITING = "waiting"  # blocked by waitForPodsReady.blockAdmission (§10.2)
+WAITING_MESSAGE = "waiting for all admitted workloads to be in PodsReady condition"
 
 
 @dataclass(slots=True)
@@ -92,6 +95,8 @@ def run_cycle(s: Scheduler) -> CycleStats:
     candidates.sort(key=_entry_order)
     cycle_targets: dict[str, Target] = {}
     for entry in candidates:
+        if stats.blocked:
+            break
         _admission_step(s, entry, snapshot, admitted_by_cq, cycle_targets, stats)
 
     for entry in entries:
@@ -225,9 +230,23 @@ def _admission_step(
     if mode == PREEMPT:
         _issue_preemptions(s, e, stats)
         return
+    if admission_blocked(s) and not _wait_until_unblocked(s, e):
+        stats.blocked = True
+        return
     e.status = NOMINATED
     _admit(s, e, usage)
     stats.admitted.append(e.wl.key)
+
+
+def _wait_until_unblocked(s: Scheduler, e: Entry) -> bool:
+    """§10.2: mark the entry Waiting, then let events and timers run (without a new
+    snapshot) until every quota holder is ready; False if nothing can unblock it."""
+    e.wl.conditions.set(QUOTA_RESERVED, "False", "Waiting", WAITING_MESSAGE, s.now())
+    while admission_blocked(s):
+        if s.block_waiter is None or not s.block_waiter():
+            e.status = WAITING
+            return False
+    return True
 
 
 def _fits_without(
@@ -343,7 +362,7 @@ def _requeue_and_update(s: Scheduler, e: Entry) -> None:
         s.queues.requeue(e.cq.name, s.queue_entry(wl), e.reason, now, has_untried_flavors=untried)
     else:
         s.queues.release_in_flight(e.cq.name, wl.key)
-    if e.status in (NOT_NOMINATED, SKIPPED):
+    if e.status in {NOT_NOMINATED, SKIPPED}:
         wl.conditions.set(QUOTA_RESERVED, "False", "Pending", e.message, now)
         wl.resource_requests = [
             (ps.name, dict(sorted(totals.items())))

@@ -236,6 +236,7 @@ def workload_state(obj: Workload, config: SchedulerConfig, default_time: Instant
         active=obj.spec.active,
         pod_sets=pod_sets,
         maximum_execution_time_seconds=obj.spec.maximum_execution_time_seconds,
+        accumulated_execution_seconds=status.accumulated_past_exexcution_time_seconds or 0,
         conditions=conditions,
         admission=admission,
         requeue_state=requeue,

@@ -8,7 +8,7 @@ signals in; the status the core writes is read back out through
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from scheduler.core.clock import Clock, Instant
@@ -56,6 +56,7 @@ class CycleStats:
     admitted: list[str] = field(default_factory=list)
     preempted: list[str] = field(default_factory=list)
     requeued: int = 0
+    blocked: bool = False  # admission stayed blocked with nothing left to unblock it
 
 
 class Scheduler:
@@ -79,6 +80,9 @@ class Scheduler:
         # then runs its built-in queueingStrategy instead of stopping the scheduler.
         self.plugin_errors: dict[str, str] = {}
         self.cycle_count = 0
+        # Called by the cycle while admission is blocked (§10.2): advance to and apply the
+        # next external or timed event; False when nothing is left that could unblock.
+        self.block_waiter: Callable[[], bool] | None = None
         # (kind, name) -> (condition state, instant it took that state)
         self._condition_states: dict[tuple[str, str], tuple[str, Instant]] = {}
 
@@ -320,38 +324,6 @@ class Scheduler:
             self.sync_workload(wl)
         self.flush(flush)
 
-    # ------------------------------------------------------------------ timers
-    def next_timer(self) -> Instant | None:
-        """The next instant at which a timed rule fires (a requeue backoff ending)."""
-        now = self.now()
-        times = [
-            wl.requeue_state.requeue_at
-            for wl in self.workloads.values()
-            if wl.requeue_state is not None
-            and wl.requeue_state.requeue_at is not None
-            and wl.requeue_state.requeue_at > now
-            and wl.active
-            and not wl.finished
-        ]
-        return min(times) if times else None
-
-    def on_time_passed(self) -> None:
-        """Fire every timed rule that is due (§10.4: the backoff has finished)."""
-        now = self.now()
-        for key in sorted(self.workloads):
-            wl = self.workloads[key]
-            rs = wl.requeue_state
-            if rs is None or rs.requeue_at is None or rs.requeue_at > now:
-                continue
-            if not wl.active or wl.finished or wl.holds_quota:
-                continue
-            wl.conditions.set(
-                REQUEUED, "True", "BackoffFinished", "The workload backoff was finished", now
-            )
-            rs.requeue_at = None
-            wl.revision += 1
-            self.sync_workload(wl)
-
     # ----------------------------------------------------------------- signals
     def finish(self, key: str, *, failed: bool = False) -> bool:
         wl = self.workloads.get(key)
@@ -560,6 +532,15 @@ class Scheduler:
             self.uncount_usage(old.key)
             wl.revision = old.revision + 1
         self.workloads[wl.key] = wl
+        if self.config.wait_for_pods_ready.enable and wl.conditions.get(PODS_READY) is None:
+            # §10.1: not ready until the pods-ready signal says so.
+            wl.conditions.set(
+                PODS_READY,
+                "False",
+                "WaitForStart",
+                "Not all pods are ready or succeeded",
+                self.now(),
+            )
         self.count_usage(wl)
         self._drain_if_stopped(wl)
         # Quota given back (reservation dropped, or pods became reclaimable): others

@@ -83,6 +83,7 @@ class WorkloadState:
     active: bool
     pod_sets: list[PodSetSpec]
     maximum_execution_time_seconds: int | None = None
+    accumulated_execution_seconds: int = 0
     # status
     conditions: Conditions = field(default_factory=Conditions)
     admission: Admission | None = None

@@ -31,6 +31,7 @@ from scheduler.api.decode import ApiError, Decoded, decode_object
 from scheduler.core.clock import Instant, ManualClock, datetime_from_instant, instant_from_datetime
 from scheduler.core.cycle import run_cycle
 from scheduler.core.ingest import apply_object, delete_object, scheduler_config
+from scheduler.core.pods_ready import fire_due, next_deadline
 from scheduler.core.scheduler import QUEUE_PLUGIN_ANNOTATION, Scheduler
 
 DEFAULT_START = datetime(2026, 1, 1, tzinfo=UTC)
@@ -117,6 +118,8 @@ class Simulation:
         self.scheduler = Scheduler(self.clock, scheduler_config(self.config_obj))
         self.result = SimulationResult(self.scheduler)
         self._ordinal = 0
+        self._timeline: list[TimedEvent] = []
+        self._cursor = 0
         self._wpcs: dict[str, WorkloadPriorityClass] = {}
         self._pcs: dict[str, PriorityClass] = {}
 
@@ -265,24 +268,52 @@ class Simulation:
         s.finalize_evictions()
 
     # -------------------------------------------------------------------- run
+    def _fire_due_now(self) -> bool:
+        """Apply every scenario event and timed rule due at the current instant."""
+        s = self.scheduler
+        now = self.clock.now()
+        fired = False
+        while self._cursor < len(self._timeline) and self._timeline[self._cursor].at <= now:
+            self._fire(self._timeline[self._cursor])
+            self._cursor += 1
+            fired = True
+        if fire_due(s):
+            fired = True
+        s.finalize_evictions()
+        if fired:
+            s.observe_conditions()
+        return fired
+
+    def _next_instant(self) -> Instant | None:
+        upcoming = [e.at for e in self._timeline[self._cursor :]]
+        deadline = next_deadline(self.scheduler)
+        if deadline is not None:
+            upcoming.append(deadline)
+        return min(upcoming) if upcoming else None
+
+    def _advance(self) -> bool:
+        """Move to the next thing that happens (the cycle's wait while admission is
+        blocked, §10.2); False when nothing is left."""
+        if self._fire_due_now():
+            return True
+        instant = self._next_instant()
+        if instant is None:
+            return False
+        self.clock.set(max(self.clock.now(), instant))
+        self._fire_due_now()
+        return True
+
     def run(self) -> SimulationResult:
         s = self.scheduler
-        events = self._load()
-        s.on_time_passed()
+        self._timeline = self._load()
+        self._cursor = 0
+        s.block_waiter = self._advance
         s.observe_conditions()
-        cursor = 0
         cycles = 0
         seen: set[Any] = set()
         while True:
-            now = self.clock.now()
-            fired = False
-            while cursor < len(events) and events[cursor].at <= now:
-                self._fire(events[cursor])
-                cursor += 1
-                fired = True
-            if fired:
+            if self._fire_due_now():
                 seen.clear()
-                s.observe_conditions()
             if self.cycles is not None and cycles >= self.cycles:
                 break
             if cycles >= MAX_CYCLES:
@@ -290,6 +321,8 @@ class Simulation:
             stats = run_cycle(s)
             cycles += 1
             s.observe_conditions()
+            if stats.blocked:
+                break  # §10.2: nothing can unblock admission; the run ends here
             if stats.admitted or stats.preempted:
                 seen.clear()
                 continue
@@ -298,14 +331,10 @@ class Simulation:
                 seen.add(fingerprint)
                 continue
             # Nothing more can happen at this instant: jump to the next one, if any.
-            upcoming = [e.at for e in events[cursor:]]
-            timer = s.next_timer()
-            if timer is not None:
-                upcoming.append(timer)
-            if not upcoming:
+            instant = self._next_instant()
+            if instant is None:
                 break
-            self.clock.set(max(now, min(upcoming)))
-            s.on_time_passed()
+            self.clock.set(max(self.clock.now(), instant))
             seen.clear()
         self.result.cycles = cycles
         self.result.end = self.clock.now()
