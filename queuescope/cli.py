@@ -48,6 +48,8 @@ def simulate(args: argparse.Namespace) -> int:
             documents, cycles=args.cycles, until_idle=args.until_idle or None, start_time=start
         )
         result = sim.run()
+        for warning in sim.rejected_updates:
+            print(f"warning: {warning}", file=sys.stderr)
     except ApiError as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT

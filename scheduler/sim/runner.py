@@ -28,6 +28,7 @@ from scheduler.api import (
     job_to_workload,
 )
 from scheduler.api.decode import ApiError, Decoded, decode_object
+from scheduler.api.validation.update import validate_update
 from scheduler.core.clock import Instant, ManualClock, datetime_from_instant, instant_from_datetime
 from scheduler.core.cycle import run_cycle
 from scheduler.core.ingest import apply_object, delete_object, scheduler_config
@@ -119,6 +120,8 @@ class Simulation:
         self.result = SimulationResult(self.scheduler)
         self._ordinal = 0
         self._timeline: list[TimedEvent] = []
+        # Scenario updates refused by an immutability rule (reported, never applied).
+        self.rejected_updates: list[str] = []
         self._cursor = 0
         self._wpcs: dict[str, WorkloadPriorityClass] = {}
         self._pcs: dict[str, PriorityClass] = {}
@@ -246,6 +249,35 @@ class Simulation:
         events.sort(key=lambda e: (e.at, e.order))
         return events
 
+    def _update_errors(self, obj: Any) -> list[str]:
+        """§3.9: an update that breaks an immutability rule is rejected, object unchanged."""
+        meta = obj.metadata
+        key = f"{meta.namespace}/{meta.name}" if getattr(meta, "namespace", None) else meta.name
+        old = self.result.objects.get((obj.kind, key))
+        if old is None:
+            return []
+        if isinstance(obj, Workload) and isinstance(old, Workload):
+            # The reservation lives in the core, not in the applied object.
+            wl = self.scheduler.workloads.get(key)
+            if wl is None or not wl.holds_quota:
+                return []
+            fields = (
+                ("spec.podSets", old.spec.pod_sets, obj.spec.pod_sets),
+                ("spec.queueName", old.spec.queue_name, obj.spec.queue_name),
+                (
+                    "spec.priorityClassName",
+                    old.spec.priority_class_name,
+                    obj.spec.priority_class_name,
+                ),
+                (
+                    "spec.priorityClassSource",
+                    old.spec.priority_class_source,
+                    obj.spec.priority_class_source,
+                ),
+            )
+            return [f"{path}: field is immutable" for path, a, b in fields if a != b]
+        return [f"{e.path}: {e.detail}" for e in validate_update(old, obj)]
+
     def _fire(self, ev: TimedEvent) -> None:
         s = self.scheduler
         if ev.action == "apply":
@@ -254,6 +286,13 @@ class Simulation:
                 return
             if isinstance(obj, Job | Workload):
                 obj = self._prepare(Decoded(obj=obj, source="", index=0))
+            rejected = self._update_errors(obj)
+            if rejected:
+                self.rejected_updates.append(
+                    f"event {ev.order} ({obj.kind} {obj.metadata.name}): update rejected: "
+                    + "; ".join(rejected)
+                )
+                return
             self._apply(obj)
         elif ev.action == "delete":
             delete_object(s, ev.delete_kind, ev.delete_namespace, ev.delete_name)
