@@ -1,7 +1,8 @@
 """The API model: typed Kubernetes/Kueue objects, quantities, validation and decoding.
 
-Typical use: `load_documents(paths)` (or `decode_object(mapping, source=..., index=...)`)
-returns validated, defaulted, immutable objects; `source_of(obj)` tells where each
+Typical use: `load_documents(paths)` returns `Decoded(obj, source, index, item)`
+records of validated, defaulted, immutable objects (`decode_object(mapping,
+source=..., index=...)` for one document); `source_of(obj)` also tells where an object
 came from; `ApiError` is the one input-error type, rendered as one line naming file,
 document, object and field.
 """

@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from scheduler.api import ApiError, ApiObject, FieldError, load_yaml
+from scheduler.api import ApiError, ApiObject, FieldError, KubeObject, load_yaml
 
 
 def decode(text: str) -> ApiObject:
@@ -14,6 +14,13 @@ def decode(text: str) -> ApiObject:
     decoded = load_yaml(textwrap.dedent(text), "test.yaml")
     assert len(decoded) == 1
     return decoded[0].obj
+
+
+def decode_kube(text: str) -> KubeObject:
+    """The single object of a YAML document, which has metadata."""
+    obj = decode(text)
+    assert isinstance(obj, KubeObject)
+    return obj
 
 
 def rejection(text: str) -> ApiError:

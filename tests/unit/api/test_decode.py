@@ -34,7 +34,7 @@ from scheduler.api import (
     load_yaml,
     source_of,
 )
-from tests.unit.api.support import decode, errors, has_error, rejection
+from tests.unit.api.support import decode, decode_kube, errors, has_error, rejection
 
 MANIFESTS = """\
 apiVersion: v1
@@ -339,7 +339,7 @@ class TestStrictness:
         )
 
     def test_real_metadata_fields_are_accepted(self) -> None:
-        ns = decode(
+        ns = decode_kube(
             """
             apiVersion: v1
             kind: Namespace
@@ -483,7 +483,7 @@ class TestStrictness:
         )
 
     def test_timestamps_from_strings_and_yaml_are_utc(self) -> None:
-        ns = decode(
+        ns = decode_kube(
             """
             apiVersion: v1
             kind: Namespace
@@ -496,7 +496,7 @@ class TestStrictness:
 
 class TestApiServerBehaviour:
     def test_namespaced_objects_default_to_the_default_namespace(self) -> None:
-        lq = decode(
+        lq = decode_kube(
             """
             apiVersion: kueue.x-k8s.io/v1beta1
             kind: LocalQueue
@@ -507,7 +507,7 @@ class TestApiServerBehaviour:
         assert lq.metadata.namespace == "default"
 
     def test_cluster_scoped_objects_drop_a_namespace(self) -> None:
-        cq = decode(
+        cq = decode_kube(
             """
             apiVersion: kueue.x-k8s.io/v1beta1
             kind: ClusterQueue
@@ -565,7 +565,10 @@ class TestDocuments:
         assert err.index == 0
 
     def test_empty_documents_are_skipped_but_counted(self) -> None:
-        text = "---\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n---\n# only a comment\n"
+        text = (
+            "---\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n---\n"
+            "# only a comment\n"
+        )
         decoded = load_yaml(text, "f.yaml")
         assert [(type(d.obj), d.index) for d in decoded] == [(Namespace, 1)]
         bad = "---\n\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: A}\n"
@@ -633,7 +636,12 @@ class TestLoadDocuments:
         with pytest.raises(ApiError) as info:
             load_documents([str(path)])
         err = info.value
-        assert (err.source, err.index, err.kind, err.name) == (str(path), 2, "ClusterQueue", "team-a")
+        assert (err.source, err.index, err.kind, err.name) == (
+            str(path),
+            2,
+            "ClusterQueue",
+            "team-a",
+        )
         assert err.path == "spec.resourceGroups[0].flavors[0].resources[0].lendingLimit"
         assert str(err) == (
             f'{path}: document 2 (ClusterQueue "team-a"): '
@@ -655,7 +663,9 @@ class TestLoadDocuments:
         assert decoded[1].source == str(tmp_path / "b.yml")
 
     def test_stdin(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        monkeypatch.setattr("sys.stdin", io.StringIO("apiVersion: v1\nkind: Namespace\nmetadata: {name: A}\n"))
+        monkeypatch.setattr(
+            "sys.stdin", io.StringIO("apiVersion: v1\nkind: Namespace\nmetadata: {name: A}\n")
+        )
         with pytest.raises(ApiError) as info:
             load_documents(["-"])
         assert str(info.value).startswith('<stdin>: document 0 (Namespace "A"): metadata.name:')
