@@ -16,7 +16,7 @@ from scheduler.core.flavor_assigner import (
 from scheduler.core.model import ClusterQueueInfo
 from scheduler.core.pods_ready import admission_blocked
 from scheduler.core.preemption import (
-    Admitted,
+    AdmittedIndex,
     ClassicPreemptor,
     Target,
     preemption_message,
@@ -70,15 +70,9 @@ def run_cycle(s: Scheduler) -> CycleStats:
     stats.ran = True
     s.cycle_count += 1
     snapshot = s.tree.clone()
-    admitted_by_cq = {
-        cq: [
-            Admitted(s.workloads[key], cq, s.counted[key])
-            for key in sorted(s.holders.get(cq, set()))
-            if key in s.counted
-        ]
-        for cq in sorted(s.cluster_queues)
-        if s.cq_active(cq)
-    }
+    admitted_by_cq = AdmittedIndex(
+        s.workloads, s.holders, s.counted, (cq for cq in s.cluster_queues if s.cq_active(cq))
+    )
     preemptor = ClassicPreemptor(snapshot, admitted_by_cq, now, s.config.eviction_ordering)
     entries: list[Entry] = []
     for cq_name, qe in heads:
@@ -200,7 +194,7 @@ def _admission_step(
     s: Scheduler,
     e: Entry,
     snapshot: QuotaTree,
-    admitted_by_cq: dict[str, list[Admitted]],
+    admitted_by_cq: AdmittedIndex,
     cycle_targets: dict[str, Target],
     stats: CycleStats,
 ) -> None:
@@ -251,14 +245,13 @@ def _wait_until_unblocked(s: Scheduler, e: Entry) -> bool:
 
 def _fits_without(
     snapshot: QuotaTree,
-    admitted_by_cq: dict[str, list[Admitted]],
+    admitted_by_cq: AdmittedIndex,
     cq: str,
     usage: FRAmounts,
     removed_keys: list[str],
 ) -> bool:
     """§6.6 step 4: does the entry fit once every preemption target is gone?"""
-    wanted = set(removed_keys)
-    removed = [a for lst in admitted_by_cq.values() for a in lst if a.wl.key in wanted]
+    removed = [a for key in removed_keys if (a := admitted_by_cq.by_key(key)) is not None]
     for a in removed:
         snapshot.remove_usage(a.cluster_queue, a.usage)
     try:
@@ -340,9 +333,7 @@ def _admit(s: Scheduler, e: Entry, usage: FRAmounts) -> None:
     wl.last_assignment = None
     e.admitted = True
     s.queues.release_in_flight(e.cq.name, wl.key)
-    s.tree.add_usage(e.cq.name, usage)
-    s.counted[wl.key] = usage
-    s.holders.setdefault(e.cq.name, set()).add(wl.key)
+    s.hold(wl, e.cq.name, usage)
 
 
 def _requeue_and_update(s: Scheduler, e: Entry) -> None:

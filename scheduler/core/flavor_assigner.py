@@ -221,6 +221,8 @@ class FlavorAssigner:
         last: LastAssignment | None,
         tried: dict[tuple[int, str], int],
     ) -> bool:
+        # Resume indices count only for pod sets that end up with flavors (§7.7).
+        pending_tried: dict[tuple[int, str], int] = {}
         for resource in sorted(result.requests):
             if resource in result.flavors:
                 continue
@@ -245,11 +247,12 @@ class FlavorAssigner:
                 return False
             for r in requested:
                 result.flavors[r] = FlavorChoice(choice.flavor, choice.mode)
-                tried[(index, r)] = last_idx
+                pending_tried[(index, r)] = last_idx
                 fr = (choice.flavor, r)
                 assumed[fr] = assumed.get(fr, 0) + result.requests[r]
             if choice.mode.mode is not Mode.FIT:
                 result.reasons.extend(reasons)
+        tried.update(pending_tried)
         return True
 
     def _scan_group(

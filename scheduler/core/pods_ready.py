@@ -162,7 +162,6 @@ def admission_blocked(s: Scheduler) -> bool:
         return False
     return any(
         wl.holds_quota and not wl.conditions.is_true(PODS_READY)
-        for members in s.holders.values()
-        for key in members
+        for key in s.holders.all_keys()
         if (wl := s.workloads.get(key)) is not None
     )

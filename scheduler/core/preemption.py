@@ -7,11 +7,12 @@ unchanged afterwards.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from scheduler.core.clock import Instant
 from scheduler.core.flavor_assigner import GranularMode, Mode, PreemptionOracle
+from scheduler.core.holders import Holders
 from scheduler.core.model import ClusterQueueInfo
 from scheduler.core.quota import NodeRef, QuotaTree
 from scheduler.core.resources import FlavorResource, FRAmounts
@@ -69,6 +70,53 @@ class Admitted:
         return any(fr in frs for fr in self.usage)
 
 
+class AdmittedIndex(Mapping[str, Sequence[Admitted]]):
+    """The quota holders of the cycle's snapshot, built per ClusterQueue on first use,
+    so a cycle that preempts nothing never walks the admitted workloads."""
+
+    def __init__(
+        self,
+        workloads: Mapping[str, WorkloadState],
+        holders: Holders,
+        counted: Mapping[str, FRAmounts],
+        active: Iterable[str],
+    ) -> None:
+        self._workloads = workloads
+        self._holders = holders
+        self._counted = counted
+        self._active = sorted(active)
+        self._active_set = set(self._active)
+        self._cache: dict[str, list[Admitted]] = {}
+
+    def __getitem__(self, cq: str) -> Sequence[Admitted]:
+        if cq not in self._active_set:
+            raise KeyError(cq)
+        found = self._cache.get(cq)
+        if found is None:
+            found = [
+                Admitted(self._workloads[key], cq, self._counted[key])
+                for key in self._holders.keys(cq)
+                if key in self._counted
+            ]
+            self._cache[cq] = found
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._active)
+
+    def __len__(self) -> int:
+        return len(self._active)
+
+    def by_key(self, key: str) -> Admitted | None:
+        cq = self._holders.cluster_queue_of(key)
+        if cq is None or cq not in self._active_set or key not in self._counted:
+            return None
+        return Admitted(self._workloads[key], cq, self._counted[key])
+
+    def lowest_priority(self, cq: str) -> int | None:
+        return self._holders.lowest_priority(cq) if cq in self._active_set else None
+
+
 @dataclass(slots=True)
 class _Candidate:
     admitted: Admitted
@@ -92,7 +140,7 @@ class ClassicPreemptor:
     def __init__(
         self,
         tree: QuotaTree,
-        admitted_by_cq: Mapping[str, Sequence[Admitted]],
+        admitted_by_cq: AdmittedIndex,
         now: Instant,
         eviction_ordering: bool,
     ) -> None:
@@ -126,6 +174,8 @@ class ClassicPreemptor:
         frs_needing: set[FlavorResource],
         requests: FRAmounts,
     ) -> list[Target]:
+        if self._nothing_to_preempt(wl, cq):
+            return []
         same, hierarchy, priority = self._candidates(wl, cq, frs_needing, requests)
         if not (same or hierarchy or priority):
             return []
@@ -150,6 +200,25 @@ class ClassicPreemptor:
             if targets:
                 return targets
         return []
+
+    def _nothing_to_preempt(self, wl: WorkloadState, cq: ClusterQueueInfo) -> bool:
+        """A cheap look at the priority index before any candidate list is built."""
+        p = wl.priority
+        policy = cq.preemption
+        lowest = self.admitted_by_cq.lowest_priority(cq.name)
+        if policy.within_cluster_queue != "Never" and lowest is not None:
+            equal_ok = policy.within_cluster_queue == "LowerOrNewerEqualPriority"
+            if lowest < p or (equal_ok and lowest <= p):
+                return False
+        if policy.reclaim_within_cohort == "Never" or self.tree.parent(NodeRef.cq(cq.name)) is None:
+            return True
+        if policy.reclaim_within_cohort == "Any":
+            return False
+        for other in self.tree.tree_cluster_queues(cq.name):
+            low = self.admitted_by_cq.lowest_priority(other)
+            if other != cq.name and low is not None and low < p:
+                return False
+        return True
 
     def _candidates(
         self,
@@ -345,8 +414,7 @@ class ClassicPreemptor:
 
     # ---------------------------------------------------------- helpers
     def _remove(self, keys: list[str]) -> list[Admitted]:
-        wanted = set(keys)
-        out = [a for lst in self.admitted_by_cq.values() for a in lst if a.wl.key in wanted]
+        out = [a for key in keys if (a := self.admitted_by_cq.by_key(key)) is not None]
         for a in out:
             self.tree.remove_usage(a.cluster_queue, a.usage)
         return out

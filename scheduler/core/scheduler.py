@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from scheduler.core.clock import Clock, Instant
 from scheduler.core.config import SchedulerConfig
+from scheduler.core.holders import Holders
 from scheduler.core.model import ClusterQueueInfo, FlavorInfo, LocalQueueInfo
 from scheduler.core.queue.interface import QueueEntry, QueueSettings
 from scheduler.core.queue.loader import QueuePluginError
@@ -72,7 +73,7 @@ class Scheduler:
         self.tree = QuotaTree()
         self.queues = QueueManager()
         # quota-holding workloads per ClusterQueue name, whether or not the CQ exists
-        self.holders: dict[str, set[str]] = {}
+        self.holders = Holders()
         # usage each holder currently contributes to the tree (exact removal later)
         self.counted: dict[str, FRAmounts] = {}
         self.pending_evictions: list[PendingEviction] = []
@@ -249,37 +250,34 @@ class Scheduler:
                 usage[fr] = usage.get(fr, 0) + value
         return usage
 
+    def hold(self, wl: WorkloadState, cq: str, usage: FRAmounts | None = None) -> None:
+        """Record that `wl` holds quota in `cq`, counting its usage in the tree when the
+        CQ exists (§3.9: usage of a CQ that does not exist yet counts once it does)."""
+        self.unhold(wl.key)
+        self.holders.add(cq, wl.key, wl.priority)
+        if cq in self.cluster_queues:
+            amounts = self.usage_of(wl) if usage is None else usage
+            self.tree.add_usage(cq, amounts)
+            self.counted[wl.key] = amounts
+
+    def unhold(self, key: str) -> str | None:
+        """Forget `key`'s quota; returns the CQ it held quota in."""
+        cq = self.holders.discard(key)
+        amounts = self.counted.pop(key, None)
+        if cq is not None and amounts is not None and cq in self.cluster_queues:
+            self.tree.remove_usage(cq, amounts)
+        return cq
+
     def count_usage(self, wl: WorkloadState) -> None:
         """Make the tree reflect exactly what `wl` holds now."""
-        self.uncount_usage(wl.key)
-        if not wl.holds_quota or wl.admission is None:
-            return
-        cq = wl.admission.cluster_queue
-        self.holders.setdefault(cq, set()).add(wl.key)
-        if cq in self.cluster_queues:
-            usage = self.usage_of(wl)
-            self.tree.add_usage(cq, usage)
-            self.counted[wl.key] = usage
-
-    def uncount_usage(self, key: str) -> None:
-        usage = self.counted.pop(key, None)
-        wl = self.workloads.get(key)
-        for members in self.holders.values():
-            members.discard(key)
-        if usage is not None and wl is not None and wl.admission is not None:
-            cq = wl.admission.cluster_queue
-            if cq in self.cluster_queues:
-                self.tree.remove_usage(cq, usage)
+        if wl.holds_quota and wl.admission is not None:
+            self.hold(wl, wl.admission.cluster_queue)
+        else:
+            self.unhold(wl.key)
 
     def release_quota(self, wl: WorkloadState) -> str | None:
         """Drop the workload's usage; returns the CQ it held quota in."""
-        cq = wl.admission.cluster_queue if wl.admission is not None else None
-        usage = self.counted.pop(wl.key, None)
-        if cq is not None:
-            self.holders.get(cq, set()).discard(wl.key)
-            if usage is not None and cq in self.cluster_queues:
-                self.tree.remove_usage(cq, usage)
-        return cq
+        return self.unhold(wl.key)
 
     # ---------------------------------------------------------------- evictions
     def evict(
@@ -432,7 +430,7 @@ class Scheduler:
             self.queues.set_cluster_queue(info.name, settings, None, now=self.now())
         if old is None:
             # usage of workloads admitted before this CQ existed is counted now (§3.9)
-            for key in sorted(self.holders.get(info.name, set())):
+            for key in self.holders.keys(info.name):
                 wl = self.workloads.get(key)
                 if wl is not None:
                     self.count_usage(wl)
@@ -446,7 +444,7 @@ class Scheduler:
         if info.stop_policy == "HoldAndDrain" and (
             old is None or old.stop_policy != "HoldAndDrain"
         ):
-            for key in sorted(self.holders.get(info.name, set())):
+            for key in self.holders.keys(info.name):
                 wl = self.workloads[key]
                 if not wl.conditions.is_true(EVICTED):
                     self.evict(wl, "ClusterQueueStopped", "The ClusterQueue is stopped")
@@ -468,7 +466,8 @@ class Scheduler:
         if name not in self.cluster_queues:
             return
         before = {cq for cq in self.cluster_queues if self.cq_active(cq)}
-        for key in sorted(self.holders.get(name, set())):
+        # The tree forgets this CQ's usage; holders stay, to be counted if it returns.
+        for key in self.holders.keys(name):
             self.counted.pop(key, None)
         del self.cluster_queues[name]
         self.tree.delete_cluster_queue(name)
@@ -529,7 +528,7 @@ class Scheduler:
         """Create or replace a workload (spec from the API object; status kept if known)."""
         old = self.workloads.get(wl.key)
         if old is not None:
-            self.uncount_usage(old.key)
+            self.unhold(old.key)
             wl.revision = old.revision + 1
         self.workloads[wl.key] = wl
         if self.config.wait_for_pods_ready.enable and wl.conditions.get(PODS_READY) is None:
@@ -566,16 +565,7 @@ class Scheduler:
         wl = self.workloads.pop(key, None)
         if wl is None:
             return
-        cq = None
-        if wl.holds_quota:
-            cq = wl.admission.cluster_queue if wl.admission else None
-        if cq is None:
-            self.counted.pop(key, None)
-        if cq is not None:
-            usage = self.counted.pop(key, None)
-            self.holders.get(cq, set()).discard(key)
-            if usage is not None and cq in self.cluster_queues:
-                self.tree.remove_usage(cq, usage)
+        cq = self.unhold(key)
         self.queues.delete(key)
         if cq is not None:
             self.flush([cq])

@@ -98,7 +98,7 @@ def _flavor_usage(
 
 def cluster_queue_status(s: Scheduler, name: str) -> Json:
     cq = s.cluster_queues[name]
-    holders = sorted(s.holders.get(name, set()))
+    holders = s.holders.keys(name)
     queue = s.queues.queue(name)
     pending = len(queue) if queue is not None else 0
     admitted = [k for k in holders if s.workloads[k].conditions.is_true(ADMITTED)]
