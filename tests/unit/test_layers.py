@@ -49,6 +49,8 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
         "fastapi",
         "time",
     ),
+    # The server reads published snapshots and the API model; never scheduler internals.
+    "visibility_server": ("scheduler.core", "scheduler.sim", "scheduler.kube", "queuescope"),
     "scheduler/runtime": ("fastapi", "uvicorn", "starlette", "visibility_server", "queuescope"),
     "scheduler/kube": ("fastapi", "uvicorn", "starlette", "visibility_server", "queuescope"),
 }
