@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from scheduler.core.fair_sharing import FairItem, FairPreemptor, FairSharingOrder
 from scheduler.core.flavor_assigner import (
     FIT,
     NO_FIT,
@@ -18,6 +19,7 @@ from scheduler.core.pods_ready import admission_blocked
 from scheduler.core.preemption import (
     AdmittedIndex,
     ClassicPreemptor,
+    Preemptor,
     Target,
     preemption_message,
 )
@@ -73,7 +75,17 @@ def run_cycle(s: Scheduler) -> CycleStats:
     admitted_by_cq = AdmittedIndex(
         s.workloads, s.holders, s.counted, (cq for cq in s.cluster_queues if s.cq_active(cq))
     )
-    preemptor = ClassicPreemptor(snapshot, admitted_by_cq, now, s.config.eviction_ordering)
+    preemptor: Preemptor
+    if s.config.fair_sharing:
+        preemptor = FairPreemptor(
+            snapshot,
+            admitted_by_cq,
+            now,
+            s.config.eviction_ordering,
+            s.config.fair_sharing_strategies,
+        )
+    else:
+        preemptor = ClassicPreemptor(snapshot, admitted_by_cq, now, s.config.eviction_ordering)
     entries: list[Entry] = []
     for cq_name, qe in heads:
         wl = s.workloads.get(qe.key)
@@ -86,9 +98,8 @@ def run_cycle(s: Scheduler) -> CycleStats:
         entries.append(entry)
 
     candidates = [e for e in entries if e.assignment is not None]
-    candidates.sort(key=_entry_order)
     cycle_targets: dict[str, Target] = {}
-    for entry in candidates:
+    for entry in _ordered(s, candidates, snapshot):
         if stats.blocked:
             break
         _admission_step(s, entry, snapshot, admitted_by_cq, cycle_targets, stats)
@@ -101,13 +112,35 @@ def run_cycle(s: Scheduler) -> CycleStats:
     return stats
 
 
+def _ordered(s: Scheduler, candidates: list[Entry], snapshot: QuotaTree) -> Iterator[Entry]:
+    """§6.5 classic order, or the §9.2 fair-sharing tournament, which re-ranks after
+    every admission because the snapshot's usage changes between yields."""
+    if not s.config.fair_sharing:
+        yield from sorted(candidates, key=_entry_order)
+        return
+    items = [
+        FairItem(
+            cq_name=e.cq.name,
+            priority=e.wl.priority,
+            timestamp=e.queue_entry.timestamp,
+            uid=e.wl.uid,
+            key=e.wl.key,
+            usage=e.assignment.usage() if e.assignment is not None else {},
+            payload=e,
+        )
+        for e in candidates
+    ]
+    for item in FairSharingOrder(items, snapshot):
+        yield item.payload
+
+
 def _entry_order(e: Entry) -> tuple[int, int, int, str, str]:
     """§6.5 classic order; borrowing level first, so preemptors without borrowing lead."""
     assert e.assignment is not None
     return (e.assignment.borrowing, -e.wl.priority, e.queue_entry.timestamp, e.wl.uid, e.wl.key)
 
 
-def _nominate(s: Scheduler, e: Entry, snapshot: QuotaTree, preemptor: ClassicPreemptor) -> None:
+def _nominate(s: Scheduler, e: Entry, snapshot: QuotaTree, preemptor: Preemptor) -> None:
     cq = e.cq
     wl = e.wl
     if not s.cq_active(cq.name):
@@ -253,7 +286,7 @@ def _fits_without(
     """§6.6 step 4: does the entry fit once every preemption target is gone?"""
     removed = [a for key in removed_keys if (a := admitted_by_cq.by_key(key)) is not None]
     for a in removed:
-        snapshot.remove_usage(a.cluster_queue, a.usage)
+        snapshot.withdraw_usage(a.cluster_queue, a.usage)
     try:
         return all(req <= snapshot.available(cq, fr) for fr, req in usage.items())
     finally:

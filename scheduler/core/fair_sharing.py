@@ -493,12 +493,11 @@ class FairPreemptor:
             if not targets:
                 level, _ = self.tree.borrowing_level(cq.name, fr, value)
                 return GranularMode(Mode.NO_CANDIDATES, level)
-            wanted = {t.key for t in targets}
             removed = [
                 a
-                for name in sorted(self.admitted_by_cq)
-                for a in self.admitted_by_cq[name]
-                if a.wl.key in wanted
+                for t in targets
+                for a in self.admitted_by_cq.get(t.cluster_queue, ())
+                if a.wl.key == t.key
             ]
             for a in removed:
                 _sub(self.tree, a.cluster_queue, a.usage)
@@ -632,7 +631,7 @@ class _Search:
                     holds = compare(preemptor_new, target_old) < 0
                 else:
                     target_new = self._share_without(target_node, a)
-                    holds = compare(preemptor_new, target_new) < 0
+                    holds = compare(preemptor_new, target_new) <= 0
                 if holds:
                     self._take(a, IN_COHORT_FAIR_SHARING)
                     if self._fits_simulated():

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from scheduler.core.clock import Instant
 from scheduler.core.flavor_assigner import GranularMode, Mode, PreemptionOracle
@@ -49,6 +50,20 @@ def preemption_message(preemptor: WorkloadState, reason: str) -> str:
         f"Preempted to accommodate a workload (UID: {preemptor.uid}, "
         f"JobUID: {preemptor.job_uid}) due to {_WHY[reason]}"
     )
+
+
+class Preemptor(Protocol):
+    """A target search (classic §8, or fair sharing §9.3) and its §8.7 oracle."""
+
+    def find_targets(
+        self,
+        wl: WorkloadState,
+        cq: ClusterQueueInfo,
+        frs_needing: set[FlavorResource],
+        requests: FRAmounts,
+    ) -> list[Target]: ...
+
+    def oracle(self, wl: WorkloadState, cq: ClusterQueueInfo) -> PreemptionOracle: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -357,7 +372,7 @@ class ClassicPreemptor:
                     continue
                 if other and self._protected(a.cluster_queue, cand.lca, frs_needing):
                     continue
-                self.tree.remove_usage(a.cluster_queue, a.usage)
+                self.tree.withdraw_usage(a.cluster_queue, a.usage)
                 removed.append(a)
                 chosen.append(cand)
                 if self._fits(cq.name, requests, allow_borrowing=allow_borrowing):
@@ -405,7 +420,7 @@ class ClassicPreemptor:
                 keep[i] = False
                 removed.remove(a)
             else:
-                self.tree.remove_usage(a.cluster_queue, a.usage)
+                self.tree.withdraw_usage(a.cluster_queue, a.usage)
         return [
             Target(c.admitted.wl.key, c.admitted.cluster_queue, _REASON_OF_CLASS[c.klass])
             for c, k in zip(chosen, keep, strict=True)
@@ -416,7 +431,7 @@ class ClassicPreemptor:
     def _remove(self, keys: list[str]) -> list[Admitted]:
         out = [a for key in keys if (a := self.admitted_by_cq.by_key(key)) is not None]
         for a in out:
-            self.tree.remove_usage(a.cluster_queue, a.usage)
+            self.tree.withdraw_usage(a.cluster_queue, a.usage)
         return out
 
     def _restore(self, removed: list[Admitted]) -> None:

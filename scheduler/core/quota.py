@@ -450,6 +450,11 @@ class QuotaTree:
             elif v < 0:
                 self._remove(node, fr, -v)
 
+    def withdraw_usage(self, cq: str, amounts: Mapping[FlavorResource, int]) -> None:
+        """Take usage away for a what-if (preemption search, re-fit check) and keep the
+        allocatable generation: nothing really left, so flavor-scan records stay valid."""
+        self.add_usage(cq, {fr: -v for fr, v in amounts.items()})
+
     def remove_usage(self, cq: str, amounts: Mapping[FlavorResource, int]) -> None:
         """Remove usage from a CQ (§4.3) and bump its generation (a workload left).
 

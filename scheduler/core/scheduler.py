@@ -333,7 +333,7 @@ class Scheduler:
         )
         wl.conditions.set(FINISHED, "True", reason, message, now)
         wl.finished = True
-        cq = self.release_quota(wl) if wl.holds_quota else None
+        cq = self.release_quota(wl)
         self.queues.delete(key)
         if cq is not None:
             self.flush([cq])
@@ -529,7 +529,9 @@ class Scheduler:
         old = self.workloads.get(wl.key)
         if old is not None:
             self.unhold(old.key)
-            wl.revision = old.revision + 1
+            # Only a change the queue reacts to may un-park the workload (§5.1).
+            changed = old.queue_signature() != wl.queue_signature()
+            wl.revision = old.revision + 1 if changed else old.revision
         self.workloads[wl.key] = wl
         if self.config.wait_for_pods_ready.enable and wl.conditions.get(PODS_READY) is None:
             # §10.1: not ready until the pods-ready signal says so.

@@ -11,7 +11,9 @@ from typing import Any
 from scheduler.api.quantity import format_resource
 from scheduler.core.clock import format_instant
 from scheduler.core.conditions import Condition, Conditions
+from scheduler.core.fair_sharing import dominant_resource_share, weighted_share
 from scheduler.core.model import ClusterQueueInfo
+from scheduler.core.quota import NodeRef
 from scheduler.core.scheduler import Scheduler
 from scheduler.core.workload import ADMITTED, WorkloadState
 
@@ -110,7 +112,18 @@ def cluster_queue_status(s: Scheduler, name: str) -> Json:
         "flavorsUsage": _flavor_usage(s, cq, holders, admitted_only=True, borrowed=True),
         "conditions": [_cq_active_condition(s, cq)],
     }
+    if s.config.fair_sharing:
+        status["fairSharing"] = _fair_sharing(s, NodeRef.cq(name))
     return status
+
+
+def _fair_sharing(s: Scheduler, node: NodeRef) -> Json:
+    """§9.1: the weighted share, present only while fair sharing is enabled."""
+    if node.is_cq and s.tree.in_cycle(node.name):
+        return {"weightedShare": 0}
+    if not node.is_cq and s.tree.cohort_in_cycle(node.name):
+        return {"weightedShare": 0}
+    return {"weightedShare": weighted_share(dominant_resource_share(s.tree, node))}
 
 
 def _cq_active_condition(s: Scheduler, cq: ClusterQueueInfo) -> Json:
@@ -236,4 +249,7 @@ def cohort_status(s: Scheduler, name: str) -> Json:
             "reason": "Ready",
             "message": "Cohort is usable",
         }
-    return {"conditions": [cond]}
+    status: Json = {"conditions": [cond]}
+    if s.config.fair_sharing:
+        status["fairSharing"] = _fair_sharing(s, NodeRef.cohort(name))
+    return status

@@ -102,7 +102,39 @@ class WorkloadState:
 
     @property
     def holds_quota(self) -> bool:
-        return self.admission is not None and self.conditions.is_true(QUOTA_RESERVED)
+        # A finished workload has given its quota back (§11.3), whatever its status says.
+        return (
+            self.admission is not None
+            and self.conditions.is_true(QUOTA_RESERVED)
+            and not self.finished
+        )
+
+    def queue_signature(self) -> tuple[object, ...]:
+        """What a queue reacts to (§5.1): spec, reclaimable pods, Evicted and Requeued."""
+
+        def cond(type_: str) -> tuple[str, str] | None:
+            c = self.conditions.get(type_)
+            return None if c is None else (c.status, c.reason)
+
+        spec = (
+            self.queue_name,
+            self.priority,
+            self.priority_class_name,
+            self.priority_class_source,
+            self.active,
+            self.maximum_execution_time_seconds,
+            tuple(
+                (
+                    ps.name,
+                    ps.count,
+                    ps.min_count,
+                    tuple(sorted(ps.per_pod.items())),
+                    repr(ps.pod_spec),
+                )
+                for ps in self.pod_sets
+            ),
+        )
+        return (spec, tuple(sorted(self.reclaimable.items())), cond(EVICTED), cond(REQUEUED))
 
     @property
     def is_admitted(self) -> bool:

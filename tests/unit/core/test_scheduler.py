@@ -1,0 +1,387 @@
+"""Scheduler events (scheduling.md §3.9, §5.7, §11, §12.3): finish, delete, deactivation,
+stop policies, late ClusterQueues, dangling LocalQueues."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.unit.core.builders import (
+    SECOND,
+    START,
+    Cluster,
+    admitted_workload,
+    basic_cluster,
+    flavor,
+    local_queue,
+    namespace,
+    rfc3339,
+    simple_cq,
+    workload,
+)
+
+NS = "team-a"
+CPU = "cpu"
+FR = ("default", CPU)
+W1 = f"{NS}/w1"
+W2 = f"{NS}/w2"
+
+
+def full_cluster(strategy: str = "BestEffortFIFO") -> Cluster:
+    """cq-a (cpu 2) with w1 admitted and w2 parked behind it."""
+    c = basic_cluster(2, strategy=strategy)
+    c.apply(
+        workload(NS, "w1", "lq-a", {CPU: "2"}), workload(NS, "w2", "lq-a", {CPU: "2"}, created=1)
+    )
+    assert c.cycle().admitted == [W1]
+    assert c.cycle().admitted == []
+    return c
+
+
+# --------------------------------------------------------------------------- §11.3
+
+
+@pytest.mark.parametrize(("failed", "reason"), [(False, "Succeeded"), (True, "Failed")])
+def test_finish_frees_quota_at_once_and_flushes(failed: bool, reason: str) -> None:
+    c = full_cluster()
+    queue = c.s.queues.queue("cq-a")
+    assert queue is not None and queue.is_parked(W2)
+    c.clock.set(START + 30 * SECOND)
+    c.finish(W1, failed=failed)
+    finished = c.condition(W1, "Finished")
+    assert finished is not None
+    assert (finished["status"], finished["reason"]) == ("True", reason)
+    assert finished["lastTransitionTime"] == rfc3339(START + 30 * SECOND)[:19] + "Z"
+    assert c.usage("cq-a", FR) == 0
+    assert queue.in_heap(W2)
+    assert c.cycle().admitted == [W2]
+    assert c.pending("cq-a") == []
+
+
+def test_finished_workload_is_never_queued_again() -> None:
+    c = basic_cluster(1)
+    c.apply(workload(NS, "w1", "lq-a", {CPU: "2"}))
+    c.cycle()
+    c.finish(W1)
+    assert c.pending("cq-a") == []
+    c.apply(simple_cq("cq-a", 4))  # a quota increase flushes the CQ
+    assert not c.cycle().ran
+    assert not c.admitted(W1)
+
+
+def test_finished_workload_is_not_counted_in_queue_status() -> None:
+    c = basic_cluster(4)
+    c.apply(workload(NS, "w1", "lq-a", {CPU: "2"}))
+    c.cycle()
+    c.finish(W1)
+    cq = c.cq_status("cq-a")
+    lq = c.lq_status(f"{NS}/lq-a")
+    assert (cq["reservingWorkloads"], cq["admittedWorkloads"]) == (0, 0)
+    assert (lq["reservingWorkloads"], lq["admittedWorkloads"]) == (0, 0)
+    assert lq["flavorsReservation"] == [
+        {"name": "default", "resources": [{"name": CPU, "total": "0"}]}
+    ]
+    assert lq["flavorUsage"] == [{"name": "default", "resources": [{"name": CPU, "total": "0"}]}]
+
+
+def test_update_of_a_finished_workload_does_not_count_its_usage_again() -> None:
+    c = basic_cluster(4)
+    c.apply(workload(NS, "w1", "lq-a", {CPU: "2"}))
+    c.cycle()
+    c.finish(W1)
+    # A metadata-only update (no status): the core keeps what it wrote, Finished included.
+    c.apply(workload(NS, "w1", "lq-a", {CPU: "2"}, labels={"touched": "yes"}))
+    assert c.wl(W1).finished
+    assert c.usage("cq-a", FR) == 0
+    assert c.cq_status("cq-a")["reservingWorkloads"] == 0
+
+
+def test_workload_arriving_admitted_and_finished_holds_no_quota() -> None:
+    c = basic_cluster(4)
+    doc = admitted_workload(NS, "done", "lq-a", "cq-a", {CPU: "3"})
+    doc["status"]["conditions"].append(
+        {
+            "type": "Finished",
+            "status": "True",
+            "reason": "Succeeded",
+            "message": "Job finished successfully",
+            "lastTransitionTime": rfc3339(START),
+        }
+    )
+    c.apply(doc)
+    assert c.usage("cq-a", FR) == 0
+    assert c.cq_status("cq-a")["reservingWorkloads"] == 0
+
+
+# --------------------------------------------------------------------------- delete
+
+
+def test_delete_of_a_quota_holder_frees_quota_and_flushes() -> None:
+    c = full_cluster()
+    assert c.delete("Workload", NS, "w1")
+    assert W1 not in c.s.workloads
+    assert c.usage("cq-a", FR) == 0
+    assert c.cycle().admitted == [W2]
+
+
+def test_delete_of_a_pending_workload_removes_it_from_the_listing() -> None:
+    c = full_cluster()
+    assert c.pending("cq-a") == [W2]
+    assert c.delete("Workload", NS, "w2")
+    assert c.pending("cq-a") == []
+    assert c.cq_status("cq-a")["pendingWorkloads"] == 0
+    assert not c.delete("Workload", NS, "w2")
+
+
+# --------------------------------------------------------------------------- §11.2
+
+
+def test_deactivating_a_pending_workload() -> None:
+    c = full_cluster()
+    c.set_active(W2, False)
+    assert c.cond(W2, "Evicted") == ("True", "Deactivated", "The workload is deactivated")
+    assert c.pending("cq-a") == []
+    c.finish(W1)
+    assert not c.cycle().ran
+
+
+def test_deactivating_a_quota_holder_evicts_and_finalises() -> None:
+    c = full_cluster()
+    c.set_active(W1, False)
+    assert c.cond(W1, "Evicted") == ("True", "Deactivated", "The workload is deactivated")
+    assert c.cond(W1, "Requeued") == ("False", "Deactivated", "The workload is deactivated")
+    assert c.cond(W1, "QuotaReserved") == ("False", "Pending", "The workload is deactivated")
+    assert c.cond(W1, "Admitted") == ("False", "NoReservation", "The workload has no reservation")
+    assert c.admission(W1) is None
+    assert c.usage("cq-a", FR) == 0
+    assert c.pending("cq-a") == [W2]
+    # The flush after the released quota lets w2 in.
+    assert c.cycle().admitted == [W2]
+
+
+def test_reactivation_requeues_with_reactivated() -> None:
+    c = full_cluster()
+    c.set_active(W1, False)
+    c.cycle()  # w2 takes the quota
+    c.finish(W2)
+    c.set_active(W1, True)
+    assert c.cond(W1, "Requeued") == ("True", "Reactivated", "The workload was reactivated")
+    assert c.pending("cq-a") == [W1]
+    assert c.cycle().admitted == [W1]
+    assert c.cond(W1, "Evicted") == (
+        "False",
+        "QuotaReserved",
+        "Previously: The workload is deactivated",
+    )
+
+
+# --------------------------------------------------------------------------- §11.1 CQ
+
+
+def test_cluster_queue_hold_keeps_admitted_and_stops_admitting() -> None:
+    c = full_cluster()
+    c.apply(simple_cq("cq-a", 2, stop_policy="Hold"))
+    assert c.admitted(W1)
+    assert c.cond(W1, "Evicted") is None
+    assert c.cond(W2, "QuotaReserved") == (
+        "False",
+        "Inadmissible",
+        "ClusterQueue cq-a is inactive",
+    )
+    c.finish(W1)
+    assert not c.cycle().ran
+    assert c.pending("cq-a") == [W2]
+    c.apply(simple_cq("cq-a", 2))
+    assert c.cycle().admitted == [W2]
+
+
+def test_cluster_queue_hold_and_drain_evicts_and_restart_requeues() -> None:
+    c = full_cluster()
+    c.apply(simple_cq("cq-a", 2, stop_policy="HoldAndDrain"))
+    assert c.cond(W1, "Evicted") == ("True", "ClusterQueueStopped", "The ClusterQueue is stopped")
+    assert c.cond(W1, "Requeued") == ("False", "ClusterQueueStopped", "The ClusterQueue is stopped")
+    assert c.admission(W1) is None
+    assert c.usage("cq-a", FR) == 0
+    assert c.cq_status("cq-a")["reservingWorkloads"] == 0
+    assert not c.cycle().ran
+    c.clock.set(START + 60 * SECOND)
+    c.apply(simple_cq("cq-a", 2))
+    assert c.cond(W1, "Requeued") == (
+        "True",
+        "ClusterQueueRestarted",
+        "The ClusterQueue was restarted after being stopped",
+    )
+    # w1 keeps its creation-time order and goes first again.
+    assert c.pending("cq-a") == [W1, W2]
+    assert c.cycle().admitted == [W1]
+
+
+# --------------------------------------------------------------------------- §11.1 LQ
+
+
+def test_local_queue_hold_removes_pending_workloads_from_the_queue() -> None:
+    c = full_cluster()
+    c.apply(local_queue(NS, "lq-a", "cq-a", stop_policy="Hold"))
+    assert c.admitted(W1)
+    assert c.pending("cq-a") == []
+    assert c.cond(W2, "QuotaReserved") == ("False", "Inadmissible", "LocalQueue lq-a is inactive")
+    lq = c.lq_status(f"{NS}/lq-a")
+    assert lq["pendingWorkloads"] == 0
+    assert lq["conditions"][0]["reason"] == "Stopped"
+    assert lq["conditions"][0]["message"] == "LocalQueue is stopped"
+    c.finish(W1)
+    assert not c.cycle().ran
+    c.apply(local_queue(NS, "lq-a", "cq-a"))
+    assert c.cycle().admitted == [W2]
+
+
+def test_local_queue_hold_and_drain_evicts_and_restart_requeues() -> None:
+    c = full_cluster()
+    c.apply(local_queue(NS, "lq-a", "cq-a", stop_policy="HoldAndDrain"))
+    assert c.cond(W1, "Evicted") == ("True", "LocalQueueStopped", "The LocalQueue is stopped")
+    assert c.cond(W1, "Requeued") == ("False", "LocalQueueStopped", "The LocalQueue is stopped")
+    assert c.admission(W1) is None
+    assert c.usage("cq-a", FR) == 0
+    assert c.pending("cq-a") == []
+    assert not c.cycle().ran
+    c.apply(local_queue(NS, "lq-a", "cq-a"))
+    assert c.cond(W1, "Requeued") == (
+        "True",
+        "LocalQueueRestarted",
+        "The LocalQueue was restarted after being stopped",
+    )
+    assert c.pending("cq-a") == [W1, W2]
+    assert c.cycle().admitted == [W1]
+
+
+def test_hold_and_drain_of_another_local_queue_leaves_this_one_alone() -> None:
+    c = full_cluster()
+    c.apply(
+        local_queue(NS, "lq-b", "cq-a"), local_queue(NS, "lq-b", "cq-a", stop_policy="HoldAndDrain")
+    )
+    assert c.admitted(W1)
+    assert c.cond(W1, "Evicted") is None
+
+
+# --------------------------------------------------------------------------- §3.9
+
+
+def test_cluster_queue_created_after_admitted_workloads_counts_their_usage() -> None:
+    c = Cluster()
+    c.apply(
+        namespace(NS),
+        flavor("default"),
+        local_queue(NS, "lq-a", "cq-a"),
+        admitted_workload(NS, "old", "lq-a", "cq-a", {CPU: "3"}),
+        workload(NS, "new", "lq-a", {CPU: "2"}),
+    )
+    assert c.cond(f"{NS}/new", "QuotaReserved") == (
+        "False",
+        "Inadmissible",
+        "ClusterQueue cq-a doesn't exist",
+    )
+    c.apply(simple_cq("cq-a", 4))
+    assert c.usage("cq-a", FR) == 3000
+    assert c.cq_status("cq-a")["reservingWorkloads"] == 1
+    assert c.pending("cq-a") == [f"{NS}/new"]
+    assert c.cycle().admitted == []
+    assert c.message(f"{NS}/new") == (
+        "couldn't assign flavors to pod set main: "
+        "insufficient unused quota for cpu in flavor default, 1 more needed"
+    )
+
+
+def test_local_queue_to_missing_cluster_queue() -> None:
+    c = Cluster()
+    c.apply(
+        namespace(NS),
+        flavor("default"),
+        local_queue(NS, "lq-a", "cq-ghost"),
+        workload(NS, "w", "lq-a", {CPU: "1"}),
+    )
+    assert c.cond(f"{NS}/w", "QuotaReserved") == (
+        "False",
+        "Inadmissible",
+        "ClusterQueue cq-ghost doesn't exist",
+    )
+    lq = c.lq_status(f"{NS}/lq-a")
+    assert lq["pendingWorkloads"] == 0
+    assert (lq["conditions"][0]["reason"], lq["conditions"][0]["message"]) == (
+        "ClusterQueueDoesNotExist",
+        "Can't submit new workloads to clusterQueue",
+    )
+    assert not c.cycle().ran
+    c.apply(simple_cq("cq-ghost", 4))
+    assert c.cycle().admitted == [f"{NS}/w"]
+
+
+def test_workload_to_missing_local_queue() -> None:
+    c = basic_cluster(4)
+    c.apply(workload(NS, "w", "lq-ghost", {CPU: "1"}))
+    assert c.cond(f"{NS}/w", "QuotaReserved") == (
+        "False",
+        "Inadmissible",
+        "LocalQueue lq-ghost doesn't exist",
+    )
+    assert c.pending("cq-a") == []
+    c.apply(local_queue(NS, "lq-ghost", "cq-a"))
+    assert c.cycle().admitted == [f"{NS}/w"]
+
+
+def test_deleting_the_local_queue_unqueues_its_workloads() -> None:
+    c = full_cluster()
+    assert c.delete("LocalQueue", NS, "lq-a")
+    assert c.pending("cq-a") == []
+    assert c.cond(W2, "QuotaReserved") == ("False", "Inadmissible", "LocalQueue lq-a doesn't exist")
+    assert c.admitted(W1)  # quota holders keep running
+
+
+def test_cluster_queue_with_missing_flavor_becomes_active_when_the_flavor_appears() -> None:
+    c = Cluster()
+    c.apply(
+        namespace(NS),
+        simple_cq("cq-a", 4),
+        local_queue(NS, "lq-a", "cq-a"),
+        workload(NS, "w", "lq-a", {CPU: "1"}),
+    )
+    assert c.cond(f"{NS}/w", "QuotaReserved") == (
+        "False",
+        "Inadmissible",
+        "ClusterQueue cq-a is inactive",
+    )
+    assert not c.cycle().ran
+    c.apply(flavor("default"))
+    assert c.cycle().admitted == [f"{NS}/w"]
+
+
+def test_deleting_a_cluster_queue_and_recreating_it_recounts_holders() -> None:
+    c = full_cluster()
+    assert c.delete("ClusterQueue", None, "cq-a")
+    assert c.cond(W2, "QuotaReserved") == (
+        "False",
+        "Inadmissible",
+        "ClusterQueue cq-a doesn't exist",
+    )
+    c.apply(simple_cq("cq-a", 2))
+    assert c.usage("cq-a", FR) == 2000
+    assert c.cycle().admitted == []
+    assert c.pending("cq-a") == [W2]
+
+
+# --------------------------------------------------------------------------- §5.1
+
+
+def test_metadata_only_update_keeps_a_parked_workload_parked() -> None:
+    c = full_cluster()
+    queue = c.s.queues.queue("cq-a")
+    assert queue is not None and queue.is_parked(W2)
+    c.apply(workload(NS, "w2", "lq-a", {CPU: "2"}, created=1, labels={"team": "x"}))
+    assert queue.is_parked(W2)
+    assert not c.cycle().ran
+
+
+def test_spec_update_moves_a_parked_workload_back_to_the_heap() -> None:
+    c = full_cluster()
+    queue = c.s.queues.queue("cq-a")
+    assert queue is not None
+    c.apply(workload(NS, "w2", "lq-a", {CPU: "1"}, created=1))
+    assert queue.in_heap(W2)
