@@ -419,7 +419,7 @@ class Scheduler:
         before = {cq for cq in self.cluster_queues if self.cq_active(cq)}
         old = self.cluster_queues.get(info.name)
         self.cluster_queues[info.name] = info
-        self.tree.set_cluster_queue(info.name, info.cohort or None, info.quotas)
+        self.tree.set_cluster_queue(info.name, info.cohort or None, info.quotas, info.weight)
         settings = QueueSettings(cluster_queue=info.name, strategy=info.strategy)
         plugin = info.queue_plugin or self.config.default_queue_plugin
         self.plugin_errors.pop(info.name, None)

@@ -68,9 +68,11 @@ WORKLOAD_KEYS = frozenset(
     }
 )
 QUEUE_COUNT_KEYS = ("pendingWorkloads", "reservingWorkloads", "admittedWorkloads")
-CQ_KEYS = frozenset({*QUEUE_COUNT_KEYS, "conditions", "flavorsUsage", "flavorsReservation"})
+CQ_KEYS = frozenset(
+    {*QUEUE_COUNT_KEYS, "conditions", "flavorsUsage", "flavorsReservation", "fairSharing"}
+)
 LQ_KEYS = frozenset({*QUEUE_COUNT_KEYS, "conditions", "flavorUsage", "flavorsReservation"})
-COHORT_KEYS = frozenset({"conditions"})
+COHORT_KEYS = frozenset({"conditions", "fairSharing"})
 MISSING: Any = object()
 
 
@@ -427,6 +429,7 @@ def _check_queue(
             )
     if "conditions" in exp:
         _conditions(check, f"{path}.status.conditions", exp["conditions"], obj)
+    _check_fair_sharing(check, path, exp, obj)
     for usage in usage_fields:
         if usage in exp:
             _check_flavor_usage(
@@ -436,6 +439,19 @@ def _check_queue(
                 status.get(usage, MISSING),
                 with_borrowed=with_borrowed,
             )
+
+
+def _check_fair_sharing(check: Checker, path: str, exp: Json, obj: Json) -> None:
+    """`fairSharing: {weightedShare: N}` must match exactly; `fairSharing: null` means the
+    field is absent (fair sharing disabled)."""
+    if "fairSharing" not in exp:
+        return
+    actual = (obj.get("status") or {}).get("fairSharing", MISSING)
+    if exp["fairSharing"] is None:
+        if actual is not MISSING:
+            check.fail(f"{path}.status.fairSharing", f"expected absent, got {actual!r}")
+    else:
+        check.equal(f"{path}.status.fairSharing", exp["fairSharing"], actual)
 
 
 def _pending_keys(summary: Json) -> list[str]:
@@ -481,8 +497,11 @@ def _check_expectations(check: Checker, expect: Json, out: Output) -> None:
         if cohort is None:
             check.fail(path, f"no such Cohort in the output (have: {sorted(out.cohorts)})")
             continue
-        if check.unknown_keys(path, exp, COHORT_KEYS) and "conditions" in exp:
+        if not check.unknown_keys(path, exp, COHORT_KEYS):
+            continue
+        if "conditions" in exp:
             _conditions(check, f"{path}.status.conditions", exp["conditions"], cohort)
+        _check_fair_sharing(check, path, exp, cohort)
     for cq, exp_list in (expect.get("pending") or {}).items():
         path = f"pending[{cq}]"
         summary = out.pending.get(cq)
