@@ -1,0 +1,64 @@
+"""A bounded LRU of decisions with separate lifetimes for allows and denials."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+
+from visibility_server.authz.decision import Decision
+
+Clock = Callable[[], float]
+
+
+class DecisionCache:
+    """At most `max_entries` decisions, each kept `allowed_ttl`/`denied_ttl` seconds.
+
+    The clock is monotonic seconds (injected so tests control time). A TTL of 0 or
+    less disables caching of that kind of decision.
+    """
+
+    def __init__(
+        self,
+        clock: Clock,
+        *,
+        max_entries: int = 8192,
+        allowed_ttl: float = 10.0,
+        denied_ttl: float = 10.0,
+    ) -> None:
+        if max_entries < 0:
+            raise ValueError("max_entries must not be negative")
+        self._clock = clock
+        self._max_entries = max_entries
+        self._allowed_ttl = allowed_ttl
+        self._denied_ttl = denied_ttl
+        self._entries: OrderedDict[Hashable, tuple[float, Decision]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, key: Hashable) -> Decision | None:
+        """The live decision for `key` (now the most recently used), or None."""
+        entry = self._entries.get(key)
+        if entry is None:
+            return None
+        expires, decision = entry
+        if self._clock() >= expires:
+            del self._entries[key]
+            return None
+        self._entries.move_to_end(key)
+        return decision
+
+    def put(self, key: Hashable, decision: Decision) -> None:
+        ttl = self._allowed_ttl if decision.allowed else self._denied_ttl
+        if ttl <= 0 or self._max_entries == 0:
+            return
+        self._entries[key] = (self._clock() + ttl, decision)
+        self._entries.move_to_end(key)
+        while len(self._entries) > self._max_entries:
+            self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+
+__all__ = ["Clock", "DecisionCache"]
