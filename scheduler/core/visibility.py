@@ -25,7 +25,7 @@ class PendingItem:
     position_in_local_queue: int
 
 
-def _owners(raw: Any) -> tuple[tuple[str, str, str, str], ...]:
+def owner_references(raw: Any) -> tuple[tuple[str, str, str, str], ...]:
     refs = getattr(getattr(raw, "metadata", None), "owner_references", None) or []
     out: list[tuple[str, str, str, str]] = []
     for ref in refs:
@@ -58,7 +58,7 @@ def pending_workloads(s: Scheduler, cluster_queue: str) -> list[PendingItem]:
                 namespace=entry.namespace,
                 name=entry.name,
                 creation=wl.creation if wl is not None else entry.timestamp,
-                owner_references=_owners(wl.raw) if wl is not None else (),
+                owner_references=owner_references(wl.raw) if wl is not None else (),
                 priority=entry.priority,
                 local_queue=entry.local_queue,
                 position_in_cluster_queue=index,
