@@ -7,6 +7,7 @@ import sys
 from collections.abc import Sequence
 from datetime import datetime
 
+from queuescope.certs_cli import add_certs_parser, run_certs
 from scheduler.api.decode import ApiError, load_documents
 from scheduler.sim.output import build_list, render_json, render_table, render_yaml
 from scheduler.sim.runner import Simulation, SimulationError
@@ -26,6 +27,7 @@ def _parser() -> argparse.ArgumentParser:
     mode.add_argument("--until-idle", action="store_true", help="run until nothing changes")
     sim.add_argument("--start-time", metavar="RFC3339", help="virtual clock start")
     sim.add_argument("-o", "--output", choices=("json", "yaml", "table"), default="json")
+    add_certs_parser(sub)
     return parser
 
 
@@ -69,6 +71,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "simulate":
         return simulate(args)
+    if args.command == "certs":
+        return run_certs(args)
     return EXIT_INTERNAL
 
 

@@ -1,0 +1,263 @@
+"""`queuescope certs`: the CA, serving certificates and caBundle patch of a cluster install,
+their rotation and verification (cluster.md §2), and client certificates for the embedded
+server (product.md, cluster.md §4.4).
+
+Exit codes: 0 done, 2 unusable input (one message on stderr), 1 the operation failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from cryptography import x509
+
+from visibility_server.certs import (
+    DEFAULT_KEY_TYPE,
+    DEFAULT_NAMESPACE,
+    DEFAULT_SERVICE,
+    DEFAULT_STATE_DIR,
+    KEY_TYPES,
+    CertDir,
+    CertsError,
+    CertsInputError,
+    KeyType,
+    begin_ca_rotation,
+    finish_ca_rotation,
+    generate_cert_dir,
+    mint_client,
+    required_service_san,
+    rotate_serving_cert,
+    verify_cert_dir,
+)
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+
+_DESCRIPTION = """\
+Certificates of the visibility server.
+
+For a cluster install: `generate` writes a CA, a serving certificate for the Service and
+apiservice-cabundle.yaml (a kustomize patch setting spec.caBundle on both visibility
+APIServices); `rotate` replaces the serving certificate from the same CA; `rotate-ca
+begin|finish` replaces the CA without a moment where kube-apiserver distrusts the server;
+`verify` checks a folder.
+
+For the embedded server: `client` mints a client certificate and kubeconfig from the
+state folder's CA (user = --user, groups = each --group).
+
+Exit codes: 0 done, 1 the operation failed, 2 unusable input."""
+
+
+def add_certs_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add `certs` and its commands to the `queuescope` parser."""
+    certs = subparsers.add_parser(
+        "certs",
+        help="make, rotate and verify the visibility server's certificates",
+        description=_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    commands = certs.add_subparsers(dest="certs_command", required=True, metavar="COMMAND")
+
+    generate = commands.add_parser(
+        "generate",
+        help="a new CA, serving certificate and caBundle patch for a Service",
+        description="Write ca.crt, ca.key (never applied to the cluster), tls.crt, tls.key "
+        "and apiservice-cabundle.yaml (a kustomize patch setting spec.caBundle on both "
+        "visibility APIServices).",
+    )
+    generate.add_argument("--namespace", default=DEFAULT_NAMESPACE, help="Service namespace")
+    generate.add_argument("--service", default=DEFAULT_SERVICE, help="Service name")
+    generate.add_argument("--out", required=True, type=Path, metavar="DIR", dest="directory")
+    _key_type_option(generate, default=DEFAULT_KEY_TYPE, what="the CA and serving keys")
+    generate.add_argument(
+        "--force", action="store_true", help="replace certificates already in DIR"
+    )
+
+    rotate = commands.add_parser(
+        "rotate",
+        help="a new serving key and certificate from the existing CA (caBundle unchanged)",
+    )
+    _dir_option(rotate)
+    _key_type_option(rotate, default=None, what="the serving key (default: as before)")
+    rotate.add_argument("--namespace", help="Service namespace (default: from tls.crt)")
+    rotate.add_argument("--service", help="Service name (default: from tls.crt)")
+
+    rotate_ca = commands.add_parser(
+        "rotate-ca",
+        help="replace the CA without an untrusted moment: begin, roll out, finish",
+        description="begin: a new CA in ca.crt (the old one kept as ca-previous.*), the "
+        "patch trusts both, tls.crt unchanged. finish: tls.crt from the new CA (unless "
+        "`certs rotate` already made one), the patch trusts the new CA only, ca-previous.* "
+        "deleted.",
+    )
+    rotate_ca.add_argument("phase", choices=("begin", "finish"))
+    _dir_option(rotate_ca)
+    _key_type_option(rotate_ca, default=None, what="new keys (default: as before)")
+
+    verify = commands.add_parser(
+        "verify",
+        help="check SANs, EKU, key match, expiry, the chain and the caBundle patch",
+    )
+    _dir_option(verify)
+    verify.add_argument("--namespace", default=DEFAULT_NAMESPACE, help="Service namespace")
+    verify.add_argument("--service", default=DEFAULT_SERVICE, help="Service name")
+    verify.add_argument(
+        "--kubeconfig",
+        type=Path,
+        metavar="FILE",
+        help="also check the live APIServices' caBundle (not implemented yet)",
+    )
+
+    client = commands.add_parser(
+        "client",
+        help="a client certificate and kubeconfig from the embedded state folder's CA",
+        description="Write DIR/users/NAME.crt, NAME.key and NAME.kubeconfig (user = NAME, "
+        "groups = each --group) and print the kubeconfig's path.",
+    )
+    client.add_argument(
+        "--state-dir", type=Path, default=DEFAULT_STATE_DIR, metavar="DIR", dest="state_dir"
+    )
+    client.add_argument("--user", required=True, metavar="NAME")
+    client.add_argument(
+        "--group", action="append", default=[], metavar="G", dest="groups", help="repeatable"
+    )
+    _key_type_option(client, default=DEFAULT_KEY_TYPE, what="the client key")
+
+
+def run_certs(args: argparse.Namespace, *, now: datetime | None = None) -> int:
+    """Run the `certs` command parsed into `args`; `now` is for tests."""
+    handler = _HANDLERS.get(args.certs_command)
+    if handler is None:
+        print(f"error: unknown certs command {args.certs_command!r}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        return handler(args, now or datetime.now(UTC))
+    except CertsInputError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    except CertsError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_FAILURE
+    except OSError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_FAILURE
+
+
+def _generate(args: argparse.Namespace, now: datetime) -> int:
+    cert_dir = generate_cert_dir(
+        args.directory,
+        namespace=args.namespace,
+        service=args.service,
+        now=now,
+        key_type=args.key_type,
+        force=args.force,
+    )
+    _print_written(cert_dir)
+    print(f"serving certificate for DNS:{required_service_san(args.namespace, args.service)}")
+    print(f"keep {cert_dir.ca_key} private: it is never applied to the cluster")
+    return EXIT_OK
+
+
+def _rotate(args: argparse.Namespace, now: datetime) -> int:
+    serving = rotate_serving_cert(
+        args.directory,
+        now=now,
+        namespace=args.namespace,
+        service=args.service,
+        key_type=args.key_type,
+    )
+    cert_dir = CertDir(args.directory)
+    print(f"wrote {cert_dir.tls_cert}, {cert_dir.tls_key} (serial {serving.cert.serial_number:x})")
+    print("caBundle unchanged: update the Secret; replicas reload it without a restart")
+    return EXIT_OK
+
+
+def _rotate_ca(args: argparse.Namespace, now: datetime) -> int:
+    cert_dir = CertDir(args.directory)
+    if args.phase == "begin":
+        begin_ca_rotation(args.directory, now=now, key_type=args.key_type)
+        print(f"wrote the new CA to {cert_dir.ca_cert}; the old one is {cert_dir.previous_ca_cert}")
+        print(f"{cert_dir.ca_bundle_patch} now trusts both CAs; tls.crt is unchanged")
+        print(
+            "next: apply the patch, then `certs rotate` and roll out the Secret, "
+            "then `certs rotate-ca finish`"
+        )
+        return EXIT_OK
+    reissued = finish_ca_rotation(args.directory, now=now, key_type=args.key_type)
+    print(f"{cert_dir.ca_bundle_patch} now trusts the new CA only; ca-previous.* deleted")
+    if reissued:
+        print(f"wrote {cert_dir.tls_cert}, {cert_dir.tls_key} from the new CA")
+        print(
+            "next: roll out the Secret and wait until every replica serves it "
+            "(queuescope_serving_cert_not_after_seconds) BEFORE applying the patch"
+        )
+    else:
+        print("tls.crt was already from the new CA: apply the patch once it is rolled out")
+    return EXIT_OK
+
+
+def _verify(args: argparse.Namespace, now: datetime) -> int:
+    if args.kubeconfig is not None:
+        print(
+            "note: --kubeconfig (checking the live APIServices' caBundle) is not "
+            "implemented yet; only the files were checked",
+            file=sys.stderr,
+        )
+    found = verify_cert_dir(args.directory, now=now, namespace=args.namespace, service=args.service)
+    for warning in found.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    for error in found.errors:
+        print(f"error: {error}", file=sys.stderr)
+    if not found.ok:
+        return EXIT_FAILURE
+    serving = x509.load_pem_x509_certificate(CertDir(args.directory).tls_cert.read_bytes())
+    print(
+        f"ok: {CertDir(args.directory).tls_cert} is valid for "
+        f"DNS:{required_service_san(args.namespace, args.service)} until "
+        f"{serving.not_valid_after_utc:%Y-%m-%dT%H:%M:%SZ}"
+    )
+    return EXIT_OK
+
+
+def _client(args: argparse.Namespace, now: datetime) -> int:
+    path = mint_client(args.state_dir, args.user, args.groups, now=now, key_type=args.key_type)
+    # Only the path on stdout, so that `export KUBECONFIG=$(queuescope certs client …)` works.
+    print(path)
+    return EXIT_OK
+
+
+_HANDLERS: dict[str, Callable[[argparse.Namespace, datetime], int]] = {
+    "generate": _generate,
+    "rotate": _rotate,
+    "rotate-ca": _rotate_ca,
+    "verify": _verify,
+    "client": _client,
+}
+
+
+def _dir_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dir", required=True, type=Path, metavar="DIR", dest="directory")
+
+
+def _key_type_option(
+    parser: argparse.ArgumentParser, *, default: KeyType | None, what: str
+) -> None:
+    parser.add_argument(
+        "--key-type", choices=KEY_TYPES, default=default, help=f"key type of {what}"
+    )
+
+
+def _print_written(cert_dir: CertDir) -> None:
+    for path in (
+        cert_dir.ca_cert,
+        cert_dir.ca_key,
+        cert_dir.tls_cert,
+        cert_dir.tls_key,
+        cert_dir.ca_bundle_patch,
+    ):
+        print(f"wrote {path}")
