@@ -1,0 +1,1 @@
+"""Authentication of visibility-server callers (cluster.md §3)."""
