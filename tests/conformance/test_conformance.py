@@ -63,6 +63,7 @@ WORKLOAD_KEYS = frozenset(
         "podSets",
         "conditions",
         "resourceRequests",
+        "requeueState",
         "spec",
         "metadata",
     }
@@ -361,6 +362,14 @@ def _check_workload(check: Checker, key: str, exp: Any, out: Output) -> None:
                     check.fail(f"{ps_path}.{field_name}", "malformed expected.yaml: unknown key")
     if "conditions" in exp:
         _conditions(check, f"{path}.status.conditions", exp["conditions"], obj)
+    if "requeueState" in exp:
+        # Exact match; `requeueState: null` means the field is absent.
+        actual = (obj.get("status") or {}).get("requeueState", MISSING)
+        if exp["requeueState"] is None:
+            if actual is not MISSING:
+                check.fail(f"{path}.status.requeueState", f"expected absent, got {actual!r}")
+        else:
+            check.equal(f"{path}.status.requeueState", exp["requeueState"], actual)
     if "resourceRequests" in exp:
         requests = _named(_get(obj, "status", "resourceRequests"))
         for ps_name, res_exp in exp["resourceRequests"].items():
