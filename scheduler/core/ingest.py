@@ -280,6 +280,7 @@ def _carry_status(old: WorkloadState, new: WorkloadState) -> None:
     new.requeue_state = old.requeue_state
     new.resource_requests = old.resource_requests
     new.finished = old.finished
+    new.accumulated_execution_seconds = old.accumulated_execution_seconds
     new.last_assignment = None
     if not new.reclaimable:
         new.reclaimable = dict(old.reclaimable)

@@ -77,6 +77,8 @@ class Scheduler:
         # usage each holder currently contributes to the tree (exact removal later)
         self.counted: dict[str, FRAmounts] = {}
         self.pending_evictions: list[PendingEviction] = []
+        # ClusterQueues deleted while workloads still held quota in them.
+        self.terminating: set[str] = set()
         # ClusterQueue -> why its configured queue plugin could not be loaded; the CQ
         # then runs its built-in queueingStrategy instead of stopping the scheduler.
         self.plugin_errors: dict[str, str] = {}
@@ -104,6 +106,8 @@ class Scheduler:
         """The reasons of the CQ `Active=False` condition, in the order of §13.1."""
         info = self.cluster_queues[cq]
         reasons: list[str] = []
+        if cq in self.terminating:
+            reasons.append("Terminating")
         if info.stop_policy != "None":
             reasons.append("Stopped")
         if any(f not in self.flavors for f in info.flavor_names()):
@@ -266,6 +270,8 @@ class Scheduler:
         amounts = self.counted.pop(key, None)
         if cq is not None and amounts is not None and cq in self.cluster_queues:
             self.tree.remove_usage(cq, amounts)
+        if cq is not None and cq in self.terminating and self.holders.count(cq) == 0:
+            self.delete_cluster_queue(cq)
         return cq
 
     def count_usage(self, wl: WorkloadState) -> None:
@@ -418,6 +424,7 @@ class Scheduler:
     def set_cluster_queue(self, info: ClusterQueueInfo) -> None:
         before = {cq for cq in self.cluster_queues if self.cq_active(cq)}
         old = self.cluster_queues.get(info.name)
+        self.terminating.discard(info.name)
         self.cluster_queues[info.name] = info
         self.tree.set_cluster_queue(info.name, info.cohort or None, info.quotas, info.weight)
         settings = QueueSettings(cluster_queue=info.name, strategy=info.strategy)
@@ -439,8 +446,30 @@ class Scheduler:
         self._after_activity_change(before)
         self.flush([info.name])
 
+    def _drop_unadmitted_reservations(self, keys: Iterable[str], message: str) -> None:
+        """§11.1: a stopped queue keeps its running workloads, but a reservation that is
+        not yet admitted is given back (Inadmissible)."""
+        now = self.now()
+        released: list[str] = []
+        for key in list(keys):
+            wl = self.workloads.get(key)
+            if wl is None or not wl.holds_quota or wl.is_admitted:
+                continue
+            cq = self.release_quota(wl)
+            wl.admission = None
+            wl.conditions.set(QUOTA_RESERVED, "False", "Inadmissible", message, now)
+            wl.revision += 1
+            if cq is not None:
+                released.append(cq)
+            self.sync_workload(wl)
+        self.flush(released)
+
     def _apply_stop_policy(self, info: ClusterQueueInfo, old: ClusterQueueInfo | None) -> None:
         now = self.now()
+        if info.stop_policy != "None" and (old is None or old.stop_policy == "None"):
+            self._drop_unadmitted_reservations(
+                self.holders.keys(info.name), f"ClusterQueue {info.name} is stopped"
+            )
         if info.stop_policy == "HoldAndDrain" and (
             old is None or old.stop_policy != "HoldAndDrain"
         ):
@@ -465,6 +494,14 @@ class Scheduler:
     def delete_cluster_queue(self, name: str) -> None:
         if name not in self.cluster_queues:
             return
+        if self.holders.count(name) > 0:
+            # Like a ClusterQueue held by Kueue's finalizer: it stays, inactive and
+            # `Terminating`, until its last workload gives its quota back (§13.1).
+            before = {cq for cq in self.cluster_queues if self.cq_active(cq)}
+            self.terminating.add(name)
+            self._after_activity_change(before)
+            return
+        self.terminating.discard(name)
         before = {cq for cq in self.cluster_queues if self.cq_active(cq)}
         # The tree forgets this CQ's usage; holders stay, to be counted if it returns.
         for key in self.holders.keys(name):
@@ -498,6 +535,10 @@ class Scheduler:
         old = self.local_queues.get(info.key)
         self.local_queues[info.key] = info
         now = self.now()
+        if info.stop_policy != "None" and (old is None or old.stop_policy == "None"):
+            self._drop_unadmitted_reservations(
+                self.workloads_of_local_queue(info.key), f"LocalQueue {info.name} is stopped"
+            )
         if info.stop_policy == "HoldAndDrain" and (
             old is None or old.stop_policy != "HoldAndDrain"
         ):
@@ -544,6 +585,11 @@ class Scheduler:
             )
         self.count_usage(wl)
         self._drain_if_stopped(wl)
+        # §11.2 applies however spec.active changes: by a signal or by an update.
+        was_active = old.active if old is not None else True
+        if wl.active != was_active:
+            wl.active = was_active
+            self.set_active(wl.key, not was_active)
         # Quota given back (reservation dropped, or pods became reclaimable): others
         # parked behind it may fit now (§5.7).
         gave_back = old is not None and (not wl.holds_quota or old.reclaimable != wl.reclaimable)

@@ -137,6 +137,14 @@ def _cq_active_condition(s: Scheduler, cq: ClusterQueueInfo) -> Json:
             "reason": "Ready",
             "message": "Can admit new workloads",
         }
+    if reasons[0] == "Terminating":
+        return {
+            "type": "Active",
+            "status": "False",
+            "lastTransitionTime": format_instant(since),
+            "reason": "Terminating",
+            "message": "Can't admit new workloads; clusterQueue is terminating",
+        }
     parts: list[str] = []
     if "Stopped" in reasons:
         parts.append("is stopped")

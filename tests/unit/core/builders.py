@@ -22,6 +22,7 @@ from scheduler.core.clock import (
 from scheduler.core.config import SchedulerConfig
 from scheduler.core.cycle import run_cycle
 from scheduler.core.ingest import apply_object, delete_object
+from scheduler.core.pods_ready import fire_due
 from scheduler.core.scheduler import CycleStats, Scheduler
 from scheduler.core.status import cluster_queue_status, local_queue_status, workload_status
 from scheduler.core.visibility import PendingItem, pending_workloads
@@ -324,7 +325,8 @@ class Cluster:
 
     def advance(self, seconds: float) -> None:
         self.clock.set(self.clock.now() + round(seconds * SECOND))
-        self.s.on_time_passed()
+        fire_due(self.s)
+        self.s.finalize_evictions()
 
     def cycle(self) -> CycleStats:
         return run_cycle(self.s)

@@ -36,6 +36,7 @@ from tests.unit.core.builders import (
 
 NS = "team-a"
 CPU = "cpu"
+MEM = "memory"
 GPU = "example.com/gpu"
 TAINT = {"key": "gpu", "value": "true", "effect": "NoSchedule"}
 
@@ -43,7 +44,9 @@ TAINT = {"key": "gpu", "value": "true", "effect": "NoSchedule"}
 def cq_flavors(name: str, quotas: dict[str, object], **kwargs: object) -> Json:
     """A CQ covering cpu with the given flavors (in try order) and cpu quotas."""
     return cluster_queue(
-        name, [group([CPU], {f: {CPU: q} for f, q in quotas.items()})], **kwargs  # type: ignore[misc]
+        name,
+        [group([CPU], {f: {CPU: q} for f, q in quotas.items()})],
+        **kwargs,  # type: ignore[misc]
     )
 
 
@@ -125,7 +128,12 @@ def test_resource_groups_are_assigned_independently() -> None:
     adm = c.admission(f"{NS}/w")
     assert adm is not None
     assert adm["podSetAssignments"] == [
-        {"name": "main", "flavors": {CPU: "f1", GPU: "f2"}, "resourceUsage": {CPU: "1", GPU: "2"}, "count": 1}
+        {
+            "name": "main",
+            "flavors": {CPU: "f1", GPU: "f2"},
+            "resourceUsage": {CPU: "1", GPU: "2"},
+            "count": 1,
+        }
     ]
 
 
@@ -374,7 +382,11 @@ def test_untolerated_taint_reason_is_byte_exact() -> None:
             [{"key": "gpu", "operator": "Exists", "effect": "NoExecute"}],
             "f1",
         ),
-        (flavor("f0", taints=[TAINT], tolerations=[{"key": "gpu", "operator": "Exists"}]), None, "f0"),
+        (
+            flavor("f0", taints=[TAINT], tolerations=[{"key": "gpu", "operator": "Exists"}]),
+            None,
+            "f0",
+        ),
         (flavor("f0", taints=[{**TAINT, "effect": "PreferNoSchedule"}]), None, "f0"),
         (flavor("f0", taints=[{**TAINT, "effect": "NoExecute"}]), None, "f1"),
     ],
@@ -724,3 +736,70 @@ def test_failed_pod_set_records_no_resume_index() -> None:
     c.apply(flavor("g0"))  # taint removed, generation unchanged
     c.cycle()
     assert c.flavors_of(f"{NS}/w") == [{CPU: "a1", GPU: "g0"}]
+
+
+# --------------------------------------------------------------------------- §7.5 preference
+
+
+@pytest.mark.parametrize(
+    ("modes", "expected"),
+    [
+        # reclaim beats preempt beats noPreemptionCandidates
+        ({"f0": (Mode.PREEMPT, 0), "f1": (Mode.RECLAIM, 0)}, "f1"),
+        ({"f0": (Mode.NO_CANDIDATES, 0), "f1": (Mode.PREEMPT, 0)}, "f1"),
+        ({"f0": (Mode.RECLAIM, 0), "f1": (Mode.PREEMPT, 0)}, "f0"),
+        # the preemption mode is compared before the borrowing level
+        ({"f0": (Mode.PREEMPT, 0), "f1": (Mode.RECLAIM, 2)}, "f1"),
+        # same mode: the lower borrowing level, then the first flavor
+        ({"f0": (Mode.RECLAIM, 1), "f1": (Mode.RECLAIM, 0)}, "f1"),
+        ({"f0": (Mode.RECLAIM, 1), "f1": (Mode.RECLAIM, 1)}, "f0"),
+    ],
+)
+def test_preference_between_flavors_needing_preemption(
+    modes: dict[str, tuple[Mode, int]], expected: str
+) -> None:
+    c = setup(
+        cq_flavors("cq-a", {"f0": 2, "f1": 2}),
+        local_queue(NS, "lq", "cq-a"),
+        admitted_workload(NS, "a", "lq", "cq-a", {CPU: "2"}, flavor_name="f0"),
+        admitted_workload(NS, "b", "lq", "cq-a", {CPU: "2"}, flavor_name="f1"),
+        workload(NS, "w", "lq", {CPU: "2"}),
+    )
+
+    def oracle(fr: tuple[str, str], value: int) -> GranularMode:
+        mode, level = modes[fr[0]]
+        return GranularMode(mode, level)
+
+    a = assigner(c, "cq-a", oracle).assign(c.wl(f"{NS}/w"))
+    assert chosen(a) == expected
+    assert a.mode == PREEMPT
+    assert a.last_state.tried_flavor_idx == {(0, CPU): -1}
+
+
+def test_unused_quota_message_uses_binary_memory_quantities() -> None:
+    cq = cluster_queue("cq-a", [group([MEM], {"f0": {MEM: "1Gi"}})])
+    c = setup(cq, local_queue(NS, "lq", "cq-a"))
+    c.apply(
+        admitted_workload(NS, "old", "lq", "cq-a", {MEM: "768Mi"}, flavor_name="f0"),
+        workload(NS, "w", "lq", {MEM: "512Mi"}),
+    )
+    c.cycle()
+    assert c.message(f"{NS}/w") == (
+        "couldn't assign flavors to pod set main: "
+        "insufficient unused quota for memory in flavor f0, 256Mi more needed"
+    )
+
+
+def test_affinity_term_with_only_match_fields_matches_everything() -> None:
+    affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]},
+                    {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["b"]}]},
+                ]
+            }
+        }
+    }
+    c = _zone_cluster(affinity=affinity)
+    assert c.flavors_of(f"{NS}/w") == [{CPU: "f0"}]

@@ -11,7 +11,9 @@ from tests.unit.core.builders import (
     Cluster,
     admitted_workload,
     basic_cluster,
+    cohort,
     flavor,
+    group,
     local_queue,
     namespace,
     rfc3339,
@@ -174,6 +176,43 @@ def test_reactivation_requeues_with_reactivated() -> None:
     )
 
 
+def test_workload_created_inactive_is_marked_deactivated() -> None:
+    c = basic_cluster(2)
+    c.apply(workload(NS, "w1", "lq-a", {CPU: "1"}, active=False))
+    assert c.pending("cq-a") == []
+    assert c.cond(W1, "Evicted") == ("True", "Deactivated", "The workload is deactivated")
+
+
+def test_deactivation_by_update_of_a_pending_workload() -> None:
+    c = full_cluster()
+    c.apply(workload(NS, "w2", "lq-a", {CPU: "2"}, created=1, active=False))
+    assert not c.wl(W2).active
+    assert c.pending("cq-a") == []
+    assert c.cond(W2, "Evicted") == ("True", "Deactivated", "The workload is deactivated")
+
+
+def test_deactivation_by_update_evicts_a_quota_holder() -> None:
+    c = full_cluster()
+    c.apply(workload(NS, "w1", "lq-a", {CPU: "2"}, active=False))
+    assert c.cond(W1, "Evicted") == ("True", "Deactivated", "The workload is deactivated")
+    assert c.cond(W1, "Requeued") == ("False", "Deactivated", "The workload is deactivated")
+    assert c.admission(W1) is None
+    assert c.usage("cq-a", FR) == 0
+    assert c.cycle().admitted == [W2]
+
+
+def test_reactivation_by_update_requeues() -> None:
+    c = full_cluster()
+    c.set_active(W1, False)
+    c.cycle()  # w2 takes the quota
+    c.finish(W2)
+    c.apply(workload(NS, "w1", "lq-a", {CPU: "2"}))  # spec.active back to true
+    assert c.wl(W1).active
+    assert c.cond(W1, "Requeued") == ("True", "Reactivated", "The workload was reactivated")
+    assert c.pending("cq-a") == [W1]
+    assert c.cycle().admitted == [W1]
+
+
 # --------------------------------------------------------------------------- §11.1 CQ
 
 
@@ -213,6 +252,35 @@ def test_cluster_queue_hold_and_drain_evicts_and_restart_requeues() -> None:
     # w1 keeps its creation-time order and goes first again.
     assert c.pending("cq-a") == [W1, W2]
     assert c.cycle().admitted == [W1]
+
+
+def _reserving_only(name: str) -> dict[str, object]:
+    """A workload holding quota in cq-a without Admitted=True (reservation only)."""
+    doc = admitted_workload(NS, name, "lq-a", "cq-a", {CPU: "1"})
+    doc["status"]["conditions"] = doc["status"]["conditions"][:1]
+    return doc
+
+
+def test_cluster_queue_hold_drops_reservations_that_are_not_admitted() -> None:
+    c = basic_cluster(4)
+    c.apply(_reserving_only("r"), admitted_workload(NS, "run", "lq-a", "cq-a", {CPU: "2"}))
+    c.apply(simple_cq("cq-a", 4, stop_policy="Hold"))
+    assert c.admitted(f"{NS}/run")
+    status, reason, _ = c.cond(f"{NS}/r", "QuotaReserved") or ("", "", "")
+    assert (status, reason) == ("False", "Inadmissible")
+    assert c.admission(f"{NS}/r") is None
+    assert c.usage("cq-a", FR) == 2000
+
+
+def test_local_queue_hold_drops_reservations_that_are_not_admitted() -> None:
+    c = basic_cluster(4)
+    c.apply(_reserving_only("r"), admitted_workload(NS, "run", "lq-a", "cq-a", {CPU: "2"}))
+    c.apply(local_queue(NS, "lq-a", "cq-a", stop_policy="Hold"))
+    assert c.admitted(f"{NS}/run")
+    status, reason, _ = c.cond(f"{NS}/r", "QuotaReserved") or ("", "", "")
+    assert (status, reason) == ("False", "Inadmissible")
+    assert c.admission(f"{NS}/r") is None
+    assert c.usage("cq-a", FR) == 2000
 
 
 # --------------------------------------------------------------------------- §11.1 LQ
@@ -356,10 +424,13 @@ def test_cluster_queue_with_missing_flavor_becomes_active_when_the_flavor_appear
 def test_deleting_a_cluster_queue_and_recreating_it_recounts_holders() -> None:
     c = full_cluster()
     assert c.delete("ClusterQueue", None, "cq-a")
+    # W1 still holds quota, so cq-a stays as Terminating (§13.1) and W2 waits on an
+    # inactive ClusterQueue; re-creating it cancels the deletion.
+    assert c.cq_status("cq-a")["conditions"][0]["reason"] == "Terminating"
     assert c.cond(W2, "QuotaReserved") == (
         "False",
         "Inadmissible",
-        "ClusterQueue cq-a doesn't exist",
+        "ClusterQueue cq-a is inactive",
     )
     c.apply(simple_cq("cq-a", 2))
     assert c.usage("cq-a", FR) == 2000
@@ -385,3 +456,41 @@ def test_spec_update_moves_a_parked_workload_back_to_the_heap() -> None:
     assert queue is not None
     c.apply(workload(NS, "w2", "lq-a", {CPU: "1"}, created=1))
     assert queue.in_heap(W2)
+
+
+# --------------------------------------------------------------------------- §5.7 flush
+
+
+def test_reclaimable_pods_of_an_admitted_workload_free_quota_and_flush() -> None:
+    c = basic_cluster(4)
+    c.apply(
+        admitted_workload(NS, "w1", "lq-a", "cq-a", {CPU: "4"}, count=4, per_pod={CPU: "1"}),
+        workload(NS, "w2", "lq-a", {CPU: "1"}),
+    )
+    assert c.cycle().admitted == []
+    queue = c.s.queues.queue("cq-a")
+    assert queue is not None and queue.is_parked(W2)
+    doc = admitted_workload(NS, "w1", "lq-a", "cq-a", {CPU: "4"}, count=4, per_pod={CPU: "1"})
+    doc["status"]["reclaimablePods"] = [{"name": "main", "count": 2}]
+    c.apply(doc)
+    assert c.usage("cq-a", FR) == 2000
+    assert queue.in_heap(W2)
+    assert c.cycle().admitted == [W2]
+
+
+def test_cohort_quota_change_flushes_its_tree() -> None:
+    c = Cluster()
+    c.apply(
+        namespace(NS),
+        flavor("default"),
+        cohort("co"),
+        simple_cq("cq-a", 0, cohort="co"),
+        local_queue(NS, "lq-a", "cq-a"),
+        workload(NS, "w1", "lq-a", {CPU: "2"}),
+    )
+    assert c.cycle().admitted == []
+    c.apply(cohort("co", groups=[group([CPU], {"default": {CPU: 4}})]))
+    assert c.cycle().admitted == [W1]
+    assert c.cq_status("cq-a")["flavorsReservation"][0]["resources"] == [
+        {"name": CPU, "total": "2", "borrowed": "2"}
+    ]

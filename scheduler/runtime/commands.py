@@ -1,0 +1,67 @@
+"""What the runtime asks the engine to do: object changes and job-integration signals.
+
+Commands are plain immutable records queued on the engine and applied, in order, on
+the engine's loop between scheduling cycles, so the core never sees two writers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+
+@dataclass(frozen=True, slots=True)
+class ApplyObject:
+    """Create or update an object (Namespace, ResourceFlavor, Cohort, ClusterQueue,
+    LocalQueue, Workload); a Workload's status, if it carries none, stays the core's."""
+
+    obj: Any
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteObject:
+    kind: str
+    namespace: str | None
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    """The workload's job finished (§11.3)."""
+
+    key: str  # namespace/name
+    failed: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PodsReady:
+    """All pods of the workload are ready (§10.1)."""
+
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class SetActive:
+    """`spec.active` changed: False deactivates (§11.2), True reactivates."""
+
+    key: str
+    active: bool
+
+
+@dataclass(frozen=True, slots=True)
+class MarkSynced:
+    """Everything of the initial load was submitted before this: the snapshot may now
+    say `synced` (the server answers 503 until then)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Barrier:
+    """Resolved once every command submitted before it has been applied."""
+
+    done: asyncio.Future[None]
+
+
+Command: TypeAlias = (
+    ApplyObject | DeleteObject | Finish | PodsReady | SetActive | MarkSynced | Barrier
+)

@@ -1,0 +1,410 @@
+"""The asyncio driver of the scheduler core on the real clock.
+
+One task owns the core. Each turn of its loop it
+
+1. applies the queued commands (object changes and job signals), in slices of a few
+   milliseconds so a large initial load does not stall the loop;
+2. fires the timed rules that are due (waitForPodsReady timeouts, requeue backoff,
+   maximum execution time) and finalises the evictions they issue;
+3. runs scheduling cycles while they make progress, yielding to the loop between
+   cycles; a cycle costs O(#ClusterQueues × log n), whatever the queue lengths;
+4. sleeps until the next command, the next deadline, or an idle tick.
+
+A second task, the :class:`SnapshotPublisher`, turns the changes into immutable
+snapshots for the visibility server, at most one per publish interval.
+
+"Progress" mirrors the simulator (`scheduling.md` §6.1): a cycle that admitted or
+preempted is followed by another at once; an unproductive cycle is followed by
+another only while it changed something a next cycle would see (queue sizes, or the
+flavor scan position of the heads), and each such state is tried once. After that
+the core is idle until an event arrives: it is deterministic, so retrying an
+unchanged state on a timer would only repeat the same decision.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from dataclasses import dataclass
+
+from scheduler.api import ClusterQueue, Workload
+from scheduler.core.clock import MICROS_PER_SECOND, Instant
+from scheduler.core.cycle import run_cycle
+from scheduler.core.ingest import apply_object, delete_object
+from scheduler.core.pods_ready import admission_blocked, deadlines, fire_due
+from scheduler.core.scheduler import Scheduler
+from scheduler.runtime.commands import (
+    ApplyObject,
+    Barrier,
+    Command,
+    DeleteObject,
+    Finish,
+    MarkSynced,
+    PodsReady,
+    SetActive,
+)
+from scheduler.runtime.publisher import DEFAULT_SLICE, SnapshotPublisher
+from scheduler.runtime.snapshot import Snapshot
+
+log = logging.getLogger(__name__)
+
+
+def _admission_stays_blocked() -> bool:
+    """The engine's `block_waiter` (§10.2).
+
+    In the simulator the cycle suspends and the driver advances virtual time until
+    the blocking workloads are ready. On the real clock the cycle cannot wait: the
+    pods-ready signal it waits for arrives as a command on this very loop, which a
+    synchronous cycle would block. So the waiter reports that nothing can unblock
+    admission now: the cycle marks the entry `QuotaReserved=False`/`Waiting` and ends,
+    the entry is requeued, and the engine runs a new cycle after the next event (a
+    pods-ready signal, a finish, a timeout). The check runs again for that entry, so
+    admissions stay serialised cluster-wide, as §10.2 requires.
+    """
+    return False
+
+
+@dataclass(slots=True)
+class EngineStats:
+    commands: int = 0
+    command_errors: int = 0
+    cycles: int = 0
+    admitted: int = 0
+    preempted: int = 0
+    deadlines_fired: int = 0
+    max_step_seconds: float = 0.0  # longest synchronous stretch of the engine task
+
+
+class Engine:
+    def __init__(
+        self,
+        scheduler: Scheduler,
+        *,
+        publish_interval: float = 0.2,
+        idle_tick: float = 1.0,
+        command_budget: float = 0.005,
+        slice_size: int = DEFAULT_SLICE,
+    ) -> None:
+        self.scheduler = scheduler
+        self.idle_tick = idle_tick
+        self.command_budget = command_budget
+        self._synced = False
+        self.publisher = SnapshotPublisher(
+            scheduler,
+            interval=publish_interval,
+            slice_size=slice_size,
+            synced=lambda: self._synced,
+        )
+        scheduler.block_waiter = _admission_stays_blocked
+        self._commands: asyncio.Queue[Command] = asyncio.Queue()
+        self._wakeup = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._done = asyncio.Event()
+        self._running = False
+        self._stopping = False
+        self._task: asyncio.Task[None] | None = None
+        self._needs_cycle = True
+        # Workloads that may have a deadline: quota holders, and workloads that held
+        # quota or arrived with a requeue state, until their deadlines are gone.
+        self._deadline_watch: set[str] = set()
+        # ClusterQueues whose heads a blocked cycle left behind (see _unblock).
+        self._blocked_heads: set[str] = set()
+        self.stats = EngineStats()
+
+    # -- reading ---------------------------------------------------------------------
+    def snapshot(self) -> Snapshot:
+        """The current published snapshot: read it once per request."""
+        return self.publisher.snapshot()
+
+    @property
+    def generation(self) -> int:
+        return self.publisher.generation
+
+    @property
+    def synced(self) -> bool:
+        """True once the initial load has been applied (a `MarkSynced` command)."""
+        return self._synced
+
+    @property
+    def running(self) -> bool:
+        return self._running
+
+    async def wait_for_change(self, timeout: float, *, after: int | None = None) -> Snapshot:
+        """Long-poll helper: the first snapshot with a generation other than `after`
+        (default: the current one), or the current one after `timeout` seconds."""
+        return await self.publisher.wait_for_change(timeout, after=after)
+
+    # -- feeding ---------------------------------------------------------------------
+    def submit(self, command: Command) -> None:
+        """Queue a command; it is applied on the engine's loop, in submission order."""
+        self._commands.put_nowait(command)
+        self._idle.clear()
+        self._wakeup.set()
+
+    async def flush(self) -> None:
+        """Wait until every command submitted before this call has been applied."""
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.submit(Barrier(done))
+        if not self._running:
+            self.apply_pending()
+        await done
+
+    async def wait_idle(self) -> None:
+        """Wait until the engine has applied everything and has nothing left to try."""
+        await self._idle.wait()
+
+    def apply_pending(self) -> int:
+        """Apply every queued command now, synchronously (tests, or before `run`)."""
+        applied = 0
+        changed = False
+        while not self._commands.empty():
+            changed = self._apply(self._commands.get_nowait()) or changed
+            applied += 1
+        if applied:
+            self._after_changes()
+        if changed:
+            self._needs_cycle = True
+            self.publisher.request()
+        return applied
+
+    async def publish_now(self) -> bool:
+        """Publish a snapshot now, outside the coalescing schedule (tests, shutdown)."""
+        return await self.publisher.publish()
+
+    # -- lifecycle -------------------------------------------------------------------
+    def start(self) -> asyncio.Task[None]:
+        """Run the engine in a task of the current loop."""
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self.run(), name="engine")
+        return self._task
+
+    async def stop(self) -> None:
+        self._stopping = True
+        self._wakeup.set()
+        if self._running:
+            await self._done.wait()
+
+    async def run(self) -> None:
+        if self._running:
+            raise RuntimeError("the engine is already running")
+        self._running = True
+        self._stopping = False
+        self._done.clear()
+        publisher = asyncio.get_running_loop().create_task(
+            self.publisher.run(), name="snapshot-publisher"
+        )
+        self.publisher.request()
+        try:
+            while not self._stopping:
+                if await self._settle():
+                    self._needs_cycle = True
+                if self._needs_cycle and not self._stopping:
+                    self._needs_cycle = False
+                    await self._run_cycles()
+                    continue
+                await self._wait_for_work()
+        finally:
+            publisher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await publisher
+            self._running = False
+            self._idle.clear()
+            self._done.set()
+
+    # -- one turn --------------------------------------------------------------------
+    async def _settle(self) -> bool:
+        """Apply queued commands (in time-boxed slices) and due deadlines."""
+        changed = False
+        while not self._commands.empty() and not self._stopping:
+            started = time.perf_counter()
+            while (
+                not self._commands.empty() and time.perf_counter() - started < self.command_budget
+            ):
+                changed = self._apply(self._commands.get_nowait()) or changed
+            self._after_changes()
+            self._record_step(started)
+            if not self._commands.empty():
+                await asyncio.sleep(0)
+        started = time.perf_counter()
+        changed = self._fire_deadlines() or changed
+        changed = self._unblock() or changed
+        self._record_step(started)
+        if changed:
+            self.publisher.request()
+        return changed
+
+    def _apply(self, command: Command) -> bool:
+        """Apply one command; True if scheduling state may have changed.
+
+        A failing command is logged and skipped: one bad object or signal must never
+        stop the engine.
+        """
+        s = self.scheduler
+        self.stats.commands += 1
+        try:
+            if isinstance(command, Barrier):
+                if not command.done.done():
+                    command.done.set_result(None)
+                return False
+            if isinstance(command, MarkSynced):
+                if not self._synced:
+                    self._synced = True
+                    log.info("event=synced workloads=%d", len(s.workloads))
+                self.publisher.request()
+                return False
+            if isinstance(command, ApplyObject):
+                obj = command.obj
+                apply_object(s, obj)
+                if isinstance(obj, Workload):
+                    self._deadline_watch.add(f"{obj.metadata.namespace}/{obj.metadata.name}")
+                elif isinstance(obj, ClusterQueue):
+                    problem = s.plugin_errors.get(obj.metadata.name)
+                    if problem is not None:
+                        log.warning(
+                            "event=queue-plugin-error clusterQueue=%s error=%r",
+                            obj.metadata.name,
+                            problem,
+                        )
+            elif isinstance(command, DeleteObject):
+                delete_object(s, command.kind, command.namespace, command.name)
+            elif isinstance(command, Finish):
+                s.finish(command.key, failed=command.failed)
+            elif isinstance(command, PodsReady):
+                s.pods_ready(command.key)
+            elif isinstance(command, SetActive):
+                s.set_active(command.key, command.active)
+            s.finalize_evictions()
+        except Exception:
+            self.stats.command_errors += 1
+            log.exception("event=command-failed command=%s", type(command).__name__)
+        return True
+
+    def _after_changes(self) -> None:
+        s = self.scheduler
+        s.finalize_evictions()
+        s.observe_conditions()
+
+    # -- deadlines -------------------------------------------------------------------
+    def _scan_deadlines(self) -> tuple[bool, Instant | None]:
+        """(is any deadline due now, the earliest future one), over the watch set.
+
+        `pods_ready.next_deadline` walks every workload, which is O(n) with 100k
+        pending; only quota holders and workloads evicted with a backoff can have a
+        deadline, and they are all in the watch set.
+        """
+        s = self.scheduler
+        now = s.now()
+        self._deadline_watch.update(s.holders.all_keys())
+        due = False
+        earliest: Instant | None = None
+        for key in list(self._deadline_watch):
+            wl = s.workloads.get(key)
+            found = deadlines(s, wl) if wl is not None else []
+            if not found:
+                self._deadline_watch.discard(key)  # holders come back at the next scan
+                continue
+            for d in found:
+                if d.at <= now:
+                    due = True
+                elif earliest is None or d.at < earliest:
+                    earliest = d.at
+        return due, earliest
+
+    def _fire_deadlines(self) -> bool:
+        due, _ = self._scan_deadlines()
+        if not due:
+            return False
+        # fire_due walks every workload; it runs only when a deadline is actually due.
+        fired = fire_due(self.scheduler)
+        self.stats.deadlines_fired += fired
+        self._after_changes()
+        return fired > 0
+
+    def _unblock(self) -> bool:
+        """After a cycle stopped on §10.2, its other heads were requeued as if never
+        tried, which under BestEffortFIFO parks them; upstream would have admitted
+        them in the same cycle after the wait. Once admission is unblocked, their
+        ClusterQueues are flushed so the next cycle tries them."""
+        s = self.scheduler
+        if not self._blocked_heads or admission_blocked(s):
+            return False
+        cqs = sorted(self._blocked_heads)
+        self._blocked_heads.clear()
+        s.queues.flush(cqs, s.now(), s.namespace_matches)
+        return True
+
+    # -- cycles ----------------------------------------------------------------------
+    async def _run_cycles(self) -> None:
+        s = self.scheduler
+        seen: set[object] = set()
+        while not self._stopping:
+            started = time.perf_counter()
+            stats = run_cycle(s)
+            s.observe_conditions()
+            self._record_step(started)
+            if not stats.ran:
+                return
+            self.stats.cycles += 1
+            self.stats.admitted += len(stats.admitted)
+            self.stats.preempted += len(stats.preempted)
+            self.publisher.request()
+            if stats.blocked:
+                self._blocked_heads.update(cq for cq, _ in self._last_heads())
+                return  # wait for an event: see _admission_stays_blocked
+            if stats.admitted or stats.preempted:
+                seen.clear()
+            else:
+                fingerprint = self._fingerprint()
+                if fingerprint in seen:
+                    return
+                seen.add(fingerprint)
+            await asyncio.sleep(0)
+            if await self._settle():
+                seen.clear()
+
+    def _last_heads(self) -> list[tuple[str, str]]:
+        tracking = self.publisher.tracking
+        return tracking.last_heads if tracking is not None else []
+
+    def _fingerprint(self) -> object:
+        """What decides whether another cycle can do something different: every
+        queue's sizes and the flavor scan position of the last heads (§7.7). O(#CQs)."""
+        s = self.scheduler
+        sizes = []
+        for name in s.queues.cluster_queues():
+            queue = s.queues.queue(name)
+            if queue is not None:
+                sizes.append((name, queue.counts()))
+        attempts = []
+        for _, key in self._last_heads():
+            wl = s.workloads.get(key)
+            last = wl.last_assignment if wl is not None else None
+            attempts.append(
+                (key, tuple(sorted(last.tried_flavor_idx.items())) if last is not None else None)
+            )
+        return (tuple(sizes), tuple(attempts))
+
+    # -- waiting ---------------------------------------------------------------------
+    async def _wait_for_work(self) -> None:
+        if not self._commands.empty() or self._stopping:
+            return
+        started = time.perf_counter()
+        _, earliest = self._scan_deadlines()
+        self._record_step(started)
+        timeout = self.idle_tick
+        if earliest is not None:
+            until = (earliest - self.scheduler.now()) / MICROS_PER_SECOND
+            timeout = min(timeout, max(0.0, until))
+        self._wakeup.clear()
+        self._idle.set()
+        try:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wakeup.wait(), timeout)
+        finally:
+            self._idle.clear()
+
+    def _record_step(self, started: float) -> None:
+        elapsed = time.perf_counter() - started
+        self.stats.max_step_seconds = max(self.stats.max_step_seconds, elapsed)

@@ -1,0 +1,344 @@
+"""Publishing immutable snapshots for the visibility server (visibility-api.md §4.1).
+
+A publish:
+
+1. **captures**, in one synchronous step, the listing (an immutable tuple of queue
+   entries) of every ClusterQueue that may have changed, plus the LocalQueue table, so
+   all views of one snapshot come from the same instant;
+2. **builds**, in slices separated by ``await asyncio.sleep(0)``, the snapshot entry of
+   every captured workload (cached per workload and ClusterQueue, rebuilt only when
+   something it shows changed), then the view (:meth:`ViewBuilder.steps`), then the
+   workload → ClusterQueue index;
+3. **swaps** the snapshot reference and wakes the long-poll waiters.
+
+Copy-on-write: only ClusterQueues marked dirty by the tracking queue manager
+(:mod:`scheduler.runtime.changes`) are captured, and a captured ClusterQueue whose
+entries equal those of its published view keeps that view object, so an unchanged
+queue is never rebuilt and its view keeps its identity (and its memoized renderings).
+A publish in which nothing changed does not bump the generation.
+
+Publishes are coalesced: at most one starts per ``interval`` seconds, however many
+changes were requested in between. Details that are not part of the order (a pending
+message) are read from the live workload while its slice is built, so they may be up
+to one publish newer than the order; the order itself is always the captured one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import islice
+from types import MappingProxyType
+
+from scheduler.core.queue.interface import QueueEntry
+from scheduler.core.scheduler import Scheduler
+from scheduler.core.visibility import owner_references
+from scheduler.core.workload import QUOTA_RESERVED, WorkloadState
+from scheduler.runtime.changes import TrackingQueueManager, install_tracking
+from scheduler.runtime.snapshot import (
+    EMPTY_SNAPSHOT,
+    ClusterQueueView,
+    LocalQueueKey,
+    OwnerRef,
+    PendingEntry,
+    Snapshot,
+    ViewBuilder,
+    WorkloadKey,
+)
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SLICE = 2000
+# dict.update of already built pairs is C code: larger slices cost about the same.
+_INDEX_SLICE = 20_000
+
+_Token = tuple[object, ...]
+
+
+@dataclass(slots=True)
+class PublishStats:
+    """What publishing costs; read by tests, benchmarks and /metrics."""
+
+    publishes: int = 0  # snapshots swapped in
+    attempts: int = 0  # publish runs, including those that found nothing changed
+    views_built: int = 0
+    views_reused: int = 0
+    last_capture_seconds: float = 0.0  # the one synchronous capture step
+    last_total_seconds: float = 0.0  # capture to swap, yields included
+    last_max_step_seconds: float = 0.0  # longest synchronous stretch of the last run
+    max_step_seconds: float = 0.0  # longest synchronous stretch ever
+    max_capture_seconds: float = 0.0
+
+
+class _Steps:
+    """Measures each synchronous stretch between yields to the loop."""
+
+    def __init__(self) -> None:
+        self.started = time.perf_counter()
+        self.max = 0.0
+
+    def end(self) -> float:
+        elapsed = time.perf_counter() - self.started
+        self.max = max(self.max, elapsed)
+        return elapsed
+
+    async def yield_(self) -> None:
+        self.end()
+        await asyncio.sleep(0)
+        self.started = time.perf_counter()
+
+
+def _entry_token(wl: WorkloadState) -> tuple[_Token, str]:
+    """What a snapshot entry shows of the workload (as capture.EntryCache), and why."""
+    reserved = wl.conditions.get(QUOTA_RESERVED)
+    why = reserved.message if reserved is not None and reserved.status == "False" else ""
+    return (wl.revision, wl.creation, wl.priority, wl.queue_name, why, id(wl.raw)), why
+
+
+def _make_entry(wl: WorkloadState, why: str) -> PendingEntry:
+    owners = tuple(OwnerRef(*o) for o in owner_references(wl.raw))
+    return PendingEntry.make(
+        wl.namespace, wl.name, wl.creation, owners, wl.priority, wl.queue_name, why
+    )
+
+
+@dataclass(slots=True)
+class _Captured:
+    name: str
+    order: Sequence[QueueEntry]
+
+
+class SnapshotPublisher:
+    """Owns the published :class:`Snapshot` reference of one scheduler."""
+
+    def __init__(
+        self,
+        scheduler: Scheduler,
+        *,
+        interval: float = 0.2,
+        slice_size: int = DEFAULT_SLICE,
+        synced: Callable[[], bool] = lambda: True,
+    ) -> None:
+        self.scheduler = scheduler
+        self.interval = interval
+        self.slice_size = max(1, slice_size)
+        self._synced = synced
+        self._tracking: TrackingQueueManager | None = install_tracking(scheduler)
+        if self._tracking is None:
+            log.warning(
+                "msg=%r",
+                "scheduler already had queues: every publish captures every ClusterQueue",
+            )
+        self._snapshot: Snapshot = EMPTY_SNAPSHOT
+        # per ClusterQueue: workload key -> (token, entry), to reuse unchanged entries
+        self._entries: dict[str, dict[str, tuple[_Token, PendingEntry]]] = {}
+        # per ClusterQueue: (namespace, name) -> ClusterQueue, merged into the snapshot
+        self._keys: dict[str, dict[WorkloadKey, str]] = {}
+        self._requested = False
+        self._wake: asyncio.Event | None = None
+        self._changed: asyncio.Event | None = None
+        self._lock: asyncio.Lock | None = None
+        self._last_start = float("-inf")
+        self.stats = PublishStats()
+
+    # -- reading -------------------------------------------------------------------
+    def snapshot(self) -> Snapshot:
+        return self._snapshot
+
+    @property
+    def generation(self) -> int:
+        return self._snapshot.generation
+
+    @property
+    def tracking(self) -> TrackingQueueManager | None:
+        """The scheduler's tracking queue manager, if it could be installed."""
+        return self._tracking
+
+    async def wait_for_change(self, timeout: float, *, after: int | None = None) -> Snapshot:
+        """The first snapshot whose generation differs from `after` (by default the
+        current one), or the current snapshot once `timeout` seconds have passed."""
+        generation = self._snapshot.generation if after is None else after
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max(0.0, timeout)
+        while self._snapshot.generation == generation:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                break
+            event = self._changed_event()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(event.wait(), remaining)
+        return self._snapshot
+
+    # -- requesting ----------------------------------------------------------------
+    def request(self) -> None:
+        """Something may have changed: publish within one interval."""
+        self._requested = True
+        if self._wake is not None:
+            self._wake.set()
+
+    async def run(self) -> None:
+        """Publish requested changes, at most one publish per interval, until cancelled."""
+        loop = asyncio.get_running_loop()
+        self._wake = asyncio.Event()
+        if self._requested:
+            self._wake.set()
+        while True:
+            await self._wake.wait()
+            delay = self._last_start + self.interval - loop.time()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            self._wake.clear()
+            self._requested = False
+            try:
+                await self.publish()
+            except Exception:
+                # A bug in building one snapshot must not stop publishing.
+                log.exception("msg=%r", "snapshot publish failed")
+
+    # -- publishing ----------------------------------------------------------------
+    async def publish(self) -> bool:
+        """Capture, build and swap one snapshot; False if nothing had changed."""
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            self._last_start = asyncio.get_running_loop().time()
+            return await self._publish()
+
+    async def _publish(self) -> bool:
+        s = self.scheduler
+        started = time.perf_counter()
+        steps = _Steps()
+        self.stats.attempts += 1
+        previous = self._snapshot
+
+        # (1) capture, in one synchronous step
+        existing = set(s.cluster_queues)
+        dirty = self._tracking.take_dirty() if self._tracking is not None else set(existing)
+        targets = sorted((dirty & existing) | (existing - previous.views.keys()))
+        captured: list[_Captured] = []
+        for name in targets:
+            queue = s.queues.queue(name)
+            captured.append(_Captured(name, queue.listing() if queue is not None else ()))
+        local_queues: dict[LocalQueueKey, str] = {
+            (lq.namespace, lq.name): (lq.cluster_queue if lq.cluster_queue in existing else "")
+            for lq in s.local_queues.values()
+        }
+        synced = self._synced()
+        capture = steps.end()
+        self.stats.last_capture_seconds = capture
+        self.stats.max_capture_seconds = max(self.stats.max_capture_seconds, capture)
+
+        # (2) build the changed views, in slices
+        views: dict[str, ClusterQueueView] = {
+            name: view for name, view in previous.views.items() if name in existing
+        }
+        views_changed = views.keys() != previous.views.keys()
+        for item in captured:
+            await steps.yield_()
+            entries = await self._entries_of(item, steps)
+            old = previous.views.get(item.name)
+            if old is not None and old.entries == entries:
+                self.stats.views_reused += 1
+                continue
+            builder = ViewBuilder(item.name, entries, chunk=self.slice_size)
+            for _ in builder.steps():
+                await steps.yield_()
+            views[item.name] = builder.view
+            self.stats.views_built += 1
+            views_changed = True
+        for name in previous.views.keys() - existing:
+            self._entries.pop(name, None)
+            self._keys.pop(name, None)
+        if not (
+            views_changed
+            or synced != previous.synced
+            or local_queues != dict(previous.local_queues)
+        ):
+            self._finish(steps, started)
+            return False
+
+        # (3) the workload index (only if some view changed), then swap
+        workloads = previous.workloads
+        if views_changed:
+            workloads = MappingProxyType(await self._merged_keys(sorted(views), steps))
+        self._snapshot = Snapshot(
+            generation=previous.generation + 1,
+            synced=synced,
+            views=MappingProxyType(dict(sorted(views.items()))),
+            local_queues=MappingProxyType(local_queues),
+            workloads=workloads,
+        )
+        self.stats.publishes += 1
+        self._finish(steps, started)
+        self._notify()
+        return True
+
+    async def _entries_of(self, item: _Captured, steps: _Steps) -> tuple[PendingEntry, ...]:
+        """Snapshot entries of a captured order, reusing unchanged ones, in slices."""
+        workloads = self.scheduler.workloads
+        cached = self._entries.get(item.name, {})
+        fresh: dict[str, tuple[_Token, PendingEntry]] = {}
+        keys: dict[WorkloadKey, str] = {}
+        entries: list[PendingEntry] = []
+        order = item.order
+        for start in range(0, len(order), self.slice_size):
+            if start:
+                await steps.yield_()
+            for qe in order[start : start + self.slice_size]:
+                wl = workloads.get(qe.key)
+                if wl is None:
+                    # Deleted after the capture: its last cached entry still describes
+                    # it as it was when captured; without one it is left out.
+                    hit = cached.get(qe.key)
+                    if hit is None:
+                        continue
+                    entry = hit[1]
+                    fresh[qe.key] = hit
+                else:
+                    token, why = _entry_token(wl)
+                    hit = cached.get(qe.key)
+                    if hit is not None and hit[0] == token:
+                        entry = hit[1]
+                        fresh[qe.key] = hit
+                    else:
+                        entry = _make_entry(wl, why)
+                        fresh[qe.key] = (token, entry)
+                entries.append(entry)
+                keys[entry.key] = item.name
+        # Replacing the whole per-CQ cache forgets workloads that left the queue.
+        self._entries[item.name] = fresh
+        self._keys[item.name] = keys
+        return tuple(entries)
+
+    async def _merged_keys(self, names: Sequence[str], steps: _Steps) -> dict[WorkloadKey, str]:
+        merged: dict[WorkloadKey, str] = {}
+        for name in names:
+            part: Mapping[WorkloadKey, str] = self._keys.get(name, {})
+            if len(part) <= _INDEX_SLICE:
+                merged.update(part)
+                continue
+            items = iter(part.items())
+            while chunk := list(islice(items, _INDEX_SLICE)):
+                await steps.yield_()
+                merged.update(chunk)
+        return merged
+
+    def _finish(self, steps: _Steps, started: float) -> None:
+        steps.end()
+        self.stats.last_max_step_seconds = steps.max
+        self.stats.max_step_seconds = max(self.stats.max_step_seconds, steps.max)
+        self.stats.last_total_seconds = time.perf_counter() - started
+
+    def _changed_event(self) -> asyncio.Event:
+        if self._changed is None:
+            self._changed = asyncio.Event()
+        return self._changed
+
+    def _notify(self) -> None:
+        event, self._changed = self._changed, None
+        if event is not None:
+            event.set()
