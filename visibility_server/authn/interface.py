@@ -27,11 +27,11 @@ class RequestCredentials:
         return [v for k, v in self.headers if k == lowered]
 
 
-class AuthenticationFailed(Exception):
+class AuthenticationFailed(Exception):  # noqa: N818 (the name is the seam's API)
     """401 Unauthorized: an authenticator erred and none succeeded."""
 
 
-class AuthenticationUnavailable(Exception):
+class AuthenticationUnavailable(Exception):  # noqa: N818
     """503 with Retry-After: the token reviewer could not be reached (cluster.md §3.2)."""
 
 
