@@ -26,8 +26,9 @@ import asyncio
 import hashlib
 import logging
 import os
+import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeAlias
 
@@ -66,6 +67,7 @@ log = logging.getLogger(__name__)
 RbacObject: TypeAlias = Role | ClusterRole | RoleBinding | ClusterRoleBinding
 RBAC_KINDS = (Role, ClusterRole, RoleBinding, ClusterRoleBinding)
 IMMUTABLE = "field is immutable"
+_RACY_NS = 2_000_000_000
 
 
 def find_configuration(paths: Sequence[str]) -> Configuration | None:
@@ -86,6 +88,9 @@ def find_configuration(paths: Sequence[str]) -> Configuration | None:
 @dataclass(slots=True)
 class _FileState:
     signature: tuple[int, int] | None = None  # (mtime_ns, size)
+    # Modified within the mtime granularity of the last look: an edit of the same size
+    # may follow with the same mtime, so the content is hashed again (as git does).
+    racy: bool = True
     digest: str | None = None
     documents: list[Decoded] = field(default_factory=list)  # from the last valid content
     error: str | None = None
@@ -97,6 +102,7 @@ class _Read:
 
     path: str
     signature: tuple[int, int] | None
+    racy: bool = True
     digest: str | None = None
     documents: list[Decoded] | None = None  # None: unchanged content, or unreadable
     problem: ApiError | None = None
@@ -174,7 +180,7 @@ class EmbeddedStore:
             if read.problem is not None:
                 raise read.problem
             assert read.documents is not None
-            self._files[path] = _FileState(read.signature, read.digest, read.documents)
+            self._files[path] = _FileState(read.signature, read.racy, read.digest, read.documents)
             _warn_ignored(path, read.documents)
         for state in self._files.values():
             for d in state.documents:
@@ -187,11 +193,12 @@ class EmbeddedStore:
 
     def check_once(self) -> bool:
         """Poll the files once, synchronously; True if any object changed."""
-        return self._commit(self._scan())
+        return self._commit(self._scan(self._known()))
 
     async def check(self) -> bool:
-        """Poll once, reading and parsing changed files off the loop."""
-        reads = await asyncio.to_thread(self._scan)
+        """Poll once, reading and parsing changed files in a worker thread (a large
+        manifest would otherwise hold the loop while it parses)."""
+        reads = await asyncio.to_thread(self._scan, self._known())
         return self._commit(reads)
 
     async def run(self) -> None:
@@ -229,26 +236,31 @@ class EmbeddedStore:
         except OSError as err:
             return _Read(path, None, problem=ApiError(f"cannot read: {err}", source=path))
         signature = (st.st_mtime_ns, st.st_size)
-        if known is not None and known.signature == signature:
-            return _Read(path, signature)
+        racy = time.time_ns() - st.st_mtime_ns < _RACY_NS
+        if known is not None and known.signature == signature and not known.racy:
+            return _Read(path, signature, racy)
         try:
             data = Path(path).read_bytes()
         except OSError as err:
-            return _Read(path, signature, problem=ApiError(f"cannot read: {err}", source=path))
+            problem = ApiError(f"cannot read: {err}", source=path)
+            return _Read(path, signature, racy, problem=problem)
         digest = hashlib.sha256(data).hexdigest()
         if known is not None and known.digest == digest:
-            return _Read(path, signature, digest)
+            return _Read(path, signature, racy, digest)
         try:
             documents = load_yaml(data.decode("utf-8"), path)
         except UnicodeDecodeError as err:
             problem = ApiError(f"cannot read: {err}", source=path)
-            return _Read(path, signature, digest, problem=problem)
+            return _Read(path, signature, racy, digest, problem=problem)
         except ApiError as err:
-            return _Read(path, signature, digest, problem=err)
-        return _Read(path, signature, digest, documents)
+            return _Read(path, signature, racy, digest, problem=err)
+        return _Read(path, signature, racy, digest, documents)
 
-    def _scan(self) -> list[_Read]:
-        known = dict(self._files)
+    def _known(self) -> dict[str, _FileState]:
+        """Copies of the file states, for a scan that may run off the loop."""
+        return {path: replace(state) for path, state in self._files.items()}
+
+    def _scan(self, known: dict[str, _FileState]) -> list[_Read]:
         return [self._read(path, known.get(path)) for path in self._discover()]
 
     def _commit(self, reads: list[_Read]) -> bool:
@@ -265,6 +277,7 @@ class EmbeddedStore:
             if read.signature is None and read.error is not None:
                 continue  # vanished between listing and stat: the next poll decides
             state.signature = read.signature
+            state.racy = read.racy
             if read.digest is None or read.digest == state.digest:
                 continue
             state.digest = read.digest

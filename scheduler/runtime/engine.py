@@ -19,6 +19,10 @@ another only while it changed something a next cycle would see (queue sizes, or 
 flavor scan position of the heads), and each such state is tried once. After that
 the core is idle until an event arrives: it is deterministic, so retrying an
 unchanged state on a timer would only repeat the same decision.
+
+Create the engine before loading anything into the scheduler: it installs change
+tracking on the scheduler's (still empty) queue manager, which is what lets a publish
+capture only the ClusterQueues that changed (:mod:`scheduler.runtime.changes`).
 """
 
 from __future__ import annotations
@@ -152,7 +156,8 @@ class Engine:
         await done
 
     async def wait_idle(self) -> None:
-        """Wait until the engine has applied everything and has nothing left to try."""
+        """Wait until the running engine has applied everything and has nothing left
+        to try (it then waits for a command or a deadline)."""
         await self._idle.wait()
 
     def apply_pending(self) -> int:
@@ -175,22 +180,27 @@ class Engine:
 
     # -- lifecycle -------------------------------------------------------------------
     def start(self) -> asyncio.Task[None]:
-        """Run the engine in a task of the current loop."""
+        """Run the engine in a task of the current loop (until :meth:`stop`)."""
         if self._task is None or self._task.done():
+            self._stopping = False
             self._task = asyncio.get_running_loop().create_task(self.run(), name="engine")
         return self._task
 
     async def stop(self) -> None:
+        """Stop after the current step; returns once `run` has returned."""
         self._stopping = True
         self._wakeup.set()
-        if self._running:
+        if self._task is not None and not self._task.done():
+            await self._task
+        elif self._running:
             await self._done.wait()
 
     async def run(self) -> None:
+        """The engine loop; returns after :meth:`stop`. Use it directly (e.g. in a task
+        group) or through :meth:`start`."""
         if self._running:
             raise RuntimeError("the engine is already running")
         self._running = True
-        self._stopping = False
         self._done.clear()
         publisher = asyncio.get_running_loop().create_task(
             self.publisher.run(), name="snapshot-publisher"

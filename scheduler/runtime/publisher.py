@@ -18,9 +18,10 @@ queue is never rebuilt and its view keeps its identity (and its memoized renderi
 A publish in which nothing changed does not bump the generation.
 
 Publishes are coalesced: at most one starts per ``interval`` seconds, however many
-changes were requested in between. Details that are not part of the order (a pending
-message) are read from the live workload while its slice is built, so they may be up
-to one publish newer than the order; the order itself is always the captured one.
+changes were requested in between; and none is made before the initial sync. Details
+that are not part of the order (a pending message) are read from the live workload
+while its slice is built, so they may be up to one publish newer than the order; the
+order itself is always the captured one.
 """
 
 from __future__ import annotations
@@ -30,8 +31,9 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import islice
+from operator import attrgetter
 from types import MappingProxyType
 
 from scheduler.core.queue.interface import QueueEntry
@@ -52,7 +54,11 @@ from scheduler.runtime.snapshot import (
 
 log = logging.getLogger(__name__)
 
-DEFAULT_SLICE = 2000
+# Entries per slice of a view build (ViewBuilder's chunk), and the time after which
+# the entry mapping, whose cost per entry varies 10x (cached or new), yields.
+DEFAULT_SLICE = 1000
+DEFAULT_STEP_BUDGET = 0.004
+_BATCH = 256
 # dict.update of already built pairs is C code: larger slices cost about the same.
 _INDEX_SLICE = 20_000
 
@@ -81,6 +87,9 @@ class _Steps:
         self.started = time.perf_counter()
         self.max = 0.0
 
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.started
+
     def end(self) -> float:
         elapsed = time.perf_counter() - self.started
         self.max = max(self.max, elapsed)
@@ -106,6 +115,20 @@ def _make_entry(wl: WorkloadState, why: str) -> PendingEntry:
     )
 
 
+_workload_key = attrgetter("namespace", "name")
+
+
+@dataclass(slots=True)
+class _EntryCache:
+    """One ClusterQueue's last capture: workload key -> its QueueEntry, its snapshot
+    entry and the display token the entry was made from (three dicts, so reusing an
+    entry allocates nothing)."""
+
+    queue_entries: dict[str, QueueEntry] = field(default_factory=dict)
+    entries: dict[str, PendingEntry] = field(default_factory=dict)
+    tokens: dict[str, _Token] = field(default_factory=dict)
+
+
 @dataclass(slots=True)
 class _Captured:
     name: str
@@ -121,11 +144,15 @@ class SnapshotPublisher:
         *,
         interval: float = 0.2,
         slice_size: int = DEFAULT_SLICE,
+        step_budget: float = DEFAULT_STEP_BUDGET,
         synced: Callable[[], bool] = lambda: True,
+        wait_for_sync: bool = True,
     ) -> None:
         self.scheduler = scheduler
         self.interval = interval
         self.slice_size = max(1, slice_size)
+        self.step_budget = step_budget
+        self.wait_for_sync = wait_for_sync
         self._synced = synced
         self._tracking: TrackingQueueManager | None = install_tracking(scheduler)
         if self._tracking is None:
@@ -134,8 +161,8 @@ class SnapshotPublisher:
                 "scheduler already had queues: every publish captures every ClusterQueue",
             )
         self._snapshot: Snapshot = EMPTY_SNAPSHOT
-        # per ClusterQueue: workload key -> (token, entry), to reuse unchanged entries
-        self._entries: dict[str, dict[str, tuple[_Token, PendingEntry]]] = {}
+        # per ClusterQueue: the entries of its last capture, to reuse unchanged ones
+        self._entries: dict[str, _EntryCache] = {}
         # per ClusterQueue: (namespace, name) -> ClusterQueue, merged into the snapshot
         self._keys: dict[str, dict[WorkloadKey, str]] = {}
         self._requested = False
@@ -188,6 +215,12 @@ class SnapshotPublisher:
             self._wake.set()
         while True:
             await self._wake.wait()
+            if self.wait_for_sync and not self._synced():
+                # Until the initial load is complete the server answers 503 whatever
+                # the snapshot holds: building views of a half-loaded, growing queue
+                # would only take time from the load. The sync itself requests.
+                self._wake.clear()
+                continue
             delay = self._last_start + self.interval - loop.time()
             if delay > 0:
                 await asyncio.sleep(delay)
@@ -278,39 +311,56 @@ class SnapshotPublisher:
         return True
 
     async def _entries_of(self, item: _Captured, steps: _Steps) -> tuple[PendingEntry, ...]:
-        """Snapshot entries of a captured order, reusing unchanged ones, in slices."""
+        """Snapshot entries of a captured order, reusing unchanged ones, in slices.
+
+        Fast path: the queue replaces a workload's QueueEntry on every push and
+        requeue, and everything an entry shows (spec, priority, the pending message)
+        changes only together with one; so an identical QueueEntry means an identical
+        snapshot entry, found without reading the workload. Otherwise the workload's
+        display token decides, so a requeue that changed nothing visible still reuses
+        its entry. The fast path allocates nothing per entry: at 100k entries, new
+        container objects are what wakes the cyclic garbage collector.
+        """
         workloads = self.scheduler.workloads
-        cached = self._entries.get(item.name, {})
-        fresh: dict[str, tuple[_Token, PendingEntry]] = {}
-        keys: dict[WorkloadKey, str] = {}
+        old = self._entries.get(item.name) or _EntryCache()
+        new = _EntryCache()
+        old_queue, old_entry, old_token = old.queue_entries, old.entries, old.tokens
+        queue_entries, by_key, tokens = new.queue_entries, new.entries, new.tokens
         entries: list[PendingEntry] = []
+        append = entries.append
+        keys: dict[WorkloadKey, str] = {}
         order = item.order
-        for start in range(0, len(order), self.slice_size):
-            if start:
+        for start in range(0, len(order), _BATCH):
+            if steps.elapsed() > self.step_budget:
                 await steps.yield_()
-            for qe in order[start : start + self.slice_size]:
-                wl = workloads.get(qe.key)
-                if wl is None:
-                    # Deleted after the capture: its last cached entry still describes
-                    # it as it was when captured; without one it is left out.
-                    hit = cached.get(qe.key)
-                    if hit is None:
-                        continue
-                    entry = hit[1]
-                    fresh[qe.key] = hit
+            for qe in order[start : start + _BATCH]:
+                key = qe.key
+                if old_queue.get(key) is qe:
+                    entry = old_entry[key]
+                    tokens[key] = old_token[key]
                 else:
-                    token, why = _entry_token(wl)
-                    hit = cached.get(qe.key)
-                    if hit is not None and hit[0] == token:
-                        entry = hit[1]
-                        fresh[qe.key] = hit
+                    wl = workloads.get(key)
+                    cached = old_entry.get(key)
+                    if wl is None:
+                        # Deleted after the capture: its last entry still describes it
+                        # as it was when captured; without one it is left out.
+                        if cached is None:
+                            continue
+                        entry = cached
+                        tokens[key] = old_token[key]
                     else:
-                        entry = _make_entry(wl, why)
-                        fresh[qe.key] = (token, entry)
-                entries.append(entry)
-                keys[entry.key] = item.name
+                        token, why = _entry_token(wl)
+                        if cached is not None and old_token.get(key) == token:
+                            entry = cached
+                        else:
+                            entry = _make_entry(wl, why)
+                        tokens[key] = token
+                queue_entries[key] = qe
+                by_key[key] = entry
+                append(entry)
+            keys.update(dict.fromkeys(map(_workload_key, entries[len(keys) :]), item.name))
         # Replacing the whole per-CQ cache forgets workloads that left the queue.
-        self._entries[item.name] = fresh
+        self._entries[item.name] = new
         self._keys[item.name] = keys
         return tuple(entries)
 

@@ -1,0 +1,173 @@
+"""Helpers for the runtime tests: manifests as dicts and YAML, schedulers, bounded waits.
+
+Every wait is bounded (a test fails rather than hangs) and nothing asserts on elapsed
+wall-clock time: timing figures are recorded, not checked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import yaml
+
+from scheduler.api import Configuration, Workload, decode_object
+from scheduler.core.ingest import apply_object, scheduler_config, workload_state
+from scheduler.core.scheduler import Scheduler
+from scheduler.core.workload import WorkloadState
+from scheduler.runtime.clock import SystemClock
+
+Json = dict[str, Any]
+KUEUE = "kueue.x-k8s.io/v1beta1"
+WAIT = 10.0  # seconds: generous, only reached when something is broken
+
+
+def namespace(name: str) -> Json:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+
+
+def flavor(name: str = "default") -> Json:
+    return {"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": name}}
+
+
+def cluster_queue(
+    name: str, cpu: str = "4", *, strategy: str = "BestEffortFIFO", flavor_name: str = "default"
+) -> Json:
+    return {
+        "apiVersion": KUEUE,
+        "kind": "ClusterQueue",
+        "metadata": {"name": name},
+        "spec": {
+            "namespaceSelector": {},
+            "queueingStrategy": strategy,
+            "resourceGroups": [
+                {
+                    "coveredResources": ["cpu"],
+                    "flavors": [
+                        {"name": flavor_name, "resources": [{"name": "cpu", "nominalQuota": cpu}]}
+                    ],
+                }
+            ],
+        },
+    }
+
+
+def local_queue(ns: str, name: str, cq: str) -> Json:
+    return {
+        "apiVersion": KUEUE,
+        "kind": "LocalQueue",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"clusterQueue": cq},
+    }
+
+
+def workload(
+    ns: str,
+    name: str,
+    queue: str,
+    cpu: str = "1",
+    *,
+    priority: int | None = None,
+    creation: str | None = None,
+) -> Json:
+    meta: Json = {"name": name, "namespace": ns}
+    if creation is not None:
+        meta["creationTimestamp"] = creation
+    spec: Json = {
+        "queueName": queue,
+        "podSets": [
+            {
+                "name": "main",
+                "count": 1,
+                "template": {
+                    "spec": {
+                        "containers": [
+                            {"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}
+                        ]
+                    }
+                },
+            }
+        ],
+    }
+    if priority is not None:
+        spec["priority"] = priority
+    return {"apiVersion": KUEUE, "kind": "Workload", "metadata": meta, "spec": spec}
+
+
+def job(ns: str, name: str, queue: str | None, cpu: str = "1", priority_class: str = "") -> Json:
+    labels: dict[str, str] = {}
+    if queue is not None:
+        labels["kueue.x-k8s.io/queue-name"] = queue
+    if priority_class:
+        labels["kueue.x-k8s.io/priority-class"] = priority_class
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": ns, "labels": labels},
+        "spec": {
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [
+                        {"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}
+                    ],
+                }
+            }
+        },
+    }
+
+
+def configuration(body: Json) -> Configuration:
+    obj = decode_object(
+        {"apiVersion": "config.kueue.x-k8s.io/v1beta1", "kind": "Configuration", **body}
+    )
+    assert isinstance(obj, Configuration)
+    return obj
+
+
+def decode(data: Json) -> Any:
+    return decode_object(data)
+
+
+def to_yaml(*docs: Json) -> str:
+    return yaml.safe_dump_all(list(docs), sort_keys=False)
+
+
+def real_scheduler(config: Json | None = None) -> Scheduler:
+    cfg = scheduler_config(configuration(config) if config is not None else None)
+    return Scheduler(SystemClock(), cfg)
+
+
+def cluster(s: Scheduler, *objects: Json) -> None:
+    """Apply objects straight to the core (set-up before an engine runs)."""
+    for data in objects:
+        apply_object(s, decode_object(data))
+    s.finalize_evictions()
+
+
+def bulk_workloads(s: Scheduler, ns: str, queue: str, count: int, *, start: int = 0) -> None:
+    """`count` pending workloads through the core's own entry point, without decoding
+    each (decoding 100k manifests would dominate the test)."""
+    obj = decode_object(workload(ns, "template", queue))
+    assert isinstance(obj, Workload)
+    template = workload_state(obj, s.config, s.now())
+    base = template.creation
+    for i in range(start, start + count):
+        wl: WorkloadState = copy.copy(template)
+        wl.name = f"w{i:06d}"
+        wl.uid = f"uid-{i:06d}"
+        wl.creation = base + i
+        wl.conditions = type(template.conditions)()
+        s.set_workload(wl)
+
+
+async def eventually(predicate: Callable[[], bool], timeout: float = WAIT) -> None:
+    """Poll until `predicate()` holds; fail after `timeout` seconds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        if loop.time() > deadline:
+            raise AssertionError("condition not reached in time")
+        await asyncio.sleep(0.01)

@@ -1,0 +1,278 @@
+"""The engine drives the core on the real clock: commands, cycles, deadlines, snapshots."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from scheduler.core.ingest import apply_object
+from scheduler.core.scheduler import Scheduler
+from scheduler.core.workload import EVICTED, QUOTA_RESERVED
+from scheduler.runtime.commands import (
+    ApplyObject,
+    DeleteObject,
+    Finish,
+    MarkSynced,
+    PodsReady,
+    SetActive,
+)
+from scheduler.runtime.engine import Engine
+from tests.unit.runtime.support import (
+    WAIT,
+    cluster_queue,
+    decode,
+    eventually,
+    flavor,
+    local_queue,
+    namespace,
+    real_scheduler,
+    workload,
+)
+
+FAST = 0.02  # publish interval for tests: short, so waits stay short
+
+
+def base_objects(cpu: str = "2") -> list[dict[str, Any]]:
+    return [
+        namespace("team"),
+        flavor(),
+        cluster_queue("cq", cpu),
+        local_queue("team", "main", "cq"),
+    ]
+
+
+def admitted(s: Scheduler) -> set[str]:
+    return {k for k, wl in s.workloads.items() if wl.is_admitted}
+
+
+@pytest.fixture
+async def engine() -> AsyncIterator[Engine]:
+    """A running engine; the tests that publish mark it synced (nothing is published
+    before the initial sync)."""
+    eng = Engine(real_scheduler(), publish_interval=FAST)
+    eng.start()
+    yield eng
+    await asyncio.wait_for(eng.stop(), WAIT)
+
+
+def submit_all(engine: Engine, *objects: dict[str, Any]) -> None:
+    for data in objects:
+        engine.submit(ApplyObject(decode(data)))
+
+
+async def test_applies_commands_and_admits_on_the_real_clock(engine: Engine) -> None:
+    submit_all(engine, *base_objects("2"))
+    submit_all(engine, *(workload("team", f"w{i}", "main") for i in range(3)))
+    engine.submit(MarkSynced())
+    s = engine.scheduler
+    await eventually(lambda: len(admitted(s)) == 2)
+    await asyncio.wait_for(engine.wait_idle(), WAIT)
+    assert admitted(s) == {"team/w0", "team/w1"}
+    assert engine.synced
+    # A finish frees quota: the third one is admitted without any further prompt.
+    engine.submit(Finish("team/w0"))
+    await eventually(lambda: "team/w2" in admitted(s))
+    # Deactivation and deletion are applied too.
+    engine.submit(SetActive("team/w1", False))
+    engine.submit(DeleteObject("Workload", "team", "w2"))
+    await engine.flush()
+    assert not s.workloads["team/w1"].active
+    assert "team/w2" not in s.workloads
+    assert engine.stats.command_errors == 0
+
+
+async def test_snapshot_after_changes_with_increasing_generation(engine: Engine) -> None:
+    submit_all(engine, *base_objects("0"))
+    engine.submit(MarkSynced())
+    first = await engine.wait_for_change(WAIT, after=0)
+    await eventually(lambda: engine.snapshot().synced)
+    assert first.generation >= 1
+    before = engine.snapshot()
+    submit_all(engine, workload("team", "a", "main"))
+    after = await engine.wait_for_change(WAIT, after=before.generation)
+    await eventually(lambda: len(engine.snapshot().views["cq"]) == 1)
+    after = engine.snapshot()
+    assert after.generation > before.generation
+    assert after.locate("team", "a") is not None
+    submit_all(engine, workload("team", "b", "main"))
+    await eventually(lambda: len(engine.snapshot().views["cq"]) == 2)
+    latest = engine.snapshot()
+    assert latest.generation > after.generation
+    assert [e.name for e in latest.views["cq"].entries] == ["a", "b"]
+    assert latest.local_queues[("team", "main")] == "cq"
+
+
+async def test_unchanged_cluster_queue_keeps_its_view_object(engine: Engine) -> None:
+    submit_all(
+        engine,
+        namespace("team"),
+        flavor(),
+        cluster_queue("cq-a", "0"),
+        cluster_queue("cq-b", "0"),
+        local_queue("team", "a", "cq-a"),
+        local_queue("team", "b", "cq-b"),
+        workload("team", "in-b", "b"),
+    )
+    engine.submit(MarkSynced())
+    await eventually(lambda: len(getattr(engine.snapshot().view("cq-b"), "entries", ())) == 1)
+    await asyncio.wait_for(engine.wait_idle(), WAIT)
+    before = engine.snapshot()
+    view_b = before.views["cq-b"]
+    submit_all(engine, workload("team", "in-a", "a"))
+    await eventually(lambda: len(getattr(engine.snapshot().view("cq-a"), "entries", ())) == 1)
+    after = engine.snapshot()
+    assert after.generation > before.generation
+    assert after.views["cq-b"] is view_b
+    assert after.views["cq-a"] is not before.views["cq-a"]
+    assert engine.publisher.stats.views_reused + engine.publisher.stats.views_built >= 3
+
+
+async def test_no_publish_without_a_change(engine: Engine) -> None:
+    submit_all(engine, *base_objects("0"), workload("team", "a", "main"))
+    engine.submit(MarkSynced())
+    await eventually(lambda: len(getattr(engine.snapshot().view("cq"), "entries", ())) == 1)
+    await asyncio.wait_for(engine.wait_idle(), WAIT)
+    await engine.publish_now()
+    generation = engine.generation
+    # A signal that changes nothing any view shows: no new generation.
+    engine.submit(PodsReady("team/a"))
+    await engine.flush()
+    assert not await engine.publish_now()
+    assert engine.generation == generation
+    unchanged = await engine.wait_for_change(3 * FAST)
+    assert unchanged.generation == generation
+
+
+async def test_publishes_are_coalesced() -> None:
+    eng = Engine(real_scheduler(), publish_interval=1.0)
+    eng.start()
+    try:
+        submit_all(eng, *base_objects("0"))
+        eng.submit(MarkSynced())
+        first = await eng.wait_for_change(WAIT, after=0)
+        publishes = eng.publisher.stats.publishes
+        # Twenty changes, each applied in its own turn of the loop, well within one
+        # interval: they come out as one publish.
+        for i in range(20):
+            submit_all(eng, workload("team", f"w{i:02d}", "main"))
+            await asyncio.sleep(0)
+        second = await eng.wait_for_change(WAIT, after=first.generation)
+        assert second.generation == first.generation + 1
+        assert eng.publisher.stats.publishes == publishes + 1
+        assert len(second.views["cq"]) == 20
+    finally:
+        await asyncio.wait_for(eng.stop(), WAIT)
+
+
+async def test_block_admission_waits_for_the_next_event() -> None:
+    s = real_scheduler({"waitForPodsReady": {"enable": True, "blockAdmission": True}})
+    eng = Engine(s, publish_interval=FAST)
+    eng.start()
+    try:
+        submit_all(eng, *base_objects("4"), workload("team", "first", "main"))
+        await eventually(lambda: admitted(s) == {"team/first"})
+        submit_all(eng, workload("team", "second", "main"))
+        await eventually(lambda: _reason(s, "team/second") == "Waiting")
+        await asyncio.wait_for(eng.wait_idle(), WAIT)
+        assert admitted(s) == {"team/first"}  # blocked: the engine keeps going
+        eng.submit(PodsReady("team/first"))
+        await eventually(lambda: "team/second" in admitted(s))
+    finally:
+        await asyncio.wait_for(eng.stop(), WAIT)
+
+
+def _reason(s: Scheduler, key: str) -> str | None:
+    wl = s.workloads.get(key)
+    cond = wl.conditions.get(QUOTA_RESERVED) if wl is not None else None
+    return cond.reason if cond is not None else None
+
+
+async def test_fires_pods_ready_timeouts_on_the_real_clock() -> None:
+    s = real_scheduler(
+        {
+            "waitForPodsReady": {
+                "enable": True,
+                "blockAdmission": False,
+                "timeout": "100ms",
+                "requeuingStrategy": {"backoffBaseSeconds": 0, "backoffLimitCount": 5},
+            }
+        }
+    )
+    eng = Engine(s, publish_interval=FAST)
+    eng.start()
+    try:
+        submit_all(eng, *base_objects("1"), workload("team", "slow", "main"))
+
+        def requeued_once() -> bool:
+            wl = s.workloads.get("team/slow")
+            return wl is not None and wl.requeue_state is not None and bool(wl.requeue_state.count)
+
+        await eventually(requeued_once)
+        evicted = s.workloads["team/slow"].conditions.get(EVICTED)
+        # Evicted by the timeout (and, with no backoff, maybe re-admitted already).
+        assert evicted is not None
+        assert "Exceeded the PodsReady timeout" in evicted.message
+        # Backoff of 0 s: it is admitted again, and being ready stops the timeouts.
+        await eventually(lambda: s.workloads["team/slow"].is_admitted)
+        eng.submit(PodsReady("team/slow"))
+        await eng.flush()
+        assert eng.stats.deadlines_fired >= 1
+    finally:
+        await asyncio.wait_for(eng.stop(), WAIT)
+
+
+async def test_a_failing_command_is_logged_and_skipped(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def flaky(s: Scheduler, obj: Any, default_time: int | None = None) -> None:
+        if getattr(obj.metadata, "name", "") == "boom":
+            raise RuntimeError("boom")
+        apply_object(s, obj, default_time)
+
+    monkeypatch.setattr("scheduler.runtime.engine.apply_object", flaky)
+    submit_all(engine, *base_objects("1"), workload("team", "boom", "main"))
+    submit_all(engine, workload("team", "fine", "main"))
+    await eventually(lambda: "team/fine" in admitted(engine.scheduler))
+    assert engine.stats.command_errors == 1
+    assert engine.running
+
+
+async def test_apply_pending_without_a_running_loop_task() -> None:
+    eng = Engine(real_scheduler())
+    submit_all(eng, *base_objects("1"), workload("team", "a", "main"))
+    eng.submit(MarkSynced())
+    assert eng.apply_pending() == 6
+    assert eng.synced
+    assert "team/a" in eng.scheduler.workloads
+    assert await eng.publish_now()
+    assert eng.snapshot().synced
+    assert eng.snapshot().locate("team", "a") is not None
+    assert eng.snapshot().generation == 1
+
+
+async def test_nothing_is_published_before_the_initial_sync(engine: Engine) -> None:
+    submit_all(engine, *base_objects("0"), workload("team", "a", "main"))
+    await engine.flush()
+    await asyncio.wait_for(engine.wait_idle(), WAIT)
+    unsynced = await engine.wait_for_change(5 * FAST)
+    assert unsynced.generation == 0 and not unsynced.synced
+    engine.submit(MarkSynced())
+    synced = await engine.wait_for_change(WAIT, after=0)
+    assert synced.synced
+    assert synced.locate("team", "a") is not None
+
+
+async def test_start_then_stop_at_once() -> None:
+    eng = Engine(real_scheduler())
+    eng.start()
+    await asyncio.wait_for(eng.stop(), WAIT)
+    assert not eng.running
+
+
+async def test_wait_for_change_times_out_with_the_current_snapshot(engine: Engine) -> None:
+    current = engine.snapshot()
+    got = await engine.wait_for_change(0.05)
+    assert got.generation == current.generation

@@ -1,0 +1,180 @@
+"""Snapshot publishing: copy-on-write views that agree with the core, built in slices."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from scheduler.core.clock import ManualClock, instant_from_datetime
+from scheduler.core.cycle import run_cycle
+from scheduler.core.ingest import delete_object
+from scheduler.core.scheduler import Scheduler
+from scheduler.core.visibility import pending_workloads
+from scheduler.runtime.changes import TrackingQueueManager, install_tracking
+from scheduler.runtime.publisher import SnapshotPublisher
+from tests.unit.runtime.support import (
+    cluster,
+    cluster_queue,
+    flavor,
+    local_queue,
+    namespace,
+    workload,
+)
+
+START = instant_from_datetime(datetime(2026, 1, 1, tzinfo=UTC))
+
+
+def manual() -> Scheduler:
+    return Scheduler(ManualClock(START))
+
+
+def two_queues(s: Scheduler) -> None:
+    cluster(
+        s,
+        namespace("a"),
+        namespace("b"),
+        flavor(),
+        cluster_queue("cq-1", "1"),
+        cluster_queue("cq-2", "0"),
+        local_queue("a", "main", "cq-1"),
+        local_queue("b", "main", "cq-1"),
+        local_queue("b", "other", "cq-2"),
+    )
+
+
+def assert_agrees_with_core(s: Scheduler, publisher: SnapshotPublisher) -> None:
+    snap = publisher.snapshot()
+    assert set(snap.views) == set(s.cluster_queues)
+    for cq, view in snap.views.items():
+        expected = pending_workloads(s, cq)
+        assert [(e.namespace, e.name) for e in view.entries] == [
+            (i.namespace, i.name) for i in expected
+        ]
+        for item in expected:
+            found = snap.locate(item.namespace, item.name)
+            assert found is not None
+            assert found.position_in_cluster_queue == item.position_in_cluster_queue
+            assert found.position_in_local_queue == item.position_in_local_queue
+
+
+async def test_publish_agrees_with_the_core_and_skips_unchanged() -> None:
+    s = manual()
+    publisher = SnapshotPublisher(s, slice_size=2)
+    assert isinstance(s.queues, TrackingQueueManager)
+    two_queues(s)
+    for i in range(5):
+        cluster(s, workload("a" if i % 2 else "b", f"w{i}", "main", priority=i % 3))
+    cluster(s, workload("b", "x", "other"))
+    assert await publisher.publish()
+    assert publisher.generation == 1
+    assert_agrees_with_core(s, publisher)
+    # Nothing changed: nothing is captured, nothing is published.
+    assert not await publisher.publish()
+    assert publisher.generation == 1
+
+
+async def test_copy_on_write_and_cycle_messages() -> None:
+    s = manual()
+    publisher = SnapshotPublisher(s, slice_size=3)
+    two_queues(s)
+    for i in range(4):
+        cluster(s, workload("a", f"w{i}", "main"))
+    cluster(s, workload("b", "x", "other"))
+    await publisher.publish()
+    first = publisher.snapshot()
+    stats = run_cycle(s)  # admits w0 in cq-1; cq-2 (no quota) keeps x pending
+    assert stats.admitted == ["a/w0"]
+    assert await publisher.publish()
+    second = publisher.snapshot()
+    assert second.generation == first.generation + 1
+    assert second.views["cq-1"] is not first.views["cq-1"]
+    assert_agrees_with_core(s, publisher)
+    # x was popped and requeued in cq-2: captured again, but its entry changed (the
+    # pending message), so its view is rebuilt with that message.
+    x = second.locate("b", "x")
+    reserved = s.workloads["b/x"].conditions.get("QuotaReserved")
+    assert x is not None and reserved is not None
+    assert x.entry.why_pending == reserved.message != ""
+    # Another cycle changes nothing that cq-2 shows: its view object is kept.
+    run_cycle(s)
+    await publisher.publish()
+    third = publisher.snapshot()
+    assert third.views["cq-2"] is second.views["cq-2"]
+    assert_agrees_with_core(s, publisher)
+
+
+async def test_unchanged_queue_keeps_identity_when_another_changes() -> None:
+    s = manual()
+    publisher = SnapshotPublisher(s)
+    two_queues(s)
+    cluster(s, workload("b", "x", "other"), workload("a", "w0", "main", cpu="5"))
+    await publisher.publish()
+    before = publisher.snapshot()
+    cluster(s, workload("a", "w1", "main", cpu="5"))
+    assert await publisher.publish()
+    after = publisher.snapshot()
+    assert after.views["cq-2"] is before.views["cq-2"]
+    assert after.views["cq-1"] is not before.views["cq-1"]
+    assert publisher.stats.views_built == 3  # cq-1 twice, cq-2 once
+
+
+async def test_removed_and_moved_workloads_and_queues() -> None:
+    s = manual()
+    publisher = SnapshotPublisher(s)
+    two_queues(s)
+    cluster(s, workload("b", "x", "other"), workload("a", "w0", "main", cpu="5"))
+    await publisher.publish()
+    # The LocalQueue b/other now points at cq-1: x moves between views.
+    cluster(s, local_queue("b", "other", "cq-1"))
+    await publisher.publish()
+    snap = publisher.snapshot()
+    assert snap.workloads[("b", "x")] == "cq-1"
+    assert len(snap.views["cq-2"]) == 0
+    assert_agrees_with_core(s, publisher)
+    delete_object(s, "ClusterQueue", None, "cq-2")
+    delete_object(s, "Workload", "a", "w0")
+    await publisher.publish()
+    snap = publisher.snapshot()
+    assert "cq-2" not in snap.views
+    assert ("a", "w0") not in snap.workloads
+    assert_agrees_with_core(s, publisher)
+
+
+async def test_local_queue_table_change_publishes_without_rebuilding() -> None:
+    s = manual()
+    publisher = SnapshotPublisher(s)
+    two_queues(s)
+    await publisher.publish()
+    built = publisher.stats.views_built
+    cluster(s, local_queue("c", "dangling", "no-such-cq"))
+    assert await publisher.publish()
+    snap = publisher.snapshot()
+    assert snap.local_queues[("c", "dangling")] == ""
+    assert publisher.stats.views_built == built
+
+
+async def test_without_tracking_every_queue_is_compared() -> None:
+    s = manual()
+    two_queues(s)  # queues exist before the publisher: tracking cannot be installed
+    assert install_tracking(s) is None
+    publisher = SnapshotPublisher(s)
+    cluster(s, workload("a", "w0", "main", cpu="5"))
+    await publisher.publish()
+    first = publisher.snapshot()
+    cluster(s, workload("b", "x", "other"))
+    await publisher.publish()
+    second = publisher.snapshot()
+    assert second.views["cq-1"] is first.views["cq-1"]  # compared, found equal, kept
+    assert_agrees_with_core(s, publisher)
+    assert publisher.stats.views_reused >= 1
+
+
+async def test_synced_flag_alone_publishes() -> None:
+    s = manual()
+    state = {"synced": False}
+    publisher = SnapshotPublisher(s, synced=lambda: state["synced"])
+    two_queues(s)
+    await publisher.publish()
+    assert not publisher.snapshot().synced
+    state["synced"] = True
+    assert await publisher.publish()
+    assert publisher.snapshot().synced
