@@ -1,0 +1,17 @@
+"""The visibility server's HTTP surface (visibility-api.md): `create_app`."""
+
+from __future__ import annotations
+
+from visibility_server.http.app import create_app
+from visibility_server.http.health import HealthCheck
+from visibility_server.http.longpoll import ChangeNotifier
+from visibility_server.http.position import NotPending, NotPendingLookup, NotPendingReason
+
+__all__ = [
+    "ChangeNotifier",
+    "HealthCheck",
+    "NotPending",
+    "NotPendingLookup",
+    "NotPendingReason",
+    "create_app",
+]

@@ -1,0 +1,167 @@
+"""Answers of the data endpoints (visibility-api.md §3, §4, §9.1), from one snapshot.
+
+An `Answer` is decided (ETag, item count) before anything is rendered, so a 304 costs
+O(1) and a page costs O(limit): items are O(limit) slices of the view taken only when
+the body is written. A request reads the snapshot reference once; the LocalQueue
+lookup, the view and the page all come from that one snapshot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from scheduler.runtime.snapshot import ClusterQueueView, PageItem, Snapshot, build_view
+from visibility_server.http import status
+from visibility_server.http.etag import tag_of
+from visibility_server.http.negotiation import Media
+from visibility_server.http.position import (
+    NotPendingLookup,
+    not_pending_position,
+    pending_position,
+)
+from visibility_server.http.query import PageQuery
+from visibility_server.http.render import ListDocument, encode, summary_document
+from visibility_server.http.routes import Kind, Route
+from visibility_server.http.table import table_document
+
+
+@dataclass(slots=True)
+class Answer:
+    """A data answer, decided but not yet rendered."""
+
+    etag: str | None
+    count: int  # items to render (decides streaming)
+    chunks: Callable[[], Iterator[bytes]]
+    content_type: str
+
+
+class _Selection:
+    """The items of one page, taken only when rendered: O(limit) slices of the view."""
+
+    def __init__(
+        self, view: ClusterQueueView, page: PageQuery, total: int, local_queue: Route | None = None
+    ) -> None:
+        self._view = view
+        self._page = page
+        self._local_queue = local_queue
+        self.count = max(0, min(total, page.offset + page.limit) - page.offset)
+
+    def __call__(self) -> list[PageItem]:
+        offset, limit = self._page.offset, self._page.limit
+        if self._local_queue is None:
+            return self._view.page(offset, limit)
+        lq = self._local_queue
+        return self._view.local_queue_page(lq.namespace, lq.name, offset, limit)
+
+
+class Answers:
+    """Decides data answers; `not_pending` classifies Workloads the snapshot does not list."""
+
+    def __init__(
+        self,
+        snapshot: Callable[[], Snapshot],
+        clock: Callable[[], float],
+        not_pending: NotPendingLookup | None,
+    ) -> None:
+        self._snapshot = snapshot
+        self._clock = clock
+        self._not_pending = not_pending
+
+    def answer(
+        self, route: Route, media: Media, pretty: bool, page: PageQuery, include: str
+    ) -> Answer:
+        """The answer of a data request, from one read of the snapshot reference."""
+        snapshot = self._snapshot()
+        if not snapshot.synced:
+            raise status.not_synced()
+        api_version = f"{status.VISIBILITY_GROUP}/{route.version}"
+        if route.kind is Kind.POSITION:
+            return self._position(snapshot, route, api_version, media, pretty)
+
+        view, resource_version, select = self._page_source(snapshot, route, page)
+        etag = tag_of(
+            resource_version,
+            route.version,
+            page.offset,
+            page.limit,
+            media.value,
+            pretty,
+            include,
+        )
+
+        # Rendering is deferred: a 304 (the common case for pollers) costs O(1).
+        def chunks() -> Iterator[bytes]:
+            items = select()
+            document = self._document(media, api_version, resource_version, view, items, include)
+            return document.chunks(media, pretty)
+
+        return Answer(etag, select.count, chunks, media.content_type)
+
+    def _page_source(
+        self, snapshot: Snapshot, route: Route, page: PageQuery
+    ) -> tuple[ClusterQueueView, str, _Selection]:
+        """The view a summary reads, its resourceVersion, and the page to take from it."""
+        if route.kind is Kind.CLUSTER_QUEUE:
+            view = snapshot.view(route.name)
+            if view is None:
+                raise status.object_not_found("clusterqueue", route.name)
+            return view, view.digest, _Selection(view, page, len(view))
+        view = self._local_queue_view(snapshot, route)
+        resource_version = view.local_queue_digest(route.namespace, route.name)
+        members = len(view.local_queue_indexes(route.namespace, route.name))
+        return view, resource_version, _Selection(view, page, members, route)
+
+    def _local_queue_view(self, snapshot: Snapshot, route: Route) -> ClusterQueueView:
+        exists, view = snapshot.local_queue_view(route.namespace, route.name)
+        if not exists:
+            raise status.object_not_found("localqueue", route.name)
+        if view is None:
+            # The LocalQueue exists but its ClusterQueue does not: 200 with no items, as
+            # upstream. An empty view of that name gives a stable resourceVersion that
+            # stays the same if the ClusterQueue appears with nothing queued.
+            cluster_queue = snapshot.local_queues.get((route.namespace, route.name), "")
+            view = build_view(cluster_queue, ())
+        return view
+
+    def _document(
+        self,
+        media: Media,
+        api_version: str,
+        resource_version: str,
+        view: ClusterQueueView,
+        items: list[PageItem],
+        include: str,
+    ) -> ListDocument:
+        if media is Media.TABLE:
+            now = int(self._clock() * 1_000_000)
+            return table_document(resource_version, view, items, include, now)
+        return summary_document(api_version, resource_version, view, items)
+
+    def _position(
+        self, snapshot: Snapshot, route: Route, api_version: str, media: Media, pretty: bool
+    ) -> Answer:
+        namespace, name = route.namespace, route.name
+        cluster_queue = snapshot.workloads.get((namespace, name))
+        view = snapshot.view(cluster_queue) if cluster_queue is not None else None
+        item = view.position_of(namespace, name) if view is not None else None
+        if view is not None and item is not None:
+            body = encode(pending_position(api_version, view, item), media, pretty)
+            # The view digest covers positions and counts; the why-pending message is
+            # not part of it, so it is hashed in as well.
+            etag = tag_of(
+                view.digest,
+                namespace,
+                name,
+                item.entry.why_pending,
+                route.version,
+                media.value,
+                pretty,
+            )
+            return Answer(etag, 1, lambda: iter((body,)), media.content_type)
+        state = self._not_pending(namespace, name) if self._not_pending is not None else None
+        if state is None:
+            raise status.object_not_found("workload", name)
+        # Classified from the informer cache, not the snapshot: no snapshot identity, no ETag.
+        body = encode(not_pending_position(api_version, namespace, name, state), media, pretty)
+        return Answer(None, 1, lambda: iter((body,)), media.content_type)

@@ -1,0 +1,90 @@
+"""[EXT] `pendingposition`: where is my workload? (visibility-api.md §9.1)
+
+A pending Workload is answered from the snapshot in O(1) (its view's index map);
+`message` carries the last `QuotaReserved=False` message (why it is still waiting)
+when there is one. A Workload that is not pending is classified by an optional lookup
+the runtime provides from its informer cache; without one, or when the lookup does not
+know it either, the answer is 404.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final
+
+from scheduler.runtime.snapshot import ClusterQueueView, PageItem
+from visibility_server.http.render import rfc3339_seconds
+
+POSITION_KIND: Final = "PendingWorkloadPosition"
+
+
+class NotPendingReason(enum.Enum):
+    QUOTA_RESERVED = "QuotaReserved"
+    FINISHED = "Finished"
+    INACTIVE = "Inactive"
+    LOCAL_QUEUE_NOT_FOUND = "LocalQueueNotFound"
+    LOCAL_QUEUE_STOPPED = "LocalQueueStopped"
+    CLUSTER_QUEUE_NOT_FOUND = "ClusterQueueNotFound"
+
+
+@dataclass(frozen=True, slots=True)
+class NotPending:
+    """A Workload that exists but is not queued, as the informer cache sees it."""
+
+    reason: NotPendingReason
+    creation: int | None = None  # µs since the epoch, when known
+    cluster_queue: str = ""  # "" when unknown
+    local_queue: str = ""  # "" when unknown
+
+
+# (namespace, name) -> the Workload's state when it is not pending, None when unknown.
+NotPendingLookup = Callable[[str, str], NotPending | None]
+
+
+def pending_position(api_version: str, view: ClusterQueueView, item: PageItem) -> dict[str, Any]:
+    entry = item.entry
+    body: dict[str, Any] = {
+        "kind": POSITION_KIND,
+        "apiVersion": api_version,
+        "metadata": {
+            "name": entry.name,
+            "namespace": entry.namespace,
+            "creationTimestamp": rfc3339_seconds(entry.creation),
+            "resourceVersion": view.digest,
+        },
+        "pending": True,
+        "clusterQueueName": view.name,
+        "localQueueName": entry.local_queue,
+        "priority": entry.priority,
+        "positionInClusterQueue": item.position_in_cluster_queue,
+        "positionInLocalQueue": item.position_in_local_queue,
+        "pendingWorkloadsInClusterQueue": len(view),
+        "pendingWorkloadsInLocalQueue": len(
+            view.local_queue_indexes(entry.namespace, entry.local_queue)
+        ),
+    }
+    if entry.why_pending:
+        body["message"] = entry.why_pending
+    return body
+
+
+def not_pending_position(
+    api_version: str, namespace: str, name: str, state: NotPending
+) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"name": name, "namespace": namespace}
+    if state.creation is not None:
+        metadata["creationTimestamp"] = rfc3339_seconds(state.creation)
+    body: dict[str, Any] = {
+        "kind": POSITION_KIND,
+        "apiVersion": api_version,
+        "metadata": metadata,
+        "pending": False,
+        "reason": state.reason.value,
+    }
+    if state.cluster_queue:
+        body["clusterQueueName"] = state.cluster_queue
+    if state.local_queue:
+        body["localQueueName"] = state.local_queue
+    return body

@@ -1,0 +1,182 @@
+"""Rendering pages: `PendingWorkloadsSummary` and `Table` (visibility-api.md §3.2, §6.3).
+
+Both documents end with one potentially huge list. A document is therefore described
+as a head (every other key, in order) plus the list, and each format knows how to
+write the head around a stream of items, so a page is produced in chunks of
+`CHUNK_ITEMS` items and the server can give the event loop a turn between chunks.
+For compact JSON the items are the compact fragments memoized on the view (an item is
+the same on both endpoints and versions), so a page is a join.
+"""
+
+from __future__ import annotations
+
+import datetime
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Final
+
+import orjson
+
+from scheduler.runtime.snapshot import ClusterQueueView, PageItem, PendingEntry
+from visibility_server.http.encode import json_compact, json_pretty, to_yaml
+from visibility_server.http.negotiation import Media
+
+CHUNK_ITEMS: Final = 1000
+SUMMARY_KIND: Final = "PendingWorkloadsSummary"
+_EPOCH: Final = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+_FOUR_DIGIT_YEARS_START: Final = -30_610_224_000  # 1000-01-01T00:00:00Z
+_FOUR_DIGIT_YEARS_END: Final = 253_402_300_800  # 10000-01-01T00:00:00Z
+_MIN_SECONDS: Final = -62_135_596_800  # 0001-01-01T00:00:00Z
+_MAX_SECONDS: Final = _FOUR_DIGIT_YEARS_END - 1
+_PRETTY_ITEM_INDENT: Final = b"\n    "
+
+
+def rfc3339_seconds(micros: int) -> str:
+    """Kubernetes' `metav1.Time` rendering: UTC, second precision, `Z`."""
+    seconds = micros // 1_000_000
+    if _FOUR_DIGIT_YEARS_START <= seconds < _FOUR_DIGIT_YEARS_END:
+        # The C path: this runs once per item the first time a view renders it.
+        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+    # Outside years 1000..9999 strftime would not pad the year; clamp like a calendar.
+    moment = _EPOCH + datetime.timedelta(seconds=min(max(seconds, _MIN_SECONDS), _MAX_SECONDS))
+    return (
+        f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}"
+        f"T{moment.hour:02d}:{moment.minute:02d}:{moment.second:02d}Z"
+    )
+
+
+def item_metadata(entry: PendingEntry) -> dict[str, Any]:
+    metadata: dict[str, Any] = {
+        "name": entry.name,
+        "namespace": entry.namespace,
+        "creationTimestamp": rfc3339_seconds(entry.creation),
+    }
+    if entry.owners:
+        metadata["ownerReferences"] = [
+            {"apiVersion": o.api_version, "kind": o.kind, "name": o.name, "uid": o.uid}
+            for o in entry.owners
+        ]
+    return metadata
+
+
+def item_object(item: PageItem) -> dict[str, Any]:
+    """One `PendingWorkload`, keys in upstream's field order."""
+    entry = item.entry
+    return {
+        "metadata": item_metadata(entry),
+        "priority": entry.priority,
+        "localQueueName": entry.local_queue,
+        "positionInClusterQueue": item.position_in_cluster_queue,
+        "positionInLocalQueue": item.position_in_local_queue,
+    }
+
+
+def item_fragment(view: ClusterQueueView, item: PageItem) -> bytes:
+    """The compact JSON of an item, memoized on the (immutable) view."""
+    index = item.position_in_cluster_queue
+    fragment = view.rendered.get(index)
+    if fragment is None:
+        fragment = orjson.dumps(item_object(item))
+        view.rendered[index] = fragment
+    return fragment
+
+
+@dataclass(frozen=True, slots=True)
+class ListDocument:
+    """`head` holds every key but the list, in order; the list comes last (`list_key`).
+
+    `compact(i)` is item i as compact JSON, `obj(i)` the same item as plain data (for
+    pretty JSON and YAML, which render normally).
+    """
+
+    head: dict[str, Any]
+    list_key: str
+    count: int
+    compact: Callable[[int], bytes]
+    obj: Callable[[int], Any]
+
+    def _empty(self) -> dict[str, Any]:
+        return {**self.head, self.list_key: []}
+
+    def chunks(self, media: Media, pretty: bool) -> Iterator[bytes]:
+        if media is Media.YAML:
+            return self._yaml()
+        if pretty:
+            return self._pretty()
+        return self._compact()
+
+    def _ranges(self) -> Iterator[range]:
+        for start in range(0, self.count, CHUNK_ITEMS):
+            yield range(start, min(start + CHUNK_ITEMS, self.count))
+
+    def _compact(self) -> Iterator[bytes]:
+        empty = orjson.dumps(self._empty())
+        prefix, suffix = empty[:-2], b"]}\n"  # cut the closing `]}` of the empty list
+        first = True
+        for indexes in self._ranges():
+            joined = b",".join(self.compact(i) for i in indexes)
+            yield (prefix if first else b",") + joined
+            first = False
+        yield (prefix if first else b"") + suffix
+
+    def _pretty(self) -> Iterator[bytes]:
+        empty = json_pretty(self._empty())
+        if self.count == 0:
+            yield empty
+            return
+        prefix = empty[: -len(b"[]\n}")] + b"[" + _PRETTY_ITEM_INDENT
+        separator = b"," + _PRETTY_ITEM_INDENT
+        first = True
+        for indexes in self._ranges():
+            items = (json_pretty(self.obj(i)).replace(b"\n", _PRETTY_ITEM_INDENT) for i in indexes)
+            yield (prefix if first else separator) + separator.join(items)
+            first = False
+        yield b"\n  ]\n}"
+
+    def _yaml(self) -> Iterator[bytes]:
+        empty = to_yaml(self._empty())
+        if self.count == 0:
+            yield empty
+            return
+        # Keys are sorted in YAML, so the list may sit in the middle of the document.
+        marker = f"\n{self.list_key}: []\n".encode()
+        before, _, after = (b"\n" + empty).partition(marker)
+        yield before[1:] + f"\n{self.list_key}:\n".encode()
+        for indexes in self._ranges():
+            yield b"".join(_yaml_list_item(to_yaml(self.obj(i))) for i in indexes)
+        yield after
+
+
+def _yaml_list_item(rendered: bytes) -> bytes:
+    """A mapping rendered at top level, turned into an entry of an unindented sequence."""
+    lines = rendered.rstrip(b"\n").split(b"\n")
+    return b"- " + lines[0] + b"\n" + b"".join(b"  " + line + b"\n" for line in lines[1:])
+
+
+def summary_document(
+    version_api: str, resource_version: str, view: ClusterQueueView, items: list[PageItem]
+) -> ListDocument:
+    head = {
+        "kind": SUMMARY_KIND,
+        "apiVersion": version_api,
+        "metadata": {"resourceVersion": resource_version},
+    }
+    return ListDocument(
+        head,
+        "items",
+        len(items),
+        lambda i: item_fragment(view, items[i]),
+        lambda i: item_object(items[i]),
+    )
+
+
+def whole(document: ListDocument, media: Media, pretty: bool) -> bytes:
+    return b"".join(document.chunks(media, pretty))
+
+
+def encode(obj: Any, media: Media, pretty: bool) -> bytes:
+    """A single (small) object in the negotiated representation."""
+    if media is Media.YAML:
+        return to_yaml(obj)
+    return json_pretty(obj) if pretty else json_compact(obj)
