@@ -101,7 +101,10 @@ def run_cycle(s: Scheduler) -> CycleStats:
     cycle_targets: dict[str, Target] = {}
     for entry in _ordered(s, candidates, snapshot):
         if stats.blocked:
-            break
+            # Never reached because admission is blocked: back to the heap, so the
+            # next cycle tries them again once the block lifts.
+            entry.reason = RequeueReason.FAILED_AFTER_NOMINATION
+            continue
         _admission_step(s, entry, snapshot, admitted_by_cq, cycle_targets, stats)
 
     for entry in entries:

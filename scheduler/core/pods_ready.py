@@ -8,6 +8,7 @@ fires what is due, in (time, workload key) order.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from scheduler.core.clock import MICROS_PER_SECOND, Instant
@@ -81,17 +82,29 @@ def deadlines(s: Scheduler, wl: WorkloadState) -> list[Deadline]:
     return out
 
 
-def next_deadline(s: Scheduler) -> Instant | None:
+def _watched(s: Scheduler, keys: Iterable[str] | None) -> Iterator[WorkloadState]:
+    """All workloads, or only `keys`: a runtime that tracks which workloads can have a
+    deadline avoids walking 100k pending ones on every tick."""
+    if keys is None:
+        yield from s.workloads.values()
+        return
+    for key in keys:
+        wl = s.workloads.get(key)
+        if wl is not None:
+            yield wl
+
+
+def next_deadline(s: Scheduler, keys: Iterable[str] | None = None) -> Instant | None:
     """The earliest deadline strictly after now."""
     now = s.now()
-    future = [d.at for wl in s.workloads.values() for d in deadlines(s, wl) if d.at > now]
+    future = [d.at for wl in _watched(s, keys) for d in deadlines(s, wl) if d.at > now]
     return min(future) if future else None
 
 
-def fire_due(s: Scheduler) -> int:
+def fire_due(s: Scheduler, keys: Iterable[str] | None = None) -> int:
     """Fire every deadline at or before now, earliest first; returns how many fired."""
     now = s.now()
-    due = sorted(d for wl in s.workloads.values() for d in deadlines(s, wl) if d.at <= now)
+    due = sorted(d for wl in _watched(s, keys) for d in deadlines(s, wl) if d.at <= now)
     fired = 0
     for d in due:
         wl = s.workloads.get(d.key)

@@ -61,7 +61,13 @@ class CycleStats:
 
 
 class Scheduler:
-    def __init__(self, clock: Clock, config: SchedulerConfig | None = None) -> None:
+    def __init__(
+        self,
+        clock: Clock,
+        config: SchedulerConfig | None = None,
+        *,
+        queues: QueueManager | None = None,
+    ) -> None:
         self.clock = clock
         self.config = config or SchedulerConfig()
         self.namespaces: dict[str, dict[str, str]] = {}
@@ -71,7 +77,8 @@ class Scheduler:
         self.local_queues: dict[str, LocalQueueInfo] = {}
         self.workloads: dict[str, WorkloadState] = {}
         self.tree = QuotaTree()
-        self.queues = QueueManager()
+        # A runtime may pass a manager that also tracks which queues changed.
+        self.queues = queues if queues is not None else QueueManager()
         # quota-holding workloads per ClusterQueue name, whether or not the CQ exists
         self.holders = Holders()
         # usage each holder currently contributes to the tree (exact removal later)

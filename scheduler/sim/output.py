@@ -47,22 +47,23 @@ def build_list(result: SimulationResult) -> Json:
         # The core changes spec.active itself (deactivation); print what it holds.
         item.setdefault("spec", {})["active"] = wl.active
         items.append(item)
+    tracker = result.queue_status
     for name in sorted(s.cluster_queues):
         obj = result.objects.get(("ClusterQueue", name))
         if obj is not None:
-            items.append(
-                _with_status(
-                    obj, "kueue.x-k8s.io/v1beta1", "ClusterQueue", cluster_queue_status(s, name)
-                )
-            )
+            status = cluster_queue_status(s, name)
+            visible = tracker.cluster_queue_json(name) if tracker is not None else None
+            if visible is not None:
+                status["pendingWorkloadsStatus"] = visible
+            items.append(_with_status(obj, "kueue.x-k8s.io/v1beta1", "ClusterQueue", status))
     for key in sorted(s.local_queues):
         obj = result.objects.get(("LocalQueue", key))
         if obj is not None:
-            items.append(
-                _with_status(
-                    obj, "kueue.x-k8s.io/v1beta1", "LocalQueue", local_queue_status(s, key)
-                )
-            )
+            status = local_queue_status(s, key)
+            visible = tracker.local_queue_json(key) if tracker is not None else None
+            if visible is not None:
+                status["pendingWorkloadsStatus"] = visible
+            items.append(_with_status(obj, "kueue.x-k8s.io/v1beta1", "LocalQueue", status))
     for name in sorted(s.cohorts):
         obj = result.objects.get(("Cohort", name))
         if obj is not None:

@@ -33,6 +33,7 @@ from scheduler.core.clock import Instant, ManualClock, datetime_from_instant, in
 from scheduler.core.cycle import run_cycle
 from scheduler.core.ingest import apply_object, delete_object, scheduler_config
 from scheduler.core.pods_ready import fire_due, next_deadline
+from scheduler.core.queue_status import QueueStatusTracker
 from scheduler.core.scheduler import QUEUE_PLUGIN_ANNOTATION, Scheduler
 
 DEFAULT_START = datetime(2026, 1, 1, tzinfo=UTC)
@@ -80,6 +81,7 @@ class SimulationResult:
     objects: dict[tuple[str, str], Any] = field(default_factory=dict)  # (kind, key) -> API obj
     cycles: int = 0
     end: Instant = 0
+    queue_status: QueueStatusTracker | None = None
 
 
 class Simulation:
@@ -117,7 +119,8 @@ class Simulation:
         self.cycles = cycles
         self.clock = ManualClock(self.start)
         self.scheduler = Scheduler(self.clock, scheduler_config(self.config_obj))
-        self.result = SimulationResult(self.scheduler)
+        self.queue_status = QueueStatusTracker(self.scheduler.config.queue_visibility, self.start)
+        self.result = SimulationResult(self.scheduler, queue_status=self.queue_status)
         self._ordinal = 0
         self._timeline: list[TimedEvent] = []
         # Scenario updates refused by an immutability rule (reported, never applied).
@@ -338,7 +341,9 @@ class Simulation:
         instant = self._next_instant()
         if instant is None:
             return False
-        self.clock.set(max(self.clock.now(), instant))
+        target = max(self.clock.now(), instant)
+        self.queue_status.advance(self.scheduler, target)
+        self.clock.set(target)
         self._fire_due_now()
         return True
 
@@ -373,8 +378,11 @@ class Simulation:
             instant = self._next_instant()
             if instant is None:
                 break
-            self.clock.set(max(self.clock.now(), instant))
+            target = max(self.clock.now(), instant)
+            self.queue_status.advance(s, target)
+            self.clock.set(target)
             seen.clear()
+        self.queue_status.finish(s)
         self.result.cycles = cycles
         self.result.end = self.clock.now()
         for key, wl in s.workloads.items():

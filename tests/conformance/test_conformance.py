@@ -70,9 +70,18 @@ WORKLOAD_KEYS = frozenset(
 )
 QUEUE_COUNT_KEYS = ("pendingWorkloads", "reservingWorkloads", "admittedWorkloads")
 CQ_KEYS = frozenset(
-    {*QUEUE_COUNT_KEYS, "conditions", "flavorsUsage", "flavorsReservation", "fairSharing"}
+    {
+        *QUEUE_COUNT_KEYS,
+        "conditions",
+        "flavorsUsage",
+        "flavorsReservation",
+        "fairSharing",
+        "pendingWorkloadsStatus",
+    }
 )
-LQ_KEYS = frozenset({*QUEUE_COUNT_KEYS, "conditions", "flavorUsage", "flavorsReservation"})
+LQ_KEYS = frozenset(
+    {*QUEUE_COUNT_KEYS, "conditions", "flavorUsage", "flavorsReservation", "pendingWorkloadsStatus"}
+)
 COHORT_KEYS = frozenset({"conditions", "fairSharing"})
 MISSING: Any = object()
 
@@ -439,6 +448,18 @@ def _check_queue(
     if "conditions" in exp:
         _conditions(check, f"{path}.status.conditions", exp["conditions"], obj)
     _check_fair_sharing(check, path, exp, obj)
+    if "pendingWorkloadsStatus" in exp:
+        # Exact match; null means absent (queue visibility not configured).
+        actual = (obj.get("status") or {}).get("pendingWorkloadsStatus", MISSING)
+        if exp["pendingWorkloadsStatus"] is None:
+            if actual is not MISSING:
+                check.fail(
+                    f"{path}.status.pendingWorkloadsStatus", f"expected absent, got {actual!r}"
+                )
+        else:
+            check.equal(
+                f"{path}.status.pendingWorkloadsStatus", exp["pendingWorkloadsStatus"], actual
+            )
     for usage in usage_fields:
         if usage in exp:
             _check_flavor_usage(
