@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 run: install
-	$(BIN)/queuescope simulate manifests/samples -o table
+	$(BIN)/queuescope serve --embedded manifests/samples --demo
 
 lint: install
 	$(BIN)/ruff check .

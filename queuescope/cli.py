@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from queuescope.certs_cli import add_certs_parser, run_certs
+from queuescope.serve import add_serve_parser, run_serve
 from scheduler.api.decode import ApiError, load_documents
 from scheduler.sim.output import build_list, render_json, render_table, render_yaml
 from scheduler.sim.runner import Simulation, SimulationError
@@ -28,6 +29,7 @@ def _parser() -> argparse.ArgumentParser:
     sim.add_argument("--start-time", metavar="RFC3339", help="virtual clock start")
     sim.add_argument("-o", "--output", choices=("json", "yaml", "table"), default="json")
     add_certs_parser(sub)
+    add_serve_parser(sub)
     return parser
 
 
@@ -73,6 +75,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return simulate(args)
     if args.command == "certs":
         return run_certs(args)
+    if args.command == "serve":
+        return run_serve(args)
     return EXIT_INTERNAL
 
 

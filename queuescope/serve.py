@@ -1,0 +1,225 @@
+"""`queuescope serve --embedded`: the scheduler on the real clock, fed from manifest files,
+with the visibility API over TLS on one asyncio loop."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import logging
+import os
+import signal
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from scheduler.api.decode import ApiError, load_documents
+from scheduler.core.ingest import scheduler_config
+from scheduler.core.scheduler import Scheduler
+from scheduler.runtime.clock import SystemClock
+from scheduler.runtime.demo import DemoLoad
+from scheduler.runtime.embedded import EmbeddedStore, find_configuration
+from scheduler.runtime.engine import Engine
+from visibility_server.authn.chain import AuthenticatorChain
+from visibility_server.authn.config import (
+    DEFAULT_EXTRA_HEADERS_PREFIXES,
+    DEFAULT_GROUP_HEADERS,
+    DEFAULT_USERNAME_HEADERS,
+    AuthenticationConfig,
+)
+from visibility_server.authz.embedded import EmbeddedBackend
+from visibility_server.authz.pipeline import Authorizer
+from visibility_server.authz.rbac import RBACAuthorizer
+from visibility_server.http import create_app
+from visibility_server.serving import build_server
+from visibility_server.tls.listener import ListenerTLS
+from visibility_server.tls.reload import CertificateReloader
+from visibility_server.tls.state import embedded_serving_sans, ensure_state_dir
+from visibility_server.tls.verify import load_pair
+
+log = logging.getLogger("queuescope.serve")
+
+EXIT_BAD_INPUT = 2
+VERSION = {
+    "major": "0",
+    "minor": "1",
+    "gitVersion": "v0.1.0",
+    "platform": f"{sys.platform}/{os.uname().machine}",
+    "compiler": "cpython",
+    "goVersion": "",
+}
+
+
+def _env(name: str, default: str) -> str:
+    """Every flag has a QUEUESCOPE_* environment twin (product.md)."""
+    return os.environ.get(f"QUEUESCOPE_{name}", default)
+
+
+def add_serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("serve", help="run the scheduler and the visibility API")
+    p.add_argument(
+        "--embedded",
+        nargs="+",
+        metavar="PATH",
+        default=[x for x in _env("EMBEDDED", "").split(",") if x] or None,
+        help="manifest files or folders (the simulator's kinds); no cluster needed",
+    )
+    p.add_argument("--demo", action="store_true", default=_env("DEMO", "") == "true")
+    p.add_argument("--state-dir", default=_env("STATE_DIR", ".queuescope"))
+    p.add_argument("--listen", default=_env("LISTEN", "127.0.0.1:8443"), metavar="HOST:PORT")
+    p.add_argument("--config", default=_env("CONFIG", "") or None, metavar="FILE")
+    p.add_argument("--kubeconfig", default=_env("KUBECONFIG_FILE", "") or None)
+    p.add_argument("--requestheader-client-ca-file", default=_env("REQUESTHEADER_CA", "") or None)
+    p.add_argument("--requestheader-allowed-names", default=_env("REQUESTHEADER_NAMES", ""))
+    p.add_argument("--publish-interval", type=float, default=float(_env("PUBLISH_INTERVAL", "0.2")))
+    p.add_argument("--log-level", default=_env("LOG_LEVEL", "INFO"))
+    p.add_argument("--log-format", choices=("text", "json"), default=_env("LOG_FORMAT", "text"))
+
+
+class _ChangeNotifier:
+    """The server's long-poll waits on the engine's next published snapshot."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    async def wait_for_change(self, timeout: float) -> None:
+        await self._engine.wait_for_change(timeout)
+
+
+def _listen(value: str) -> tuple[str, int]:
+    host, _, port = value.rpartition(":")
+    if not host or not port.isdigit():
+        raise ValueError(f"--listen must be HOST:PORT, got {value!r}")
+    return host.strip("[]"), int(port)
+
+
+def _commands(state: Path, server: str) -> str:
+    kubeconfig = state / "kubeconfig"
+    group = "/apis/visibility.kueue.x-k8s.io/v1beta1"
+    cq_path = f"{group}/clusterqueues/research-a/pendingworkloads"
+    ca = state / "ca.crt"
+    cert, key = state / "admin.crt", state / "admin.key"
+    return "\n".join(
+        [
+            f"queuescope is serving the visibility API on {server}",
+            "",
+            "Try it:",
+            f"  kubectl --kubeconfig {kubeconfig} get --raw {cq_path}",
+            f"  kubectl --kubeconfig {kubeconfig} get --raw "
+            f"{group}/namespaces/team-a/localqueues/main/pendingworkloads",
+            f"  curl --cacert {ca} --cert {cert} --key {key} {server}{cq_path}",
+            f"  curl --cacert {ca} {server}/healthz",
+            "",
+            "A namespaced user (RBAC from the manifests decides what they see):",
+            f"  queuescope certs client --state-dir {state} --user alice",
+            f"  kubectl --kubeconfig {state}/users/alice.kubeconfig get --raw "
+            f"{group}/namespaces/team-a/localqueues/main/pendingworkloads",
+            "",
+            "Stop with Ctrl-C.",
+        ]
+    )
+
+
+async def _run_embedded(args: argparse.Namespace) -> int:
+    host, port = _listen(args.listen)
+    server_url = f"https://{host}:{port}"
+    state = Path(args.state_dir)
+    state_paths = ensure_state_dir(state, now=datetime.now(UTC), server=server_url)
+    config_paths = [args.config] if args.config else list(args.embedded)
+    if args.config:
+        documents = load_documents([args.config])
+        config_obj = next((d.obj for d in documents if d.obj.kind == "Configuration"), None)
+    else:
+        config_obj = find_configuration(config_paths)
+    scheduler = Scheduler(SystemClock(), scheduler_config(config_obj))
+    engine = Engine(scheduler, publish_interval=args.publish_interval)
+    backend = EmbeddedBackend(RBACAuthorizer())
+    store = EmbeddedStore(
+        args.embedded,
+        engine,
+        on_rbac_change=lambda objs: backend.replace(RBACAuthorizer.from_objects(objs)),
+    )
+    store.load()
+    engine.apply_pending()
+    # Everything loaded at start lives as long as the process: keep it out of the
+    # collector's full passes, which would otherwise pause the shared loop.
+    gc.freeze()
+
+    requestheader = b""
+    if args.requestheader_client_ca_file:
+        requestheader = Path(args.requestheader_client_ca_file).read_bytes()
+    allowed = tuple(n for n in args.requestheader_allowed_names.split(",") if n)
+    auth_config = AuthenticationConfig(
+        client_ca_pem=state_paths.ca_cert.read_bytes(),
+        requestheader_ca_pem=requestheader,
+        allowed_names=allowed,
+        username_headers=DEFAULT_USERNAME_HEADERS if requestheader else (),
+        group_headers=DEFAULT_GROUP_HEADERS if requestheader else (),
+        extra_headers_prefixes=DEFAULT_EXTRA_HEADERS_PREFIXES if requestheader else (),
+    )
+    authenticator = AuthenticatorChain(auth_config, token_reviewer=None)
+    authorizer = Authorizer(backend)
+    app = create_app(
+        snapshot=engine.snapshot,
+        authenticator=authenticator,
+        authorizer=authorizer,
+        version_info=VERSION,
+        change_notifier=_ChangeNotifier(engine),
+    )
+    listener = ListenerTLS(load_pair(state), auth_config.accepted_cas_pem)
+    reloader = CertificateReloader(state, listener, embedded_serving_sans(server_url))
+    server = build_server(app, listener, host, port)
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+
+    tasks: list[asyncio.Task[Any]] = [
+        asyncio.create_task(engine.run(), name="engine"),
+        asyncio.create_task(store.run(), name="manifests"),
+        asyncio.create_task(reloader.run(), name="cert-reload"),
+        asyncio.create_task(server.serve(), name="https"),
+    ]
+    if args.demo:
+        demo = DemoLoad(
+            engine, store.local_queues(), priority_classes=store.priority_classes(), seed=1
+        )
+        tasks.append(asyncio.create_task(demo.run(), name="demo"))
+    print(_commands(state, server_url), flush=True)
+    stopper = asyncio.create_task(stop.wait(), name="signal")
+    done, _ = await asyncio.wait([*tasks, stopper], return_when=asyncio.FIRST_COMPLETED)
+    failed = [t for t in done if t is not stopper and not t.cancelled() and t.exception()]
+    server.should_exit = True
+    await engine.stop()
+    for t in tasks:
+        if t.get_name() != "https":
+            t.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    stopper.cancel()
+    for t in failed:
+        log.error("event=task-failed task=%s error=%r", t.get_name(), t.exception())
+    return 1 if failed else 0
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    logging.basicConfig(
+        level=args.log_level.upper(),
+        format='{"level":"%(levelname)s","logger":"%(name)s","msg":"%(message)s"}'
+        if args.log_format == "json"
+        else "%(levelname)s %(name)s %(message)s",
+    )
+    if not args.embedded:
+        print(
+            "error: only `serve --embedded PATH...` is available in this release; "
+            "running against a cluster is not implemented yet",
+            file=sys.stderr,
+        )
+        return EXIT_BAD_INPUT
+    try:
+        _listen(args.listen)
+        return asyncio.run(_run_embedded(args))
+    except (ApiError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
