@@ -1,0 +1,236 @@
+"""`queuescope serve --embedded` as a user runs it: a real process, real TLS, real
+certificates from its state folder, RBAC from the manifests; positions agree with
+`queuescope simulate` on the same manifests."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from queuescope.cli import main as cli_main
+
+GROUP = "/apis/visibility.kueue.x-k8s.io/v1beta1"
+
+CLUSTER = """\
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {name: default}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: cq-a}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: default, resources: [{name: cpu, nominalQuota: "1"}]}]
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {name: main, namespace: team-a}
+spec: {clusterQueue: cq-a}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {name: main, namespace: team-b}
+spec: {clusterQueue: cq-a}
+"""
+
+WORKLOAD = """\
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: Workload
+metadata: {{name: {name}, namespace: {ns}, creationTimestamp: "2026-01-01T00:00:0{sec}Z"}}
+spec:
+  queueName: main
+  priority: {priority}
+  podSets:
+  - name: main
+    count: 1
+    template:
+      spec:
+        containers:
+        - name: c
+          resources: {{requests: {{cpu: "2"}}}}
+"""
+
+RBAC = Path(__file__).resolve().parents[2] / "manifests" / "samples" / "70-rbac.yaml"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Server:
+    port: int
+    state: Path
+    manifests: Path
+
+    def context(self, user: str | None) -> ssl.SSLContext:
+        ctx = ssl.create_default_context(cafile=str(self.state / "ca.crt"))
+        if user == "admin":
+            ctx.load_cert_chain(self.state / "admin.crt", self.state / "admin.key")
+        elif user is not None:
+            users = self.state / "users"
+            ctx.load_cert_chain(users / f"{user}.crt", users / f"{user}.key")
+        return ctx
+
+    def get(self, path: str, user: str | None = None) -> tuple[int, bytes]:
+        conn = http.client.HTTPSConnection(
+            "127.0.0.1", self.port, context=self.context(user), timeout=10
+        )
+        try:
+            conn.request("GET", path)
+            response = conn.getresponse()
+            return response.status, response.read()
+        finally:
+            conn.close()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    root = tmp_path_factory.mktemp("embedded")
+    manifests = root / "manifests"
+    manifests.mkdir()
+    workloads = [
+        ("a-high", "team-a", 100, 0),
+        ("b-high", "team-b", 100, 1),
+        ("a-low", "team-a", 50, 2),
+        ("b-low", "team-b", 50, 3),
+    ]
+    text = CLUSTER + "".join(
+        WORKLOAD.format(name=n, ns=ns, priority=p, sec=sec) for n, ns, p, sec in workloads
+    )
+    (manifests / "cluster.yaml").write_text(text)
+    (manifests / "rbac.yaml").write_text(RBAC.read_text())
+    state = root / "state"
+    port = _free_port()
+    log = (root / "serve.log").open("w")
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "queuescope.cli",
+            "serve",
+            "--embedded",
+            str(manifests),
+            "--state-dir",
+            str(state),
+            "--listen",
+            f"127.0.0.1:{port}",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    srv = Server(port, state, manifests)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, (root / "serve.log").read_text()
+            try:
+                if srv.get("/readyz")[0] == 200:
+                    break
+            except (OSError, ssl.SSLError):
+                pass
+            assert time.monotonic() < deadline, (
+                "server not ready: " + (root / "serve.log").read_text()
+            )
+            time.sleep(0.2)
+        assert cli_main(["certs", "client", "--state-dir", str(state), "--user", "alice"]) == 0
+        yield srv
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+        log.close()
+
+
+def _positions(body: bytes) -> list[tuple[str, str, int, int]]:
+    doc = json.loads(body)
+    return [
+        (
+            i["metadata"]["namespace"],
+            i["metadata"]["name"],
+            i["positionInClusterQueue"],
+            i["positionInLocalQueue"],
+        )
+        for i in doc["items"]
+    ]
+
+
+def test_health_needs_no_authentication(server: Server) -> None:
+    assert server.get("/healthz") == (200, b"ok")
+
+
+def test_anonymous_may_not_read_queues(server: Server) -> None:
+    status, body = server.get(f"{GROUP}/clusterqueues/cq-a/pendingworkloads")
+    assert status == 403
+    assert json.loads(body)["reason"] == "Forbidden"
+
+
+def test_admin_sees_the_cluster_queue_in_the_simulators_order(
+    server: Server, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, body = server.get(f"{GROUP}/clusterqueues/cq-a/pendingworkloads", "admin")
+    assert status == 200
+    served = _positions(body)
+    assert served == [
+        ("team-a", "a-high", 0, 0),
+        ("team-b", "b-high", 1, 0),
+        ("team-a", "a-low", 2, 1),
+        ("team-b", "b-low", 3, 1),
+    ]
+    assert cli_main(["simulate", str(server.manifests)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    summary = next(i for i in doc["items"] if i["kind"] == "PendingWorkloadsSummary")
+    assert _positions(json.dumps(summary).encode()) == served
+
+
+def test_namespaced_user_sees_only_their_local_queue(server: Server) -> None:
+    status, body = server.get(
+        f"{GROUP}/namespaces/team-a/localqueues/main/pendingworkloads", "alice"
+    )
+    assert status == 200
+    assert _positions(body) == [("team-a", "a-high", 0, 0), ("team-a", "a-low", 2, 1)]
+    assert (
+        server.get(f"{GROUP}/namespaces/team-b/localqueues/main/pendingworkloads", "alice")[0]
+        == 403
+    )
+    assert server.get(f"{GROUP}/clusterqueues/cq-a/pendingworkloads", "alice")[0] == 403
+
+
+def test_unknown_queue_is_404_for_the_admin(server: Server) -> None:
+    status, body = server.get(f"{GROUP}/clusterqueues/nope/pendingworkloads", "admin")
+    assert status == 404
+    assert json.loads(body)["message"] == 'clusterqueue.visibility.kueue.x-k8s.io "nope" not found'
+
+
+def test_a_client_certificate_from_another_ca_is_refused(server: Server, tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    assert cli_main(["certs", "generate", "--out", str(other)]) == 0
+    ctx = ssl.create_default_context(cafile=str(server.state / "ca.crt"))
+    ctx.load_cert_chain(other / "tls.crt", other / "tls.key")
+    conn = http.client.HTTPSConnection("127.0.0.1", server.port, context=ctx, timeout=10)
+    with pytest.raises((ssl.SSLError, ConnectionError, http.client.RemoteDisconnected)):
+        conn.request("GET", "/healthz")
+        conn.getresponse().read()
+    conn.close()
