@@ -43,7 +43,10 @@ kind: Workload
 metadata: {name: wl, namespace: ns}
 spec:
   queueName: lq
-  podSets: [{name: main, count: 1, template: {spec: {containers: [{name: c, resources: {requests: {cpu: "1"}}}]}}}]
+  podSets:
+  - name: main
+    count: 1
+    template: {spec: {containers: [{name: c, resources: {requests: {cpu: "1"}}}]}}
 ---
 apiVersion: simulation.queuescope.io/v1alpha1
 kind: Scenario
@@ -63,7 +66,10 @@ spec:
       metadata: {name: wl, namespace: ns}
       spec:
         queueName: lq
-        podSets: [{name: main, count: 3, template: {spec: {containers: [{name: c, resources: {requests: {cpu: "1"}}}]}}}]
+        podSets:
+        - name: main
+          count: 3
+          template: {spec: {containers: [{name: c, resources: {requests: {cpu: "1"}}}]}}
 """
 
 
