@@ -591,6 +591,7 @@ class Scheduler:
                 self.now(),
             )
         self.count_usage(wl)
+        self._finish_arriving_eviction(wl)
         self._drain_if_stopped(wl)
         # §11.2 applies however spec.active changes: by a signal or by an update.
         was_active = old.active if old is not None else True
@@ -603,6 +604,26 @@ class Scheduler:
         if old is not None and old.holds_quota and old.admission is not None and gave_back:
             self.flush([old.admission.cluster_queue])
         self.sync_workload(wl)
+
+    def _finish_arriving_eviction(self, wl: WorkloadState) -> None:
+        """A workload that arrives holding quota with Evicted=True is mid-eviction: the
+        job integration finishes it at the end of this event (§12.3, D9), else its quota
+        would never be given back."""
+        evicted = wl.conditions.get(EVICTED)
+        if not wl.holds_quota or evicted is None or not evicted.is_true:
+            return
+        if any(p.key == wl.key for p in self.pending_evictions):
+            return
+        preempted = evicted.reason == "Preempted"
+        self.pending_evictions.append(
+            PendingEviction(
+                wl.key,
+                evicted.reason,
+                evicted.message,
+                "True" if preempted else "False",
+                evicted.reason,
+            )
+        )
 
     def _drain_if_stopped(self, wl: WorkloadState) -> None:
         """A quota holder of a HoldAndDrain ClusterQueue or LocalQueue is evicted (§11.1),

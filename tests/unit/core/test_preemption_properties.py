@@ -1,44 +1,52 @@
 """Property tests of preemption (scheduling.md §4, §6, §8, §9.3) over random clusters.
 
 Every example builds a random cluster: one root cohort, optionally 1–2 child cohorts
-(1–2 cohort levels), 2–4 ClusterQueues with random preemption policies
-(withinClusterQueue, reclaimWithinCohort, borrowWithinCohort with an optional
-maxPriorityThreshold), random nominal/borrowing/lending limits on 1–2 flavors and 1–2
-resources, workloads that arrive already admitted (``status.admission`` plus
-``QuotaReserved``/``Admitted`` True with explicit ``lastTransitionTime``; only a set
-whose usage fits the tree is kept) and pending workloads with random priorities that
-arrive over a few rounds, with random finish/delete events between cycles.
+(1–2 cohort levels), 2–4 ClusterQueues (now and then one standalone) with random
+preemption policies (withinClusterQueue, reclaimWithinCohort, borrowWithinCohort with an
+optional maxPriorityThreshold), flavor fungibility and queueing strategy, random
+nominal/borrowing/lending limits on 1–2 flavors and 1–2 resources, workloads that arrive
+already admitted (``status.admission`` plus ``QuotaReserved``/``Admitted`` True with an
+explicit ``lastTransitionTime``; a candidate is kept only while the whole set fits the
+tree) and pending workloads (random priorities, some with ``minCount``) that arrive over
+a few rounds, with random finish/delete/priority-change events between cycles.
 
-The preemptor classes the cycle instantiates are replaced, for the duration of a run,
-by recording subclasses that check **every** target search the cycle performs (the
-§8.7 oracle's searches included) against a from-scratch recomputation of the quota
-tree (§4.2) that does not use the code under test:
+For the duration of a run the preemptor classes ``run_cycle`` instantiates are replaced
+by recording subclasses, so **every** target search of every cycle (the §8.7 oracle's
+searches and partial admission's included) is checked against a from-scratch
+recomputation of the quota tree (§4.2, :class:`Oracle`) that does not use the code
+under test:
 
 1. *protected workloads are never evicted* (§8.2, §8.3, §8.5; §9.3 step 1): every
    target is a quota holder using an FR needing preemption; a same-CQ target passes
-   ``withinClusterQueue``; an other-CQ target is in the preemptor's tree, passes
-   ``reclaimWithinCohort``, and its CQ (and, classic, every cohort on its path strictly
-   below the LCA) was not within nominal on the FRs needing preemption when the search
-   started (fair sharing: its CQ was borrowing on such an FR); classic reasons follow
-   the §8.3 classification, and a run with borrowing allowed never takes a
-   ``ReclaimWithoutBorrowing`` candidate (borrowWithinCohort and its threshold protect).
-   After each cycle every victim of ``CycleStats.preempted`` is traced back, through
-   its ``Preempted`` message, to a search of its preemptor that returned it, whose
-   status ends with ". Pending the preemption of N workload(s)".
+   ``withinClusterQueue``; an other-CQ target is in the preemptor's tree and passes
+   ``reclaimWithinCohort``. Classic: its CQ, and every cohort on its path strictly below
+   the LCA, was not within nominal on the FRs needing preemption when it was removed
+   (so neither when the search started); its reason follows the §8.3 classification;
+   a run with borrowing allowed never takes a ``ReclaimWithoutBorrowing`` candidate
+   (borrowWithinCohort and maxPriorityThreshold protect). Fair sharing: its CQ was
+   borrowing on an FR needing preemption when the search started. After each cycle
+   every victim in ``CycleStats.preempted`` is traced back, through its ``Preempted``
+   message, to a search of its preemptor that returned it with the reason written,
+   and the preemptor's status ends with ". Pending the preemption of N workload(s)".
 2. *minimality*: with all targets removed the request fits (``request <= Available``,
-   and no borrowing in a no-borrowing run); with all but one removed it does not, under
-   the borrowing mode of the run that produced the set; the snapshot (every node's
-   usage, every CQ's generation) is unchanged by the search and by the oracle. Checked
-   on the cycle's own searches and on direct ``find_targets`` calls for every pending
-   workload, built like the cycle builds them.
+   and no borrowing in a no-borrowing run); with all targets but any one removed it
+   does not, under the borrowing mode of the run that produced the set (fair sharing:
+   borrowing allowed); the snapshot (every node's usage, every CQ's generation) is
+   unchanged by the search, by the oracle and by flavor assignment. Checked on the
+   cycle's own searches and on direct ``find_targets`` calls for every pending workload
+   before every cycle, built like the cycle builds them.
 3. *no over-admission* after every cycle and every eviction finalisation: the KEP-79
-   condition at every node, and the live tree (CQs, cohorts, ``counted``, ``holders``)
-   equals the sum of the quota holders' usage.
+   condition at every node, and the live tree (CQ and cohort usage, Available,
+   ``counted``, ``holders``) equals what the quota holders' admissions add up to.
 4. *determinism*: two fresh runs of one input render identical workload statuses,
-   pending listings and cycle results.
-5. 1, 3, 4 (and 2) again with fair sharing enabled.
+   pending listings and cycle results, also in another process with another
+   ``PYTHONHASHSEED``.
+5. 1–4 again with fair sharing enabled (random strategies and weights).
 
 Quotas never change during a run (a quota decrease may legitimately over-commit, §6.7).
+Over-admission is not checked between the admission loop and the finalisation of the
+same cycle: like upstream, §6.6 step 4 lets an entry count the capacity of victims
+whose eviction was issued earlier in the cycle.
 """
 
 from __future__ import annotations
@@ -688,7 +696,8 @@ class Probe:
         ledger = {c.name: tree.node_usages(NodeRef.cq(c.name)) for c in self.spec.cqs}
         holders = quota_holders(self.s)
         # The search runs on the cycle's unmodified snapshot: the live holders' usage.
-        assert ledger == {c.name: usage_by_cq(holders).get(c.name, {}) for c in self.spec.cqs}
+        live = usage_by_cq(holders)
+        assert ledger == {c.name: live.get(c.name, {}) for c in self.spec.cqs}
         if isinstance(preemptor, ClassicPreemptor):
             preemptor.last_borrowing = None  # type: ignore[attr-defined]
         targets = inner(wl, cq, frs, requests)
@@ -1006,6 +1015,7 @@ def run_scenario(
             c.apply(*(workload_doc(w) for w in spec.pending if w.arrive == rnd))
             for kind, index in events:
                 apply_event(c, spec, probe, kind, index)
+            observe(None)
             if direct and classes is not None:
                 counters["direct"] += direct_searches(s, probe, classes)
             cycle()

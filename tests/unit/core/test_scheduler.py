@@ -494,3 +494,25 @@ def test_cohort_quota_change_flushes_its_tree() -> None:
     assert c.cq_status("cq-a")["flavorsReservation"][0]["resources"] == [
         {"name": CPU, "total": "2", "borrowed": "2"}
     ]
+
+
+def test_workload_arriving_mid_eviction_is_finalised_and_gives_quota_back() -> None:
+    # §12.3 / D9: an eviction is finalised at the end of the event that set it; for an
+    # input object that event is its arrival. Without this its quota is never released.
+    c = basic_cluster(2)
+    doc = admitted_workload(NS, "w1", "lq-a", "cq-a", {CPU: "2"})
+    doc["status"]["conditions"].append(
+        {
+            "type": "Evicted",
+            "status": "True",
+            "reason": "Preempted",
+            "message": "Preempted to accommodate a workload",
+            "lastTransitionTime": "2026-01-01T00:00:00Z",
+        }
+    )
+    c.apply(doc)
+    c.s.finalize_evictions()
+    assert c.admission(W1) is None
+    assert c.usage("cq-a", FR) == 0
+    assert c.cond(W1, "Requeued") == ("True", "Preempted", "Preempted to accommodate a workload")
+    assert c.pending("cq-a") == [W1]
