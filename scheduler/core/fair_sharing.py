@@ -24,13 +24,14 @@ from functools import cmp_to_key
 from typing import Generic, Protocol, TypeVar
 
 from scheduler.core.clock import Instant
-from scheduler.core.flavor_assigner import GranularMode, Mode, PreemptionOracle
+from scheduler.core.flavor_assigner import PreemptionOracle
 from scheduler.core.model import ClusterQueueInfo
 from scheduler.core.preemption import (
     IN_CLUSTER_QUEUE,
     IN_COHORT_FAIR_SHARING,
     Admitted,
     Target,
+    targets_oracle,
 )
 from scheduler.core.quota import NodeRef, QuotaTree
 from scheduler.core.resources import FlavorResource, FRAmounts
@@ -487,29 +488,7 @@ class FairPreemptor:
     # --------------------------------------------------------------- oracle
     def oracle(self, wl: WorkloadState, cq: ClusterQueueInfo) -> PreemptionOracle:
         """§8.7 with the fair-sharing search."""
-
-        def evaluate(fr: FlavorResource, value: int) -> GranularMode:
-            targets = self.find_targets(wl, cq, {fr}, {fr: value})
-            if not targets:
-                level, _ = self.tree.borrowing_level(cq.name, fr, value)
-                return GranularMode(Mode.NO_CANDIDATES, level)
-            removed = [
-                a
-                for t in targets
-                for a in self.admitted_by_cq.get(t.cluster_queue, ())
-                if a.wl.key == t.key
-            ]
-            for a in removed:
-                _sub(self.tree, a.cluster_queue, a.usage)
-            try:
-                level, _ = self.tree.borrowing_level(cq.name, fr, value)
-            finally:
-                for a in reversed(removed):
-                    _add(self.tree, a.cluster_queue, a.usage)
-            own = any(t.cluster_queue == cq.name for t in targets)
-            return GranularMode(Mode.PREEMPT if own else Mode.RECLAIM, level)
-
-        return evaluate
+        return targets_oracle(self, self.tree, self.admitted_by_cq, wl, cq)
 
     # --------------------------------------------------------------- search
     def find_targets(

@@ -139,6 +139,37 @@ class _Candidate:
     lca: str | None  # the cohort through which an other-CQ candidate was found
 
 
+def targets_oracle(
+    search: Preemptor,
+    tree: QuotaTree,
+    admitted_by_cq: Mapping[str, Sequence[Admitted]],
+    wl: WorkloadState,
+    cq: ClusterQueueInfo,
+) -> PreemptionOracle:
+    """§8.7 for any target search: no targets -> noPreemptionCandidates; otherwise the
+    borrowing level with the targets gone, and preempt (own CQ) or reclaim (others)."""
+
+    def evaluate(fr: FlavorResource, value: int) -> GranularMode:
+        targets = search.find_targets(wl, cq, {fr}, {fr: value})
+        if not targets:
+            level, _ = tree.borrowing_level(cq.name, fr, value)
+            return GranularMode(Mode.NO_CANDIDATES, level)
+        removed = [
+            a for t in targets for a in admitted_by_cq.get(t.cluster_queue, ()) if a.wl.key == t.key
+        ]
+        for a in removed:
+            tree.withdraw_usage(a.cluster_queue, a.usage)
+        try:
+            level, _ = tree.borrowing_level(cq.name, fr, value)
+        finally:
+            for a in reversed(removed):
+                tree.add_usage(a.cluster_queue, a.usage)
+        own = any(t.cluster_queue == cq.name for t in targets)
+        return GranularMode(Mode.PREEMPT if own else Mode.RECLAIM, level)
+
+    return evaluate
+
+
 def no_candidates_oracle(tree: QuotaTree, cq: str) -> PreemptionOracle:
     """The oracle when no workload may be preempted: §8.7 with an empty target list."""
 
@@ -166,20 +197,7 @@ class ClassicPreemptor:
 
     # --------------------------------------------------------------- oracle
     def oracle(self, wl: WorkloadState, cq: ClusterQueueInfo) -> PreemptionOracle:
-        def evaluate(fr: FlavorResource, value: int) -> GranularMode:
-            targets = self.find_targets(wl, cq, {fr}, {fr: value})
-            if not targets:
-                level, _ = self.tree.borrowing_level(cq.name, fr, value)
-                return GranularMode(Mode.NO_CANDIDATES, level)
-            removed = self._remove([t.key for t in targets])
-            try:
-                level, _ = self.tree.borrowing_level(cq.name, fr, value)
-            finally:
-                self._restore(removed)
-            own = any(t.cluster_queue == cq.name for t in targets)
-            return GranularMode(Mode.PREEMPT if own else Mode.RECLAIM, level)
-
-        return evaluate
+        return targets_oracle(self, self.tree, self.admitted_by_cq, wl, cq)
 
     # --------------------------------------------------------------- search
     def find_targets(
@@ -426,14 +444,3 @@ class ClassicPreemptor:
             for c, k in zip(chosen, keep, strict=True)
             if k
         ]
-
-    # ---------------------------------------------------------- helpers
-    def _remove(self, keys: list[str]) -> list[Admitted]:
-        out = [a for key in keys if (a := self.admitted_by_cq.by_key(key)) is not None]
-        for a in out:
-            self.tree.withdraw_usage(a.cluster_queue, a.usage)
-        return out
-
-    def _restore(self, removed: list[Admitted]) -> None:
-        for a in removed:
-            self.tree.add_usage(a.cluster_queue, a.usage)
