@@ -48,6 +48,7 @@ from visibility_server.tls.authority import (
 from visibility_server.tls.errors import CertsError, CertsInputError
 from visibility_server.tls.files import (
     PUBLIC_MODE,
+    CertFolder,
     make_private_dir,
     read_certificate,
     read_certified_key,
@@ -77,18 +78,8 @@ _PATCH_HEADER = (
 
 
 @dataclass(frozen=True)
-class CertDir:
+class CertDir(CertFolder):
     """Where each file of a cluster certificate folder lives."""
-
-    root: Path
-
-    @property
-    def ca_cert(self) -> Path:
-        return self.root / "ca.crt"
-
-    @property
-    def ca_key(self) -> Path:
-        return self.root / "ca.key"
 
     @property
     def previous_ca_cert(self) -> Path:
@@ -97,14 +88,6 @@ class CertDir:
     @property
     def previous_ca_key(self) -> Path:
         return self.root / "ca-previous.key"
-
-    @property
-    def tls_cert(self) -> Path:
-        return self.root / "tls.crt"
-
-    @property
-    def tls_key(self) -> Path:
-        return self.root / "tls.key"
 
     @property
     def ca_bundle_patch(self) -> Path:

@@ -12,6 +12,7 @@ import fcntl
 import os
 import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from cryptography import x509
@@ -125,3 +126,26 @@ def _fsync_dir(folder: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+@dataclass(frozen=True)
+class CertFolder:
+    """The files every certificate folder has: the CA pair and the serving pair."""
+
+    root: Path
+
+    @property
+    def ca_cert(self) -> Path:
+        return self.root / "ca.crt"
+
+    @property
+    def ca_key(self) -> Path:
+        return self.root / "ca.key"
+
+    @property
+    def tls_cert(self) -> Path:
+        return self.root / "tls.crt"
+
+    @property
+    def tls_key(self) -> Path:
+        return self.root / "tls.key"

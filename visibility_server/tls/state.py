@@ -42,6 +42,7 @@ from visibility_server.tls.authority import (
 from visibility_server.tls.errors import CertsError, CertsInputError
 from visibility_server.tls.files import (
     SECRET_MODE,
+    CertFolder,
     locked,
     make_private_dir,
     read_certified_key,
@@ -60,26 +61,8 @@ ADMIN_GROUPS: tuple[str, ...] = ("system:masters",)
 
 
 @dataclass(frozen=True)
-class StatePaths:
+class StatePaths(CertFolder):
     """Where each file of a state folder lives."""
-
-    root: Path
-
-    @property
-    def ca_cert(self) -> Path:
-        return self.root / "ca.crt"
-
-    @property
-    def ca_key(self) -> Path:
-        return self.root / "ca.key"
-
-    @property
-    def tls_cert(self) -> Path:
-        return self.root / "tls.crt"
-
-    @property
-    def tls_key(self) -> Path:
-        return self.root / "tls.key"
 
     @property
     def admin_cert(self) -> Path:
