@@ -5,7 +5,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install run test unit lint bench clean
+.PHONY: install run test unit lint bench clean controlplane
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,7 +26,12 @@ lint: install
 unit: install
 	$(BIN)/pytest
 
-test: install lint
+# etcd, kube-apiserver and kubectl for tests/e2e, built once from their Go modules into a
+# cache outside the repository (~/.cache/queuescope/controlplane) and reused afterwards.
+controlplane:
+	$(PYTHON) tools/controlplane/build.py
+
+test: install lint controlplane
 	QUEUESCOPE_E2E_REQUIRED=1 $(BIN)/pytest
 
 bench: install

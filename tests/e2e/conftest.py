@@ -1,0 +1,145 @@
+"""Session fixtures of the real-cluster suite (cluster.md §8).
+
+The binaries come from `tools/controlplane/build.py` (cached outside the repository, built
+once). `QUEUESCOPE_E2E_REQUIRED=1` (set by `make test`, hence CI) makes a missing Go or a
+failed build a test failure; without it, a missing toolchain skips the suite with the
+reason. `QUEUESCOPE_CONTROLPLANE_BIN=DIR` uses etcd, kube-apiserver and kubectl from DIR
+instead (binaries installed some other way).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import sys
+import time
+from collections.abc import Callable, Generator, Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any, NoReturn
+
+import pytest
+
+from tests.e2e.harness import LOG_FILES, ControlPlane, HarnessError, tail
+
+REPO = Path(__file__).resolve().parents[2]
+BUILD_SCRIPT = REPO / "tools" / "controlplane" / "build.py"
+REQUIRED_ENV = "QUEUESCOPE_E2E_REQUIRED"
+BIN_ENV = "QUEUESCOPE_CONTROLPLANE_BIN"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "realcluster: runs against a real etcd and kube-apiserver (tests/e2e)"
+    )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(str(item.path)).parents:
+            item.add_marker(pytest.mark.realcluster)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    # A failing e2e test is diagnosed from the processes' logs: attach their last lines.
+    if report.failed and item.get_closest_marker("realcluster") is not None:
+        for label, path in LOG_FILES.items():
+            report.sections.append((f"{label} log ({path})", tail(path)))
+    return report
+
+
+def required() -> bool:
+    return os.environ.get(REQUIRED_ENV) == "1"
+
+
+def _load_build_module() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("queuescope_controlplane_build", BUILD_SCRIPT)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {BUILD_SCRIPT}")
+    module = importlib.util.module_from_spec(spec)
+    # dataclasses resolve the module by name while the class body runs.
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _unavailable(reason: str) -> NoReturn:
+    if required():
+        pytest.fail(f"{REQUIRED_ENV}=1 and the e2e control plane is unavailable: {reason}")
+    pytest.skip(f"e2e control plane unavailable ({reason}); set {REQUIRED_ENV}=1 to fail instead")
+
+
+def _terminal_writer(config: pytest.Config) -> Callable[[str], None]:
+    """Progress lines straight to the terminal, past pytest's output capture."""
+    reporter = config.pluginmanager.getplugin("terminalreporter")
+    capture = config.pluginmanager.getplugin("capturemanager")
+
+    def write(message: str) -> None:
+        with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+            if reporter is not None:
+                reporter.write_line(f"controlplane: {message}")
+            else:
+                print(f"controlplane: {message}", file=sys.stderr, flush=True)
+
+    return write
+
+
+@pytest.fixture(scope="session")
+def toolchain(request: pytest.FixtureRequest) -> Any:
+    """The build module's Toolchain: paths of etcd, kube-apiserver and kubectl."""
+    build = _load_build_module()
+    override = os.environ.get(BIN_ENV)
+    if override:
+        kube, etcd = build.versions()
+        found = build.Toolchain(Path(override), kube, etcd)
+        missing = [str(b) for b in found.binaries if not os.access(b, os.X_OK)]
+        if missing:
+            _unavailable(f"{BIN_ENV}={override} lacks {', '.join(missing)}")
+        return found
+    # A cold build takes many minutes: its progress goes to the terminal, not the capture.
+    try:
+        return build.ensure_toolchain(log=_terminal_writer(request.config))
+    except build.GoNotFoundError as err:
+        _unavailable(str(err))
+    except build.BuildError as err:
+        pytest.fail(f"building the e2e control plane failed: {err}")
+
+
+@pytest.fixture(scope="session")
+def control_plane(
+    toolchain: Any, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[ControlPlane]:
+    """etcd and kube-apiserver, up and ready, with an admin kubeconfig; logs under the
+    session's temporary folder (kept by pytest for the last runs)."""
+    workdir = tmp_path_factory.mktemp("controlplane")
+    plane = ControlPlane(
+        etcd=toolchain.etcd,
+        kube_apiserver=toolchain.kube_apiserver,
+        kubectl=toolchain.kubectl,
+        workdir=workdir,
+    )
+    started = time.monotonic()
+    try:
+        plane.start()
+    except HarnessError as err:
+        plane.stop()
+        logs = "\n".join(
+            f"--- {label} ({path}):\n{tail(path)}" for label, path in LOG_FILES.items()
+        )
+        pytest.fail(f"control plane did not start: {err}\n{logs}")
+    except BaseException:
+        plane.stop()
+        raise
+    _terminal_writer(request.config)(
+        f"etcd and kube-apiserver up in {time.monotonic() - started:.1f}s at {plane.url}"
+    )
+    try:
+        yield plane
+    finally:
+        plane.stop()

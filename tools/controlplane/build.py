@@ -1,0 +1,535 @@
+#!/usr/bin/env python3
+"""Build etcd, kube-apiserver and kubectl once, from their Go modules, into a cache outside
+the repository, and reuse them afterwards (cluster.md §8, product.md "make test").
+
+    python tools/controlplane/build.py               # build if needed, say where
+    python tools/controlplane/build.py --print-dir   # the same; stdout is only the bin dir
+    python tools/controlplane/build.py --check       # exit 0 when cached, 1 when not; no build
+
+Sources are the wrapper modules next to this file, with their go.sum committed so that
+every machine builds the same dependency graph:
+
+    kube/   requires k8s.io/kubernetes and replaces each staging module k8s.io/<m> v0.0.0
+            by its published v0.<minor>.<patch>; `go install pkg@version` cannot do this
+            (it refuses modules with replace directives), a wrapper module can
+    etcd/   a `main` calling the server's own entry point, etcdmain.Main
+
+Cache: ${QUEUESCOPE_CACHE:-${XDG_CACHE_HOME:-~/.cache}}/queuescope/controlplane/
+k8s-<ver>-etcd-<ver>/bin/{etcd,kube-apiserver,kubectl}, with `stamp.json` written last
+(versions, SHA-256 of the module files, the Go version, the binaries' SHA-256). A stamp that
+matches the current module files means "reuse"; anything else means "build again". Builds
+are serialised by a file lock, run in a temporary copy of the modules, and are installed
+by rename, so a concurrent reader never sees half a binary. Go's own module and build
+caches are used as configured (GOMODCACHE, GOCACHE): a rebuild after a version bump only
+compiles what changed.
+
+Standard library only: it runs before the project's virtual environment has anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+KUBE_MODULE = HERE / "kube"
+ETCD_MODULE = HERE / "etcd"
+MODULE_FILES = ("go.mod", "go.sum", "main.go")
+
+KUBERNETES = "k8s.io/kubernetes"
+ETCD_SERVER = "go.etcd.io/etcd/server/v3"
+KUBE_COMMANDS = ("k8s.io/kubernetes/cmd/kube-apiserver", "k8s.io/kubernetes/cmd/kubectl")
+# Bump when the build commands below change in a way that changes the binaries.
+RECIPE = 1
+STAMP = "stamp.json"
+HEARTBEAT_SECONDS = 60.0
+LOG_TAIL_LINES = 40
+
+EXIT_OK = 0
+EXIT_BUILD_FAILED = 1
+EXIT_NO_GO = 2
+EXIT_NOT_CACHED = 1
+
+Log = Callable[[str], None]
+
+
+class BuildError(Exception):
+    """The control plane could not be built; the message says why and what to do."""
+
+
+class GoNotFoundError(BuildError):
+    """No Go toolchain on PATH (or in $GO): nothing can be built."""
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    """The cached binaries and the versions they were built from."""
+
+    bin_dir: Path
+    kube_version: str
+    etcd_version: str
+
+    @property
+    def etcd(self) -> Path:
+        return self.bin_dir / "etcd"
+
+    @property
+    def kube_apiserver(self) -> Path:
+        return self.bin_dir / "kube-apiserver"
+
+    @property
+    def kubectl(self) -> Path:
+        return self.bin_dir / "kubectl"
+
+    @property
+    def binaries(self) -> tuple[Path, ...]:
+        return (self.etcd, self.kube_apiserver, self.kubectl)
+
+
+def _stderr(message: str) -> None:
+    print(f"controlplane: {message}", file=sys.stderr, flush=True)
+
+
+def module_version(go_mod: Path, module: str) -> str:
+    """The version `go_mod` requires of `module` (single-line or block `require`)."""
+    pattern = re.compile(rf"^\s*(?:require\s+)?{re.escape(module)}\s+(v\S+)", re.MULTILINE)
+    match = pattern.search(go_mod.read_text())
+    if match is None:
+        raise BuildError(f"{go_mod} does not require {module}")
+    return match.group(1)
+
+
+def versions() -> tuple[str, str]:
+    """(kube version, etcd version), read from the wrapper modules: their single source."""
+    return (
+        module_version(KUBE_MODULE / "go.mod", KUBERNETES),
+        module_version(ETCD_MODULE / "go.mod", ETCD_SERVER),
+    )
+
+
+def cache_root() -> Path:
+    base = os.environ.get("QUEUESCOPE_CACHE") or os.environ.get("XDG_CACHE_HOME") or ""
+    root = Path(base).expanduser() if base else Path.home() / ".cache"
+    return root / "queuescope" / "controlplane"
+
+
+def toolchain_dir() -> Path:
+    kube, etcd = versions()
+    return cache_root() / f"k8s-{kube}-etcd-{etcd}"
+
+
+def planned_toolchain() -> Toolchain:
+    """Where the binaries are (or will be once built)."""
+    kube, etcd = versions()
+    return Toolchain(toolchain_dir() / "bin", kube, etcd)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _inputs() -> dict[str, str]:
+    """SHA-256 of every file of the wrapper modules: what a stamp must match."""
+    found: dict[str, str] = {}
+    for module in (KUBE_MODULE, ETCD_MODULE):
+        for name in MODULE_FILES:
+            path = module / name
+            if path.exists():
+                found[f"{module.name}/{name}"] = _sha256(path)
+    return found
+
+
+def _expected_stamp_fields() -> dict[str, object]:
+    kube, etcd = versions()
+    return {"recipe": RECIPE, "kubernetes": kube, "etcd": etcd, "inputs": _inputs()}
+
+
+def cached() -> Toolchain | None:
+    """The toolchain if a complete build for the current module files is in the cache."""
+    planned = planned_toolchain()
+    try:
+        stamp = json.loads((planned.bin_dir.parent / STAMP).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(stamp, dict):
+        return None
+    for key, value in _expected_stamp_fields().items():
+        if stamp.get(key) != value:
+            return None
+    sizes = stamp.get("sizes")
+    if not isinstance(sizes, dict):
+        return None
+    for binary in planned.binaries:
+        try:
+            info = binary.stat()
+        except OSError:
+            return None
+        if info.st_size != sizes.get(binary.name) or not os.access(binary, os.X_OK):
+            return None
+    return planned
+
+
+@contextlib.contextmanager
+def _locked(path: Path, log: Log) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log(f"another build holds {path}; waiting for it")
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def find_go() -> str:
+    go = os.environ.get("GO") or shutil.which("go")
+    if not go:
+        raise GoNotFoundError(
+            "Go toolchain not found (no `go` on PATH, $GO unset): building etcd and "
+            "kube-apiserver needs Go >= 1.25 and access to the Go module proxy; install Go "
+            "from https://go.dev/dl/ or put a previously built cache in place"
+        )
+    return go
+
+
+def _go_env() -> dict[str, str]:
+    env = dict(os.environ)
+    # Static binaries, independent of the host's libc; no go.work from a parent directory.
+    env.update({"CGO_ENABLED": "0", "GOWORK": "off"})
+    return env
+
+
+def _elapsed(seconds: float) -> str:
+    minutes, secs = divmod(round(seconds), 60)
+    return f"{minutes}m{secs:02d}s" if minutes else f"{seconds:.1f}s"
+
+
+def _tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
+    try:
+        text = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    return "\n".join(text[-lines:])
+
+
+def _run(
+    argv: Sequence[str], *, cwd: Path, log_file: Path, what: str, log: Log, env: dict[str, str]
+) -> None:
+    """Run one build command, output appended to `log_file`, with a heartbeat."""
+    started = time.monotonic()
+    log(f"{what} ...")
+    with log_file.open("a") as out:
+        out.write(f"\n$ (cd {cwd} && {' '.join(argv)})\n")
+        out.flush()
+        try:
+            proc = subprocess.Popen(argv, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, env=env)
+        except OSError as err:
+            raise BuildError(f"{what}: cannot run {argv[0]}: {err}") from err
+        done = threading.Event()
+
+        def heartbeat() -> None:
+            while not done.wait(HEARTBEAT_SECONDS):
+                log(f"  still {what} ({_elapsed(time.monotonic() - started)})")
+
+        beat = threading.Thread(target=heartbeat, daemon=True)
+        beat.start()
+        try:
+            code = proc.wait()
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            raise
+        finally:
+            done.set()
+            beat.join()
+    if code != 0:
+        raise BuildError(
+            f"{what} failed (exit {code}); last lines of {log_file}:\n{_tail(log_file)}"
+        )
+    log(f"{what}: done in {_elapsed(time.monotonic() - started)}")
+
+
+def _check_version(binary: Path, args: Sequence[str], wanted: str) -> None:
+    try:
+        result = subprocess.run(
+            [str(binary), *args], capture_output=True, text=True, timeout=60, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise BuildError(f"{binary.name} does not run: {err}") from err
+    output = result.stdout + result.stderr
+    if result.returncode != 0 or wanted not in output:
+        raise BuildError(
+            f"{binary.name} {' '.join(args)} should print {wanted!r}; it printed "
+            f"(exit {result.returncode}): {output.strip()[:500]}"
+        )
+
+
+def _kube_ldflags(version: str) -> str:
+    match = re.fullmatch(r"v(\d+)\.(\d+)\.\d+.*", version)
+    if match is None:
+        raise BuildError(f"unexpected Kubernetes version {version!r}")
+    major, minor = match.groups()
+    flags = ["-s", "-w"]
+    # What hack/lib/version.sh sets; without it `/version` says v0.0.0-master.
+    for package in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
+        for name, value in (
+            ("gitVersion", version),
+            ("gitMajor", major),
+            ("gitMinor", minor),
+            ("gitTreeState", "clean"),
+        ):
+            flags.append(f"-X {package}.{name}={value}")
+    return " ".join(flags)
+
+
+def _go_version(go: str) -> str:
+    try:
+        result = subprocess.run(
+            [go, "version"], capture_output=True, text=True, timeout=120, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise GoNotFoundError(f"{go} does not run: {err}") from err
+    if result.returncode != 0:
+        raise GoNotFoundError(f"`{go} version` failed: {(result.stderr or result.stdout).strip()}")
+    return result.stdout.strip()
+
+
+def _build(target: Toolchain, log: Log) -> None:
+    go = find_go()
+    go_version = _go_version(go)
+    log(f"building etcd {target.etcd_version}, kube-apiserver and kubectl {target.kube_version}")
+    log(f"with {go_version}; into {target.bin_dir}")
+    log("a cold build downloads about 1 GB of modules and compiles for 15 to 30 minutes")
+    started = time.monotonic()
+    home = target.bin_dir.parent
+    home.mkdir(parents=True, exist_ok=True)
+    log_file = home / "build.log"
+    log_file.write_text(f"{go_version}\n")
+    log(f"build log: {log_file}")
+    env = _go_env()
+    work = Path(tempfile.mkdtemp(prefix=".build-", dir=home))
+    try:
+        out = work / "out"
+        out.mkdir()
+        etcd_src, kube_src = work / "etcd", work / "kube"
+        shutil.copytree(ETCD_MODULE, etcd_src)
+        shutil.copytree(KUBE_MODULE, kube_src)
+        common = [go, "build", "-mod=readonly", "-trimpath"]
+        _run(
+            [*common, "-ldflags=-s -w", "-o", str(out / "etcd"), "."],
+            cwd=etcd_src,
+            log_file=log_file,
+            what=f"building etcd {target.etcd_version}",
+            log=log,
+            env=env,
+        )
+        kube_flags = f"-ldflags={_kube_ldflags(target.kube_version)}"
+        _run(
+            [*common, kube_flags, "-o", f"{out}/", *KUBE_COMMANDS],
+            cwd=kube_src,
+            log_file=log_file,
+            what=f"building kube-apiserver and kubectl {target.kube_version}",
+            log=log,
+            env=env,
+        )
+        _check_version(out / "etcd", ["--version"], f"etcd Version: {target.etcd_version[1:]}")
+        _check_version(out / "kube-apiserver", ["--version"], f"Kubernetes {target.kube_version}")
+        _check_version(out / "kubectl", ["version", "--client"], target.kube_version)
+        _install(target, out, go_version)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    log(f"built in {_elapsed(time.monotonic() - started)}")
+
+
+def _install(target: Toolchain, out: Path, go_version: str) -> None:
+    stamp_path = target.bin_dir.parent / STAMP
+    stamp_path.unlink(missing_ok=True)
+    target.bin_dir.mkdir(parents=True, exist_ok=True)
+    sizes: dict[str, int] = {}
+    digests: dict[str, str] = {}
+    for binary in target.binaries:
+        built = out / binary.name
+        sizes[binary.name] = built.stat().st_size
+        digests[binary.name] = _sha256(built)
+        os.replace(built, binary)
+    stamp = {
+        **_expected_stamp_fields(),
+        "go": go_version,
+        "built": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "sizes": sizes,
+        "sha256": digests,
+    }
+    partial = stamp_path.with_suffix(".tmp")
+    partial.write_text(json.dumps(stamp, indent=2, sort_keys=True) + "\n")
+    os.replace(partial, stamp_path)
+
+
+def _go_output(argv: Sequence[str], *, cwd: Path, what: str) -> str:
+    result = subprocess.run(
+        argv, cwd=cwd, capture_output=True, text=True, env=_go_env(), check=False
+    )
+    if result.returncode != 0:
+        raise BuildError(f"{what} failed (exit {result.returncode}):\n{result.stderr.strip()}")
+    return result.stdout
+
+
+def staging_modules(kubernetes_go_mod: str) -> list[str]:
+    """The modules k8s.io/kubernetes replaces by its own staging folders: read from its
+    go.mod, never listed by hand (the set changes between releases)."""
+    found = re.findall(
+        r"^\s*(?:replace\s+)?(k8s\.io/\S+)\s+=>\s+\./staging/", kubernetes_go_mod, re.M
+    )
+    if not found:
+        raise BuildError("k8s.io/kubernetes' go.mod replaces no staging module")
+    return sorted(set(found))
+
+
+def update_modules(
+    kube_version: str, etcd_version: str, out: Path = HERE, log: Log = _stderr
+) -> None:
+    """Rewrite the wrapper modules (go.mod, go.sum; etcd's main.go) for other versions.
+
+    kube: require k8s.io/kubernetes at `kube_version` and replace each of its staging
+    modules k8s.io/<m> by the published k8s.io/<m> v0.<minor>.<patch>, then `go get` both
+    commands, which fills in go.sum. etcd: `go get` the server module and `go mod tidy`.
+    Commit the result; `ensure_toolchain` builds from it with -mod=readonly.
+    """
+    match = re.fullmatch(r"v1\.(\d+\.\d+)", kube_version)
+    if match is None:
+        raise BuildError(f"expected a Kubernetes release like v1.35.4, got {kube_version!r}")
+    staging_version = f"v0.{match.group(1)}"
+    go = find_go()
+    with tempfile.TemporaryDirectory(prefix="queuescope-modules-") as tmp:
+        work = Path(tmp)
+        info = json.loads(
+            _go_output(
+                [go, "mod", "download", "-json", f"{KUBERNETES}@{kube_version}"],
+                cwd=work,
+                what=f"downloading {KUBERNETES}@{kube_version}",
+            )
+        )
+        upstream = Path(info["GoMod"]).read_text()
+        directive = re.search(r"^go\s+(\S+)", upstream, re.M)
+        go_line = f"go {directive.group(1) if directive else '1.25.0'}\n"
+        replaces = "".join(f"\t{m} => {m} {staging_version}\n" for m in staging_modules(upstream))
+        kube = work / "kube"
+        kube.mkdir()
+        (kube / "go.mod").write_text(
+            f"module queuescope.invalid/controlplane\n\n{go_line}\n"
+            f"require {KUBERNETES} {kube_version}\n\nreplace (\n{replaces})\n"
+        )
+        log(f"resolving kube-apiserver and kubectl {kube_version}")
+        _go_output(
+            [go, "get", *(f"{cmd}@{kube_version}" for cmd in KUBE_COMMANDS)],
+            cwd=kube,
+            what="go get (kube)",
+        )
+        etcd = work / "etcd"
+        etcd.mkdir()
+        (etcd / "go.mod").write_text(f"module queuescope.invalid/etcd\n\n{go_line}")
+        shutil.copy2(ETCD_MODULE / "main.go", etcd / "main.go")
+        log(f"resolving etcd {etcd_version}")
+        _go_output([go, "get", f"{ETCD_SERVER}@{etcd_version}"], cwd=etcd, what="go get (etcd)")
+        _go_output([go, "mod", "tidy"], cwd=etcd, what="go mod tidy (etcd)")
+        for module, names in ((kube, ("go.mod", "go.sum")), (etcd, MODULE_FILES)):
+            target = out / module.name
+            target.mkdir(parents=True, exist_ok=True)
+            for name in names:
+                shutil.copy2(module / name, target / name)
+    log(f"wrote {out / 'kube'} and {out / 'etcd'}; the cache directory name follows")
+
+
+def ensure_toolchain(*, force: bool = False, log: Log = _stderr) -> Toolchain:
+    """The cached toolchain, built first when missing or stale (or when `force`).
+
+    Raises GoNotFoundError when a build is needed and there is no Go, BuildError when the
+    build fails.
+    """
+    started = time.monotonic()
+    if not force and (found := cached()) is not None:
+        log(f"using cached binaries in {found.bin_dir} ({_elapsed(time.monotonic() - started)})")
+        return found
+    target = planned_toolchain()
+    with _locked(target.bin_dir.parent.with_name(target.bin_dir.parent.name + ".lock"), log):
+        # Whoever held the lock may just have built it.
+        if not force and (found := cached()) is not None:
+            log(f"using binaries built meanwhile in {found.bin_dir}")
+            return found
+        _build(target, log)
+    return target
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="build.py", description="Build or reuse etcd, kube-apiserver and kubectl."
+    )
+    action = parser.add_mutually_exclusive_group()
+    action.add_argument(
+        "--print-dir", action="store_true", help="print only the bin directory on stdout"
+    )
+    action.add_argument(
+        "--check", action="store_true", help="exit 0 if the binaries are cached, 1 if not"
+    )
+    action.add_argument(
+        "--update-modules",
+        nargs=2,
+        metavar=("KUBE_VERSION", "ETCD_VERSION"),
+        help="rewrite the wrapper modules for other versions (then commit them); no build",
+    )
+    parser.add_argument("--modules-dir", type=Path, default=HERE, help=argparse.SUPPRESS)
+    parser.add_argument("--force", action="store_true", help="build even when cached")
+    args = parser.parse_args(argv)
+    if args.update_modules:
+        try:
+            kube_version, etcd_version = args.update_modules
+            update_modules(kube_version, etcd_version, out=args.modules_dir)
+        except BuildError as err:
+            _stderr(f"error: {err}")
+            return EXIT_NO_GO if isinstance(err, GoNotFoundError) else EXIT_BUILD_FAILED
+        return EXIT_OK
+    if args.check:
+        found = cached()
+        print(found.bin_dir if found else f"not cached: {planned_toolchain().bin_dir}")
+        return EXIT_OK if found else EXIT_NOT_CACHED
+    try:
+        toolchain = ensure_toolchain(force=args.force)
+    except GoNotFoundError as err:
+        _stderr(f"error: {err}")
+        return EXIT_NO_GO
+    except BuildError as err:
+        _stderr(f"error: {err}")
+        return EXIT_BUILD_FAILED
+    except KeyboardInterrupt:
+        _stderr("interrupted")
+        return 130
+    if args.print_dir:
+        print(toolchain.bin_dir)
+    else:
+        for binary in toolchain.binaries:
+            _stderr(f"  {binary}")
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())
