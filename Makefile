@@ -32,7 +32,9 @@ controlplane:
 	$(PYTHON) tools/controlplane/build.py
 
 test: install lint controlplane
-	QUEUESCOPE_E2E_REQUIRED=1 $(BIN)/pytest
+	QUEUESCOPE_E2E_REQUIRED=1 \
+	QUEUESCOPE_KUBECTL="$$($(PYTHON) tools/controlplane/build.py --print-dir)/kubectl" \
+	$(BIN)/pytest
 
 bench: install
 	$(BIN)/python -m benchmarks all

@@ -67,6 +67,18 @@ def add_serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     )
     p.add_argument("--demo", action="store_true", default=_env("DEMO", "") == "true")
     p.add_argument("--state-dir", default=_env("STATE_DIR", ".queuescope"))
+    p.add_argument(
+        "--cert-dir",
+        default=_env("CERT_DIR", "") or None,
+        metavar="DIR",
+        help="folder with tls.crt and tls.key, watched for rotation (default: the state folder)",
+    )
+    p.add_argument(
+        "--leader-elect",
+        action="store_true",
+        default=_env("LEADER_ELECT", "") == "true",
+        help="elect one scheduling replica through a coordination.k8s.io Lease (cluster mode)",
+    )
     p.add_argument("--listen", default=_env("LISTEN", "127.0.0.1:8443"), metavar="HOST:PORT")
     p.add_argument("--config", default=_env("CONFIG", "") or None, metavar="FILE")
     p.add_argument("--kubeconfig", default=_env("KUBECONFIG_FILE", "") or None)
@@ -167,8 +179,12 @@ async def _run_embedded(args: argparse.Namespace) -> int:
         version_info=VERSION,
         change_notifier=_ChangeNotifier(engine),
     )
-    listener = ListenerTLS(load_pair(state), auth_config.accepted_cas_pem)
-    reloader = CertificateReloader(state, listener, embedded_serving_sans(server_url))
+    cert_dir = Path(args.cert_dir) if args.cert_dir else state
+    if args.leader_elect:
+        # One process owns the embedded store: there is no one to elect against.
+        log.warning("event=leader-elect-ignored reason=embedded-mode")
+    listener = ListenerTLS(load_pair(cert_dir), auth_config.accepted_cas_pem)
+    reloader = CertificateReloader(cert_dir, listener, embedded_serving_sans(server_url))
     server = build_server(app, listener, host, port)
 
     stop = asyncio.Event()
