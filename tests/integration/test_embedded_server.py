@@ -234,3 +234,41 @@ def test_a_client_certificate_from_another_ca_is_refused(server: Server, tmp_pat
         conn.request("GET", "/healthz")
         conn.getresponse().read()
     conn.close()
+
+
+def _kubectl() -> str:
+    path = os.environ.get("QUEUESCOPE_KUBECTL", "")
+    if not path or not Path(path).exists():
+        if os.environ.get("QUEUESCOPE_E2E_REQUIRED") == "1":
+            pytest.fail("QUEUESCOPE_KUBECTL must point at kubectl (make test sets it)")
+        pytest.skip("set QUEUESCOPE_KUBECTL to a kubectl binary (make test does)")
+    return path
+
+
+def test_kubectl_with_the_generated_kubeconfigs(server: Server) -> None:
+    kubectl = _kubectl()
+
+    def raw(kubeconfig: Path, path: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [kubectl, "--kubeconfig", str(kubeconfig), "get", "--raw", path],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+
+    admin = raw(server.state / "kubeconfig", f"{GROUP}/clusterqueues/cq-a/pendingworkloads")
+    assert admin.returncode == 0, admin.stderr
+    assert [p[1] for p in _positions(admin.stdout.encode())] == [
+        "a-high",
+        "b-high",
+        "a-low",
+        "b-low",
+    ]
+    alice = server.state / "users" / "alice.kubeconfig"
+    mine = raw(alice, f"{GROUP}/namespaces/team-a/localqueues/main/pendingworkloads")
+    assert mine.returncode == 0, mine.stderr
+    assert [p[1] for p in _positions(mine.stdout.encode())] == ["a-high", "a-low"]
+    theirs = raw(alice, f"{GROUP}/namespaces/team-b/localqueues/main/pendingworkloads")
+    assert theirs.returncode != 0
+    assert 'User "alice" cannot get resource "localqueues/pendingworkloads"' in theirs.stderr
