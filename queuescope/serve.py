@@ -95,8 +95,8 @@ class _ChangeNotifier:
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
 
-    async def wait_for_change(self, timeout: float) -> None:
-        await self._engine.wait_for_change(timeout)
+    async def wait_for_change(self, timeout: float, *, after: int | None = None) -> None:
+        await self._engine.wait_for_change(timeout, after=after)
 
 
 def _listen(value: str) -> tuple[str, int]:

@@ -19,8 +19,10 @@ from typing import Protocol
 
 
 class ChangeNotifier(Protocol):
-    async def wait_for_change(self, timeout: float) -> None:
-        """Return after the next snapshot publish, or after `timeout` seconds."""
+    async def wait_for_change(self, timeout: float, *, after: int | None = None) -> None:
+        """Return once a snapshot with a generation other than `after` is published (at
+        once if it already is), or after `timeout` seconds. `after` closes the window
+        between a request's ETag check and the start of its wait."""
         ...
 
 
@@ -50,15 +52,22 @@ async def wait_until_changed(
     seconds: float,
     unchanged: Callable[[], bool],
     disconnected: asyncio.Future[None],
+    generation: Callable[[], int] | None = None,
 ) -> None:
-    """Return once `unchanged()` is False, `seconds` have passed or the client left."""
+    """Return once `unchanged()` is False, `seconds` have passed or the client left.
+
+    `generation()` reads the current snapshot's generation; it is read in the same
+    synchronous step as the ETag decision, so a publish that lands before the wait
+    starts is still seen.
+    """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + seconds
+    seen = generation() if generation is not None else None
     while not disconnected.done():
         remaining = deadline - loop.time()
         if remaining <= 0:
             return
-        waiter = asyncio.ensure_future(notifier.wait_for_change(remaining))
+        waiter = asyncio.ensure_future(notifier.wait_for_change(remaining, after=seen))
         try:
             await asyncio.wait(
                 {waiter, disconnected}, timeout=remaining, return_when=asyncio.FIRST_COMPLETED
@@ -69,6 +78,8 @@ async def wait_until_changed(
                 with contextlib.suppress(asyncio.CancelledError):
                     await waiter
         if waiter.done() and not waiter.cancelled() and waiter.exception() is None:
+            if generation is not None:
+                seen = generation()
             if not unchanged():
                 return
         elif waiter.done() and not waiter.cancelled():

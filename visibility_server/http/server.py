@@ -426,7 +426,13 @@ class VisibilityServer:
 
         disconnected = asyncio.ensure_future(wait_for_disconnect(receive))
         try:
-            await wait_until_changed(self._c.change_notifier, wait, unchanged, disconnected)
+            await wait_until_changed(
+                self._c.change_notifier,
+                wait,
+                unchanged,
+                disconnected,
+                generation=lambda: self._c.snapshot().generation,
+            )
         finally:
             self._waiters.leave()
             self._inflight.enter()

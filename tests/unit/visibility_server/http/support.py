@@ -208,8 +208,16 @@ class Notifier:
     event: asyncio.Event = field(default_factory=asyncio.Event)
     waits: int = 0
 
-    async def wait_for_change(self, timeout: float) -> None:
+    current_generation: Callable[[], int] | None = None
+
+    async def wait_for_change(self, timeout: float, *, after: int | None = None) -> None:
         self.waits += 1
+        if (
+            after is not None
+            and self.current_generation is not None
+            and self.current_generation() != after
+        ):
+            return
         event = self.event
         try:
             await asyncio.wait_for(event.wait(), timeout)
