@@ -1,332 +1,42 @@
 """`queuescope serve --embedded` behind a real kube-apiserver's aggregation layer.
 
 kube-apiserver reaches our server through an ExternalName Service (`localhost`, routing
-off: cluster.md §1 and §8) and trusts it through `caBundle` = the state folder's CA, never
-`insecureSkipTLSVerify`. kube-apiserver authenticates each caller by client certificate,
-authorizes with its own RBAC, and forwards the identity as `X-Remote-User` /
-`X-Remote-Group` over its front-proxy client certificate; our server authenticates that
-certificate against `--requestheader-client-ca-file` and authorizes again, locally, from
-the RBAC objects among its manifests (cluster.md §4.4).
+off: cluster.md §1 and §8) and trusts it through `caBundle` = the CA of the server's
+certificate folder, never `insecureSkipTLSVerify` (the set-up is `tests/e2e/aggregated.py`).
+kube-apiserver authenticates each caller by client certificate, authorizes with its own
+RBAC, and forwards the identity as `X-Remote-User` / `X-Remote-Group` over its front-proxy
+client certificate; our server authenticates that certificate against
+`--requestheader-client-ca-file` and authorizes again, locally, from the RBAC objects among
+its manifests (cluster.md §4.4).
 """
 
 from __future__ import annotations
 
-import base64
-import functools
-import http.client
 import json
-import os
-import ssl
-import sys
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.e2e.harness import (
-    FRONT_PROXY_CLIENT,
-    ControlPlane,
-    HarnessError,
-    ManagedProcess,
-    Response,
-    User,
-    free_port,
-    wait_for,
+from tests.e2e.aggregated import (
+    CLUSTER_QUEUE_ORDER,
+    GROUP,
+    VERSIONS,
+    Aggregated,
+    aggregated_server,
+    cq_path,
+    lq_path,
+    positions,
 )
-
-GROUP = "visibility.kueue.x-k8s.io"
-VERSIONS = ("v1beta1", "v1beta2")
-NAMESPACE = "queuescope-system"
-SERVICE = "queuescope-visibility"
-REPO = Path(__file__).resolve().parents[2]
-SAMPLE_RBAC = REPO / "manifests" / "samples" / "70-rbac.yaml"
-AVAILABLE_SECONDS = 90.0
-SERVER_READY_SECONDS = 60.0
-
-# cq-a has 1 CPU; every workload asks for 2, so nothing is ever admitted and the pending
-# order is fixed: priority, then creation time.
-QUEUES = """\
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ResourceFlavor
-metadata: {name: default}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ClusterQueue
-metadata: {name: cq-a}
-spec:
-  namespaceSelector: {}
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors: [{name: default, resources: [{name: cpu, nominalQuota: "1"}]}]
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: LocalQueue
-metadata: {name: lq-a, namespace: team-a}
-spec: {clusterQueue: cq-a}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: LocalQueue
-metadata: {name: lq-b, namespace: team-a}
-spec: {clusterQueue: cq-a}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: LocalQueue
-metadata: {name: lq-c, namespace: team-b}
-spec: {clusterQueue: cq-a}
-"""
-
-WORKLOAD = """\
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: Workload
-metadata: {{name: {name}, namespace: {ns}, creationTimestamp: "2026-01-01T00:00:0{sec}Z"}}
-spec:
-  queueName: {queue}
-  priority: {priority}
-  podSets:
-  - name: main
-    count: 1
-    template:
-      spec:
-        containers:
-        - name: c
-          resources: {{requests: {{cpu: "2"}}}}
-"""
-
-# (namespace, name, LocalQueue, priority)
-WORKLOADS = [
-    ("team-a", "a-high", "lq-a", 100),
-    ("team-b", "b-high", "lq-c", 100),
-    ("team-a", "a-low", "lq-a", 50),
-    ("team-b", "b-low", "lq-c", 50),
-]
-# (namespace, name, positionInClusterQueue, positionInLocalQueue)
-CLUSTER_QUEUE_ORDER = [
-    ("team-a", "a-high", 0, 0),
-    ("team-b", "b-high", 1, 0),
-    ("team-a", "a-low", 2, 1),
-    ("team-b", "b-low", 3, 1),
-]
-
-
-def cq_path(version: str, name: str = "cq-a") -> str:
-    return f"/apis/{GROUP}/{version}/clusterqueues/{name}/pendingworkloads"
-
-
-def lq_path(version: str, namespace: str, name: str) -> str:
-    return f"/apis/{GROUP}/{version}/namespaces/{namespace}/localqueues/{name}/pendingworkloads"
-
-
-def positions(doc: dict[str, Any]) -> list[tuple[str, str, int, int]]:
-    return [
-        (
-            item["metadata"]["namespace"],
-            item["metadata"]["name"],
-            item["positionInClusterQueue"],
-            item["positionInLocalQueue"],
-        )
-        for item in doc["items"]
-    ]
-
-
-def _cluster_objects(port: int, ca_bundle: bytes) -> str:
-    """What kube-apiserver needs: namespaces, the ExternalName Service, both APIServices."""
-    bundle = base64.b64encode(ca_bundle).decode()
-    docs = [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
-        for name in (NAMESPACE, "team-a", "team-b")
-    ]
-    docs.append(
-        {
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": {"name": SERVICE, "namespace": NAMESPACE},
-            # ExternalName with aggregator routing off: kube-apiserver dials
-            # localhost:<APIService port>; Endpoints would refuse a loopback address.
-            "spec": {"type": "ExternalName", "externalName": "localhost"},
-        }
-    )
-    for version, priority in (("v1beta2", 100), ("v1beta1", 90)):
-        docs.append(
-            {
-                "apiVersion": "apiregistration.k8s.io/v1",
-                "kind": "APIService",
-                "metadata": {"name": f"{version}.{GROUP}"},
-                "spec": {
-                    "group": GROUP,
-                    "version": version,
-                    "groupPriorityMinimum": 100,
-                    "versionPriority": priority,
-                    "service": {"name": SERVICE, "namespace": NAMESPACE, "port": port},
-                    "caBundle": bundle,
-                },
-            }
-        )
-    return "\n---\n".join(json.dumps(doc) for doc in docs)
-
-
-# bob may read team-b's queues as far as kube-apiserver knows; our manifests say nothing
-# about him, so our own authorization must deny him.
-BOB_ONLY_IN_KUBE_APISERVER = """\
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata: {name: bob-sees-team-b-queues, namespace: team-b}
-roleRef:
-  apiGroup: rbac.authorization.k8s.io
-  kind: ClusterRole
-  name: queuescope-localqueue-viewer
-subjects:
-- {apiGroup: rbac.authorization.k8s.io, kind: User, name: bob}
-"""
-
-
-@dataclass
-class Aggregated:
-    plane: ControlPlane
-    server: ManagedProcess
-    state: Path
-    port: int
-    alice: User
-    bob: User
-    carol: User
-
-    def server_get(self, path: str) -> int:
-        """GET straight to our server, anonymously, trusting its CA."""
-        context = ssl.create_default_context(cafile=str(self.state / "ca.crt"))
-        request = urllib.request.Request(f"https://127.0.0.1:{self.port}{path}")
-        try:
-            with urllib.request.urlopen(request, context=context, timeout=5) as response:
-                return int(response.status)
-        except urllib.error.HTTPError as err:
-            return int(err.code)
-
-    def as_front_proxy(self, path: str, user: str, groups: tuple[str, ...]) -> Response:
-        """GET straight to our server the way kube-apiserver sends it: the front-proxy
-        client certificate, the identity in X-Remote-* headers."""
-        context = ssl.create_default_context(cafile=str(self.state / "ca.crt"))
-        certs = self.plane.certs
-        context.load_cert_chain(
-            certs.path("front-proxy-client.crt"), certs.path("front-proxy-client.key")
-        )
-        conn = http.client.HTTPSConnection("127.0.0.1", self.port, context=context, timeout=10)
-        try:
-            conn.putrequest("GET", path)
-            conn.putheader("X-Remote-User", user)
-            for group in groups:
-                conn.putheader("X-Remote-Group", group)
-            conn.endheaders()
-            response = conn.getresponse()
-            return Response(response.status, dict(response.getheaders()), response.read())
-        finally:
-            conn.close()
-
-    def apiservice_condition(self, version: str) -> dict[str, Any] | None:
-        obj = self.plane.get_json("apiservice", f"{version}.{GROUP}")
-        for condition in obj.get("status", {}).get("conditions", []):
-            if condition.get("type") == "Available":
-                return dict(condition)
-        return None
-
-
-def _start_server(plane: ControlPlane, root: Path) -> tuple[ManagedProcess, Path, int]:
-    manifests = root / "manifests"
-    manifests.mkdir()
-    workloads = "".join(
-        WORKLOAD.format(name=name, ns=ns, queue=queue, priority=priority, sec=index)
-        for index, (ns, name, queue, priority) in enumerate(WORKLOADS)
-    )
-    (manifests / "queues.yaml").write_text(QUEUES + workloads)
-    (manifests / "rbac.yaml").write_text(SAMPLE_RBAC.read_text())
-    state = root / "state"
-    port = free_port()
-    server = ManagedProcess(
-        "queuescope-serve",
-        [
-            sys.executable,
-            "-m",
-            "queuescope.cli",
-            "serve",
-            "--embedded",
-            str(manifests),
-            "--state-dir",
-            str(state),
-            "--listen",
-            f"127.0.0.1:{port}",
-            "--requestheader-client-ca-file",
-            str(plane.front_proxy_ca_file),
-            "--requestheader-allowed-names",
-            FRONT_PROXY_CLIENT,
-        ],
-        root / "serve.log",
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    server.start()
-    return server, state, port
+from tests.e2e.harness import ControlPlane, User
 
 
 @pytest.fixture(scope="module")
 def aggregated(
     control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Aggregated]:
-    root = tmp_path_factory.mktemp("embedded")
-    server, state, port = _start_server(control_plane, root)
-    env = Aggregated(
-        plane=control_plane,
-        server=server,
-        state=state,
-        port=port,
-        alice=control_plane.user("alice", ("team-a-devs",)),
-        bob=control_plane.user("bob", ("team-b-devs",)),
-        carol=control_plane.user("carol", ("batch-admins",)),
-    )
-    try:
-        wait_for(
-            lambda: True if env.server_get("/readyz") == 200 else None,
-            timeout=SERVER_READY_SECONDS,
-            what="queuescope serve --embedded /readyz",
-            alive=server.check_alive,
-        )
-        plane = control_plane
-        plane.apply(_cluster_objects(port, (state / "ca.crt").read_bytes()))
-        # The same user-facing RBAC as the embedded server's manifests, so that
-        # kube-apiserver's own authorization lets the same callers through.
-        plane.apply(SAMPLE_RBAC.read_text())
-        plane.apply(BOB_ONLY_IN_KUBE_APISERVER)
-        for version in VERSIONS:
-            try:
-                wait_for(
-                    functools.partial(_available, env, version),
-                    timeout=AVAILABLE_SECONDS,
-                    what=f"APIService {version}.{GROUP} Available=True",
-                    interval=0.5,
-                    alive=server.check_alive,
-                )
-            except HarnessError as err:
-                # The condition's message carries kube-apiserver's reason (cluster.md §9).
-                raise HarnessError(
-                    f"{err}; condition: {env.apiservice_condition(version)}"
-                ) from err
+    with aggregated_server(control_plane, tmp_path_factory.mktemp("embedded")) as env:
         yield env
-    finally:
-        # APIServices first (cluster.md §6): later modules share this kube-apiserver, and
-        # a dangling APIService makes its discovery stale.
-        control_plane.kubectl(
-            "delete",
-            "apiservice",
-            *(f"{version}.{GROUP}" for version in VERSIONS),
-            "--ignore-not-found",
-            check=False,
-        )
-        server.stop()
-
-
-def _available(env: Aggregated, version: str) -> dict[str, Any] | None:
-    condition = env.apiservice_condition(version)
-    return condition if condition is not None and condition.get("status") == "True" else None
 
 
 def _kubectl_raw(env: Aggregated, path: str, user: User | None = None) -> dict[str, Any]:
@@ -502,7 +212,9 @@ def test_same_answers_straight_from_our_server(
     """What kube-apiserver forwards for alice, sent directly: the same codes, so the
     decisions above are our server's own, not only kube-apiserver's (cluster.md §8 E4)."""
     path = lq_path("v1beta2", namespace, queue) if namespace else cq_path("v1beta2", queue)
-    response = aggregated.as_front_proxy(path, "alice", ("team-a-devs", "system:authenticated"))
+    response = aggregated.server.as_front_proxy(
+        path, "alice", ("team-a-devs", "system:authenticated")
+    )
     assert response.status == expected, response.body[:500]
     if expected == 200:
         assert positions(response.json()) == [
