@@ -1,0 +1,195 @@
+"""Calls to kube-apiserver with the outcome rules of cluster.md §4.2: creating reviews
+(SubjectAccessReview, TokenReview, SelfSubjectAccessReview) and reading the
+authentication ConfigMap.
+
+* 2xx with a JSON object: returned; 404, on a read that allows it: None;
+* 403: `DelegationForbiddenError` naming the missing grant (`Endpoint.fix`), not retried;
+* 401: the credential refresher re-reads our token and we try once more; a second 401 is
+  `CredentialRejectedError`;
+* timeout, connection error, 429, 5xx: retried on the `RetryPolicy`, then
+  `UnavailableError` (503);
+* any other status, or a body that is not a JSON object: `InvalidAnswerError` (500).
+
+Reviews are `create`s of objects kube-apiserver does not store, so retrying one is safe.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, Final
+
+from visibility_server.authn.config import CONFIGMAP_NAME, CONFIGMAP_NAMESPACE
+from visibility_server.kube.errors import (
+    AUTH_DELEGATOR_FIX,
+    AUTH_READER_FIX,
+    CredentialRejectedError,
+    DelegationForbiddenError,
+    InvalidAnswerError,
+    UnavailableError,
+)
+from visibility_server.kube.metrics import (
+    SUBJECT_ACCESS_REVIEWS,
+    TOKEN_REVIEWS,
+    DelegatedAuthMetrics,
+)
+from visibility_server.kube.retry import RetryPolicy
+from visibility_server.kube.transport import (
+    CredentialRefresher,
+    KubeResponse,
+    KubeTransport,
+    TransportError,
+)
+
+logger = logging.getLogger(__name__)
+
+TOO_MANY_REQUESTS: Final = 429
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    path: str
+    what: str  # how messages name it: `<plural>.<group>`, or the object
+    fix: str  # what to grant when kube-apiserver answers 403
+    metric_resource: str | None = None  # the `resource` label of the permitted gauge
+
+
+SUBJECT_ACCESS_REVIEW: Final = Endpoint(
+    "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+    "subjectaccessreviews.authorization.k8s.io",
+    AUTH_DELEGATOR_FIX,
+    SUBJECT_ACCESS_REVIEWS,
+)
+TOKEN_REVIEW: Final = Endpoint(
+    "/apis/authentication.k8s.io/v1/tokenreviews",
+    "tokenreviews.authentication.k8s.io",
+    AUTH_DELEGATOR_FIX,
+    TOKEN_REVIEWS,
+)
+SELF_SUBJECT_ACCESS_REVIEW: Final = Endpoint(
+    "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+    "selfsubjectaccessreviews.authorization.k8s.io",
+    'every authenticated identity should have it through the ClusterRole "system:basic-user"',
+)
+AUTHENTICATION_CONFIGMAP: Final = Endpoint(
+    f"/api/v1/namespaces/{CONFIGMAP_NAMESPACE}/configmaps/{CONFIGMAP_NAME}",
+    f"configmap {CONFIGMAP_NAMESPACE}/{CONFIGMAP_NAME}",
+    AUTH_READER_FIX,
+)
+
+
+class ApiCaller:
+    """One set of outcome rules for the SAR backend, the TokenReview client, the
+    self-check and the ConfigMap reader."""
+
+    def __init__(
+        self,
+        transport: KubeTransport,
+        *,
+        policy: RetryPolicy | None = None,
+        refresh_credentials: CredentialRefresher | None = None,
+        metrics: DelegatedAuthMetrics | None = None,
+    ) -> None:
+        self._transport = transport
+        self._policy = policy or RetryPolicy()
+        self._refresh = refresh_credentials
+        self._metrics = metrics
+
+    @property
+    def transport(self) -> KubeTransport:
+        return self._transport
+
+    @property
+    def policy(self) -> RetryPolicy:
+        return self._policy
+
+    async def create(self, endpoint: Endpoint, body: dict[str, Any]) -> dict[str, Any]:
+        """The created review as kube-apiserver returned it (its `status` filled in)."""
+        doc = await self._call("POST", endpoint, body, missing_ok=False)
+        assert doc is not None  # only a 404 with missing_ok gives None
+        return doc
+
+    async def get(self, endpoint: Endpoint) -> dict[str, Any] | None:
+        """The object, or None when kube-apiserver says it does not exist."""
+        return await self._call("GET", endpoint, None, missing_ok=True)
+
+    async def _call(
+        self, method: str, endpoint: Endpoint, body: dict[str, Any] | None, *, missing_ok: bool
+    ) -> dict[str, Any] | None:
+        schedule = self._policy.schedule()
+        refreshed = False
+        while True:
+            timeout = schedule.attempt_timeout()
+            try:
+                response = await self._transport.request(
+                    method, endpoint.path, body=body, timeout=timeout
+                )
+            except TransportError as err:
+                problem = str(err)
+            else:
+                if response.ok:
+                    return self._answered(endpoint, response)
+                if response.status == 401 and not refreshed:
+                    refreshed = True
+                    if self._refresh is not None:
+                        await self._refresh()
+                    continue
+                if response.status == 401:
+                    raise CredentialRejectedError(endpoint.what)
+                if response.status == 403:
+                    raise self._forbidden(endpoint, response)
+                if response.status == 404 and missing_ok:
+                    return None
+                if response.status != TOO_MANY_REQUESTS and response.status < 500:
+                    raise InvalidAnswerError(
+                        f"unexpected answer to a {endpoint.what} request: "
+                        f"{response.status}: {response.message()}"
+                    )
+                problem = f"kube-apiserver answered {response.status}: {response.message()}"
+            if not await schedule.pause():
+                raise UnavailableError(
+                    f"no answer for {endpoint.what} after {schedule.attempts} attempt(s): {problem}"
+                )
+
+    def record_permitted(self, resource: str | None, permitted: bool, detail: str = "") -> None:
+        """Set the permitted gauge; a change to denied is logged at ERROR once."""
+        if resource is None or self._metrics is None:
+            return
+        if self._metrics.set_permitted(resource, permitted) and not permitted:
+            logger.error(
+                "queuescope may not create %s (%s): %s",
+                resource,
+                detail or "denied",
+                AUTH_DELEGATOR_FIX,
+            )
+
+    def _answered(self, endpoint: Endpoint, response: KubeResponse) -> dict[str, Any]:
+        doc = response.json()
+        if not isinstance(doc, dict):
+            raise InvalidAnswerError(
+                f"kube-apiserver's answer for {endpoint.what} is not a JSON object"
+            )
+        self.record_permitted(endpoint.metric_resource, True)
+        return doc
+
+    def _forbidden(self, endpoint: Endpoint, response: KubeResponse) -> DelegationForbiddenError:
+        detail = response.message()
+        self.record_permitted(endpoint.metric_resource, False, detail)
+        return DelegationForbiddenError(endpoint.what, endpoint.fix, detail)
+
+
+def review_status(doc: dict[str, Any]) -> dict[str, Any]:
+    """A review's `status`, `{}` when absent or not an object."""
+    status = doc.get("status")
+    return status if isinstance(status, dict) else {}
+
+
+__all__ = [
+    "AUTHENTICATION_CONFIGMAP",
+    "SELF_SUBJECT_ACCESS_REVIEW",
+    "SUBJECT_ACCESS_REVIEW",
+    "TOKEN_REVIEW",
+    "ApiCaller",
+    "Endpoint",
+    "review_status",
+]
