@@ -1,40 +1,71 @@
-"""Capture the core's pending order into snapshot entries.
+"""Capture the core's state into snapshot parts: pending entries and the quota tree.
 
 Entries are cached per workload and rebuilt only when something they show changed,
 so a republish after one admission re-renders nothing but the moved view's index.
+The quota capture reads O(#ClusterQueues + #Cohorts) nodes of the tree, each with its
+handful of (flavor, resource) pairs; it never walks workloads.
 """
 
 from __future__ import annotations
 
 from types import MappingProxyType
 
+from scheduler.core.quota import NodeRef
 from scheduler.core.scheduler import Scheduler
 from scheduler.core.visibility import owner_references
 from scheduler.core.workload import QUOTA_RESERVED, WorkloadState
 from scheduler.runtime.snapshot import (
+    ClusterQueueQuota,
     ClusterQueueView,
+    CohortQuota,
     OwnerRef,
     PendingEntry,
+    QuotaSnapshot,
+    ResourceUsage,
     Snapshot,
     build_view,
 )
+from scheduler.runtime.why import why_pending
+
+EntryToken = tuple[object, ...]
+
+
+def entry_token(wl: WorkloadState) -> EntryToken:
+    """Everything a snapshot entry shows of the workload: equal tokens, equal entries."""
+    reserved = wl.conditions.get(QUOTA_RESERVED)
+    condition = (
+        None
+        if reserved is None
+        else (reserved.status, reserved.reason, reserved.message, reserved.last_transition)
+    )
+    return (wl.revision, wl.creation, wl.priority, wl.queue_name, condition, id(wl.raw))
+
+
+def make_entry(wl: WorkloadState) -> PendingEntry:
+    owners = tuple(OwnerRef(*o) for o in owner_references(wl.raw))
+    why = why_pending(wl)
+    return PendingEntry.make(
+        wl.namespace,
+        wl.name,
+        wl.creation,
+        owners,
+        wl.priority,
+        wl.queue_name,
+        why.message if why is not None else "",
+        why,
+    )
 
 
 class EntryCache:
     def __init__(self) -> None:
-        self._entries: dict[str, tuple[tuple[object, ...], PendingEntry]] = {}
+        self._entries: dict[str, tuple[EntryToken, PendingEntry]] = {}
 
     def entry(self, wl: WorkloadState) -> PendingEntry:
-        reserved = wl.conditions.get(QUOTA_RESERVED)
-        why = reserved.message if reserved is not None and reserved.status == "False" else ""
-        token = (wl.revision, wl.creation, wl.priority, wl.queue_name, why, id(wl.raw))
+        token = entry_token(wl)
         found = self._entries.get(wl.key)
         if found is not None and found[0] == token:
             return found[1]
-        owners = tuple(OwnerRef(*o) for o in owner_references(wl.raw))
-        entry = PendingEntry.make(
-            wl.namespace, wl.name, wl.creation, owners, wl.priority, wl.queue_name, why
-        )
+        entry = make_entry(wl)
         self._entries[wl.key] = (token, entry)
         return entry
 
@@ -48,6 +79,68 @@ def capture_view(s: Scheduler, cluster_queue: str, cache: EntryCache) -> Cluster
     order = queue.listing() if queue is not None else ()
     entries = [cache.entry(s.workloads[e.key]) for e in order if e.key in s.workloads]
     return build_view(cluster_queue, entries)
+
+
+def capture_quota(s: Scheduler) -> QuotaSnapshot:
+    """Quotas and usage of every ClusterQueue and Cohort, by name."""
+    tree = s.tree
+    cluster_queues: list[ClusterQueueQuota] = []
+    for name in sorted(s.cluster_queues):
+        info = s.cluster_queues[name]
+        resources = []
+        if tree.has_cluster_queue(name):
+            for group in info.groups:
+                for flavor in group.flavors:
+                    for resource in sorted(group.covered):
+                        fr = (flavor, resource)
+                        nominal = tree.nominal(name, fr)
+                        resources.append(
+                            ResourceUsage(
+                                flavor,
+                                resource,
+                                nominal=nominal,
+                                usage=tree.usage(name, fr),
+                                subtree_quota=nominal,
+                                borrowing_limit=tree.borrowing_limit(name, fr),
+                                lending_limit=tree.lending_limit(name, fr),
+                            )
+                        )
+        reasons = tuple(s.inactive_reasons(name))
+        cluster_queues.append(
+            ClusterQueueQuota(
+                name=name,
+                cohort=info.cohort or "",
+                active=not reasons,
+                inactive_reasons=reasons,
+                strategy=info.queue_plugin or info.strategy,
+                reserving=s.holders.count(name),
+                resources=tuple(resources),
+            )
+        )
+    cohorts: list[CohortQuota] = []
+    for name in tree.cohorts():
+        node = NodeRef.cohort(name)
+        parent = tree.parent(node)
+        quotas = tree.quotas(node)
+        subtree = tree.subtree_quotas(node)
+        usage = tree.node_usages(node)
+        resources = []
+        for fr in sorted(subtree.keys() | quotas.keys() | usage.keys()):
+            own = quotas.get(fr)
+            resources.append(
+                ResourceUsage(
+                    *fr,
+                    nominal=own.nominal if own is not None else 0,
+                    usage=usage.get(fr, 0),
+                    subtree_quota=subtree.get(fr, 0),
+                    borrowing_limit=own.borrowing_limit if own is not None else None,
+                    lending_limit=own.lending_limit if own is not None else None,
+                )
+            )
+        cohorts.append(
+            CohortQuota(name, parent.name if parent is not None else "", tuple(resources))
+        )
+    return QuotaSnapshot(tuple(cluster_queues), tuple(cohorts))
 
 
 def capture_snapshot(
@@ -67,4 +160,5 @@ def capture_snapshot(
         views=MappingProxyType(views),
         local_queues=MappingProxyType(local_queues),
         workloads=MappingProxyType(workloads),
+        quota=capture_quota(s),
     )

@@ -49,6 +49,7 @@ from scheduler.runtime.commands import (
     PodsReady,
     SetActive,
 )
+from scheduler.runtime.estimates import AdmissionRates
 from scheduler.runtime.publisher import DEFAULT_SLICE, SnapshotPublisher
 from scheduler.runtime.snapshot import Snapshot
 
@@ -90,16 +91,20 @@ class Engine:
         idle_tick: float = 1.0,
         command_budget: float = 0.005,
         slice_size: int = DEFAULT_SLICE,
+        rates: AdmissionRates | None = None,
     ) -> None:
         self.scheduler = scheduler
         self.idle_tick = idle_tick
         self.command_budget = command_budget
         self._synced = False
+        # Fed with every admission on the scheduler's clock; read by the publisher.
+        self.rates = rates if rates is not None else AdmissionRates()
         self.publisher = SnapshotPublisher(
             scheduler,
             interval=publish_interval,
             slice_size=slice_size,
             synced=lambda: self._synced,
+            rates=self.rates,
         )
         scheduler.block_waiter = _admission_stays_blocked
         self._commands: asyncio.Queue[Command] = asyncio.Queue()
@@ -358,6 +363,7 @@ class Engine:
                 return
             self.stats.cycles += 1
             self.stats.admitted += len(stats.admitted)
+            self._observe_admissions(stats.admitted)
             self.stats.preempted += len(stats.preempted)
             self.publisher.request()
             if stats.blocked:
@@ -373,6 +379,14 @@ class Engine:
             await asyncio.sleep(0)
             if await self._settle():
                 seen.clear()
+
+    def _observe_admissions(self, keys: list[str]) -> None:
+        s = self.scheduler
+        now = s.now()
+        for key in keys:
+            cq = s.holders.cluster_queue_of(key)
+            if cq is not None:
+                self.rates.observe(cq, now)
 
     def _last_heads(self) -> list[tuple[str, str]]:
         tracking = self.publisher.tracking

@@ -3,8 +3,9 @@
 A publish:
 
 1. **captures**, in one synchronous step, the listing (an immutable tuple of queue
-   entries) of every ClusterQueue that may have changed, plus the LocalQueue table, so
-   all views of one snapshot come from the same instant;
+   entries) of every ClusterQueue that may have changed, plus the LocalQueue table,
+   the quota tree with its usage and the admission rates (O(#ClusterQueues +
+   #Cohorts)), so all parts of one snapshot come from the same instant;
 2. **builds**, in slices separated by ``await asyncio.sleep(0)``, the snapshot entry of
    every captured workload (cached per workload and ClusterQueue, rebuilt only when
    something it shows changed), then the view (:meth:`ViewBuilder.steps`), then the
@@ -38,14 +39,13 @@ from types import MappingProxyType
 
 from scheduler.core.queue.interface import QueueEntry
 from scheduler.core.scheduler import Scheduler
-from scheduler.core.visibility import owner_references
-from scheduler.core.workload import QUOTA_RESERVED, WorkloadState
+from scheduler.runtime.capture import EntryToken, capture_quota, entry_token, make_entry
 from scheduler.runtime.changes import TrackingQueueManager, install_tracking
+from scheduler.runtime.estimates import AdmissionRates
 from scheduler.runtime.snapshot import (
     EMPTY_SNAPSHOT,
     ClusterQueueView,
     LocalQueueKey,
-    OwnerRef,
     PendingEntry,
     Snapshot,
     ViewBuilder,
@@ -62,7 +62,7 @@ _BATCH = 256
 # dict.update of already built pairs is C code: larger slices cost about the same.
 _INDEX_SLICE = 20_000
 
-_Token = tuple[object, ...]
+_Token = EntryToken
 
 
 @dataclass(slots=True)
@@ -101,20 +101,6 @@ class _Steps:
         self.started = time.perf_counter()
 
 
-def _entry_token(wl: WorkloadState) -> tuple[_Token, str]:
-    """What a snapshot entry shows of the workload (as capture.EntryCache), and why."""
-    reserved = wl.conditions.get(QUOTA_RESERVED)
-    why = reserved.message if reserved is not None and reserved.status == "False" else ""
-    return (wl.revision, wl.creation, wl.priority, wl.queue_name, why, id(wl.raw)), why
-
-
-def _make_entry(wl: WorkloadState, why: str) -> PendingEntry:
-    owners = tuple(OwnerRef(*o) for o in owner_references(wl.raw))
-    return PendingEntry.make(
-        wl.namespace, wl.name, wl.creation, owners, wl.priority, wl.queue_name, why
-    )
-
-
 _workload_key = attrgetter("namespace", "name")
 
 
@@ -147,6 +133,7 @@ class SnapshotPublisher:
         step_budget: float = DEFAULT_STEP_BUDGET,
         synced: Callable[[], bool] = lambda: True,
         wait_for_sync: bool = True,
+        rates: AdmissionRates | None = None,
     ) -> None:
         self.scheduler = scheduler
         self.interval = interval
@@ -154,6 +141,8 @@ class SnapshotPublisher:
         self.step_budget = step_budget
         self.wait_for_sync = wait_for_sync
         self._synced = synced
+        # Admission rates for the wait estimates; whoever admits feeds them.
+        self.rates = rates if rates is not None else AdmissionRates()
         self._tracking: TrackingQueueManager | None = install_tracking(scheduler)
         if self._tracking is None:
             log.warning(
@@ -261,6 +250,8 @@ class SnapshotPublisher:
             for lq in s.local_queues.values()
         }
         synced = self._synced()
+        quota = capture_quota(s)
+        velocities = self.rates.velocities(existing, s.now())
         capture = steps.end()
         self.stats.last_capture_seconds = capture
         self.stats.max_capture_seconds = max(self.stats.max_capture_seconds, capture)
@@ -290,6 +281,8 @@ class SnapshotPublisher:
             views_changed
             or synced != previous.synced
             or local_queues != dict(previous.local_queues)
+            or quota != previous.quota
+            or velocities != dict(previous.velocities)
         ):
             self._finish(steps, started)
             return False
@@ -304,6 +297,8 @@ class SnapshotPublisher:
             views=MappingProxyType(dict(sorted(views.items()))),
             local_queues=MappingProxyType(local_queues),
             workloads=workloads,
+            quota=quota,
+            velocities=MappingProxyType(velocities),
         )
         self.stats.publishes += 1
         self._finish(steps, started)
@@ -349,11 +344,11 @@ class SnapshotPublisher:
                         entry = cached
                         tokens[key] = old_token[key]
                     else:
-                        token, why = _entry_token(wl)
+                        token = entry_token(wl)
                         if cached is not None and old_token.get(key) == token:
                             entry = cached
                         else:
-                            entry = _make_entry(wl, why)
+                            entry = make_entry(wl)
                         tokens[key] = token
                 queue_entries[key] = qe
                 by_key[key] = entry

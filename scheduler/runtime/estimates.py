@@ -1,0 +1,96 @@
+"""Admission velocity per ClusterQueue: the input of the wait estimates.
+
+The engine reports every admission with the instant it happened (the scheduler's
+clock, so tests drive it with a manual clock); publishing freezes each ClusterQueue's
+state into an immutable :class:`AdmissionVelocity` that the snapshot carries and the
+server evaluates at request time (`docs/dashboard.md` describes the method).
+
+The rate is an exponentially decayed count over an exponentially decayed window with
+the same time constant: an admission `t` seconds ago weighs `exp(-t/tau)`, and so does
+a second of observation `t` seconds ago. Their ratio is the recent admission rate;
+a queue observed for less than `tau` is not penalised for the time before it existed,
+and the window never counts less than `min_window_seconds`, so the burst of admissions
+at start-up does not read as a sustained rate.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from scheduler.runtime.snapshot import MICROS, AdmissionVelocity, Instant
+
+DEFAULT_TAU_SECONDS = 300.0
+DEFAULT_MIN_WINDOW_SECONDS = 60.0
+
+
+@dataclass(slots=True)
+class _Rate:
+    at: Instant
+    weight: float = 0.0
+    window_seconds: float = 0.0
+
+    def advance(self, now: Instant, tau: float) -> None:
+        if now <= self.at:
+            return
+        decay = math.exp(-((now - self.at) / MICROS) / tau)
+        self.weight *= decay
+        self.window_seconds = self.window_seconds * decay + tau * (1.0 - decay)
+        self.at = now
+
+
+class AdmissionRates:
+    """Decayed admission rates of ClusterQueues, fed by the engine."""
+
+    def __init__(
+        self,
+        *,
+        tau_seconds: float = DEFAULT_TAU_SECONDS,
+        min_window_seconds: float = DEFAULT_MIN_WINDOW_SECONDS,
+    ) -> None:
+        if tau_seconds <= 0:
+            raise ValueError("tau_seconds must be positive")
+        self.tau_seconds = tau_seconds
+        self.min_window_seconds = max(0.0, min_window_seconds)
+        self._rates: dict[str, _Rate] = {}
+
+    def track(self, cluster_queue: str, now: Instant) -> None:
+        """Start observing `cluster_queue` at `now` (its window opens then)."""
+        self._rates.setdefault(cluster_queue, _Rate(now))
+
+    def observe(self, cluster_queue: str, at: Instant, count: int = 1) -> None:
+        """`count` workloads were admitted to `cluster_queue` at `at`."""
+        rate = self._rates.setdefault(cluster_queue, _Rate(at))
+        rate.advance(at, self.tau_seconds)
+        rate.weight += count
+
+    def velocity(self, cluster_queue: str) -> AdmissionVelocity | None:
+        """The frozen state of one ClusterQueue; None if it was never tracked."""
+        rate = self._rates.get(cluster_queue)
+        if rate is None:
+            return None
+        return AdmissionVelocity(
+            at=rate.at,
+            weight=rate.weight,
+            window_seconds=rate.window_seconds,
+            tau_seconds=self.tau_seconds,
+            min_window_seconds=self.min_window_seconds,
+        )
+
+    def velocities(
+        self, cluster_queues: Iterable[str], now: Instant
+    ) -> dict[str, AdmissionVelocity]:
+        """Frozen states of the given ClusterQueues (tracked from `now` if new); the
+        others are forgotten. O(#ClusterQueues); unchanged states compare equal, so a
+        publish without admissions sees no change here."""
+        names = set(cluster_queues)
+        for gone in [name for name in self._rates if name not in names]:
+            del self._rates[gone]
+        out: dict[str, AdmissionVelocity] = {}
+        for name in sorted(names):
+            self.track(name, now)
+            velocity = self.velocity(name)
+            assert velocity is not None
+            out[name] = velocity
+        return out
