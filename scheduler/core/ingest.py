@@ -253,8 +253,11 @@ def _pod_set_count(obj: Workload, name: str) -> int:
     return 0
 
 
-def apply_object(s: Scheduler, obj: Any, default_time: Instant | None = None) -> None:
-    """Create or update one object in the scheduler (Workloads keep their core status)."""
+def apply_object(
+    s: Scheduler, obj: Any, default_time: Instant | None = None, *, keep_status: bool = False
+) -> None:
+    """Create or update one object in the scheduler (Workloads keep their core status
+    when the object carries none, or always with `keep_status`)."""
     if isinstance(obj, Namespace):
         s.set_namespace(obj.metadata.name, dict(obj.metadata.labels))
     elif isinstance(obj, ResourceFlavor):
@@ -268,7 +271,8 @@ def apply_object(s: Scheduler, obj: Any, default_time: Instant | None = None) ->
     elif isinstance(obj, Workload):
         wl = workload_state(obj, s.config, s.now() if default_time is None else default_time)
         old = s.workloads.get(wl.key)
-        if old is not None and obj.status.admission is None and not obj.status.conditions:
+        carries_none = obj.status.admission is None and not obj.status.conditions
+        if old is not None and (keep_status or carries_none):
             # An update that carries no status keeps what the scheduler wrote.
             _carry_status(old, wl)
         s.set_workload(wl)

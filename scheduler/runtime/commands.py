@@ -14,9 +14,14 @@ from typing import Any, TypeAlias
 @dataclass(frozen=True, slots=True)
 class ApplyObject:
     """Create or update an object (Namespace, ResourceFlavor, Cohort, ClusterQueue,
-    LocalQueue, Workload); a Workload's status, if it carries none, stays the core's."""
+    LocalQueue, Workload); a Workload's status, if it carries none, stays the core's.
+
+    `keep_status`: a known Workload keeps the core's status whatever the object says.
+    The scheduling leader sets it for watch events: what the server holds is what it
+    wrote itself, possibly older than what it has decided since."""
 
     obj: Any
+    keep_status: bool = False
 
 
 @dataclass(frozen=True, slots=True)

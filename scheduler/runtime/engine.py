@@ -31,6 +31,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from scheduler.api import ClusterQueue, Workload
@@ -92,8 +93,12 @@ class Engine:
         command_budget: float = 0.005,
         slice_size: int = DEFAULT_SLICE,
         rates: AdmissionRates | None = None,
+        scheduling: bool = True,
     ) -> None:
         self.scheduler = scheduler
+        # Off on a follower replica (cluster.md §7): it applies what the leader wrote
+        # and publishes snapshots, but runs no cycles and fires no timed rules.
+        self._scheduling = scheduling
         self.idle_tick = idle_tick
         self.command_budget = command_budget
         self._synced = False
@@ -120,6 +125,9 @@ class Engine:
         self._deadline_watch: set[str] = set()
         # ClusterQueues whose heads a blocked cycle left behind (see _unblock).
         self._blocked_heads: set[str] = set()
+        # Workloads whose status may have changed since the status writer last looked.
+        self._touched: set[str] = set()
+        self.touched_event = asyncio.Event()
         self.stats = EngineStats()
 
     # -- reading ---------------------------------------------------------------------
@@ -144,6 +152,30 @@ class Engine:
         """Long-poll helper: the first snapshot with a generation other than `after`
         (default: the current one), or the current one after `timeout` seconds."""
         return await self.publisher.wait_for_change(timeout, after=after)
+
+    @property
+    def scheduling(self) -> bool:
+        return self._scheduling
+
+    def set_scheduling(self, on: bool) -> None:
+        """Start (leader) or stop (follower) scheduling cycles and timed rules."""
+        if on == self._scheduling:
+            return
+        self._scheduling = on
+        if on:
+            self._needs_cycle = True
+        self._wakeup.set()
+
+    def take_touched(self) -> set[str]:
+        """The workload keys whose status may have changed since the last call."""
+        keys, self._touched = self._touched, set()
+        self.touched_event.clear()
+        return keys
+
+    def _touch(self, keys: Iterable[str]) -> None:
+        self._touched.update(keys)
+        if self._touched:
+            self.touched_event.set()
 
     # -- feeding ---------------------------------------------------------------------
     def submit(self, command: Command) -> None:
@@ -215,7 +247,7 @@ class Engine:
             while not self._stopping:
                 if await self._settle():
                     self._needs_cycle = True
-                if self._needs_cycle and not self._stopping:
+                if self._needs_cycle and self._scheduling and not self._stopping:
                     self._needs_cycle = False
                     await self._run_cycles()
                     continue
@@ -242,10 +274,11 @@ class Engine:
             self._record_step(started)
             if not self._commands.empty():
                 await asyncio.sleep(0)
-        started = time.perf_counter()
-        changed = self._fire_deadlines() or changed
-        changed = self._unblock() or changed
-        self._record_step(started)
+        if self._scheduling:
+            started = time.perf_counter()
+            changed = self._fire_deadlines() or changed
+            changed = self._unblock() or changed
+            self._record_step(started)
         if changed:
             self.publisher.request()
         return changed
@@ -271,10 +304,15 @@ class Engine:
                 return False
             if isinstance(command, ApplyObject):
                 obj = command.obj
-                apply_object(s, obj)
+                apply_object(s, obj, keep_status=command.keep_status)
                 if isinstance(obj, Workload):
-                    self._deadline_watch.add(f"{obj.metadata.namespace}/{obj.metadata.name}")
-                elif isinstance(obj, ClusterQueue):
+                    key = f"{obj.metadata.namespace}/{obj.metadata.name}"
+                    self._deadline_watch.add(key)
+                    self._touch((key,))
+                else:
+                    # Queue and flavor changes can stop, drain or re-admit quota holders.
+                    self._touch(s.holders.all_keys())
+                if isinstance(obj, ClusterQueue):
                     problem = s.plugin_errors.get(obj.metadata.name)
                     if problem is not None:
                         log.warning(
@@ -286,10 +324,13 @@ class Engine:
                 delete_object(s, command.kind, command.namespace, command.name)
             elif isinstance(command, Finish):
                 s.finish(command.key, failed=command.failed)
+                self._touch((command.key,))
             elif isinstance(command, PodsReady):
                 s.pods_ready(command.key)
+                self._touch((command.key,))
             elif isinstance(command, SetActive):
                 s.set_active(command.key, command.active)
+                self._touch((command.key,))
             s.finalize_evictions()
         except Exception:
             self.stats.command_errors += 1
@@ -332,6 +373,7 @@ class Engine:
         if not due:
             return False
         # fire_due walks every workload; it runs only when a deadline is actually due.
+        self._touch(list(self._deadline_watch))
         fired = fire_due(self.scheduler)
         self.stats.deadlines_fired += fired
         self._after_changes()
@@ -365,6 +407,9 @@ class Engine:
             self.stats.admitted += len(stats.admitted)
             self._observe_admissions(stats.admitted)
             self.stats.preempted += len(stats.preempted)
+            self._touch(stats.admitted)
+            self._touch(stats.preempted)
+            self._touch(key for _, key in self._last_heads())
             self.publisher.request()
             if stats.blocked:
                 self._blocked_heads.update(cq for cq, _ in self._last_heads())

@@ -227,10 +227,12 @@ async def test_fires_pods_ready_timeouts_on_the_real_clock() -> None:
 async def test_a_failing_command_is_logged_and_skipped(
     engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def flaky(s: Scheduler, obj: Any, default_time: int | None = None) -> None:
+    def flaky(
+        s: Scheduler, obj: Any, default_time: int | None = None, *, keep_status: bool = False
+    ) -> None:
         if getattr(obj.metadata, "name", "") == "boom":
             raise RuntimeError("boom")
-        apply_object(s, obj, default_time)
+        apply_object(s, obj, default_time, keep_status=keep_status)
 
     monkeypatch.setattr("scheduler.runtime.engine.apply_object", flaky)
     submit_all(engine, *base_objects("1"), workload("team", "boom", "main"))

@@ -1,0 +1,124 @@
+"""The cluster-mode runtime: the store, the leader's controllers, and who runs what.
+
+Every replica runs the store (a warm cache feeding its engine, which publishes the
+snapshots the visibility server reads). Only the leader schedules and writes: when
+it gains the Lease (and its cache is synced) it turns the engine's cycles on and
+starts the Job integration and the status writers; when it loses the Lease it
+cancels them at once and goes back to taking the server's status. Without leader
+election the one replica leads from its first sync on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+from scheduler.runtime.engine import Engine
+from scheduler.runtime.kube.jobs import JobController
+from scheduler.runtime.kube.leader import LeaderElector
+from scheduler.runtime.kube.ratelimit import TokenBucket
+from scheduler.runtime.kube.rest import KubeRest
+from scheduler.runtime.kube.status_writer import QueueStatusWriter, WorkloadStatusWriter
+from scheduler.runtime.kube.store import KubeStore
+
+log = logging.getLogger(__name__)
+
+STOP_WRITES_SECONDS = 5.0
+
+
+class LeadershipLost(Exception):  # noqa: N818
+    """In-flight writes did not stop in time after the Lease was lost: the process
+    must exit rather than risk writing as a non-leader."""
+
+
+class ClusterRuntime:
+    def __init__(
+        self,
+        rest: KubeRest,
+        engine: Engine,
+        *,
+        elector: LeaderElector | None = None,
+        qps: float = 50.0,
+        burst: int = 100,
+        queue_status_interval: float | None = None,
+        sweep_interval: float = 60.0,
+    ) -> None:
+        self.rest = rest
+        self.engine = engine
+        self.elector = elector
+        engine.set_scheduling(False)
+        self.store = KubeStore(rest, engine)
+        self.limiter = TokenBucket(qps, burst)
+        self.jobs = JobController(rest, engine, self.store, self.limiter)
+        self.workload_writer = WorkloadStatusWriter(
+            rest, engine, self.store, self.limiter, sweep_interval=sweep_interval
+        )
+        self.queue_writer = QueueStatusWriter(
+            rest, engine, self.store, self.limiter, interval=queue_status_interval
+        )
+        self._leader_tasks: list[asyncio.Task[Any]] = []
+
+    @property
+    def leading(self) -> bool:
+        return bool(self._leader_tasks)
+
+    async def run(self) -> None:
+        async with asyncio.TaskGroup() as group:
+            group.create_task(self.store.run(), name="kube-store")
+            if self.elector is not None:
+                group.create_task(self.elector.run(), name="leader-election")
+            group.create_task(self._follow_leadership(), name="leadership")
+
+    async def _follow_leadership(self) -> None:
+        await self.store.synced.wait()
+        elector = self.elector
+        try:
+            if elector is None:
+                self._start_leading()
+                await asyncio.Event().wait()
+                return
+            while True:
+                elector.changed.clear()
+                if elector.leading and not self.leading:
+                    self._start_leading()
+                elif not elector.leading and self.leading:
+                    await self._stop_leading()
+                await elector.changed.wait()
+        finally:
+            await self._stop_leading()
+
+    def _start_leading(self) -> None:
+        log.info("event=leading-start")
+        self.store.set_leading(True)
+        self.engine.set_scheduling(True)
+        self._leader_tasks = [
+            asyncio.create_task(self.jobs.run(), name="job-integration"),
+            asyncio.create_task(self.workload_writer.run(), name="workload-status"),
+            asyncio.create_task(self.queue_writer.run(), name="queue-status"),
+        ]
+
+    async def _stop_leading(self) -> None:
+        if not self._leader_tasks:
+            return
+        log.info("event=leading-stop")
+        self.engine.set_scheduling(False)
+        tasks, self._leader_tasks = self._leader_tasks, []
+        for task in tasks:
+            task.cancel()
+        done, pending = await asyncio.wait(tasks, timeout=STOP_WRITES_SECONDS)
+        for task in done:
+            with contextlib.suppress(asyncio.CancelledError):
+                exc = task.exception()
+                if exc is not None:
+                    log.error("event=leader-task-failed task=%s error=%r", task.get_name(), exc)
+        self.store.set_leading(False)
+        if pending:
+            raise LeadershipLost(f"{len(pending)} writer task(s) did not stop within 5 s")
+
+    async def shutdown(self) -> None:
+        """Stop writing, then hand the Lease over."""
+        await self._stop_leading()
+        if self.elector is not None:
+            await self.elector.release()

@@ -1,0 +1,311 @@
+"""The batch/v1 Job integration (issue 5 item 3, kep-349's Job parts).
+
+A Job labelled `kueue.x-k8s.io/queue-name` gets a Workload that the Job owns; the Job
+stays suspended until its Workload is admitted, is unsuspended with the node selectors
+and tolerations of the assigned flavors, reports `PodsReady` when
+`ready + succeeded >= parallelism`, is suspended again with its pod template restored
+when the Workload loses its admission (preemption, eviction), and finishes its
+Workload when it completes or fails.
+
+The controller reads only what the API server holds (its Jobs and Workloads): a Job
+runs because an admission was *written*, never because the core decided one that a
+crash could lose. Signals go to the engine as commands. Only the leader runs it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from scheduler.api import Job, PriorityClass, WorkloadPriorityClass
+from scheduler.api.decode import ApiError
+from scheduler.api.job import QUEUE_NAME_LABEL
+from scheduler.api.job_workload import job_to_workload
+from scheduler.runtime.commands import Finish, PodsReady
+from scheduler.runtime.engine import Engine
+from scheduler.runtime.kube.decode import decode_live
+from scheduler.runtime.kube.ratelimit import TokenBucket
+from scheduler.runtime.kube.resources import (
+    JOBS,
+    PRIORITY_CLASSES,
+    RESOURCE_FLAVORS,
+    WORKLOAD_PRIORITY_CLASSES,
+    WORKLOADS,
+    Resource,
+    object_key,
+)
+from scheduler.runtime.kube.rest import Json, KubeError, KubeRest
+from scheduler.runtime.kube.store import KubeStore
+
+log = logging.getLogger(__name__)
+
+JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+
+
+@dataclass(slots=True)
+class JobStats:
+    workloads_created: int = 0
+    suspended: int = 0
+    unsuspended: int = 0
+    errors: int = 0
+
+
+def _condition(obj: Json, type_: str) -> Json | None:
+    for c in (obj.get("status") or {}).get("conditions") or []:
+        if isinstance(c, dict) and c.get("type") == type_ and c.get("status") == "True":
+            return c
+    return None
+
+
+def _admitted(workload: Json) -> bool:
+    status = workload.get("status") or {}
+    return bool(status.get("admission")) and _condition(workload, "Admitted") is not None
+
+
+def _job_finished(job: Json) -> tuple[bool, bool]:
+    """(finished, failed) from the Job's conditions."""
+    if _condition(job, "Failed") is not None:
+        return True, True
+    if _condition(job, "Complete") is not None:
+        return True, False
+    return False, False
+
+
+def _pod_spec(obj: Json) -> Json:
+    return ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
+
+
+class JobController:
+    def __init__(
+        self,
+        rest: KubeRest,
+        engine: Engine,
+        store: KubeStore,
+        limiter: TokenBucket,
+        *,
+        retry_delay: float = 1.0,
+    ) -> None:
+        self.rest = rest
+        self.engine = engine
+        self.store = store
+        self.limiter = limiter
+        self.retry_delay = retry_delay
+        self.stats = JobStats()
+        self._queue: asyncio.Queue[str] = asyncio.Queue()
+        self._queued: set[str] = set()
+        self._by_job_uid: dict[str, str] = {}  # job uid -> workload key
+        store.subscribe(self.on_change)
+
+    # -- events ----------------------------------------------------------------------
+    def on_change(self, resource: Resource, new: Json | None, old: Json | None) -> None:
+        obj = new if new is not None else old
+        if obj is None:
+            return
+        if resource.kind == JOBS.kind:
+            self.enqueue(object_key(obj))
+        elif resource.kind == WORKLOADS.kind:
+            meta = obj.get("metadata") or {}
+            uid = (meta.get("labels") or {}).get(JOB_UID_LABEL)
+            for ref in meta.get("ownerReferences") or []:
+                if ref.get("kind") == "Job" and ref.get("apiVersion") == "batch/v1":
+                    uid = uid or ref.get("uid")
+                    self.enqueue(f"{meta.get('namespace')}/{ref.get('name')}")
+            if uid:
+                if new is None:
+                    self._by_job_uid.pop(uid, None)
+                else:
+                    self._by_job_uid[uid] = object_key(obj)
+
+    def enqueue(self, key: str) -> None:
+        if key not in self._queued:
+            self._queued.add(key)
+            self._queue.put_nowait(key)
+
+    async def run(self) -> None:
+        """Reconcile until cancelled; every known Job once at the start."""
+        for job in self.store.items(JOBS):
+            self.enqueue(object_key(job))
+        while True:
+            key = await self._queue.get()
+            self._queued.discard(key)
+            try:
+                await self.reconcile(key)
+            except KubeError as err:
+                self.stats.errors += 1
+                if err.status != 409:
+                    log.warning("event=job-reconcile-failed job=%s error=%s", key, err)
+                asyncio.get_running_loop().call_later(self.retry_delay, self.enqueue, key)
+
+    # -- reconcile -------------------------------------------------------------------
+    async def reconcile(self, key: str) -> None:
+        namespace, _, name = key.partition("/")
+        job = self.store.get(JOBS, key)
+        if job is None:
+            await self._delete_orphans(namespace, name)
+            return
+        labels = (job.get("metadata") or {}).get("labels") or {}
+        if QUEUE_NAME_LABEL not in labels:
+            return
+        uid = str((job.get("metadata") or {}).get("uid", ""))
+        wl_key = self._by_job_uid.get(uid)
+        workload = self.store.get(WORKLOADS, wl_key) if wl_key else None
+        suspended = bool((job.get("spec") or {}).get("suspend", False))
+        finished, failed = _job_finished(job)
+        if workload is None:
+            if finished:
+                return
+            if not suspended:
+                await self._set_suspended(job, True, None)
+            await self._create_workload(job)
+            return
+        wl_key = object_key(workload)
+        core = self.engine.scheduler.workloads.get(wl_key)
+        if finished:
+            if _condition(workload, "Finished") is None and core is not None and not core.finished:
+                self.engine.submit(Finish(wl_key, failed=failed))
+            return
+        if _admitted(workload):
+            if suspended:
+                await self._set_suspended(job, False, workload)
+            elif (
+                self._pods_ready(job)
+                and _condition(workload, "PodsReady") is None
+                and core is not None
+                and not core.conditions.is_true("PodsReady")
+            ):
+                self.engine.submit(PodsReady(wl_key))
+        elif not suspended:
+            await self._set_suspended(job, True, workload)
+
+    @staticmethod
+    def _pods_ready(job: Json) -> bool:
+        spec, status = job.get("spec") or {}, job.get("status") or {}
+        parallelism = spec.get("parallelism", 1)
+        ready = int(status.get("ready") or 0) + int(status.get("succeeded") or 0)
+        return ready >= int(parallelism if parallelism is not None else 1)
+
+    async def _create_workload(self, job_raw: Json) -> None:
+        try:
+            job = decode_live(job_raw, source="batch/v1/jobs")
+            assert isinstance(job, Job)
+            workload = job_to_workload(job, self._wpcs(), self._pcs())
+        except ApiError as err:
+            self.stats.errors += 1
+            log.error("event=job-rejected job=%s error=%s", object_key(job_raw), err)
+            return
+        body = workload.to_dict()
+        body.pop("status", None)
+        meta = body["metadata"]
+        meta.pop("creationTimestamp", None)
+        await self.limiter.acquire()
+        try:
+            created = await self.rest.create(WORKLOADS.collection(meta["namespace"]), body)
+        except KubeError as err:
+            if err.status != 409:  # AlreadyExists: the watch has not shown it yet
+                raise
+            return
+        self.stats.workloads_created += 1
+        self.store.observe(WORKLOADS, created)
+
+    def _wpcs(self) -> dict[str, WorkloadPriorityClass]:
+        return self._decoded(WORKLOAD_PRIORITY_CLASSES, WorkloadPriorityClass)
+
+    def _pcs(self) -> dict[str, PriorityClass]:
+        return self._decoded(PRIORITY_CLASSES, PriorityClass)
+
+    def _decoded(self, resource: Resource, model: type[Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for raw in self.store.items(resource):
+            try:
+                obj = decode_live(raw, source=resource.plural)
+            except ApiError:
+                continue
+            if isinstance(obj, model):
+                out[obj.metadata.name] = obj
+        return out
+
+    def _flavor_placement(self, workload: Json) -> tuple[dict[str, str], list[Json]]:
+        """Node labels and tolerations of every flavor assigned to the Workload."""
+        labels: dict[str, str] = {}
+        tolerations: list[Json] = []
+        for assignment in (
+            (workload.get("status") or {}).get("admission", {}).get("podSetAssignments", [])
+        ):
+            for flavor in sorted(set((assignment.get("flavors") or {}).values())):
+                rf = self.store.get(RESOURCE_FLAVORS, flavor) or {}
+                spec = rf.get("spec") or {}
+                labels.update(spec.get("nodeLabels") or {})
+                for t in spec.get("tolerations") or []:
+                    if t not in tolerations:
+                        tolerations.append(t)
+        return labels, tolerations
+
+    async def _set_suspended(self, job: Json, suspend: bool, workload: Json | None) -> None:
+        pod = _pod_spec(job)
+        current_selector: dict[str, str] = dict(pod.get("nodeSelector") or {})
+        template_patch: Json = {}
+        if workload is not None:
+            original = self._original_pod_spec(workload)
+            base_selector: dict[str, str] = dict(original.get("nodeSelector") or {})
+            base_tolerations: list[Json] = list(original.get("tolerations") or [])
+            if suspend:
+                selector, tolerations = base_selector, base_tolerations
+            else:
+                extra_labels, extra_tolerations = self._flavor_placement(workload)
+                selector = {**base_selector, **extra_labels}
+                tolerations = base_tolerations + [
+                    t for t in extra_tolerations if t not in base_tolerations
+                ]
+            # A merge patch merges maps: keys to drop are set to null.
+            selector_patch: dict[str, str | None] = {
+                k: None for k in current_selector if k not in selector
+            }
+            selector_patch.update(selector)
+            template_patch = {"spec": {"nodeSelector": selector_patch or None}}
+            if tolerations != list(pod.get("tolerations") or []):
+                template_patch["spec"]["tolerations"] = tolerations
+        patch: Json = {
+            "metadata": {"resourceVersion": job["metadata"]["resourceVersion"]},
+            "spec": {"suspend": suspend},
+        }
+        if template_patch:
+            patch["spec"]["template"] = template_patch
+        meta = job["metadata"]
+        await self.limiter.acquire()
+        result = await self.rest.merge_patch(JOBS.item(meta["name"], meta["namespace"]), patch)
+        self.store.observe(JOBS, result)
+        if suspend:
+            self.stats.suspended += 1
+        else:
+            self.stats.unsuspended += 1
+        log.info(
+            "event=job-%s job=%s/%s",
+            "suspended" if suspend else "started",
+            meta["namespace"],
+            meta["name"],
+        )
+
+    @staticmethod
+    def _original_pod_spec(workload: Json) -> Json:
+        pod_sets = (workload.get("spec") or {}).get("podSets") or []
+        if not pod_sets:
+            return {}
+        return (pod_sets[0].get("template") or {}).get("spec") or {}
+
+    async def _delete_orphans(self, namespace: str, job_name: str) -> None:
+        """A deleted Job takes its Workload along (the garbage collector would, through
+        the owner reference; doing it here also works where none runs)."""
+        for workload in self.store.items(WORKLOADS):
+            meta = workload.get("metadata") or {}
+            if meta.get("namespace") != namespace:
+                continue
+            owners = meta.get("ownerReferences") or []
+            if any(r.get("kind") == "Job" and r.get("name") == job_name for r in owners):
+                await self.limiter.acquire()
+                try:
+                    await self.rest.delete(WORKLOADS.item(meta["name"], namespace))
+                except KubeError as err:
+                    if err.status != 404:
+                        raise

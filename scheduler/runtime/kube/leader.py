@@ -1,0 +1,188 @@
+"""Leader election with a coordination.k8s.io/v1 Lease (cluster.md §7).
+
+The candidate reads the Lease every `retry_period`. It takes it when the Lease is
+absent, released (empty holder), or expired; it renews it while it holds it. Every
+write carries the resourceVersion it read, so of two candidates racing only one
+succeeds. Expiry is judged by this process's monotonic clock from the moment it last
+*saw the record change*, never by comparing the holder's `renewTime` with local
+time, so clock skew between nodes cannot make two leaders. A leader that has not
+renewed within `renew_deadline` steps down on its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from scheduler.runtime.kube.resources import LEASES
+from scheduler.runtime.kube.rest import Json, KubeError, KubeRest
+
+log = logging.getLogger(__name__)
+
+LEASE_DURATION = 15.0
+RENEW_DEADLINE = 10.0
+RETRY_PERIOD = 2.0
+
+
+def micro_time(now: datetime) -> str:
+    """metav1.MicroTime: RFC 3339 with microseconds."""
+    return now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def new_identity(pod_name: str) -> str:
+    return f"{pod_name}_{uuid.uuid4()}"
+
+
+class LeaderElector:
+    def __init__(
+        self,
+        rest: KubeRest,
+        *,
+        namespace: str,
+        name: str,
+        identity: str,
+        lease_duration: float = LEASE_DURATION,
+        renew_deadline: float = RENEW_DEADLINE,
+        retry_period: float = RETRY_PERIOD,
+        monotonic: Callable[[], float] = time.monotonic,
+        wall: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self.rest = rest
+        self.namespace = namespace
+        self.name = name
+        self.identity = identity
+        self.lease_duration = lease_duration
+        self.renew_deadline = renew_deadline
+        self.retry_period = retry_period
+        self._monotonic = monotonic
+        self._wall = wall
+        self.leading = False
+        self.changed = asyncio.Event()  # set on every leadership change
+        self.transitions = 0
+        self._observed: tuple[str, str, str] | None = None  # (holder, renewTime, rv)
+        self._observed_at = 0.0
+        self._last_renew = 0.0
+
+    @property
+    def path(self) -> str:
+        return LEASES.item(self.name, self.namespace)
+
+    def _set_leading(self, leading: bool) -> None:
+        if leading != self.leading:
+            self.leading = leading
+            self.transitions += 1
+            log.info(
+                "event=%s lease=%s/%s identity=%s",
+                "leader-elected" if leading else "leader-lost",
+                self.namespace,
+                self.name,
+                self.identity,
+            )
+            self.changed.set()
+
+    async def run(self) -> None:
+        """Campaign and renew until cancelled."""
+        while True:
+            try:
+                await self.try_acquire_or_renew()
+            except KubeError as err:
+                log.warning("event=lease-error error=%s", err)
+            if self.leading and self._monotonic() - self._last_renew > self.renew_deadline:
+                log.error("event=lease-renew-deadline-exceeded identity=%s", self.identity)
+                self._set_leading(False)
+            await asyncio.sleep(self.retry_period)
+
+    def _spec(self, *, transitions: int, acquire: str | None) -> Json:
+        now = micro_time(self._wall())
+        spec: Json = {
+            "holderIdentity": self.identity,
+            "leaseDurationSeconds": int(self.lease_duration),
+            "renewTime": now,
+            "leaseTransitions": transitions,
+        }
+        spec["acquireTime"] = acquire or now
+        return spec
+
+    async def try_acquire_or_renew(self) -> bool:
+        """One round; True if this candidate holds the Lease afterwards."""
+        try:
+            lease = await self.rest.get(self.path)
+        except KubeError as err:
+            if err.status != 404:
+                raise
+            body = {
+                "apiVersion": "coordination.k8s.io/v1",
+                "kind": "Lease",
+                "metadata": {"name": self.name, "namespace": self.namespace},
+                "spec": self._spec(transitions=0, acquire=None),
+            }
+            try:
+                await self.rest.create(LEASES.collection(self.namespace), body)
+            except KubeError as create_err:
+                if create_err.status == 409:
+                    return False
+                raise
+            self._renewed()
+            return True
+        spec: Json = lease.get("spec") or {}
+        meta: Json = lease.get("metadata") or {}
+        holder = str(spec.get("holderIdentity") or "")
+        record = (holder, str(spec.get("renewTime") or ""), str(meta.get("resourceVersion", "")))
+        now = self._monotonic()
+        if record[:2] != (self._observed or ("", "", ""))[:2]:
+            self._observed, self._observed_at = record, now
+        duration = float(spec.get("leaseDurationSeconds") or self.lease_duration)
+        mine = holder == self.identity
+        expired = not holder or now - self._observed_at > duration
+        if not mine and not expired:
+            self._set_leading(False)
+            return False
+        transitions = int(spec.get("leaseTransitions") or 0)
+        acquire = spec.get("acquireTime") if mine else None
+        body = {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {**meta, "resourceVersion": meta.get("resourceVersion")},
+            "spec": self._spec(
+                transitions=transitions if mine else transitions + 1,
+                acquire=str(acquire) if acquire else None,
+            ),
+        }
+        try:
+            await self.rest.replace(self.path, body)
+        except KubeError as err:
+            if err.status == 409:  # someone else wrote first
+                return False
+            raise
+        self._renewed()
+        return True
+
+    def _renewed(self) -> None:
+        self._last_renew = self._monotonic()
+        self._set_leading(True)
+
+    async def release(self) -> None:
+        """Give the Lease up at shutdown, so a standby takes over in about one retry
+        period instead of a whole lease duration."""
+        if not self.leading:
+            return
+        self._set_leading(False)
+        try:
+            lease = await self.rest.get(self.path)
+            spec = lease.get("spec") or {}
+            if spec.get("holderIdentity") != self.identity:
+                return
+            lease["spec"] = {
+                **spec,
+                "holderIdentity": "",
+                "leaseDurationSeconds": 1,
+                "renewTime": micro_time(self._wall()),
+            }
+            await self.rest.replace(self.path, lease)
+            log.info("event=lease-released identity=%s", self.identity)
+        except KubeError as err:
+            log.warning("event=lease-release-failed error=%s", err)

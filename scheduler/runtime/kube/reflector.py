@@ -1,0 +1,196 @@
+"""List and watch one resource into a local cache, for ever (client-go's reflector).
+
+* The initial list is paged; afterwards a watch resumes from the last resourceVersion
+  seen, with bookmarks so that the resume point keeps moving on quiet resources.
+* `410 Gone` (on the watch request or as an ERROR event) means the resume point fell
+  out of the server's window: the reflector lists again and diffs the new list
+  against its cache, so the handler sees exactly the changes it missed, deletions
+  included.
+* Each watch asks the server to end it after a few minutes, and the socket has a read
+  timeout above that: a connection that died silently is noticed, not waited on.
+* Failures reconnect with exponential backoff; one undecodable object is the
+  handler's problem, never the reflector's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from scheduler.runtime.kube.resources import Resource, object_key, resource_version
+from scheduler.runtime.kube.rest import Json, KubeError, KubeRest
+
+log = logging.getLogger(__name__)
+
+PAGE_SIZE = 500
+WATCH_SECONDS = (240, 360)  # the server ends each watch after a random time in this range
+READ_SLACK = 30.0  # seconds of silence beyond the watch's own timeout before giving up
+MAX_BACKOFF = 30.0
+
+
+class Gone(Exception):  # noqa: N818 (named after the HTTP status)
+    """The resume resourceVersion is too old: list again."""
+
+
+class Handler(Protocol):
+    def upsert(self, resource: Resource, obj: Json, old: Json | None) -> None: ...
+
+    def delete(self, resource: Resource, obj: Json) -> None: ...
+
+
+@dataclass(slots=True)
+class ReflectorStats:
+    lists: int = 0
+    watches: int = 0
+    gone: int = 0
+    errors: int = 0
+    events: int = 0
+
+
+class Reflector:
+    def __init__(
+        self,
+        rest: KubeRest,
+        resource: Resource,
+        handler: Handler,
+        *,
+        page_size: int = PAGE_SIZE,
+        watch_seconds: tuple[int, int] = WATCH_SECONDS,
+        read_slack: float = READ_SLACK,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.rest = rest
+        self.resource = resource
+        self.handler = handler
+        self.page_size = page_size
+        self.watch_seconds = watch_seconds
+        self.read_slack = read_slack
+        self._sleep = sleep
+        self._rng = rng or random.Random()
+        self.cache: dict[str, Json] = {}
+        self.resource_version = ""
+        self.synced = False
+        self.stats = ReflectorStats()
+
+    # -- listing ---------------------------------------------------------------------
+    async def list_all(self) -> None:
+        """List every object (paged) and reconcile the cache with it: upserts for new
+        or changed objects, deletes for objects that are gone."""
+        items: dict[str, Json] = {}
+        query: dict[str, str] = {"limit": str(self.page_size)}
+        while True:
+            page = await self.rest.get(self.resource.collection(), query)
+            for obj in page.get("items", []) or []:
+                if isinstance(obj, dict):
+                    # List items carry no kind/apiVersion; the handler's decoder needs them.
+                    obj.setdefault("kind", self.resource.kind)
+                    obj.setdefault("apiVersion", self.resource.api_version)
+                    items[object_key(obj)] = obj
+            meta = page.get("metadata") or {}
+            token = meta.get("continue") or ""
+            if not token:
+                self.resource_version = str(meta.get("resourceVersion", ""))
+                break
+            query = {"limit": str(self.page_size), "continue": token}
+        self.stats.lists += 1
+        old_cache, self.cache = self.cache, items
+        for key, obj in items.items():
+            old = old_cache.get(key)
+            if old is None or resource_version(old) != resource_version(obj):
+                self._dispatch_upsert(obj, old)
+        for key, old in old_cache.items():
+            if key not in items:
+                self._dispatch_delete(old)
+        self.synced = True
+
+    # -- watching --------------------------------------------------------------------
+    async def watch_once(self) -> None:
+        """One watch from the current resourceVersion until the server ends it."""
+        seconds = self._rng.randint(*self.watch_seconds)
+        query = {
+            "resourceVersion": self.resource_version,
+            "allowWatchBookmarks": "true",
+            "timeoutSeconds": str(seconds),
+        }
+        self.stats.watches += 1
+        try:
+            async for event in self.rest.watch(
+                self.resource.collection(), query, read_timeout=seconds + self.read_slack
+            ):
+                self._on_event(event.type, event.object)
+        except KubeError as err:
+            if err.status == 410:
+                raise Gone(str(err)) from err
+            raise
+
+    def _on_event(self, kind: str, obj: Json) -> None:
+        if kind == "ERROR":
+            code = obj.get("code")
+            if code == 410:
+                raise Gone(str(obj.get("message", "")))
+            raise KubeError(int(code) if isinstance(code, int) else 0, "watch error", obj)
+        rv = resource_version(obj)
+        if rv:
+            self.resource_version = rv
+        if kind == "BOOKMARK":
+            return
+        self.stats.events += 1
+        obj.setdefault("kind", self.resource.kind)
+        obj.setdefault("apiVersion", self.resource.api_version)
+        key = object_key(obj)
+        if kind == "DELETED":
+            old = self.cache.pop(key, None)
+            self._dispatch_delete(old if old is not None else obj)
+            return
+        old = self.cache.get(key)
+        self.cache[key] = obj
+        self._dispatch_upsert(obj, old)
+
+    def _dispatch_upsert(self, obj: Json, old: Json | None) -> None:
+        try:
+            self.handler.upsert(self.resource, obj, old)
+        except Exception:
+            log.exception(
+                "event=handler-failed kind=%s key=%s", self.resource.kind, object_key(obj)
+            )
+
+    def _dispatch_delete(self, obj: Json) -> None:
+        try:
+            self.handler.delete(self.resource, obj)
+        except Exception:
+            log.exception(
+                "event=handler-failed kind=%s key=%s", self.resource.kind, object_key(obj)
+            )
+
+    # -- for ever --------------------------------------------------------------------
+    async def run(self) -> None:
+        """Watch (listing first if needed) until cancelled."""
+        failures = 0
+        while True:
+            try:
+                if not self.synced or not self.resource_version:
+                    await self.list_all()
+                await self.watch_once()
+                failures = 0
+            except Gone as err:
+                self.stats.gone += 1
+                log.info("event=watch-expired kind=%s detail=%s", self.resource.kind, err)
+                self.resource_version = ""
+                self.synced = False
+            except KubeError as err:
+                self.stats.errors += 1
+                failures += 1
+                delay = min(MAX_BACKOFF, 0.5 * 2 ** min(failures - 1, 10))
+                delay *= 1 + 0.2 * self._rng.random()
+                log.warning(
+                    "event=watch-failed kind=%s error=%s retry_in=%.1fs",
+                    self.resource.kind,
+                    err,
+                    delay,
+                )
+                await self._sleep(delay)

@@ -1,0 +1,77 @@
+"""The API resources the runtime lists and watches, and their REST paths."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    group: str  # "" for the core group
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def _prefix(self) -> str:
+        return f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+
+    def collection(self, namespace: str | None = None) -> str:
+        """The list/watch path (all namespaces unless `namespace`)."""
+        if self.namespaced and namespace:
+            return f"{self._prefix()}/namespaces/{namespace}/{self.plural}"
+        return f"{self._prefix()}/{self.plural}"
+
+    def item(self, name: str, namespace: str | None = None, subresource: str = "") -> str:
+        path = f"{self.collection(namespace if self.namespaced else None)}/{name}"
+        return f"{path}/{subresource}" if subresource else path
+
+
+KUEUE = "kueue.x-k8s.io"
+NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
+PRIORITY_CLASSES = Resource(
+    "scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", namespaced=False
+)
+RESOURCE_FLAVORS = Resource(KUEUE, "v1beta1", "resourceflavors", "ResourceFlavor", False)
+COHORTS = Resource(KUEUE, "v1beta1", "cohorts", "Cohort", False)
+CLUSTER_QUEUES = Resource(KUEUE, "v1beta1", "clusterqueues", "ClusterQueue", False)
+LOCAL_QUEUES = Resource(KUEUE, "v1beta1", "localqueues", "LocalQueue", True)
+WORKLOAD_PRIORITY_CLASSES = Resource(
+    KUEUE, "v1beta1", "workloadpriorityclasses", "WorkloadPriorityClass", False
+)
+WORKLOADS = Resource(KUEUE, "v1beta1", "workloads", "Workload", True)
+JOBS = Resource("batch", "v1", "jobs", "Job", True)
+LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", True)
+
+# Dependency order for the initial sync: what a later kind refers to comes first, so
+# the core never sees a Workload before its queues and priority classes.
+WATCHED: tuple[Resource, ...] = (
+    NAMESPACES,
+    PRIORITY_CLASSES,
+    WORKLOAD_PRIORITY_CLASSES,
+    RESOURCE_FLAVORS,
+    COHORTS,
+    CLUSTER_QUEUES,
+    LOCAL_QUEUES,
+    WORKLOADS,
+    JOBS,
+)
+
+
+def object_key(obj: dict[str, object]) -> str:
+    """`namespace/name` or `name`, from an object's metadata."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        return ""
+    name = str(meta.get("name", ""))
+    namespace = meta.get("namespace")
+    return f"{namespace}/{name}" if namespace else name
+
+
+def resource_version(obj: dict[str, object]) -> str:
+    meta = obj.get("metadata")
+    return str(meta.get("resourceVersion", "")) if isinstance(meta, dict) else ""

@@ -1,0 +1,192 @@
+"""A small JSON REST client over kubernetes-asyncio's `ApiClient`.
+
+kubernetes-asyncio's generated methods deserialize into its own model classes and its
+`Watch` helper hides the 410 and bookmark details we need, so the runtime talks to the
+API server through `ApiClient.call_api` with `_preload_content=False`: the connection
+pool, TLS and credential handling stay kubernetes-asyncio's, the bodies are plain JSON.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+from kubernetes_asyncio.client import ApiClient
+
+log = logging.getLogger(__name__)
+
+Json = dict[str, Any]
+DEFAULT_TIMEOUT = 30.0
+
+
+class KubeError(Exception):
+    """A non-2xx answer (status > 0) or a transport failure (status 0)."""
+
+    def __init__(self, status: int, reason: str, body: Json | None = None) -> None:
+        self.status = status
+        self.reason = reason
+        self.body = body or {}
+        message = self.body.get("message") if isinstance(self.body, dict) else None
+        super().__init__(f"{status} {reason}: {message or ''}".rstrip(": "))
+
+    @property
+    def status_reason(self) -> str:
+        """The `reason` of the Kubernetes Status body (`Conflict`, `Expired`, ...)."""
+        value = self.body.get("reason", "")
+        return value if isinstance(value, str) else ""
+
+    @property
+    def transient(self) -> bool:
+        """Worth retrying: transport errors, throttling and server errors."""
+        return self.status == 0 or self.status == 429 or self.status >= 500
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEvent:
+    type: str  # ADDED, MODIFIED, DELETED, BOOKMARK, ERROR
+    object: Json
+
+
+class KubeRest:
+    """GET/POST/PUT/PATCH/DELETE and streaming watches, JSON in and out.
+
+    `refresh_credentials` is awaited once after a 401 before the request is retried:
+    bound ServiceAccount tokens rotate, and a client that cached the old one would fail
+    for good (cluster.md §9).
+    """
+
+    def __init__(
+        self,
+        api: ApiClient,
+        *,
+        refresh_credentials: Callable[[], Awaitable[None]] | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> None:
+        self.api = api
+        self._refresh = refresh_credentials
+        self.timeout = timeout
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, str] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        timeout: float | aiohttp.ClientTimeout | None = None,
+    ) -> aiohttp.ClientResponse:
+        headers = {"Accept": "application/json", "Content-Type": content_type}
+        try:
+            response: aiohttp.ClientResponse = await self.api.call_api(
+                path,
+                method,
+                query_params=list((query or {}).items()),
+                header_params=headers,
+                body=body,
+                auth_settings=["BearerToken"],
+                _preload_content=False,
+                _request_timeout=timeout if timeout is not None else self.timeout,
+            )
+        except (aiohttp.ClientError, TimeoutError, OSError) as err:
+            raise KubeError(0, f"{type(err).__name__}: {err}") from err
+        return response
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, str] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        timeout: float | None = None,
+    ) -> Json:
+        """One request; the decoded JSON body, or KubeError."""
+        for attempt in (0, 1):
+            response = await self._send(
+                method, path, query=query, body=body, content_type=content_type, timeout=timeout
+            )
+            try:
+                raw = await response.read()
+            except (aiohttp.ClientError, TimeoutError, OSError) as err:
+                raise KubeError(0, f"{type(err).__name__}: {err}") from err
+            finally:
+                response.release()
+            data = _decode(raw)
+            if response.status == 401 and attempt == 0 and self._refresh is not None:
+                await self._refresh()
+                continue
+            if not 200 <= response.status < 300:
+                raise KubeError(response.status, response.reason or "", data)
+            return data
+        raise AssertionError("unreachable")
+
+    async def get(self, path: str, query: Mapping[str, str] | None = None) -> Json:
+        return await self.request("GET", path, query=query)
+
+    async def create(self, path: str, body: Json) -> Json:
+        return await self.request("POST", path, body=body)
+
+    async def replace(self, path: str, body: Json) -> Json:
+        return await self.request("PUT", path, body=body)
+
+    async def merge_patch(self, path: str, patch: Json) -> Json:
+        return await self.request(
+            "PATCH", path, body=patch, content_type="application/merge-patch+json"
+        )
+
+    async def delete(self, path: str) -> Json:
+        return await self.request("DELETE", path)
+
+    async def watch(
+        self, path: str, query: Mapping[str, str], *, read_timeout: float
+    ) -> AsyncIterator[WatchEvent]:
+        """Stream watch events; a silent connection longer than `read_timeout` raises
+        KubeError(0) (dead connections otherwise hang forever)."""
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=read_timeout)
+        response = await self._send("GET", path, query={**query, "watch": "true"}, timeout=timeout)
+        try:
+            if response.status == 401 and self._refresh is not None:
+                await self._refresh()
+            if not 200 <= response.status < 300:
+                raise KubeError(
+                    response.status, response.reason or "", _decode(await response.read())
+                )
+            while True:
+                try:
+                    line = await response.content.readline()
+                except (aiohttp.ClientError, TimeoutError, OSError) as err:
+                    raise KubeError(0, f"watch interrupted: {type(err).__name__}: {err}") from err
+                if not line:
+                    return
+                if not line.strip():
+                    continue
+                event = _decode(line)
+                kind = event.get("type")
+                obj = event.get("object")
+                if isinstance(kind, str) and isinstance(obj, dict):
+                    yield WatchEvent(kind, obj)
+        finally:
+            # Close, not release: a half-read stream must not go back to the pool.
+            response.close()
+
+
+def _decode(raw: bytes) -> Json:
+    if not raw:
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return {"message": raw[:200].decode(errors="replace")}
+    return value if isinstance(value, dict) else {"value": value}
+
+
+async def sleep_backoff(attempt: int, *, base: float = 0.5, cap: float = 30.0) -> None:
+    """Exponential backoff for reconnects: 0.5 s, 1 s, 2 s, ... up to `cap`."""
+    await asyncio.sleep(min(cap, base * (2 ** min(attempt, 16))))

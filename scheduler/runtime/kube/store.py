@@ -1,0 +1,237 @@
+"""The Kubernetes store: the API server's objects into the engine.
+
+One reflector per watched resource keeps a cache of the server's objects. The initial
+sync lists every resource in dependency order (queues before Workloads) and then
+marks the engine synced, so `/readyz` turns true only after a full picture; watches
+then run side by side.
+
+What the core reads goes to the engine as commands. Workloads carry their status:
+a follower takes what the leader wrote; the leader keeps its own, newer decisions
+(`ApplyObject.keep_status`) and only reads two signals from it, `Finished` and
+`PodsReady` set by someone else. Other listeners (the Job integration, the status
+writers) see every change through :meth:`subscribe`.
+
+An object that cannot be decoded is logged once per resourceVersion and skipped; it
+never stops the store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from scheduler.api import Workload
+from scheduler.api.decode import ApiError
+from scheduler.runtime.commands import (
+    ApplyObject,
+    DeleteObject,
+    Finish,
+    MarkSynced,
+    PodsReady,
+)
+from scheduler.runtime.engine import Engine
+from scheduler.runtime.kube.decode import decode_live
+from scheduler.runtime.kube.reflector import Reflector
+from scheduler.runtime.kube.resources import (
+    CLUSTER_QUEUES,
+    COHORTS,
+    LOCAL_QUEUES,
+    NAMESPACES,
+    RESOURCE_FLAVORS,
+    WATCHED,
+    WORKLOADS,
+    Resource,
+    object_key,
+    resource_version,
+)
+from scheduler.runtime.kube.rest import Json, KubeError, KubeRest
+
+log = logging.getLogger(__name__)
+
+# The kinds the scheduling core models; the others are read by listeners only.
+CORE_KINDS = frozenset(
+    r.kind for r in (NAMESPACES, RESOURCE_FLAVORS, COHORTS, CLUSTER_QUEUES, LOCAL_QUEUES, WORKLOADS)
+)
+
+Listener = Callable[[Resource, Json | None, Json | None], None]  # (resource, new, old)
+
+
+@dataclass(slots=True)
+class StoreStats:
+    applied: int = 0
+    deleted: int = 0
+    decode_errors: int = 0
+
+
+def _true_condition(obj: Json, type_: str) -> Json | None:
+    status = obj.get("status")
+    if not isinstance(status, dict):
+        return None
+    for c in status.get("conditions") or []:
+        if isinstance(c, dict) and c.get("type") == type_ and c.get("status") == "True":
+            return c
+    return None
+
+
+def _newer(a: str, b: str) -> bool:
+    """Is resourceVersion `a` newer than `b`? They are opaque in general but etcd's
+    are integers; with anything else, trust the newest arrival."""
+    if a.isdigit() and b.isdigit():
+        return int(a) > int(b)
+    return True
+
+
+class KubeStore:
+    def __init__(
+        self,
+        rest: KubeRest,
+        engine: Engine,
+        *,
+        resources: tuple[Resource, ...] = WATCHED,
+        relist_backoff: float = 1.0,
+    ) -> None:
+        self.rest = rest
+        self.engine = engine
+        self.reflectors: dict[str, Reflector] = {
+            r.kind: Reflector(rest, r, self) for r in resources
+        }
+        self.leading = False
+        self.synced = asyncio.Event()
+        self.stats = StoreStats()
+        self._listeners: list[Listener] = []
+        self._bad: dict[str, str] = {}  # key -> resourceVersion already reported
+        self._relist_backoff = relist_backoff
+
+    # -- reading ---------------------------------------------------------------------
+    def subscribe(self, listener: Listener) -> None:
+        self._listeners.append(listener)
+
+    def get(self, resource: Resource, key: str) -> Json | None:
+        reflector = self.reflectors.get(resource.kind)
+        return reflector.cache.get(key) if reflector is not None else None
+
+    def items(self, resource: Resource) -> Iterator[Json]:
+        reflector = self.reflectors.get(resource.kind)
+        if reflector is not None:
+            yield from list(reflector.cache.values())
+
+    def observe(self, resource: Resource, obj: Json) -> None:
+        """Record an object this process just wrote or read (a write's response, a
+        re-read after a conflict), unless the cache already holds a newer one."""
+        reflector = self.reflectors.get(resource.kind)
+        if reflector is None:
+            return
+        obj.setdefault("kind", resource.kind)
+        obj.setdefault("apiVersion", resource.api_version)
+        key = object_key(obj)
+        old = reflector.cache.get(key)
+        if old is not None and not _newer(resource_version(obj), resource_version(old)):
+            return
+        reflector.cache[key] = obj
+        self.upsert(resource, obj, old)
+
+    # -- running ---------------------------------------------------------------------
+    async def sync(self) -> None:
+        """List everything once, in dependency order, then mark the engine synced."""
+        for reflector in self.reflectors.values():
+            failures = 0
+            while True:
+                try:
+                    await reflector.list_all()
+                    break
+                except KubeError as err:
+                    failures += 1
+                    log.warning(
+                        "event=initial-list-failed kind=%s error=%s attempt=%d",
+                        reflector.resource.kind,
+                        err,
+                        failures,
+                    )
+                    await asyncio.sleep(min(30.0, self._relist_backoff * 2 ** min(failures, 5)))
+        self.engine.submit(MarkSynced())
+        self.synced.set()
+        log.info(
+            "event=store-synced %s",
+            " ".join(f"{k}={len(r.cache)}" for k, r in self.reflectors.items()),
+        )
+
+    async def run(self) -> None:
+        """Sync, then watch every resource until cancelled."""
+        if not self.synced.is_set():
+            await self.sync()
+        async with asyncio.TaskGroup() as group:
+            for kind, reflector in self.reflectors.items():
+                group.create_task(reflector.run(), name=f"watch-{kind}")
+
+    def set_leading(self, leading: bool) -> None:
+        """Leadership changed. A replica that stops leading takes the server's status
+        for every Workload again, dropping decisions it did not get to write."""
+        if leading == self.leading:
+            return
+        self.leading = leading
+        if not leading:
+            for obj in self.items(WORKLOADS):
+                self._apply_core(WORKLOADS, obj)
+
+    # -- reflector handler -----------------------------------------------------------
+    def upsert(self, resource: Resource, obj: Json, old: Json | None) -> None:
+        if resource.kind in CORE_KINDS:
+            self._apply_core(resource, obj)
+        for listener in self._listeners:
+            try:
+                listener(resource, obj, old)
+            except Exception:
+                log.exception(
+                    "event=listener-failed kind=%s key=%s", resource.kind, object_key(obj)
+                )
+
+    def delete(self, resource: Resource, obj: Json) -> None:
+        if resource.kind in CORE_KINDS:
+            meta = obj.get("metadata") or {}
+            self.engine.submit(
+                DeleteObject(resource.kind, meta.get("namespace"), str(meta.get("name", "")))
+            )
+            self.stats.deleted += 1
+        self._bad.pop(object_key(obj), None)
+        for listener in self._listeners:
+            try:
+                listener(resource, None, obj)
+            except Exception:
+                log.exception(
+                    "event=listener-failed kind=%s key=%s", resource.kind, object_key(obj)
+                )
+
+    def _apply_core(self, resource: Resource, raw: Json) -> None:
+        key = f"{resource.kind}:{object_key(raw)}"
+        try:
+            obj = decode_live(raw, source=f"{resource.api_version}/{resource.plural}")
+        except ApiError as err:
+            self.stats.decode_errors += 1
+            rv = resource_version(raw)
+            if self._bad.get(key) != rv:
+                self._bad[key] = rv
+                log.error("event=object-rejected kind=%s key=%s error=%s", resource.kind, key, err)
+            return
+        self._bad.pop(key, None)
+        self.stats.applied += 1
+        if isinstance(obj, Workload):
+            self._apply_workload(obj, raw)
+        else:
+            self.engine.submit(ApplyObject(obj))
+
+    def _apply_workload(self, obj: Workload, raw: Json) -> None:
+        key = f"{obj.metadata.namespace}/{obj.metadata.name}"
+        self.engine.submit(ApplyObject(obj, keep_status=self.leading))
+        if not self.leading:
+            return
+        # Conditions that another party (a job integration, an operator) may set on a
+        # Workload the leader owns: they arrive as commands, like a Job's signals.
+        finished = _true_condition(raw, "Finished")
+        wl = self.engine.scheduler.workloads.get(key)
+        if finished is not None and wl is not None and not wl.finished:
+            self.engine.submit(Finish(key, failed=finished.get("reason") == "Failed"))
+        ready = _true_condition(raw, "PodsReady") is not None
+        if ready and wl is not None and not wl.conditions.is_true("PodsReady"):
+            self.engine.submit(PodsReady(key))
