@@ -43,7 +43,7 @@ class KubeError(Exception):
     @property
     def transient(self) -> bool:
         """Worth retrying: transport errors, throttling and server errors."""
-        return self.status == 0 or self.status == 429 or self.status >= 500
+        return self.status in {0, 429} or self.status >= 500
 
 
 @dataclass(frozen=True, slots=True)
