@@ -19,7 +19,6 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Final
 
-from visibility_server.authn.config import CONFIGMAP_NAME, CONFIGMAP_NAMESPACE
 from visibility_server.kube.errors import (
     AUTH_DELEGATOR_FIX,
     AUTH_READER_FIX,
@@ -71,11 +70,15 @@ SELF_SUBJECT_ACCESS_REVIEW: Final = Endpoint(
     "selfsubjectaccessreviews.authorization.k8s.io",
     'every authenticated identity should have it through the ClusterRole "system:basic-user"',
 )
-AUTHENTICATION_CONFIGMAP: Final = Endpoint(
-    f"/api/v1/namespaces/{CONFIGMAP_NAMESPACE}/configmaps/{CONFIGMAP_NAME}",
-    f"configmap {CONFIGMAP_NAMESPACE}/{CONFIGMAP_NAME}",
-    AUTH_READER_FIX,
-)
+
+
+def configmap_endpoint(namespace: str, name: str) -> Endpoint:
+    """A ConfigMap read; 403 means the `extension-apiserver-authentication-reader` grant."""
+    return Endpoint(
+        f"/api/v1/namespaces/{namespace}/configmaps/{name}",
+        f"configmap {namespace}/{name}",
+        AUTH_READER_FIX,
+    )
 
 
 class ApiCaller:
@@ -185,11 +188,11 @@ def review_status(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 __all__ = [
-    "AUTHENTICATION_CONFIGMAP",
     "SELF_SUBJECT_ACCESS_REVIEW",
     "SUBJECT_ACCESS_REVIEW",
     "TOKEN_REVIEW",
     "ApiCaller",
     "Endpoint",
+    "configmap_endpoint",
     "review_status",
 ]

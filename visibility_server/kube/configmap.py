@@ -6,7 +6,8 @@ loaded, so the CAs must be known before the socket binds. `AuthenticationConfigW
 then follows the object: a list and a watch of that one name (`fieldSelector`), resumed
 from the last resourceVersion, relisted when the watch expires or breaks; if list or watch
 is forbidden (older releases granted `extension-apiserver-authentication-reader` only
-`get`) it falls back to a GET every 60 s. Each value that differs from the current one
+`get`) it falls back to a GET every 60 s. The namespace and name are parameters only so
+tests can point both at a copy. Each value that differs from the current one
 goes to `on_change`; kube-apiserver's minutely re-sync of identical content does not.
 
 A ConfigMap that cannot be used (a bad PEM bundle, a list key that is not a JSON string
@@ -31,7 +32,7 @@ from visibility_server.authn.config import (
     AuthenticationConfig,
     AuthenticationConfigError,
 )
-from visibility_server.kube.calls import AUTHENTICATION_CONFIGMAP, ApiCaller
+from visibility_server.kube.calls import ApiCaller, configmap_endpoint
 from visibility_server.kube.errors import AUTH_READER_FIX, DelegationError
 from visibility_server.kube.retry import RetryPolicy
 from visibility_server.kube.transport import (
@@ -44,8 +45,6 @@ from visibility_server.kube.transport import (
 
 logger = logging.getLogger(__name__)
 
-COLLECTION_PATH: Final = f"/api/v1/namespaces/{CONFIGMAP_NAMESPACE}/configmaps"
-FIELD_SELECTOR: Final = f"metadata.name={CONFIGMAP_NAME}"
 DEFAULT_POLL_INTERVAL: Final = 60.0
 # kube-apiserver ends a watch after `timeoutSeconds`; bookmarks arrive about every minute,
 # so a read silent for longer than this means a dead connection.
@@ -96,6 +95,8 @@ async def read_authentication_config(
     tolerate_lookup_failure: bool = False,
     policy: RetryPolicy | None = None,
     refresh_credentials: CredentialRefresher | None = None,
+    namespace: str = CONFIGMAP_NAMESPACE,
+    name: str = CONFIGMAP_NAME,
 ) -> AuthenticationConfig:
     """The startup read: await it before the listener binds.
 
@@ -106,11 +107,12 @@ async def read_authentication_config(
     certificate authentication is off and a loud warning says so.
     """
     caller = ApiCaller(as_transport(api), policy=policy, refresh_credentials=refresh_credentials)
+    endpoint = configmap_endpoint(namespace, name)
     try:
-        configmap = await caller.get(AUTHENTICATION_CONFIGMAP)
+        configmap = await caller.get(endpoint)
         config = config_from_configmap(configmap, anonymous_auth=anonymous_auth)
     except (DelegationError, AuthenticationConfigError) as err:
-        problem = f"cannot read {AUTHENTICATION_CONFIGMAP.what}: {err}"
+        problem = f"cannot read {endpoint.what}: {err}"
         if not tolerate_lookup_failure:
             raise AuthenticationLookupError(
                 f"{problem}; without it kube-apiserver's front-proxy certificate is refused "
@@ -127,7 +129,7 @@ async def read_authentication_config(
         logger.warning(
             "%s does not exist: no client CA and no front-proxy CA; kube-apiserver creates it "
             "when it runs with --client-ca-file or --requestheader-client-ca-file",
-            AUTHENTICATION_CONFIGMAP.what,
+            endpoint.what,
         )
     return config
 
@@ -145,7 +147,13 @@ class AuthenticationConfigWatcher:
         poll_interval: float = DEFAULT_POLL_INTERVAL,
         policy: RetryPolicy | None = None,
         refresh_credentials: CredentialRefresher | None = None,
+        namespace: str = CONFIGMAP_NAMESPACE,
+        name: str = CONFIGMAP_NAME,
     ) -> None:
+        self._endpoint = configmap_endpoint(namespace, name)
+        self._collection = f"/api/v1/namespaces/{namespace}/configmaps"
+        self._selector = f"metadata.name={name}"
+        self._name = name
         self._transport = as_transport(api)
         self._caller = ApiCaller(
             self._transport, policy=policy, refresh_credentials=refresh_credentials
@@ -181,7 +189,7 @@ class AuthenticationConfigWatcher:
                     logger.warning(
                         "may not list/watch %s (%s); reading it with a GET every %gs instead. "
                         "To watch it, %s",
-                        AUTHENTICATION_CONFIGMAP.what,
+                        self._endpoint.what,
                         err.response.message(),
                         self._poll_interval,
                         AUTH_READER_FIX,
@@ -190,9 +198,9 @@ class AuthenticationConfigWatcher:
                     break
                 if err.response.status == 401 and self._refresh is not None:
                     await self._refresh()
-                logger.warning("watching %s failed: %s", AUTHENTICATION_CONFIGMAP.what, err)
+                logger.warning("watching %s failed: %s", self._endpoint.what, err)
             except (TransportError, DelegationError) as err:
-                logger.warning("watching %s failed: %s", AUTHENTICATION_CONFIGMAP.what, err)
+                logger.warning("watching %s failed: %s", self._endpoint.what, err)
             await self._policy.sleep(backoff)
             backoff = min(backoff * self._policy.factor, MAX_RELIST_BACKOFF)
         while True:
@@ -202,17 +210,17 @@ class AuthenticationConfigWatcher:
     async def poll_once(self) -> None:
         """One GET; failures are logged and the current configuration stays."""
         try:
-            configmap = await self._caller.get(AUTHENTICATION_CONFIGMAP)
+            configmap = await self._caller.get(self._endpoint)
         except DelegationError as err:
-            logger.warning("reading %s failed: %s", AUTHENTICATION_CONFIGMAP.what, err)
+            logger.warning("reading %s failed: %s", self._endpoint.what, err)
             return
         self._offer(configmap)
 
     async def _list(self) -> str:
         response = await self._transport.request(
             "GET",
-            COLLECTION_PATH,
-            query=[("fieldSelector", FIELD_SELECTOR)],
+            self._collection,
+            query=[("fieldSelector", self._selector)],
             timeout=self._policy.attempt_timeout,
         )
         if not response.ok:
@@ -222,7 +230,7 @@ class AuthenticationConfigWatcher:
             raise TransportError("the ConfigMap list is not a JSON object")
         items = doc.get("items") or []
         for item in items:
-            if _name(item) == CONFIGMAP_NAME:
+            if _name(item) == self._name:
                 self._offer(item)
         metadata = doc.get("metadata") or {}
         return str(metadata.get("resourceVersion") or "")
@@ -232,7 +240,7 @@ class AuthenticationConfigWatcher:
         a watch (`timeoutSeconds`) resumes from the last version seen."""
         while True:
             query = [
-                ("fieldSelector", FIELD_SELECTOR),
+                ("fieldSelector", self._selector),
                 ("allowWatchBookmarks", "true"),
                 ("timeoutSeconds", str(WATCH_TIMEOUT_SECONDS)),
             ]
@@ -240,7 +248,7 @@ class AuthenticationConfigWatcher:
                 query.append(("resourceVersion", version))
             events = 0
             async for event in self._transport.watch(
-                COLLECTION_PATH, query=query, read_timeout=WATCH_READ_TIMEOUT
+                self._collection, query=query, read_timeout=WATCH_READ_TIMEOUT
             ):
                 events += 1
                 version = self._event(event, version)
@@ -261,13 +269,13 @@ class AuthenticationConfigWatcher:
             raise TransportError(f"watch error: {obj.get('message', obj)}")
         metadata = obj.get("metadata") or {}
         new_version = str(metadata.get("resourceVersion") or version)
-        if kind in ("ADDED", "MODIFIED") and _name(obj) == CONFIGMAP_NAME:
+        if kind in ("ADDED", "MODIFIED") and _name(obj) == self._name:
             self._offer(obj)
         elif kind == "DELETED":
             logger.warning(
                 "%s was deleted; keeping the current configuration until kube-apiserver "
                 "recreates it",
-                AUTHENTICATION_CONFIGMAP.what,
+                self._endpoint.what,
             )
         return new_version
 
@@ -275,7 +283,7 @@ class AuthenticationConfigWatcher:
         if configmap is None:
             logger.warning(
                 "%s does not exist; keeping the current configuration",
-                AUTHENTICATION_CONFIGMAP.what,
+                self._endpoint.what,
             )
             return
         try:
@@ -283,7 +291,7 @@ class AuthenticationConfigWatcher:
         except AuthenticationConfigError as err:
             logger.error(
                 "ignoring a change of %s: %s; keeping the current configuration",
-                AUTHENTICATION_CONFIGMAP.what,
+                self._endpoint.what,
                 err,
             )
             return
@@ -292,7 +300,7 @@ class AuthenticationConfigWatcher:
         self._current = config
         logger.info(
             "%s changed: %d requestheader CA(s), %d client CA(s), allowed names %s",
-            AUTHENTICATION_CONFIGMAP.what,
+            self._endpoint.what,
             len(config.requestheader_cas),
             len(config.client_cas),
             list(config.allowed_names) or "any",
@@ -308,9 +316,7 @@ def _name(obj: Any) -> str:
 
 
 __all__ = [
-    "COLLECTION_PATH",
     "DEFAULT_POLL_INTERVAL",
-    "FIELD_SELECTOR",
     "AuthenticationConfigWatcher",
     "AuthenticationLookupError",
     "ConfigListener",
