@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from queuescope.serve_cluster import add_cluster_flags, run_cluster
 from scheduler.api.decode import ApiError, load_documents
 from scheduler.core.ingest import scheduler_config
 from scheduler.core.scheduler import Scheduler
@@ -87,6 +88,7 @@ def add_serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     p.add_argument("--publish-interval", type=float, default=float(_env("PUBLISH_INTERVAL", "0.2")))
     p.add_argument("--log-level", default=_env("LOG_LEVEL", "INFO"))
     p.add_argument("--log-format", choices=("text", "json"), default=_env("LOG_FORMAT", "text"))
+    add_cluster_flags(p)
 
 
 class _ChangeNotifier:
@@ -226,15 +228,10 @@ def run_serve(args: argparse.Namespace) -> int:
         if args.log_format == "json"
         else "%(levelname)s %(name)s %(message)s",
     )
-    if not args.embedded:
-        print(
-            "error: only `serve --embedded PATH...` is available in this release; "
-            "running against a cluster is not implemented yet",
-            file=sys.stderr,
-        )
-        return EXIT_BAD_INPUT
     try:
-        _listen(args.listen)
+        host, port = _listen(args.listen)
+        if not args.embedded:
+            return asyncio.run(run_cluster(args, host, port, VERSION))
         return asyncio.run(_run_embedded(args))
     except (ApiError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)

@@ -1,0 +1,347 @@
+"""`queuescope serve --kubeconfig ...` (or in a pod): cluster mode.
+
+One asyncio loop runs the store and engine (every replica), the leader's controllers
+and writers (the Lease holder), the delegated authentication and authorization
+(cluster.md §3, §4), certificate reloading, and the HTTPS listener. Order matters at
+start: the front-proxy CA must be known before the listener binds (§3.1), while the
+informers' first sync is awaited by `/readyz`, never by discovery.
+
+Shutdown (SIGTERM): `/readyz` fails at once, the server keeps answering for a short
+grace so endpoints drop the pod, the leader stops writing and releases its Lease,
+then uvicorn drains.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import logging
+import os
+import signal
+import socket
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Gauge
+
+from queuescope.kubeclient import KubeClient
+from scheduler.api.decode import load_documents
+from scheduler.core.ingest import scheduler_config
+from scheduler.core.scheduler import Scheduler
+from scheduler.runtime.clock import SystemClock
+from scheduler.runtime.engine import Engine
+from scheduler.runtime.kube.cluster import ClusterRuntime
+from scheduler.runtime.kube.leader import LeaderElector, new_identity
+from scheduler.runtime.kube.rest import KubeRest
+from visibility_server.authn.config import (
+    DEFAULT_EXTRA_HEADERS_PREFIXES,
+    DEFAULT_GROUP_HEADERS,
+    DEFAULT_USERNAME_HEADERS,
+    AuthenticationConfig,
+)
+from visibility_server.authz.pipeline import Authorizer
+from visibility_server.http import create_app
+from visibility_server.http.health import HealthCheck
+from visibility_server.kube.configmap import AuthenticationLookupError
+from visibility_server.kube.delegated import DelegatedAuth
+from visibility_server.serving import build_server
+from visibility_server.tls.listener import ListenerTLS
+from visibility_server.tls.reload import CertificateReloader
+from visibility_server.tls.verify import load_pair, validate_serving_pair
+
+log = logging.getLogger("queuescope.serve")
+
+NAMESPACE = "queuescope-system"
+SERVICE = "queuescope-visibility"
+LEASE_NAME = "queuescope-controller-leader"
+SHUTDOWN_GRACE = 5.0
+
+
+def _env(name: str, default: str) -> str:
+    return os.environ.get(f"QUEUESCOPE_{name}", default)
+
+
+def _flag_bool(value: str) -> bool:
+    if value.lower() in ("true", "1", "yes"):
+        return True
+    if value.lower() in ("false", "0", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {value!r}")
+
+
+def _duration(value: str) -> float:
+    """`10s`, `1m`, `500ms` or plain seconds."""
+    units = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+    for suffix in ("ms", "s", "m", "h"):
+        if value.endswith(suffix) and value[: -len(suffix)].replace(".", "", 1).isdigit():
+            return float(value[: -len(suffix)]) * units[suffix]
+    try:
+        return float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a duration like 10s, got {value!r}") from None
+
+
+def add_cluster_flags(p: argparse.ArgumentParser) -> None:
+    """The flags of cluster mode (cluster.md §3.5), each with a QUEUESCOPE_* twin."""
+    g = p.add_argument_group("cluster mode")
+    g.add_argument("--authentication-kubeconfig", default=_env("AUTHENTICATION_KUBECONFIG", ""))
+    g.add_argument("--authorization-kubeconfig", default=_env("AUTHORIZATION_KUBECONFIG", ""))
+    g.add_argument(
+        "--authentication-skip-lookup",
+        action="store_true",
+        default=_env("AUTHENTICATION_SKIP_LOOKUP", "") == "true",
+    )
+    g.add_argument(
+        "--authentication-tolerate-lookup-failure",
+        action="store_true",
+        default=_env("AUTHENTICATION_TOLERATE_LOOKUP_FAILURE", "") == "true",
+    )
+    g.add_argument("--client-ca-file", default=_env("CLIENT_CA_FILE", "") or None)
+    g.add_argument("--requestheader-username-headers", default="")
+    g.add_argument("--requestheader-group-headers", default="")
+    g.add_argument("--requestheader-extra-headers-prefix", default="")
+    g.add_argument("--requestheader-uid-headers", default="")
+    g.add_argument(
+        "--authentication-token-webhook-cache-ttl",
+        type=_duration,
+        default=_duration(_env("AUTHENTICATION_TOKEN_WEBHOOK_CACHE_TTL", "10s")),
+    )
+    g.add_argument(
+        "--anonymous-auth", type=_flag_bool, default=_flag_bool(_env("ANONYMOUS_AUTH", "true"))
+    )
+    g.add_argument(
+        "--authorization-always-allow-paths",
+        default=_env("AUTHORIZATION_ALWAYS_ALLOW_PATHS", "/healthz,/readyz,/livez"),
+    )
+    g.add_argument(
+        "--authorization-webhook-cache-authorized-ttl",
+        type=_duration,
+        default=_duration(_env("AUTHORIZATION_WEBHOOK_CACHE_AUTHORIZED_TTL", "10s")),
+    )
+    g.add_argument(
+        "--authorization-webhook-cache-unauthorized-ttl",
+        type=_duration,
+        default=_duration(_env("AUTHORIZATION_WEBHOOK_CACHE_UNAUTHORIZED_TTL", "10s")),
+    )
+    g.add_argument(
+        "--cert-reload-interval",
+        type=_duration,
+        default=_duration(_env("CERT_RELOAD_INTERVAL", "10s")),
+    )
+    g.add_argument(
+        "--allow-nonconforming-serving-cert",
+        action="store_true",
+        default=_env("ALLOW_NONCONFORMING_SERVING_CERT", "") == "true",
+    )
+    g.add_argument("--kube-api-qps", type=float, default=float(_env("KUBE_API_QPS", "50")))
+    g.add_argument("--kube-api-burst", type=int, default=int(_env("KUBE_API_BURST", "100")))
+    g.add_argument(
+        "--leader-election-namespace",
+        default=_env("LEADER_ELECTION_NAMESPACE", "") or os.environ.get("POD_NAMESPACE", NAMESPACE),
+    )
+    g.add_argument(
+        "--leader-election-id", default=_env("LEADER_ELECTION_ID", LEASE_NAME), metavar="NAME"
+    )
+    g.add_argument(
+        "--queue-status-interval",
+        type=_duration,
+        default=None,
+        help="how often queue status is written (default: the configuration's updateInterval)",
+    )
+    g.add_argument(
+        "--status-sweep-interval",
+        type=_duration,
+        default=_duration(_env("STATUS_SWEEP_INTERVAL", "60s")),
+    )
+
+
+def _names(value: str, default: tuple[str, ...]) -> tuple[str, ...]:
+    found = tuple(v.strip() for v in value.split(",") if v.strip())
+    return found or default
+
+
+def _static_config(args: argparse.Namespace) -> AuthenticationConfig:
+    """`--authentication-skip-lookup`: the flags replace the ConfigMap."""
+    client_ca = Path(args.client_ca_file).read_bytes() if args.client_ca_file else b""
+    requestheader = (
+        Path(args.requestheader_client_ca_file).read_bytes()
+        if args.requestheader_client_ca_file
+        else b""
+    )
+    return AuthenticationConfig(
+        client_ca_pem=client_ca,
+        requestheader_ca_pem=requestheader,
+        allowed_names=tuple(n for n in args.requestheader_allowed_names.split(",") if n),
+        username_headers=_names(args.requestheader_username_headers, DEFAULT_USERNAME_HEADERS)
+        if requestheader
+        else (),
+        group_headers=_names(args.requestheader_group_headers, DEFAULT_GROUP_HEADERS)
+        if requestheader
+        else (),
+        extra_headers_prefixes=_names(
+            args.requestheader_extra_headers_prefix, DEFAULT_EXTRA_HEADERS_PREFIXES
+        )
+        if requestheader
+        else (),
+        uid_headers=_names(args.requestheader_uid_headers, ()),
+    )
+
+
+def _check_serving_pair(cert_dir: Path, required: tuple[str, ...], allow: bool) -> None:
+    pair = load_pair(cert_dir)
+    problems = validate_serving_pair(
+        pair.cert_pem, pair.key_pem, required_sans=required, now=datetime.now(UTC)
+    )
+    if problems and not allow:
+        raise ValueError(f"serving certificate in {cert_dir} cannot be used: {'; '.join(problems)}")
+    for problem in problems:
+        log.warning("event=nonconforming-serving-cert problem=%s", problem)
+
+
+class _ChangeNotifier:
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    async def wait_for_change(self, timeout: float, *, after: int | None = None) -> None:
+        await self._engine.wait_for_change(timeout, after=after)
+
+
+async def run_cluster(
+    args: argparse.Namespace, host: str, port: int, version: dict[str, str]
+) -> int:
+    if not args.cert_dir:
+        raise ValueError("cluster mode needs --cert-dir (a folder with tls.crt and tls.key)")
+    cert_dir = Path(args.cert_dir)
+    required_sans = (f"{SERVICE}.{NAMESPACE}.svc",)
+    _check_serving_pair(cert_dir, required_sans, args.allow_nonconforming_serving_cert)
+
+    config_obj = None
+    if args.config:
+        documents = load_documents([args.config])
+        config_obj = next((d.obj for d in documents if d.obj.kind == "Configuration"), None)
+    scheduler = Scheduler(SystemClock(), scheduler_config(config_obj))
+    engine = Engine(scheduler, publish_interval=args.publish_interval, scheduling=False)
+
+    kube = KubeClient(args.kubeconfig)
+    api = await kube.open()
+    registry = CollectorRegistry()
+    delegated = DelegatedAuth(
+        api,
+        registry=registry,
+        refresh_credentials=kube.refresh,
+        anonymous_auth=args.anonymous_auth,
+        tolerate_lookup_failure=args.authentication_tolerate_lookup_failure,
+        static_config=_static_config(args) if args.authentication_skip_lookup else None,
+        token_cache_ttl=args.authentication_token_webhook_cache_ttl,
+    )
+    try:
+        auth_config = await delegated.load()  # before the listener binds (§3.1)
+    except AuthenticationLookupError as err:
+        await kube.close()
+        log.error("event=authentication-lookup-failed error=%s", err)
+        return 1
+    listener = ListenerTLS(load_pair(cert_dir), auth_config.accepted_cas_pem)
+    delegated.on_config_change(lambda new: listener.set_client_cas(new.accepted_cas_pem))
+    authorizer = Authorizer(
+        delegated.sar_backend,
+        always_allow_paths=[p for p in args.authorization_always_allow_paths.split(",") if p],
+        allowed_ttl=args.authorization_webhook_cache_authorized_ttl,
+        denied_ttl=args.authorization_webhook_cache_unauthorized_ttl,
+    )
+
+    rest = KubeRest(api, refresh_credentials=kube.refresh)
+    elector = None
+    if args.leader_elect:
+        pod = os.environ.get("POD_NAME") or socket.gethostname()
+        elector = LeaderElector(
+            rest,
+            namespace=args.leader_election_namespace,
+            name=args.leader_election_id,
+            identity=new_identity(pod),
+        )
+    runtime = ClusterRuntime(
+        rest,
+        engine,
+        elector=elector,
+        qps=args.kube_api_qps,
+        burst=args.kube_api_burst,
+        queue_status_interval=args.queue_status_interval,
+        sweep_interval=args.status_sweep_interval,
+    )
+    leader_gauge = Gauge(
+        "queuescope_leader", "1 on the replica that holds the Lease", registry=registry
+    )
+    leader_gauge.set_function(lambda: 1.0 if runtime.leading else 0.0)
+
+    stopping = asyncio.Event()
+    app = create_app(
+        snapshot=engine.snapshot,
+        authenticator=delegated.authenticator,
+        authorizer=authorizer,
+        version_info=version,
+        change_notifier=_ChangeNotifier(engine),
+        metrics_registry=registry,
+        health_checks=[
+            HealthCheck("shutdown", lambda: not stopping.is_set(), frozenset({"readyz"}))
+        ],
+    )
+    reloader = CertificateReloader(
+        cert_dir, listener, required_sans, interval=args.cert_reload_interval
+    )
+    server = build_server(app, listener, host, port)
+
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+
+    tasks: list[asyncio.Task[Any]] = [
+        asyncio.create_task(engine.run(), name="engine"),
+        asyncio.create_task(runtime.run(), name="cluster-runtime"),
+        asyncio.create_task(delegated.run(), name="delegated-auth"),
+        asyncio.create_task(kube.run(), name="credentials"),
+        asyncio.create_task(reloader.run(), name="cert-reload"),
+        asyncio.create_task(server.serve(), name="https"),
+    ]
+
+    async def freeze_after_sync() -> None:
+        # The initial load lives as long as the process: keep it out of full GC passes.
+        await runtime.store.synced.wait()
+        await engine.flush()
+        gc.freeze()
+
+    freezer = asyncio.create_task(freeze_after_sync(), name="gc-freeze")
+    log.info(
+        "event=serving url=https://%s:%d mode=cluster leader_elect=%s", host, port, bool(elector)
+    )
+    stopper = asyncio.create_task(stop.wait(), name="signal")
+    done, _ = await asyncio.wait([*tasks, stopper], return_when=asyncio.FIRST_COMPLETED)
+    failed = [t for t in done if t is not stopper and not t.cancelled() and t.exception()]
+    freezer.cancel()
+    # Not ready at once, keep serving briefly so endpoints drop this pod, then stop
+    # writing and hand the Lease over, then drain.
+    stopping.set()
+    if not failed:
+        await asyncio.sleep(min(SHUTDOWN_GRACE, float(_env("SHUTDOWN_GRACE", str(SHUTDOWN_GRACE)))))
+    exit_code = 1 if failed else 0
+    try:
+        await runtime.shutdown()
+    except Exception as err:
+        log.error("event=shutdown-failed error=%r", err)
+        exit_code = 1
+    server.should_exit = True
+    await engine.stop()
+    for t in tasks:
+        if t.get_name() != "https":
+            t.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    stopper.cancel()
+    await kube.close()
+    for t in failed:
+        log.error("event=task-failed task=%s error=%r", t.get_name(), t.exception())
+    return exit_code
+
+
+__all__ = ["add_cluster_flags", "run_cluster"]

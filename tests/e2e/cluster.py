@@ -1,0 +1,132 @@
+"""queuescope in cluster mode against the real control plane (cluster.md §8 bootstrap).
+
+`install` applies what a cluster install applies, minus the Deployment: the CRDs (and
+waits for them to be Established), the namespace, and the RBAC of `manifests/rbac`.
+`controller_kubeconfig` mints a token for our ServiceAccount with the TokenRequest
+API (`kubectl create token`, no controller needed) and writes the kubeconfig the
+server runs with, so every call it makes is checked by real RBAC.
+`ClusterModeServer` is `VisibilityServer` running `queuescope serve --kubeconfig`.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tests.e2e.aggregated import NAMESPACE, VisibilityServer
+from tests.e2e.harness import ControlPlane, wait_for
+from visibility_server.certs import SECRET_MODE, write_atomic
+
+REPO = Path(__file__).resolve().parents[2]
+SERVICE_ACCOUNT = "queuescope-controller"
+CRD_NAMES = (
+    "clusterqueues",
+    "cohorts",
+    "localqueues",
+    "resourceflavors",
+    "workloadpriorityclasses",
+    "workloads",
+)
+
+
+def install(plane: ControlPlane) -> None:
+    """CRDs, namespace and RBAC; idempotent (kubectl apply)."""
+    plane.kubectl("apply", "-k", str(REPO / "manifests" / "crds"))
+    plane.kubectl("apply", "-f", str(REPO / "manifests" / "deploy" / "namespace.yaml"))
+    plane.kubectl("apply", "-k", str(REPO / "manifests" / "rbac"))
+    for name in CRD_NAMES:
+        plane.kubectl(
+            "wait",
+            "--for=condition=Established",
+            f"crd/{name}.kueue.x-k8s.io",
+            "--timeout=60s",
+        )
+
+
+def controller_kubeconfig(plane: ControlPlane, path: Path) -> Path:
+    token = plane.kubectl(
+        "create", "token", SERVICE_ACCOUNT, "-n", NAMESPACE, "--duration=2h"
+    ).stdout.strip()
+    ca = plane.cluster_ca_file.read_text()
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": "e2e",
+                "cluster": {
+                    "server": plane.url,
+                    "certificate-authority-data": base64.b64encode(ca.encode()).decode(),
+                },
+            }
+        ],
+        "users": [{"name": SERVICE_ACCOUNT, "user": {"token": token}}],
+        "contexts": [{"name": "e2e", "context": {"cluster": "e2e", "user": SERVICE_ACCOUNT}}],
+        "current-context": "e2e",
+    }
+    write_atomic(path, json.dumps(doc).encode(), mode=SECRET_MODE)
+    return path
+
+
+@dataclass
+class ClusterModeServer(VisibilityServer):
+    """Our server in cluster mode: its objects live in kube-apiserver."""
+
+    leader_elect: bool = False
+    extra_args: list[str] = field(default_factory=list)
+    kubeconfig: Path | None = None
+
+    def prepare(self) -> None:
+        install(self.plane)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.kubeconfig = controller_kubeconfig(self.plane, self.root / "controller.kubeconfig")
+        # The fixture objects live in these namespaces; kube-apiserver needs them first.
+        self.plane.apply(
+            "\n---\n".join(
+                json.dumps({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}})
+                for n in ("team-a", "team-b")
+            )
+        )
+        super().prepare()
+
+    def apply_objects(self, name: str, manifest: str) -> None:
+        self.plane.apply(manifest)
+
+    def command(self) -> list[str]:
+        assert self.kubeconfig is not None, "prepare() first"
+        args = [
+            sys.executable,
+            "-m",
+            "queuescope.cli",
+            "serve",
+            "--kubeconfig",
+            str(self.kubeconfig),
+            "--cert-dir",
+            str(self.certs.root),
+            "--listen",
+            f"127.0.0.1:{self.port}",
+            "--queue-status-interval",
+            "1s",
+        ]
+        if self.leader_elect:
+            args.append("--leader-elect")
+        return args + self.extra_args
+
+
+def wait_json(
+    plane: ControlPlane, what: str, predicate: Any, *args: str, timeout: float = 60
+) -> Any:
+    """Poll `kubectl get ARGS -o json` until `predicate(doc)` is truthy; returns it."""
+
+    def probe() -> Any:
+        result = plane.kubectl("get", *args, "-o", "json", check=False)
+        if result.returncode != 0:
+            return None
+        doc = json.loads(result.stdout)
+        return doc if predicate(doc) else None
+
+    return wait_for(probe, timeout=timeout, what=what)
