@@ -21,6 +21,7 @@ from typing import Any, NoReturn
 
 import pytest
 
+from tests.e2e.aggregated import Aggregated, aggregated_server
 from tests.e2e.harness import LOG_FILES, ControlPlane, HarnessError, tail
 
 REPO = Path(__file__).resolve().parents[2]
@@ -143,3 +144,13 @@ def control_plane(
         yield plane
     finally:
         plane.stop()
+
+
+@pytest.fixture(scope="module")
+def aggregated(
+    control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Aggregated]:
+    """Our server registered with both APIServices, one per test module (modules run one
+    after another, so each owns the registration while it runs)."""
+    with aggregated_server(control_plane, tmp_path_factory.mktemp("aggregated")) as env:
+        yield env

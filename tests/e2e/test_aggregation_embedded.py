@@ -13,7 +13,6 @@ its manifests (cluster.md §4.4).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -23,20 +22,11 @@ from tests.e2e.aggregated import (
     GROUP,
     VERSIONS,
     Aggregated,
-    aggregated_server,
     cq_path,
     lq_path,
     positions,
 )
-from tests.e2e.harness import ControlPlane, User
-
-
-@pytest.fixture(scope="module")
-def aggregated(
-    control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Aggregated]:
-    with aggregated_server(control_plane, tmp_path_factory.mktemp("embedded")) as env:
-        yield env
+from tests.e2e.harness import User
 
 
 def _kubectl_raw(env: Aggregated, path: str, user: User | None = None) -> dict[str, Any]:
