@@ -1,0 +1,144 @@
+"""Fakes for the delegated-auth unit tests: a scripted kube-apiserver transport and a
+clock whose sleeps advance it instantly."""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from visibility_server.kube.retry import RetryPolicy
+from visibility_server.kube.transport import KubeResponse, KubeStatusError, TransportError
+
+SAR_PATH: Final = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
+TOKEN_REVIEW_PATH: Final = "/apis/authentication.k8s.io/v1/tokenreviews"
+SELF_SAR_PATH: Final = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
+CONFIGMAP_PATH: Final = (
+    "/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication"
+)
+CONFIGMAPS_PATH: Final = "/api/v1/namespaces/kube-system/configmaps"
+
+
+class Timeout:
+    """A scripted attempt that uses up its whole timeout and then fails."""
+
+
+TIMEOUT: Final = Timeout()
+
+
+def response(status: int, doc: object = None, **headers: str) -> KubeResponse:
+    body = b"" if doc is None else json.dumps(doc).encode()
+    return KubeResponse(status, body, dict(headers))
+
+
+def status_error(code: int, message: str) -> KubeResponse:
+    """kube-apiserver's error body: a `Status`."""
+    return response(
+        code, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": message}
+    )
+
+
+def created(status: Mapping[str, Any], **spec: Any) -> KubeResponse:
+    return response(201, {"kind": "Review", "spec": spec, "status": dict(status)})
+
+
+FORBIDDEN: Final = status_error(
+    403,
+    'subjectaccessreviews.authorization.k8s.io is forbidden: User "system:serviceaccount:'
+    'queuescope-system:queuescope-controller" cannot create resource "subjectaccessreviews" '
+    'in API group "authorization.k8s.io" at the cluster scope',
+)
+
+
+@dataclass
+class FakeClock:
+    now: float = 1000.0
+    sleeps: list[float] = field(default_factory=list)
+    # Raise StopWatching on the sleep after this many: how a test ends a `run()` loop.
+    stop_after: int | None = None
+
+    def __call__(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        if self.stop_after is not None and len(self.sleeps) >= self.stop_after:
+            raise StopWatching
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+    def policy(self, *, rand: float = 0.0, **overrides: float) -> RetryPolicy:
+        return RetryPolicy(sleep=self.sleep, clock=self, rand=lambda: rand, **overrides)
+
+
+@dataclass(frozen=True)
+class Call:
+    method: str
+    path: str
+    query: tuple[tuple[str, str], ...]
+    body: Mapping[str, Any] | None
+    timeout: float
+
+
+Outcome = KubeResponse | Exception | Timeout
+WatchScript = Sequence[object]  # events (dicts), ending optionally with an exception or response
+
+
+class FakeTransport:
+    """Answers each (method, path) from a script, in order; the last entry repeats."""
+
+    def __init__(self, clock: FakeClock | None = None) -> None:
+        self.clock = clock or FakeClock()
+        self.calls: list[Call] = []
+        self.watch_calls: list[tuple[str, tuple[tuple[str, str], ...]]] = []
+        self._scripts: dict[tuple[str, str], deque[Outcome]] = {}
+        self._watches: deque[WatchScript] = deque()
+
+    def script(self, method: str, path: str, *outcomes: Outcome) -> None:
+        self._scripts[(method, path)] = deque(outcomes)
+
+    def script_watches(self, *streams: WatchScript) -> None:
+        self._watches.extend(streams)
+
+    def calls_to(self, path: str) -> list[Call]:
+        return [call for call in self.calls if call.path == path]
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Sequence[tuple[str, str]] = (),
+        body: Mapping[str, Any] | None = None,
+        timeout: float,
+    ) -> KubeResponse:
+        self.calls.append(Call(method, path, tuple(query), body, timeout))
+        script = self._scripts.get((method, path))
+        if not script:
+            raise AssertionError(f"unscripted request {method} {path}")
+        outcome = script.popleft() if len(script) > 1 else script[0]
+        if isinstance(outcome, Timeout):
+            self.clock.now += timeout
+            raise TransportError(f"kube-apiserver did not answer within {timeout:g}s")
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    async def watch(
+        self, path: str, *, query: Sequence[tuple[str, str]], read_timeout: float
+    ) -> AsyncIterator[Any]:
+        self.watch_calls.append((path, tuple(query)))
+        if not self._watches:
+            # Nothing more scripted: end the test's run loop.
+            raise StopWatching
+        for item in self._watches.popleft():
+            if isinstance(item, KubeResponse):
+                raise KubeStatusError(item)
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+
+
+class StopWatching(BaseException):
+    """Raised by the fake when the test has nothing more to stream: ends `run()`."""
