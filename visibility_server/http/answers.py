@@ -24,6 +24,7 @@ from visibility_server.http.query import PageQuery
 from visibility_server.http.render import ListDocument, encode, summary_document
 from visibility_server.http.routes import Kind, Route
 from visibility_server.http.table import table_document
+from visibility_server.http.waiting import estimate_instant
 
 
 @dataclass(slots=True)
@@ -146,18 +147,13 @@ class Answers:
         view = snapshot.view(cluster_queue) if cluster_queue is not None else None
         item = view.position_of(namespace, name) if view is not None else None
         if view is not None and item is not None:
-            body = encode(pending_position(api_version, view, item), media, pretty)
-            # The view digest covers positions and counts; the why-pending message is
-            # not part of it, so it is hashed in as well.
-            etag = tag_of(
-                view.digest,
-                namespace,
-                name,
-                item.entry.why_pending,
-                route.version,
-                media.value,
-                pretty,
-            )
+            velocity = snapshot.velocities.get(view.name)
+            now = estimate_instant(self._clock())
+            document = pending_position(api_version, view, item, velocity, now)
+            body = encode(document, media, pretty)
+            # The view digest covers positions and counts; why it waits and the
+            # estimate are not part of it, so the body itself is hashed in as well.
+            etag = tag_of(view.digest, namespace, name, route.version, media.value, body)
             return Answer(etag, 1, lambda: iter((body,)), media.content_type)
         state = self._not_pending(namespace, name) if self._not_pending is not None else None
         if state is None:

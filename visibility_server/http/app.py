@@ -61,6 +61,7 @@ def create_app(
     clock: Callable[[], float] = time.time,
     health_checks: Sequence[HealthCheck] = (),
     not_pending: NotPendingLookup | None = None,
+    dashboard: bool = True,
 ) -> FastAPI:
     """The visibility server's ASGI app (see the module and `server` docstrings).
 
@@ -69,6 +70,8 @@ def create_app(
     upstream surface). `health_checks` adds the runtime's checks (`event-loop`,
     `authentication-config`, `shutdown`) to the built-in `ping` and `informer-sync`.
     `not_pending` classifies a Workload that the snapshot does not list as pending.
+    `dashboard` serves the built-in dashboard under `/dashboard` (docs/dashboard.md),
+    outside the API's paths.
     """
     unknown = set(extensions) - KNOWN_EXTENSIONS
     if unknown:
@@ -105,6 +108,7 @@ def create_app(
         change_notifier=change_notifier,
         clock=clock,
         not_pending=not_pending,
+        dashboard=dashboard,
     )
     server = VisibilityServer(config)
     app = FastAPI(redirect_slashes=False, docs_url=None, redoc_url=None, openapi_url=None)

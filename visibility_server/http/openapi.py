@@ -176,10 +176,54 @@ def _visibility_schemas(version: str, pendingposition: bool, ref: str) -> dict[s
                 ),
                 "pendingWorkloadsInLocalQueue": _integer("Workloads pending in the LocalQueue."),
                 "message": _string("Why the Workload is still waiting."),
+                "whyPending": _WHY_PENDING,
+                "estimatedWait": _ESTIMATED_WAIT,
             },
             "x-kubernetes-group-version-kind": _gvk(version, "PendingWorkloadPosition"),
         }
     return schemas
+
+
+_WHY_PENDING: Final[Schema] = {
+    "description": "The last QuotaReserved=False condition and the blockers it names.",
+    "type": "object",
+    "properties": {
+        "reason": _string("Reason of the condition (Pending, Inadmissible, Waiting, ...)."),
+        "message": _string("Message of the condition."),
+        "lastTransitionTime": {
+            **_string("When the condition last changed."),
+            "format": "date-time",
+        },
+        "blockers": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "kind": _string(
+                        "Quota, Capacity, Taint, NodeAffinity, FlavorNotFound, Policy, "
+                        "Preemption or Other."
+                    ),
+                    "flavor": _string("ResourceFlavor concerned."),
+                    "resource": _string("Resource concerned."),
+                    "amount": _string("Quantity missing (Quota) or the maximum (Capacity)."),
+                    "message": _string("The part of the message naming this blocker."),
+                },
+            },
+        },
+    },
+}
+_ESTIMATED_WAIT: Final[Schema] = {
+    "description": "When the Workload may be admitted, from its ClusterQueue's admission rate.",
+    "type": "object",
+    "properties": {
+        "seconds": _integer("Estimated seconds until admission.", "int64"),
+        "lowSeconds": _integer("Lower bound of the 90% interval.", "int64"),
+        "highSeconds": _integer("Upper bound of the 90% interval.", "int64"),
+        "admissionsPerHour": {"type": "number", "format": "double"},
+        "effectiveAdmissions": {"type": "number", "format": "double"},
+        "method": _string("How the estimate was made: DecayedAdmissionRate."),
+    },
+}
 
 
 class _Operation:

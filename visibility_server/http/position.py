@@ -2,9 +2,11 @@
 
 A pending Workload is answered from the snapshot in O(1) (its view's index map);
 `message` carries the last `QuotaReserved=False` message (why it is still waiting)
-when there is one. A Workload that is not pending is classified by an optional lookup
-the runtime provides from its informer cache; without one, or when the lookup does not
-know it either, the answer is 404.
+when there is one, `whyPending` the same condition with the blockers it names, and
+`estimatedWait` when its ClusterQueue admits at a known rate (docs/dashboard.md).
+A Workload that is not pending is classified by an optional lookup the runtime
+provides from its informer cache; without one, or when the lookup does not know it
+either, the answer is 404.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from scheduler.runtime.snapshot import ClusterQueueView, PageItem
+from scheduler.runtime.snapshot import AdmissionVelocity, ClusterQueueView, Instant, PageItem
 from visibility_server.http.render import rfc3339_seconds
+from visibility_server.http.waiting import estimated_wait, why_pending
 
 POSITION_KIND: Final = "PendingWorkloadPosition"
 
@@ -43,7 +46,13 @@ class NotPending:
 NotPendingLookup = Callable[[str, str], NotPending | None]
 
 
-def pending_position(api_version: str, view: ClusterQueueView, item: PageItem) -> dict[str, Any]:
+def pending_position(
+    api_version: str,
+    view: ClusterQueueView,
+    item: PageItem,
+    velocity: AdmissionVelocity | None = None,
+    now: Instant = 0,
+) -> dict[str, Any]:
     entry = item.entry
     body: dict[str, Any] = {
         "kind": POSITION_KIND,
@@ -67,6 +76,11 @@ def pending_position(api_version: str, view: ClusterQueueView, item: PageItem) -
     }
     if entry.why_pending:
         body["message"] = entry.why_pending
+    if entry.why is not None:
+        body["whyPending"] = why_pending(entry.why)
+    wait = estimated_wait(velocity, item.position_in_cluster_queue, now)
+    if wait is not None:
+        body["estimatedWait"] = wait
     return body
 
 

@@ -2,7 +2,8 @@
 
 Checks run in the contract's order and the first failure decides:
 
-    authentication 401/503 -> Impersonate-* 403 -> authorization 403/500/503
+    authentication 401/503 -> Impersonate-* 403 -> [dashboard paths: see dashboard/]
+    -> authorization 403/500/503
     -> route 404 / method 405 -> Accept 406 -> query 400 -> in-flight 429
     -> initial sync 503 -> queue lookup 404 -> If-None-Match 304 (or long-poll)
 
@@ -32,9 +33,11 @@ from visibility_server.authn.interface import (
     Authenticator,
 )
 from visibility_server.authz.attributes import Attributes, request_attributes
+from visibility_server.authz.decision import Decision
 from visibility_server.authz.identity import UserInfo
 from visibility_server.authz.messages import forbidden_details, forbidden_message
 from visibility_server.authz.pipeline import Authorizer
+from visibility_server.dashboard import Dashboard, DashboardRequest, is_dashboard_path
 from visibility_server.http import status
 from visibility_server.http.answers import Answer, Answers
 from visibility_server.http.asgi import Headers, send_body, send_chunks, wait_for_disconnect
@@ -189,6 +192,7 @@ class ServerConfig:
     change_notifier: ChangeNotifier | None
     clock: Callable[[], float]
     not_pending: NotPendingLookup | None = None
+    dashboard: bool = False  # serve the built-in dashboard under /dashboard
     router: Router = field(init=False)
 
     def __post_init__(self) -> None:
@@ -203,6 +207,11 @@ class VisibilityServer:
         self._answers = Answers(config.snapshot, config.clock, config.not_pending)
         self._inflight = Gate(config.max_inflight)
         self._waiters = Gate(config.max_waiters)
+        self._dashboard = (
+            Dashboard(config.snapshot, config.clock, self.allowed, version=config.versions[0])
+            if config.dashboard
+            else None
+        )
 
     @property
     def inflight(self) -> int:
@@ -260,6 +269,10 @@ class VisibilityServer:
         user = await self._authenticate(request)
         if has_impersonation(request.headers):
             raise status.impersonation_forbidden()
+        if self._dashboard is not None and is_dashboard_path(request.path):
+            outcome.endpoint = "dashboard"
+            await self._serve_dashboard(request, user, send)
+            return
         attrs = request_attributes(request.method, request.raw_path)
         await self._authorize(user, attrs)
 
@@ -295,17 +308,39 @@ class VisibilityServer:
             log.warning("authentication failed: %s", _cause(exc))
             raise status.internal_error(_cause(exc)) from None
 
-    async def _authorize(self, user: UserInfo, attrs: Attributes) -> None:
+    async def _decide(self, user: UserInfo, attrs: Attributes) -> Decision:
         try:
-            decision = await self._c.authorizer.authorize(user, attrs)
+            return await self._c.authorizer.authorize(user, attrs)
         except Exception as exc:
             log.warning("authorization failed: %s", _cause(exc))
             if _is_transient(exc):
                 raise status.authorization_unavailable(_cause(exc)) from None
             raise status.internal_error(_cause(exc)) from None
+
+    async def allowed(self, user: UserInfo, attrs: Attributes) -> bool:
+        """Whether `user` may do `attrs` (the dashboard filters with it); a failing
+        backend raises the same 500/503 Status errors as a denied API request would."""
+        return (await self._decide(user, attrs)).allowed
+
+    async def _authorize(self, user: UserInfo, attrs: Attributes) -> None:
+        decision = await self._decide(user, attrs)
         if not decision.allowed:
             message = forbidden_message(user, attrs, decision.reason)
             raise status.forbidden(message, forbidden_details(attrs))
+
+    async def _serve_dashboard(self, request: Request, user: UserInfo, send: Send) -> None:
+        assert self._dashboard is not None
+        answer = await self._dashboard.answer(
+            DashboardRequest(
+                method=request.method,
+                path=request.path,
+                params=request.params,
+                if_none_match=tuple(request.header_values("if-none-match")),
+                user=user,
+            )
+        )
+        head = request.head or answer.code == 304
+        await send_body(send, answer.code, answer.headers, answer.body, head=head)
 
     # -- static documents, health, metrics ----------------------------------------------
 

@@ -239,6 +239,7 @@ def app_for(
 ) -> FastAPI:
     source = snap if callable(snap) else Holder(snap if snap is not None else example_snapshot())
     kwargs.setdefault("metrics_registry", CollectorRegistry())
+    kwargs.setdefault("clock", lambda: NOW)
     return create_app(
         snapshot=source,
         authenticator=FakeAuthenticator(),
@@ -246,7 +247,6 @@ def app_for(
         extensions=extensions,
         version_info=VERSION_INFO,
         change_notifier=change_notifier,
-        clock=lambda: NOW,
         **kwargs,
     )
 
