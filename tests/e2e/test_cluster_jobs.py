@@ -10,6 +10,7 @@ pods, completion) is patched by the test, as the Job controller would.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,23 @@ apiVersion: kueue.x-k8s.io/v1beta1
 kind: LocalQueue
 metadata: {{name: lq-jobs, namespace: {NS}}}
 spec: {{clusterQueue: cq-jobs}}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {{name: cq-done}}
+spec:
+  namespaceSelector: {{}}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors:
+    - name: pool-a
+      resources:
+      - {{name: cpu, nominalQuota: "2"}}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {{name: lq-done, namespace: {NS}}}
+spec: {{clusterQueue: cq-done}}
 ---
 apiVersion: kueue.x-k8s.io/v1beta1
 kind: WorkloadPriorityClass
@@ -206,10 +224,48 @@ def test_jobs_are_admitted_unsuspended_ready_finished_and_preempted(
         if plane.get_json("job", name, "-n", NS)["spec"].get("suspend")
     ]
     assert len(victims) == 1
-    restored = plane.get_json("job", victims[0], "-n", NS)
-    assert restored["spec"]["template"]["spec"]["nodeSelector"] == {"team": "research"}
+    wait_job(
+        plane,
+        victims[0],
+        "its own node selector restored",
+        lambda j: j["spec"]["template"]["spec"].get("nodeSelector") == {"team": "research"},
+    )
     evicted = workload_of(plane, victims[0])
-    assert _condition(evicted, "Evicted") is not None or _condition(evicted, "Preempted")
+    assert _condition(evicted, "Evicted") is not None
+    assert _condition(evicted, "Admitted") is None
+
+
+def test_a_finished_job_frees_its_quota_for_the_next(
+    cluster: tuple[ControlPlane, ClusterModeServer],
+) -> None:
+    plane, _server = cluster
+    plane.apply(job("first", cpu="2").replace("lq-jobs", "lq-done"))
+    plane.apply(job("second", cpu="2").replace("lq-jobs", "lq-done"))
+    wait_job(plane, "first", "unsuspended", lambda j: not j["spec"].get("suspend"))
+    assert plane.get_json("job", "second", "-n", NS)["spec"]["suspend"] is True
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    conditions = [
+        {"type": t, "status": "True", "lastTransitionTime": now, "lastProbeTime": now}
+        for t in ("SuccessCriteriaMet", "Complete")
+    ]
+    plane.kubectl(
+        "patch", "job", "first", "-n", NS, "--subresource=status", "--type=merge", "-p",
+        json.dumps({"status": {"startTime": now, "completionTime": now, "succeeded": 1,
+                               "conditions": conditions}}),
+    )  # fmt: skip
+    done = workload_of(plane, "first")
+    wait_json(
+        plane,
+        "first Finished",
+        lambda w: _condition(w, "Finished"),
+        "workloads.kueue.x-k8s.io",
+        done["metadata"]["name"],
+        "-n",
+        NS,
+    )
+    wait_job(
+        plane, "second", "unsuspended after first finished", lambda j: not j["spec"]["suspend"]
+    )
 
 
 def test_the_visibility_api_lists_jobs_pending_through_the_aggregator(

@@ -177,6 +177,10 @@ class JobController:
             ):
                 self.engine.submit(PodsReady(wl_key))
         elif not suspended:
+            # The template of a running Job is immutable: suspend first, restore the
+            # template once the Job is suspended (the next reconcile).
+            await self._set_suspended(job, True, None)
+        elif self._placement_differs(job, workload):
             await self._set_suspended(job, True, workload)
 
     @staticmethod
@@ -286,6 +290,13 @@ class JobController:
             meta["namespace"],
             meta["name"],
         )
+
+    def _placement_differs(self, job: Json, workload: Json) -> bool:
+        """Does the suspended Job still carry a flavor's node selector or tolerations?"""
+        pod, original = _pod_spec(job), self._original_pod_spec(workload)
+        return (pod.get("nodeSelector") or {}) != (original.get("nodeSelector") or {}) or (
+            pod.get("tolerations") or []
+        ) != (original.get("tolerations") or [])
 
     @staticmethod
     def _original_pod_spec(workload: Json) -> Json:
