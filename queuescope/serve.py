@@ -125,6 +125,11 @@ def _commands(state: Path, server: str) -> str:
             f"  curl --cacert {ca} --cert {cert} --key {key} {server}{cq_path}",
             f"  curl --cacert {ca} {server}/healthz",
             "",
+            "Dashboard, with a client certificate of the state folder's CA (docs/dashboard.md):",
+            f"  {server}/dashboard",
+            f"  queuescope certs browser --state-dir {state}   # admin.p12 to import, "
+            "password queuescope",
+            "",
             "A namespaced user (RBAC from the manifests decides what they see):",
             f"  queuescope certs client --state-dir {state} --user alice",
             f"  kubectl --kubeconfig {state}/users/alice.kubeconfig get --raw "
