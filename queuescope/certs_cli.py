@@ -33,6 +33,7 @@ from visibility_server.certs import (
     rotate_serving_cert,
     verify_cert_dir,
 )
+from visibility_server.tls.pkcs12 import DEFAULT_P12_PASSWORD, write_pkcs12
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -48,7 +49,9 @@ begin|finish` replaces the CA without a moment where kube-apiserver distrusts th
 `verify` checks a folder.
 
 For the embedded server: `client` mints a client certificate and kubeconfig from the
-state folder's CA (user = --user, groups = each --group).
+state folder's CA (user = --user, groups = each --group); `browser` packs the admin's
+(or a minted user's) certificate and key into a PKCS#12 file to import into a browser
+for the dashboard.
 
 Exit codes: 0 done, 1 the operation failed, 2 unusable input."""
 
@@ -127,6 +130,23 @@ def add_certs_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
         "--group", action="append", default=[], metavar="G", dest="groups", help="repeatable"
     )
     _key_type_option(client, default=DEFAULT_KEY_TYPE, what="the client key")
+
+    browser = commands.add_parser(
+        "browser",
+        help="a PKCS#12 file of a client certificate, to import into a browser",
+        description="Write DIR/admin.p12 (or DIR/users/NAME.p12 for a user minted with "
+        "`certs client`), protected by --password, and print its path. Import it into the "
+        "browser's personal certificates to open the dashboard of `serve --embedded`.",
+    )
+    browser.add_argument(
+        "--state-dir", type=Path, default=DEFAULT_STATE_DIR, metavar="DIR", dest="state_dir"
+    )
+    browser.add_argument("--user", default="", metavar="NAME", help="default: the admin")
+    browser.add_argument(
+        "--password",
+        default=DEFAULT_P12_PASSWORD,
+        help=f"import password (default {DEFAULT_P12_PASSWORD!r}; some browsers refuse none)",
+    )
 
 
 def run_certs(args: argparse.Namespace, *, now: datetime | None = None) -> int:
@@ -231,12 +251,20 @@ def _client(args: argparse.Namespace, now: datetime) -> int:
     return EXIT_OK
 
 
+def _browser(args: argparse.Namespace, now: datetime) -> int:
+    del now  # the certificate is packed as it is
+    path = write_pkcs12(args.state_dir, args.user, args.password.encode())
+    print(path)
+    return EXIT_OK
+
+
 _HANDLERS: dict[str, Callable[[argparse.Namespace, datetime], int]] = {
     "generate": _generate,
     "rotate": _rotate,
     "rotate-ca": _rotate_ca,
     "verify": _verify,
     "client": _client,
+    "browser": _browser,
 }
 
 
