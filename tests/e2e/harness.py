@@ -411,6 +411,26 @@ class ControlPlane:
             return
         raise HarnessError(f"kube-apiserver did not start: {last}")
 
+    def restart_apiserver(self) -> None:
+        """Stop kube-apiserver (SIGTERM) and start it again on the same port, as a
+        control-plane upgrade or crash would: clients keep their URL."""
+        assert self._apiserver is not None, "start() first"
+        self._apiserver.stop()
+        process = ManagedProcess(
+            "kube-apiserver",
+            [str(self.kube_apiserver_binary), *self.apiserver_args(self.port)],
+            self.logs_dir / "kube-apiserver.log",
+        )
+        process.start()
+        wait_for(
+            self._ready,
+            timeout=APISERVER_READY_SECONDS,
+            what="kube-apiserver /readyz after a restart",
+            interval=0.5,
+            alive=process.check_alive,
+        )
+        self._apiserver = process
+
     def _ready(self) -> bool | None:
         response = self.request("/readyz", self.admin, timeout=5)
         return True if response.status == 200 else None
