@@ -1,0 +1,175 @@
+"""What the benchmark server holds: a cluster of manifests, and many pending workloads.
+
+The cluster (namespaces, a flavor, ClusterQueues, LocalQueues) is written as manifest
+files and loaded by the embedded store like any `serve --embedded` input. Pending
+workloads at 100k and 1M are not: decoding a Workload manifest costs about 0.5 ms, so
+1M would take minutes before the first measurement. They are fed into the scheduler
+core in the server process, right after the manifests are applied and before the
+engine starts, in one of two ways:
+
+* ``bulk``: one decoded Workload per (namespace, priority), then shallow copies of its
+  core state with their own name, uid and creation time, through `Scheduler.set_workload`
+  (the core's own entry point). About 30 µs each. Copies share the decoded API object
+  and pod specs, so this understates memory; it is what the latency benchmarks use.
+* ``decode``: every workload its own manifest, decoded and applied through
+  `decode_object` and `apply_object`, exactly as a manifest file would be. Distinct
+  objects throughout; the memory benchmark uses it.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from scheduler.api import Workload, decode_object
+from scheduler.core.ingest import apply_object, workload_state
+from scheduler.core.scheduler import Scheduler
+from scheduler.core.workload import WorkloadState
+from scheduler.runtime.manifests import fill_metadata
+
+KUEUE = "kueue.x-k8s.io/v1beta1"
+CLUSTER_QUEUE = "bench"
+LOCAL_QUEUE = "main"
+PRIORITIES = (0, 50, 100)
+HIGH_PRIORITY = 1000  # arrivals that preempt (loop-lag)
+FEEDS = ("bulk", "decode")
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """The benchmark cluster: one ClusterQueue shared by `namespaces` LocalQueues."""
+
+    namespaces: int = 10
+    cpu_quota: str = "0"  # nothing admits: a stable queue for the latency benchmarks
+    strategy: str = "StrictFIFO"
+
+    def namespace(self, i: int) -> str:
+        return f"team-{i:02d}"
+
+
+def cluster_manifests(shape: Shape) -> str:
+    """The cluster as one multi-document YAML text."""
+    docs: list[dict[str, Any]] = [
+        {"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": "default"}},
+        {
+            "apiVersion": KUEUE,
+            "kind": "ClusterQueue",
+            "metadata": {"name": CLUSTER_QUEUE},
+            "spec": {
+                "namespaceSelector": {},
+                "queueingStrategy": shape.strategy,
+                "preemption": {"withinClusterQueue": "LowerPriority"},
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["cpu"],
+                        "flavors": [
+                            {
+                                "name": "default",
+                                "resources": [{"name": "cpu", "nominalQuota": shape.cpu_quota}],
+                            }
+                        ],
+                    }
+                ],
+            },
+        },
+    ]
+    for i in range(shape.namespaces):
+        ns = shape.namespace(i)
+        docs.append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+        docs.append(
+            {
+                "apiVersion": KUEUE,
+                "kind": "LocalQueue",
+                "metadata": {"name": LOCAL_QUEUE, "namespace": ns},
+                "spec": {"clusterQueue": CLUSTER_QUEUE},
+            }
+        )
+    return yaml.safe_dump_all(docs, sort_keys=False)
+
+
+def workload_manifest(namespace: str, name: str, priority: int, cpu: str = "1") -> dict[str, Any]:
+    owner_uid = f"00000000-0000-4000-8000-{zlib.crc32(f'{namespace}/{name}'.encode()):012d}"
+    return {
+        "apiVersion": KUEUE,
+        "kind": "Workload",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "ownerReferences": [
+                {
+                    "apiVersion": "batch/v1",
+                    "kind": "Job",
+                    "name": name,
+                    "uid": owner_uid,
+                    "controller": True,
+                }
+            ],
+        },
+        "spec": {
+            "queueName": LOCAL_QUEUE,
+            "priority": priority,
+            "podSets": [
+                {
+                    "name": "main",
+                    "count": 1,
+                    "template": {
+                        "spec": {
+                            "restartPolicy": "Never",
+                            "containers": [
+                                {
+                                    "name": "main",
+                                    "image": "registry.example.com/train:1",
+                                    "resources": {"requests": {"cpu": cpu}},
+                                }
+                            ],
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
+def decoded_workload(s: Scheduler, namespace: str, name: str, priority: int) -> Workload:
+    obj = fill_metadata(decode_object(workload_manifest(namespace, name, priority)), s.now())
+    assert isinstance(obj, Workload)
+    return obj
+
+
+def plan(shape: Shape, count: int, seed: int) -> Iterator[tuple[int, str, int]]:
+    """(index, namespace, priority) of each pending workload, the same for a seed."""
+    rng = random.Random(seed)
+    for i in range(count):
+        yield i, shape.namespace(rng.randrange(shape.namespaces)), rng.choice(PRIORITIES)
+
+
+def feed(s: Scheduler, shape: Shape, count: int, *, how: str = "bulk", seed: int = 1) -> None:
+    """Put `count` pending workloads into the ClusterQueue (see the module docstring)."""
+    if how == "decode":
+        for i, ns, priority in plan(shape, count, seed):
+            apply_object(s, decoded_workload(s, ns, f"wl-{i:07d}", priority))
+        s.finalize_evictions()
+        return
+    if how != "bulk":
+        raise ValueError(f"unknown feed {how!r}; expected one of {FEEDS}")
+    templates: dict[tuple[str, int], WorkloadState] = {}
+    base = s.now() - count  # distinct creation instants, all in the past
+    for i, ns, priority in plan(shape, count, seed):
+        template = templates.get((ns, priority))
+        if template is None:
+            obj = decoded_workload(s, ns, "template", priority)
+            template = workload_state(obj, s.config, s.now())
+            templates[(ns, priority)] = template
+        wl = copy.copy(template)
+        wl.name = f"wl-{i:07d}"
+        wl.uid = f"uid-{i:07d}"
+        wl.creation = base + i
+        wl.conditions = type(template.conditions)()
+        s.set_workload(wl)
+    s.finalize_evictions()

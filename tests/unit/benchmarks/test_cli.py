@@ -1,0 +1,88 @@
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from benchmarks.__main__ import main, parser
+from benchmarks.suite import BENCHMARKS, depths
+
+EXPECTED = {
+    "visibility-latency",
+    "visibility-throughput",
+    "scheduler-throughput",
+    "loop-lag",
+    "memory",
+    "snapshot",
+    "cluster-sync",
+}
+
+
+def test_every_benchmark_of_the_spec_is_registered() -> None:
+    assert set(BENCHMARKS) == EXPECTED
+
+
+def test_cluster_sync_is_registered_but_not_faked() -> None:
+    bench = BENCHMARKS["cluster-sync"]
+    assert bench.run is None
+    assert "Kubernetes store" in bench.unavailable
+    assert main(["cluster-sync"]) == 2
+
+
+@pytest.mark.parametrize(
+    ("text", "sizes"),
+    [
+        ("1k,10k,100k,1M", [1000, 10_000, 100_000, 1_000_000]),
+        ("500", [500]),
+        (" 2k , 3 ", [2000, 3]),
+    ],
+)
+def test_depths(text: str, sizes: list[int]) -> None:
+    assert depths(text) == sizes
+
+
+@pytest.mark.parametrize("text", ["", "ten", "1.5k", "1k,,2k"])
+def test_depths_rejects(text: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError):
+        depths(text)
+
+
+def _resolved(argv: list[str]) -> argparse.Namespace:
+    args = parser().parse_args(argv)
+    return BENCHMARKS[args.name].resolve(args)
+
+
+def test_sizes_default_to_full_or_quick() -> None:
+    full = _resolved(["visibility-latency"])
+    assert full.depths == [1000, 10_000, 100_000, 1_000_000]
+    assert full.requests == 1000
+    quick = _resolved(["visibility-latency", "--quick"])
+    assert quick.depths == [1000, 100_000]
+    assert quick.requests == 300
+
+
+def test_an_explicit_size_wins_over_quick() -> None:
+    args = _resolved(["visibility-latency", "--quick", "--depths", "10k", "--requests", "7"])
+    assert args.depths == [10_000]
+    assert args.requests == 7
+    assert args.baseline_requests == 20  # still the quick default
+
+
+def test_command_shows_the_sizes_that_ran() -> None:
+    args = _resolved(["snapshot", "--quick", "--trials", "3"])
+    assert BENCHMARKS["snapshot"].command(args) == (
+        "python -m benchmarks snapshot --quick --pending 100000 --trials 3"
+    )
+
+
+def test_every_available_benchmark_has_help_with_its_sizes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for name, bench in BENCHMARKS.items():
+        with pytest.raises(SystemExit) as exit_info:
+            parser().parse_args([name, "--help"])
+        assert exit_info.value.code == 0
+        text = capsys.readouterr().out
+        assert "--quick" in text
+        for size in bench.sizes:
+            assert f"--{size.flag}" in text
