@@ -282,12 +282,15 @@ class VisibilityServer:
             FRONT_PROXY_CLIENT,
         ]
 
+    def environment(self) -> dict[str, str]:
+        return {**os.environ, "PYTHONUNBUFFERED": "1"}
+
     def start(self) -> None:
         self.process = ManagedProcess(
             "queuescope-serve",
             self.command(),
             self.root / "serve.log",
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env=self.environment(),
         )
         self.process.start()
         wait_for(

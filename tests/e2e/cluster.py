@@ -79,6 +79,11 @@ class ClusterModeServer(VisibilityServer):
     leader_elect: bool = False
     extra_args: list[str] = field(default_factory=list)
     kubeconfig: Path | None = None
+    pod_name: str = "queuescope-e2e"
+
+    def environment(self) -> dict[str, str]:
+        # The Lease holder identity starts with the pod name (cluster.md §7).
+        return {**super().environment(), "POD_NAME": self.pod_name}
 
     def prepare(self) -> None:
         install(self.plane)
