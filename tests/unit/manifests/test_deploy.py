@@ -1,4 +1,5 @@
-"""Namespace, Deployment, Service, APIServices and the HA component (cluster.md §5)."""
+"""Namespace, Deployment, Service, APIServices, the components and the overlays' own
+files (cluster.md §5). What the overlays render to is in test_kustomize.py."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import argparse
 from typing import Any, cast
 
 import pytest
+import yaml
 
 from queuescope.serve import add_serve_parser
 from tests.unit.manifests.support import (
@@ -21,8 +23,13 @@ from visibility_server.certs import APISERVICE_NAMES, DEFAULT_NAMESPACE, DEFAULT
 
 DEPLOY = folder_objects(MANIFESTS / "deploy")
 APISERVICES = folder_objects(MANIFESTS / "apiservice")
-HA = folder_objects(MANIFESTS / "default" / "ha")
-DEFAULT = documents(MANIFESTS / "default" / "kustomization.yaml")[0]
+HA = folder_objects(MANIFESTS / "components" / "ha")
+APF = folder_objects(MANIFESTS / "components" / "apf")
+OVERLAYS = MANIFESTS / "overlays"
+DEFAULT = documents(OVERLAYS / "default" / "kustomization.yaml")[0]
+APP_ONLY = documents(OVERLAYS / "app-only" / "kustomization.yaml")[0]
+E2E = documents(OVERLAYS / "e2e" / "kustomization.yaml")[0]
+BASES = ["../../crds", "../../rbac", "../../deploy", "../../apiservice"]
 
 TLS_DIR = "/var/run/queuescope/tls"
 SECRET = "queuescope-visibility-tls"
@@ -221,8 +228,72 @@ def test_default_makes_the_secret_the_deployment_mounts() -> None:
     assert sorted(generator["files"]) == ["certs/ca.crt", "certs/tls.crt", "certs/tls.key"]
     # Rotation replaces the Secret in place and replicas hot-reload it (cluster.md §2).
     assert generator["options"]["disableNameSuffixHash"] is True
-    assert DEFAULT["resources"] == ["../crds", "../rbac", "../deploy", "../apiservice"]
-    assert DEFAULT["components"] == ["ha"]
+    assert DEFAULT["resources"] == BASES
+    assert DEFAULT["components"] == ["../../components/ha"]
+
+
+def test_app_only_is_default_without_the_crds() -> None:
+    assert APP_ONLY["resources"] == ["../default"]
+    (patch,) = APP_ONLY["patches"]
+    assert patch["target"] == {"kind": "CustomResourceDefinition"}  # every CRD, by kind
+    body = yaml.safe_load(patch["patch"])
+    assert body["$patch"] == "delete"
+    assert body["kind"] == "CustomResourceDefinition"
+    assert set(APP_ONLY) == {"apiVersion", "kind", "resources", "patches"}
+
+
+def test_e2e_overlay_has_no_deployment_and_an_external_name_service() -> None:
+    assert E2E["resources"] == BASES
+    assert "secretGenerator" not in E2E and "components" not in E2E
+    patches = {p["path"]: documents(OVERLAYS / "e2e" / p["path"])[0] for p in E2E["patches"]}
+    delete = patches["no-deployment.yaml"]
+    assert (delete["$patch"], delete["kind"]) == ("delete", "Deployment")
+    assert delete["metadata"] == {"name": "queuescope-controller", "namespace": NAMESPACE}
+    service = patches["service-externalname.yaml"]
+    assert service["metadata"] == {"name": SERVICE, "namespace": NAMESPACE}
+    assert service["spec"] == {
+        "$patch": "replace",
+        "type": "ExternalName",
+        "externalName": "localhost",
+    }
+
+
+def test_apf_component() -> None:
+    level = find(APF, "PriorityLevelConfiguration", "queuescope-visibility")
+    schema = find(APF, "FlowSchema", "queuescope-visibility")
+    for obj in (level, schema):
+        assert obj["apiVersion"] == "flowcontrol.apiserver.k8s.io/v1"
+        assert "namespace" not in obj["metadata"]  # cluster-scoped
+    assert level["spec"] == {
+        "type": "Limited",
+        "limited": {
+            "nominalConcurrencyShares": 10,
+            "lendablePercent": 90,
+            "limitResponse": {
+                "type": "Queue",
+                "queuing": {"queues": 16, "handSize": 4, "queueLengthLimit": 50},
+            },
+        },
+    }
+    spec = schema["spec"]
+    assert spec["priorityLevelConfiguration"] == {"name": "queuescope-visibility"}
+    assert spec["matchingPrecedence"] == 9000
+    assert spec["distinguisherMethod"] == {"type": "ByUser"}
+    (rule,) = spec["rules"]
+    assert rule["subjects"] == [
+        {"kind": "Group", "group": {"name": "system:authenticated"}},
+        {"kind": "Group", "group": {"name": "system:unauthenticated"}},
+    ]
+    assert rule["resourceRules"] == [
+        {
+            "verbs": ["*"],
+            "apiGroups": ["visibility.kueue.x-k8s.io"],
+            "resources": ["*"],
+            "clusterScope": True,
+            "namespaces": ["*"],
+        }
+    ]
+    assert "nonResourceRules" not in rule
 
 
 def test_ha_component() -> None:

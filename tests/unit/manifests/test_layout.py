@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.unit.manifests.support import MANIFESTS, documents, yaml_files
+from tests.unit.manifests.support import MANIFESTS, REPO, documents, yaml_files
 
 CLUSTER_SCOPED = frozenset(
     {
@@ -20,10 +21,19 @@ CLUSTER_SCOPED = frozenset(
         "Cohort",
         "WorkloadPriorityClass",
         "PriorityClass",
+        "FlowSchema",
+        "PriorityLevelConfiguration",
     }
 )
 KUSTOMIZE_KINDS = frozenset({"Kustomization", "Component"})
-OWN_FOLDERS = ("crds", "rbac", "deploy", "apiservice", "default")
+BASES = ("crds", "rbac", "deploy", "apiservice")
+COMPONENTS = ("ha", "apf", "self-managed-certs")
+OVERLAYS = ("default", "app-only", "e2e")
+OWN_FOLDERS = (
+    *BASES,
+    *(f"components/{c}" for c in COMPONENTS),
+    *(f"overlays/{o}" for o in OVERLAYS),
+)
 
 
 def _kustomizations() -> list[Path]:
@@ -41,8 +51,6 @@ def test_yaml_parses_into_named_objects(path: Path) -> None:
             continue
         metadata = doc.get("metadata") or {}
         assert metadata.get("name"), doc
-        if doc["kind"] == "Deployment" and path.parent.name == "ha":
-            continue  # a patch: names its target only
         if doc["kind"] in CLUSTER_SCOPED or path.parent.name == "samples":
             continue
         # The kustomize `namespace:` transformer is never used, so every namespaced object
@@ -50,9 +58,16 @@ def test_yaml_parses_into_named_objects(path: Path) -> None:
         assert metadata.get("namespace"), f"{doc['kind']} {metadata['name']}: no namespace"
 
 
-def test_the_folders_exist() -> None:
-    for folder in (*OWN_FOLDERS, "samples"):
-        assert (MANIFESTS / folder).is_dir(), folder
+def _subfolders(folder: Path) -> set[str]:
+    return {p.name for p in folder.iterdir() if p.is_dir()}
+
+
+def test_the_folders_are_exactly_those_of_the_layout() -> None:
+    """cluster.md §5: five bases (product.md's), three components, three overlays."""
+    assert _subfolders(MANIFESTS) == {*BASES, "samples", "components", "overlays"}
+    assert _subfolders(MANIFESTS / "components") == set(COMPONENTS)
+    # overlays/default/certs/ exists once `make deploy` or `certs generate` has run.
+    assert _subfolders(MANIFESTS / "overlays") == set(OVERLAYS)
     for folder in OWN_FOLDERS:
         assert (MANIFESTS / folder / "kustomization.yaml").is_file(), folder
 
@@ -65,10 +80,20 @@ def test_kustomization_is_sound(path: Path) -> None:
     for entry in [*kustomization.get("resources", []), *kustomization.get("components", [])]:
         assert (path.parent / entry).exists(), entry
     for patch in kustomization.get("patches", []):
-        if path.parent.name == "default" and patch["path"].startswith("certs/"):
+        assert "path" in patch or "patch" in patch, patch
+        if "path" not in patch:
+            continue  # inline
+        if path.parent == MANIFESTS / "overlays" / "default" and patch["path"].startswith(
+            "certs/"
+        ):
             continue  # written by `queuescope certs generate`
         assert (path.parent / patch["path"]).is_file(), patch
 
 
-def test_generated_certificates_are_ignored_by_git() -> None:
-    assert "/certs/" in (MANIFESTS / "default" / ".gitignore").read_text().split()
+@pytest.mark.parametrize("name", ["ca.key", "tls.key", "apiservice-cabundle.yaml"])
+def test_generated_certificates_are_ignored_by_git(name: str) -> None:
+    target = MANIFESTS / "overlays" / "default" / "certs" / name
+    result = subprocess.run(
+        ["git", "check-ignore", "--no-index", "--quiet", str(target)], cwd=REPO, check=False
+    )
+    assert result.returncode == 0, f"{target} is not git-ignored"

@@ -17,6 +17,7 @@ from tests.unit.manifests.support import (
 )
 
 RBAC = folder_objects(MANIFESTS / "rbac")
+SELF_MANAGED_CERTS = folder_objects(MANIFESTS / "components" / "self-managed-certs")
 
 # Roles kube-apiserver bootstraps; the manifests only bind them.
 BUILTIN_CLUSTER_ROLES: dict[str, list[dict[str, Any]]] = {
@@ -75,32 +76,32 @@ def _binds_controller(binding: dict[str, Any]) -> bool:
     )
 
 
-def _cluster_role_rules(name: str) -> list[dict[str, Any]]:
+def _cluster_role_rules(objects: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
     if name in BUILTIN_CLUSTER_ROLES:
         return BUILTIN_CLUSTER_ROLES[name]
-    rules: list[dict[str, Any]] = find(RBAC, "ClusterRole", name)["rules"]
+    rules: list[dict[str, Any]] = find(objects, "ClusterRole", name)["rules"]
     return rules
 
 
-def controller_allowed(request: Request) -> bool:
-    """Kubernetes' RBAC evaluation for the controller's ServiceAccount over these manifests."""
-    for binding in RBAC:
+def controller_allowed(request: Request, objects: list[dict[str, Any]] = RBAC) -> bool:
+    """Kubernetes' RBAC evaluation for the controller's ServiceAccount over `objects`."""
+    for binding in objects:
         if not _binds_controller(binding):
             continue
         ref = binding["roleRef"]
         if binding["kind"] == "ClusterRoleBinding":
-            rules = _cluster_role_rules(ref["name"])
+            rules = _cluster_role_rules(objects, ref["name"])
         elif binding["kind"] == "RoleBinding":
             if binding["metadata"]["namespace"] != request.namespace:
                 continue
             if ref["kind"] == "ClusterRole":
-                rules = _cluster_role_rules(ref["name"])
+                rules = _cluster_role_rules(objects, ref["name"])
             else:
                 key = (binding["metadata"]["namespace"], ref["name"])
                 rules = (
                     BUILTIN_ROLES.get(key)
                     or find(
-                        [o for o in RBAC if o["metadata"].get("namespace") == key[0]],
+                        [o for o in objects if o["metadata"].get("namespace") == key[0]],
                         "Role",
                         ref["name"],
                     )["rules"]
@@ -292,3 +293,57 @@ def test_batch_roles_aggregate_by_label(who: str) -> None:
 def test_metrics_reader() -> None:
     role = find(RBAC, "ClusterRole", "queuescope-metrics-reader")
     assert role["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
+
+
+SECRET = "queuescope-visibility-tls"
+# cluster.md §2, component self-managed-certs: get and update on that Secret, get and patch
+# on the two APIServices, by name.
+SELF_MANAGED_EXTRA = [
+    *_grants("get update", "", "secrets", namespace=NAMESPACE, name=SECRET),
+    *[
+        r
+        for name in APISERVICES.split()
+        for r in _grants("get patch", "apiregistration.k8s.io", "apiservices", name=name)
+    ],
+]
+
+
+@pytest.mark.parametrize(
+    "request_", SELF_MANAGED_EXTRA, ids=lambda r: f"{r.verb}-{r.resource}-{r.name}"
+)
+def test_self_managed_certs_grants(request_: Request) -> None:
+    assert controller_allowed(request_, RBAC + SELF_MANAGED_CERTS)
+    if request_.verb != "get" or request_.resource != "apiservices":
+        assert not controller_allowed(request_)  # not without the component
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [
+        Request("get", "", "secrets", NAMESPACE, "other"),
+        Request("list", "", "secrets", NAMESPACE),
+        Request("create", "", "secrets", NAMESPACE, SECRET),
+        Request("delete", "", "secrets", NAMESPACE, SECRET),
+        Request("update", "", "secrets", "kube-system", SECRET),
+        Request("create", "apiregistration.k8s.io", "apiservices"),
+        Request("delete", "apiregistration.k8s.io", "apiservices", name=APISERVICES.split()[0]),
+        Request("update", "apiregistration.k8s.io", "apiservices", name=APISERVICES.split()[1]),
+        Request("patch", "apiregistration.k8s.io", "apiservices", name="v1beta1.metrics.k8s.io"),
+    ],
+    ids=lambda r: f"{r.verb}-{r.resource}-{r.namespace}-{r.name}",
+)
+def test_self_managed_certs_grants_nothing_more(request_: Request) -> None:
+    assert not controller_allowed(request_, RBAC + SELF_MANAGED_CERTS)
+
+
+def test_self_managed_certs_objects() -> None:
+    kinds = sorted((o["kind"], o["metadata"]["name"]) for o in SELF_MANAGED_CERTS)
+    assert kinds == sorted(
+        (kind, "queuescope-self-managed-certs")
+        for kind in ("Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding")
+    )
+    for obj in SELF_MANAGED_CERTS:
+        if obj["kind"].endswith("Binding"):
+            assert _binds_controller(obj)
+        if obj["kind"] in ("Role", "RoleBinding"):
+            assert obj["metadata"]["namespace"] == NAMESPACE
