@@ -83,9 +83,7 @@ def test_kustomization_is_sound(path: Path) -> None:
         assert "path" in patch or "patch" in patch, patch
         if "path" not in patch:
             continue  # inline
-        if path.parent == MANIFESTS / "overlays" / "default" and patch["path"].startswith(
-            "certs/"
-        ):
+        if path.parent == MANIFESTS / "overlays" / "default" and patch["path"].startswith("certs/"):
             continue  # written by `queuescope certs generate`
         assert (path.parent / patch["path"]).is_file(), patch
 

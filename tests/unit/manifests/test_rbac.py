@@ -123,6 +123,7 @@ def _grants(verbs: str, group: str, resources: str, **where: str) -> list[Reques
 
 KUEUE = "kueue.x-k8s.io"
 APISERVICES = "v1beta1.visibility.kueue.x-k8s.io v1beta2.visibility.kueue.x-k8s.io"
+V1BETA1, V1BETA2 = APISERVICES.split()
 # The controller ClusterRole table of cluster.md §5, the leader-election Role, the two
 # bindings to kube-apiserver's own roles.
 EXPECTED = [
@@ -326,8 +327,8 @@ def test_self_managed_certs_grants(request_: Request) -> None:
         Request("delete", "", "secrets", NAMESPACE, SECRET),
         Request("update", "", "secrets", "kube-system", SECRET),
         Request("create", "apiregistration.k8s.io", "apiservices"),
-        Request("delete", "apiregistration.k8s.io", "apiservices", name=APISERVICES.split()[0]),
-        Request("update", "apiregistration.k8s.io", "apiservices", name=APISERVICES.split()[1]),
+        Request("delete", "apiregistration.k8s.io", "apiservices", name=V1BETA1),
+        Request("update", "apiregistration.k8s.io", "apiservices", name=V1BETA2),
         Request("patch", "apiregistration.k8s.io", "apiservices", name="v1beta1.metrics.k8s.io"),
     ],
     ids=lambda r: f"{r.verb}-{r.resource}-{r.namespace}-{r.name}",
