@@ -421,14 +421,16 @@ class Aggregated:
         condition = self.apiservice_condition(version)
         return condition if condition is not None and condition.get("status") == "True" else None
 
-    def get(self, path: str, user: User | None = None, **headers: str) -> Response:
+    def get(
+        self, path: str, user: User | None = None, headers: Mapping[str, str] | None = None
+    ) -> Response:
         """GET through kube-apiserver (default: as the admin)."""
         return self.plane.request(path, user or self.plane.admin, headers=headers)
 
     def discovery_freshness(self) -> dict[str, str]:
         """Our group-versions in kube-apiserver's aggregated discovery: version →
         freshness (absent means Current)."""
-        response = self.get("/apis", Accept=DISCOVERY_V2)
+        response = self.get("/apis", headers={"Accept": DISCOVERY_V2})
         if response.status != 200:
             raise HarnessError(f"/apis answered {response.status}: {response.body[:300]!r}")
         for group in response.json()["items"]:

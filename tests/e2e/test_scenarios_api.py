@@ -170,13 +170,13 @@ def test_e6_if_none_match_gives_304(aggregated: Aggregated, version: str) -> Non
         first = aggregated.get(path)
         assert first.status == 200
         etag = first.headers["etag"]
-        again = aggregated.get(path, **{"If-None-Match": etag})
+        again = aggregated.get(path, headers={"If-None-Match": etag})
         assert again.status == 304, again.body[:300]
         assert again.body == b""
         assert again.headers["etag"] == etag
         assert "location" not in again.headers
         # Another page is another representation: its own ETag, so a full answer.
-        other = aggregated.get(path + "?limit=1", **{"If-None-Match": etag})
+        other = aggregated.get(path + "?limit=1", headers={"If-None-Match": etag})
         assert other.status == 200
         assert other.headers["etag"] != etag
 
@@ -187,7 +187,7 @@ def test_e6_long_poll_without_a_change_answers_304_after_the_wait(
     path = cq_path("v1beta2", "cq-b")
     etag = aggregated.get(path).headers["etag"]
     sent = time.monotonic()
-    response = aggregated.get(path + "?waitSeconds=2", **{"If-None-Match": etag})
+    response = aggregated.get(path + "?waitSeconds=2", headers={"If-None-Match": etag})
     held = time.monotonic() - sent
     assert response.status == 304, response.body[:300]
     assert response.headers["etag"] == etag
@@ -204,7 +204,9 @@ def test_e6_long_poll_returns_200_when_a_workload_appears(aggregated: Aggregated
 
     def long_poll() -> None:
         answers.append(
-            aggregated.get(f"{path}?waitSeconds={LONG_POLL_SECONDS}", **{"If-None-Match": etag})
+            aggregated.get(
+                f"{path}?waitSeconds={LONG_POLL_SECONDS}", headers={"If-None-Match": etag}
+            )
         )
 
     poll = threading.Thread(target=long_poll, daemon=True)
@@ -279,7 +281,7 @@ def test_e11_merged_openapi_v2_has_our_definitions_and_every_ref_resolves(
     aggregated: Aggregated,
 ) -> None:
     def merged() -> dict[str, Any] | None:
-        response = aggregated.get("/openapi/v2", Accept="application/json")
+        response = aggregated.get("/openapi/v2", headers={"Accept": "application/json"})
         assert response.status == 200, response.body[:300]
         document: dict[str, Any] = response.json()
         definitions = document.get("definitions", {})
