@@ -29,7 +29,7 @@ function el(tag, attrs, ...children) {
       node.setAttribute(key, String(value));
     } else node[key] = value;
   }
-  for (const child of children.flat()) {
+  for (const child of children.flat(Infinity)) {
     if (child === null || child === undefined || child === false) continue;
     node.append(child instanceof Node ? child : document.createTextNode(String(child)));
   }
@@ -265,6 +265,7 @@ function renderPending(list) {
     `${list.total} pending` +
     (list.items.length < list.total ? `, first ${list.items.length} shown` : "") +
     ` · ${list.admissionsPerHour} admissions/h recently`;
+  $("pending").dataset.resourceVersion = list.resourceVersion || "";
   const body = $("pending").tBodies[0];
   body.replaceChildren();
   if (!list.items.length) {
