@@ -173,7 +173,7 @@ class KubeStore:
         self.leading = leading
         if not leading:
             for obj in self.items(WORKLOADS):
-                self._apply_core(WORKLOADS, obj)
+                self._apply_core(WORKLOADS, obj, replace=True)
 
     # -- reflector handler -----------------------------------------------------------
     def upsert(self, resource: Resource, obj: Json, old: Json | None) -> None:
@@ -194,7 +194,7 @@ class KubeStore:
                 DeleteObject(resource.kind, meta.get("namespace"), str(meta.get("name", "")))
             )
             self.stats.deleted += 1
-        self._bad.pop(object_key(obj), None)
+        self._bad.pop(f"{resource.kind}:{object_key(obj)}", None)
         for listener in self._listeners:
             try:
                 listener(resource, None, obj)
@@ -203,7 +203,7 @@ class KubeStore:
                     "event=listener-failed kind=%s key=%s", resource.kind, object_key(obj)
                 )
 
-    def _apply_core(self, resource: Resource, raw: Json) -> None:
+    def _apply_core(self, resource: Resource, raw: Json, *, replace: bool = False) -> None:
         key = f"{resource.kind}:{object_key(raw)}"
         try:
             obj = decode_live(raw, source=f"{resource.api_version}/{resource.plural}")
@@ -217,12 +217,18 @@ class KubeStore:
         self._bad.pop(key, None)
         self.stats.applied += 1
         if isinstance(obj, Workload):
-            self._apply_workload(obj, raw)
+            self._apply_workload(obj, raw, replace=replace)
         else:
             self.engine.submit(ApplyObject(obj))
 
-    def _apply_workload(self, obj: Workload, raw: Json) -> None:
+    def _apply_workload(self, obj: Workload, raw: Json, *, replace: bool = False) -> None:
         key = f"{obj.metadata.namespace}/{obj.metadata.name}"
+        if replace and obj.status.admission is None and not obj.status.conditions:
+            # An object without status keeps the core's (ApplyObject): forget the
+            # workload first, so an admission that was never written is dropped too.
+            self.engine.submit(
+                DeleteObject(WORKLOADS.kind, obj.metadata.namespace, obj.metadata.name)
+            )
         self.engine.submit(ApplyObject(obj, keep_status=self.leading))
         if not self.leading:
             return

@@ -15,12 +15,13 @@ from __future__ import annotations
 import asyncio
 import copy
 from collections import deque
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
+from urllib.parse import urlencode
 
 from scheduler.runtime.kube.resources import LEASES, WATCHED, Resource
-from scheduler.runtime.kube.rest import Json, KubeError, WatchEvent
+from scheduler.runtime.kube.rest import Json, KubeError, KubeRest, WatchEvent
 
 RESOURCES: tuple[Resource, ...] = (*WATCHED, LEASES)
 
@@ -98,14 +99,23 @@ class FakeKube:
     watch_queries: list[tuple[str, dict[str, str], float]] = field(default_factory=list)
     failures: dict[tuple[str, str], deque[KubeError]] = field(default_factory=dict)
     scripts: dict[str, deque[Sequence[WatchEvent | KubeError]]] = field(default_factory=dict)
+    list_queries: list[tuple[str, dict[str, str]]] = field(default_factory=list)
     uids: int = 0
+    waiting: int = 0  # live watches that have sent everything and wait for a change
 
     def __post_init__(self) -> None:
         self._changed = asyncio.Event()  # replaced after each change
 
+    @property
+    def rest(self) -> KubeRest:
+        """This fake where a KubeRest is expected."""
+        return cast(KubeRest, self)
+
     # -- test set-up ---------------------------------------------------------------
     def fail(self, method: str, path: str, *errors: KubeError) -> None:
-        """The next calls of `method` on `path` raise these errors, in order."""
+        """The next calls of `method` on `path` raise these errors, in order. A path
+        may carry a query (`?limit=1&continue=1`, in the order the caller sends it) to
+        fail only that request."""
         self.failures.setdefault((method, path), deque()).extend(errors)
 
     def script_watch(self, path: str, *items: WatchEvent | KubeError) -> None:
@@ -136,8 +146,9 @@ class FakeKube:
 
     # -- KubeRest's surface --------------------------------------------------------
     async def get(self, path: str, query: Mapping[str, str] | None = None) -> Json:
-        target = self._call("GET", path)
+        target = self._call("GET", path, query=query)
         if target.name is None:
+            self.list_queries.append((path, dict(query or {})))
             return self._list(target, dict(query or {}))
         return copy.deepcopy(self._existing(target))
 
@@ -196,16 +207,27 @@ class FakeKube:
             changed = self._changed
             if self.log and self.log[-1].rv > sent:
                 continue
-            await changed.wait()
+            self.waiting += 1
+            try:
+                await changed.wait()
+            finally:
+                self.waiting -= 1
 
     # -- internals -----------------------------------------------------------------
-    def _call(self, method: str, path: str, body: Json | None = None) -> Target:
+    def _call(
+        self,
+        method: str,
+        path: str,
+        body: Json | None = None,
+        query: Mapping[str, str] | None = None,
+    ) -> Target:
         self.calls.append((method, path))
         if body is not None:
             self.bodies.append((method, path, copy.deepcopy(body)))
-        pending = self.failures.get((method, path))
-        if pending:
-            raise pending.popleft()
+        for key in (path, f"{path}?{urlencode(dict(query or {}))}"):
+            pending = self.failures.get((method, key))
+            if pending:
+                raise pending.popleft()
         return parse(path)
 
     def _existing(self, target: Target) -> Json:
@@ -285,3 +307,12 @@ class FakeKube:
             item.pop("apiVersion", None)
             out.append(item)
         return {"kind": f"{target.resource.kind}List", "metadata": meta, "items": out}
+
+
+async def until(predicate: Callable[[], bool], turns: int = 10_000) -> None:
+    """Let other tasks run (no wall-clock wait) until `predicate()` holds."""
+    for _ in range(turns):
+        if predicate():
+            return
+        await asyncio.sleep(0)
+    raise AssertionError("condition not reached")

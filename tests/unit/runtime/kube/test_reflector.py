@@ -1,0 +1,334 @@
+"""The reflector on the in-memory API server: paged lists, list->cache diffs, watches
+with bookmarks, 410 -> relist, transient errors -> backoff on an injected sleep."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+import pytest
+
+from scheduler.runtime.kube.reflector import MAX_BACKOFF, Gone, Reflector
+from scheduler.runtime.kube.resources import (
+    NAMESPACES,
+    WORKLOADS,
+    Resource,
+    object_key,
+    resource_version,
+)
+from scheduler.runtime.kube.rest import Json, KubeError, WatchEvent
+from tests.unit.runtime.kube.fakes import FakeKube, status_error, until
+
+Event = tuple[str, str, str, str | None]  # (upsert|delete, key, rv, old rv)
+
+
+class Recorder:
+    """A reflector handler that records what it is told."""
+
+    def __init__(self, fail_on: str = "") -> None:
+        self.events: list[Event] = []
+        self.fail_on = fail_on
+        self.objects: list[Json] = []
+
+    def upsert(self, resource: Resource, obj: Json, old: Json | None) -> None:
+        self.objects.append(obj)
+        key = object_key(obj)
+        self.events.append(
+            ("upsert", key, resource_version(obj), resource_version(old) if old else None)
+        )
+        if key == self.fail_on:
+            raise RuntimeError("handler bug")
+
+    def delete(self, resource: Resource, obj: Json) -> None:
+        self.events.append(("delete", object_key(obj), resource_version(obj), None))
+
+    def take(self) -> list[Event]:
+        events, self.events = self.events, []
+        return events
+
+
+class NoJitter(random.Random):
+    def random(self) -> float:
+        return 0.0
+
+    def randint(self, a: int, b: int) -> int:
+        return a
+
+
+class Stop(Exception):  # noqa: N818
+    """Raised by the injected sleep to end a `run()` loop."""
+
+
+class Sleeps:
+    def __init__(self, stop_after: int = 100) -> None:
+        self.delays: list[float] = []
+        self.stop_after = stop_after
+
+    async def __call__(self, seconds: float) -> None:
+        self.delays.append(seconds)
+        if len(self.delays) >= self.stop_after:
+            raise Stop
+        await asyncio.sleep(0)
+
+
+def ns(name: str, **labels: str) -> Json:
+    return {"metadata": {"name": name, "labels": labels}}
+
+
+def wl(name: str, rv: str) -> Json:
+    return {"metadata": {"name": name, "namespace": "team", "resourceVersion": rv}}
+
+
+def reflector(
+    fake: FakeKube,
+    resource: Resource = NAMESPACES,
+    handler: Recorder | None = None,
+    *,
+    sleep: Sleeps | None = None,
+    page_size: int = 500,
+) -> Reflector:
+    return Reflector(
+        fake.rest,
+        resource,
+        handler or Recorder(),
+        page_size=page_size,
+        watch_seconds=(240, 360),
+        sleep=sleep or Sleeps(),
+        rng=NoJitter(),
+    )
+
+
+# -- lists ----------------------------------------------------------------------------
+async def test_list_follows_continue_tokens_and_sets_the_resume_point() -> None:
+    fake = FakeKube()
+    for i in range(5):
+        fake.seed(NAMESPACES, ns(f"n{i}"))
+    handler = Recorder()
+    r = reflector(fake, handler=handler, page_size=2)
+    await r.list_all()
+    assert [q for _, q in fake.list_queries] == [
+        {"limit": "2"},
+        {"limit": "2", "continue": "2"},
+        {"limit": "2", "continue": "4"},
+    ]
+    assert sorted(r.cache) == [f"n{i}" for i in range(5)]
+    assert r.resource_version == str(fake.rv)
+    assert r.synced
+    assert r.stats.lists == 1
+    assert [e[:2] for e in handler.events] == [("upsert", f"n{i}") for i in range(5)]
+    # List items come without kind/apiVersion; the reflector restores them.
+    assert {(o["kind"], o["apiVersion"]) for o in handler.objects} == {("Namespace", "v1")}
+
+
+async def test_relist_diffs_against_the_cache() -> None:
+    fake = FakeKube()
+    for name in ("same", "changed", "gone"):
+        fake.seed(NAMESPACES, ns(name))
+    handler = Recorder()
+    r = reflector(fake, handler=handler)
+    await r.list_all()
+    old_changed_rv = resource_version(r.cache["changed"])
+    handler.take()
+    fake.server_update(NAMESPACES, "changed", {"metadata": {"labels": {"a": "b"}}})
+    fake.server_delete(NAMESPACES, "gone")
+    fake.seed(NAMESPACES, ns("new"))
+    await r.list_all()
+    events = handler.take()
+    assert sorted(events) == sorted(
+        [
+            ("upsert", "changed", resource_version(r.cache["changed"]), old_changed_rv),
+            ("upsert", "new", resource_version(r.cache["new"]), None),
+            ("delete", "gone", events[-1][2], None),
+        ]
+    )
+    assert events[-1][:2] == ("delete", "gone")  # deletions after upserts
+    assert sorted(r.cache) == ["changed", "new", "same"]
+    assert r.cache["changed"]["metadata"]["labels"] == {"a": "b"}
+
+
+async def test_a_failed_page_leaves_the_cache_as_it_was() -> None:
+    fake = FakeKube()
+    for i in range(3):
+        fake.seed(NAMESPACES, ns(f"n{i}"))
+    r = reflector(fake, page_size=1)
+    await r.list_all()
+    before = dict(r.cache)
+    fake.server_delete(NAMESPACES, "n2")
+    page_2 = f"{NAMESPACES.collection()}?limit=1&continue=1"
+    fake.fail("GET", page_2, status_error(410, "continue token expired", "Expired"))
+    with pytest.raises(KubeError):
+        await r.list_all()
+    assert r.cache == before
+    await r.list_all()  # a list that starts again from the first page
+    assert sorted(r.cache) == ["n0", "n1"]
+
+
+# -- watches --------------------------------------------------------------------------
+async def test_watch_applies_events_and_bookmarks_move_the_resume_point() -> None:
+    fake = FakeKube()
+    path = WORKLOADS.collection()
+    fake.script_watch(
+        path,
+        WatchEvent("ADDED", wl("a", "11")),
+        WatchEvent("ADDED", wl("b", "12")),
+        WatchEvent("MODIFIED", wl("a", "13")),
+        WatchEvent("BOOKMARK", {"kind": "Workload", "metadata": {"resourceVersion": "20"}}),
+        WatchEvent("DELETED", wl("b", "21")),
+        WatchEvent("BOOKMARK", {"metadata": {"resourceVersion": "30"}}),
+    )
+    handler = Recorder()
+    r = reflector(fake, WORKLOADS, handler)
+    r.resource_version = "10"
+    await r.watch_once()
+    assert handler.events == [
+        ("upsert", "team/a", "11", None),
+        ("upsert", "team/b", "12", None),
+        ("upsert", "team/a", "13", "11"),
+        ("delete", "team/b", "12", None),  # the cached object, as last seen
+    ]
+    assert r.resource_version == "30"
+    assert list(r.cache) == ["team/a"]
+    assert r.cache["team/a"]["kind"] == "Workload"
+    assert r.stats.events == 4
+    [(watched, query, read_timeout)] = fake.watch_queries
+    assert watched == path
+    assert query == {
+        "resourceVersion": "10",
+        "allowWatchBookmarks": "true",
+        "timeoutSeconds": "240",
+    }
+    assert read_timeout == 240 + r.read_slack
+
+
+async def test_watch_410_on_the_request_is_gone() -> None:
+    fake = FakeKube()
+    fake.script_watch(NAMESPACES.collection(), status_error(410, "too old", "Expired"))
+    with pytest.raises(Gone):
+        await reflector(fake).watch_once()
+
+
+async def test_watch_410_error_event_is_gone() -> None:
+    fake = FakeKube()
+    fake.script_watch(
+        NAMESPACES.collection(),
+        WatchEvent("ERROR", {"kind": "Status", "code": 410, "reason": "Expired"}),
+    )
+    with pytest.raises(Gone):
+        await reflector(fake).watch_once()
+
+
+async def test_other_error_events_are_kube_errors() -> None:
+    fake = FakeKube()
+    fake.script_watch(
+        NAMESPACES.collection(), WatchEvent("ERROR", {"code": 500, "message": "etcd down"})
+    )
+    fake.script_watch(NAMESPACES.collection(), WatchEvent("ERROR", {"message": "no code"}))
+    r = reflector(fake)
+    with pytest.raises(KubeError) as caught:
+        await r.watch_once()
+    assert caught.value.status == 500
+    with pytest.raises(KubeError) as caught:
+        await r.watch_once()
+    assert caught.value.status == 0
+
+
+async def test_a_failing_handler_does_not_stop_the_watch() -> None:
+    fake = FakeKube()
+    fake.script_watch(
+        WORKLOADS.collection(),
+        WatchEvent("ADDED", wl("bad", "2")),
+        WatchEvent("ADDED", wl("good", "3")),
+    )
+    handler = Recorder(fail_on="team/bad")
+    r = reflector(fake, WORKLOADS, handler)
+    await r.watch_once()
+    assert [e[1] for e in handler.events] == ["team/bad", "team/good"]
+    assert sorted(r.cache) == ["team/bad", "team/good"]
+    assert r.resource_version == "3"
+
+
+# -- for ever -------------------------------------------------------------------------
+async def test_run_relists_and_diffs_after_410_then_watches_from_the_new_list() -> None:
+    fake = FakeKube()
+    fake.seed(NAMESPACES, ns("kept"))
+    fake.seed(NAMESPACES, ns("deleted-in-the-gap"))
+    handler = Recorder()
+    r = reflector(fake, handler=handler)
+    await r.list_all()
+    handler.take()
+    # While the reflector was away, the server compacted past its resume point.
+    fake.server_delete(NAMESPACES, "deleted-in-the-gap")
+    fake.seed(NAMESPACES, ns("created-in-the-gap"))
+    fake.compacted = fake.rv
+    task = asyncio.create_task(r.run())
+    try:
+        await until(lambda: fake.waiting == 1)
+        assert sorted(e[:2] for e in handler.take()) == [
+            ("delete", "deleted-in-the-gap"),
+            ("upsert", "created-in-the-gap"),
+        ]
+        assert r.stats.gone == 1
+        assert r.stats.lists == 2
+        # The new watch resumes from the relist, and sees what happens next.
+        assert fake.watch_queries[-1][1]["resourceVersion"] == str(fake.rv)
+        fake.seed(NAMESPACES, ns("later"))
+        await until(lambda: "later" in r.cache)
+        assert handler.take() == [("upsert", "later", str(fake.rv), None)]
+    finally:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+
+async def test_run_backs_off_exponentially_on_errors_and_resets_after_a_good_watch() -> None:
+    fake = FakeKube()
+    path = NAMESPACES.collection()
+    for code in (500, 503, 429):
+        fake.script_watch(path, status_error(code))
+    fake.script_watch(path)  # one watch that ends normally (the server's timeout)
+    fake.script_watch(path, KubeError(0, "watch interrupted: read timeout"))
+    sleeps = Sleeps(stop_after=4)
+    r = reflector(fake, sleep=sleeps)
+    await r.list_all()
+    with pytest.raises(Stop):
+        await r.run()
+    assert sleeps.delays == [0.5, 1.0, 2.0, 0.5]
+    assert r.stats.errors == 4
+    assert r.stats.watches == 5
+    assert r.stats.lists == 1  # errors reconnect from the resume point, no relist
+    assert {q["resourceVersion"] for _, q, _ in fake.watch_queries} == {r.resource_version}
+
+
+async def test_backoff_is_capped_and_jitter_only_adds() -> None:
+    fake = FakeKube()
+    path = NAMESPACES.collection()
+    for _ in range(12):
+        fake.script_watch(path, status_error(500))
+    sleeps = Sleeps(stop_after=12)
+    r = Reflector(fake.rest, NAMESPACES, Recorder(), sleep=sleeps, rng=random.Random(7))
+    await r.list_all()
+    with pytest.raises(Stop):
+        await r.run()
+    base = [min(MAX_BACKOFF, 0.5 * 2**i) for i in range(12)]
+    assert all(b <= d <= b * 1.2 for b, d in zip(base, sleeps.delays, strict=True))
+    assert base[-1] == MAX_BACKOFF
+
+
+async def test_run_lists_first_and_retries_a_failed_list_with_backoff() -> None:
+    fake = FakeKube()
+    fake.seed(NAMESPACES, ns("a"))
+    path = NAMESPACES.collection()
+    fake.fail("GET", path, status_error(500), status_error(500))
+    sleeps = Sleeps()
+    handler = Recorder()
+    r = reflector(fake, handler=handler, sleep=sleeps)
+    task = asyncio.create_task(r.run())
+    try:
+        await until(lambda: fake.waiting == 1)
+    finally:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    assert sleeps.delays == [0.5, 1.0]
+    assert r.synced
+    assert [e[:2] for e in handler.events] == [("upsert", "a")]

@@ -1,0 +1,383 @@
+"""KubeStore on the in-memory API server and a real engine: initial sync in dependency
+order, Workload status on the leader and on followers, signals set by others,
+undecodable objects, observe(), listeners."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import pytest
+
+from scheduler.core.cycle import run_cycle
+from scheduler.runtime.commands import (
+    ApplyObject,
+    Command,
+    DeleteObject,
+    Finish,
+    PodsReady,
+)
+from scheduler.runtime.engine import Engine
+from scheduler.runtime.kube.resources import (
+    CLUSTER_QUEUES,
+    JOBS,
+    LOCAL_QUEUES,
+    NAMESPACES,
+    PRIORITY_CLASSES,
+    RESOURCE_FLAVORS,
+    WATCHED,
+    WORKLOADS,
+    Resource,
+)
+from scheduler.runtime.kube.rest import Json
+from scheduler.runtime.kube.store import KubeStore
+from tests.unit.runtime.kube.fakes import FakeKube, status_error, until
+from tests.unit.runtime.support import (
+    cluster_queue,
+    flavor,
+    job,
+    local_queue,
+    namespace,
+    real_scheduler,
+    workload,
+)
+
+KEY = "team/w1"
+
+
+class RecordingEngine(Engine):
+    """A real engine that also records the commands it is given."""
+
+    def __init__(self) -> None:
+        super().__init__(real_scheduler())
+        self.submitted: list[Command] = []
+
+    def submit(self, command: Command) -> None:
+        self.submitted.append(command)
+        super().submit(command)
+
+    def take(self) -> list[Command]:
+        commands, self.submitted = self.submitted, []
+        return commands
+
+
+def condition(type_: str, reason: str, status: str = "True") -> Json:
+    return {
+        "type": type_,
+        "status": status,
+        "reason": reason,
+        "message": "set by someone else",
+        "lastTransitionTime": "2025-01-01T00:00:00Z",
+    }
+
+
+def seed_cluster(fake: FakeKube, cpu: str = "4") -> None:
+    # Seeded in reverse dependency order: the store must not depend on it.
+    fake.seed(WORKLOADS, workload("team", "w1", "main"))
+    fake.seed(LOCAL_QUEUES, local_queue("team", "main", "cq"))
+    fake.seed(CLUSTER_QUEUES, cluster_queue("cq", cpu))
+    fake.seed(RESOURCE_FLAVORS, flavor())
+    fake.seed(NAMESPACES, namespace("team"))
+
+
+async def synced_store(fake: FakeKube, **kwargs: Any) -> tuple[KubeStore, RecordingEngine]:
+    engine = RecordingEngine()
+    store = KubeStore(fake.rest, engine, **kwargs)
+    await store.sync()
+    engine.apply_pending()
+    engine.take()
+    return store, engine
+
+
+def admit_in_core(engine: Engine) -> None:
+    engine.apply_pending()
+    run_cycle(engine.scheduler)
+    assert engine.scheduler.workloads[KEY].is_admitted
+
+
+def server_copy(store: KubeStore, key: str = KEY) -> Json:
+    found = store.get(WORKLOADS, key)
+    assert found is not None
+    return found
+
+
+# -- initial sync ---------------------------------------------------------------------
+async def test_sync_lists_in_dependency_order_then_marks_synced() -> None:
+    fake = FakeKube()
+    seed_cluster(fake)
+    fake.seed(JOBS, job("team", "j", "main"))
+    engine = RecordingEngine()
+    store = KubeStore(fake.rest, engine)
+    await store.sync()
+    assert [path for path, _ in fake.list_queries] == [r.collection() for r in WATCHED]
+    kinds = [
+        c.obj.kind if isinstance(c, ApplyObject) else type(c).__name__ for c in engine.submitted
+    ]
+    # Jobs are for listeners only: the core never sees them.
+    assert kinds == [
+        "Namespace",
+        "ResourceFlavor",
+        "ClusterQueue",
+        "LocalQueue",
+        "Workload",
+        "MarkSynced",
+    ]
+    assert store.synced.is_set()
+    assert not engine.synced
+    engine.apply_pending()
+    assert engine.synced
+    assert KEY in engine.scheduler.workloads
+    assert store.get(JOBS, "team/j") is not None
+    assert [j["metadata"]["name"] for j in store.items(JOBS)] == ["j"]
+
+
+async def test_a_failed_initial_list_is_retried_before_going_on() -> None:
+    fake = FakeKube()
+    seed_cluster(fake)
+    fake.fail("GET", CLUSTER_QUEUES.collection(), status_error(500), status_error(503))
+    _, engine = await synced_store(fake, relist_backoff=0.0)
+    paths = [path for path, _ in fake.list_queries]
+    assert paths.count(CLUSTER_QUEUES.collection()) == 1  # the two failures were not listed
+    assert fake.calls.count(("GET", CLUSTER_QUEUES.collection())) == 3
+    assert "cq" in engine.scheduler.cluster_queues
+    assert engine.synced
+
+
+async def test_run_syncs_then_feeds_watch_events_to_the_engine() -> None:
+    fake = FakeKube()
+    seed_cluster(fake)
+    engine = RecordingEngine()
+    store = KubeStore(fake.rest, engine)
+    task = asyncio.create_task(store.run())
+    try:
+        await until(lambda: fake.waiting == len(WATCHED))
+        assert store.synced.is_set()
+        engine.apply_pending()
+        engine.take()
+        fake.seed(WORKLOADS, workload("team", "w2", "main"))
+        fake.server_delete(WORKLOADS, KEY)
+        await until(lambda: len(engine.submitted) == 2)
+        added, deleted = engine.take()
+        assert isinstance(added, ApplyObject) and added.obj.metadata.name == "w2"
+        assert deleted == DeleteObject("Workload", "team", "w1")
+        engine.apply_pending()
+        assert set(engine.scheduler.workloads) == {"team/w2"}
+    finally:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+
+# -- Workload status: follower and leader ---------------------------------------------
+async def test_a_follower_takes_the_servers_status() -> None:
+    fake = FakeKube()
+    seed_cluster(fake)
+    store, engine = await synced_store(fake)
+    raw = server_copy(store)
+    raw["status"] = {"conditions": [condition("Finished", "Succeeded")]}
+    raw["metadata"]["resourceVersion"] = str(fake.rv + 1)
+    store.upsert(WORKLOADS, raw, None)
+    [command] = engine.take()
+    assert isinstance(command, ApplyObject) and not command.keep_status
+    engine.apply_pending()
+    assert engine.scheduler.workloads[KEY].finished
+
+
+async def test_the_leader_keeps_its_status_and_reads_finished_and_pods_ready() -> None:
+    fake = FakeKube()
+    seed_cluster(fake)
+    store, engine = await synced_store(fake)
+    store.set_leading(True)
+    admit_in_core(engine)
+    raw = server_copy(store)
+    # The server copy still has no admission (not written yet) but a job integration
+    # reported pods ready and then a failure.
+    raw["status"] = {"conditions": [condition("PodsReady", "Started")]}
+    store.upsert(WORKLOADS, raw, None)
+    apply, ready = engine.take()
+    assert isinstance(apply, ApplyObject) and apply.keep_status
+    assert ready == PodsReady(KEY)
+    engine.apply_pending()
+    wl = engine.scheduler.workloads[KEY]
+    assert wl.is_admitted  # the leader's decision survived the older server copy
+    assert wl.conditions.is_true("PodsReady")
+    raw["status"]["conditions"].append(condition("Finished", "Failed"))
+    store.upsert(WORKLOADS, raw, None)
+    assert engine.take()[1:] == [Finish(KEY, failed=True)]  # PodsReady is already true
+    engine.apply_pending()
+    assert engine.scheduler.workloads[KEY].finished
+    # Seen again: nothing more to signal.
+    store.upsert(WORKLOADS, raw, None)
+    assert [type(c) for c in engine.take()] == [ApplyObject]
+
+
+async def test_a_succeeded_finish_is_not_a_failure() -> None:
+    fake = FakeKube()
+    seed_cluster(fake)
+    store, engine = await synced_store(fake)
+    store.set_leading(True)
+    raw = server_copy(store)
+    raw["status"] = {"conditions": [condition("Finished", "Succeeded")]}
+    store.upsert(WORKLOADS, raw, None)
+    assert engine.take()[1:] == [Finish(KEY, failed=False)]
+    # A False condition is no signal.
+    raw["status"] = {"conditions": [condition("PodsReady", "WaitForStart", "False")]}
+    engine.apply_pending()
+    store.upsert(WORKLOADS, raw, None)
+    assert [type(c) for c in engine.take()] == [ApplyObject]
+
+
+async def test_stepping_down_takes_the_servers_status_again() -> None:
+    fake = FakeKube()
+    seed_cluster(fake)
+    store, engine = await synced_store(fake)
+    store.set_leading(True)
+    admit_in_core(engine)
+    store.set_leading(True)  # no change: nothing re-applied
+    assert engine.take() == []
+    store.set_leading(False)
+    # The server copy carries no status, which alone would keep the core's: the
+    # workload is forgotten first, then taken as the server has it.
+    forget, apply = engine.take()
+    assert forget == DeleteObject("Workload", "team", "w1")
+    assert isinstance(apply, ApplyObject) and not apply.keep_status
+    engine.apply_pending()
+    # The admission was never written: the follower does not hold it.
+    wl = engine.scheduler.workloads[KEY]
+    assert not wl.is_admitted
+    assert not engine.scheduler.holders.all_keys()
+    assert engine.scheduler.queues.locate(KEY) == "cq"  # pending again
+
+
+async def test_stepping_down_with_a_server_status_applies_it_over_the_core() -> None:
+    fake = FakeKube()
+    seed_cluster(fake)
+    store, engine = await synced_store(fake)
+    store.set_leading(True)
+    admit_in_core(engine)
+    fake.server_update(
+        WORKLOADS, KEY, {"status": {"conditions": [condition("Finished", "Succeeded")]}}
+    )
+    store.observe(WORKLOADS, fake.stored(WORKLOADS, KEY) or {})
+    engine.apply_pending()
+    assert engine.scheduler.workloads[KEY].is_admitted  # the leader keeps its own
+    engine.take()
+    store.set_leading(False)
+    [apply] = engine.take()
+    assert isinstance(apply, ApplyObject) and not apply.keep_status
+    engine.apply_pending()
+    wl = engine.scheduler.workloads[KEY]
+    assert wl.finished and not wl.is_admitted
+
+
+# -- bad objects ----------------------------------------------------------------------
+async def test_an_undecodable_object_is_logged_once_per_resource_version(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    fake = FakeKube()
+    seed_cluster(fake)
+    store, engine = await synced_store(fake)
+    bad = workload("team", "bad", "main")
+    bad["spec"]["podSets"][0]["count"] = "many"
+    bad["metadata"]["resourceVersion"] = "500"
+    caplog.set_level(logging.ERROR, logger="scheduler.runtime.kube.store")
+
+    def rejections() -> int:
+        return sum("event=object-rejected" in r.getMessage() for r in caplog.records)
+
+    store.upsert(WORKLOADS, bad, None)
+    store.upsert(WORKLOADS, bad, None)
+    assert rejections() == 1
+    assert store.stats.decode_errors == 2
+    assert engine.take() == []
+    bad["metadata"]["resourceVersion"] = "501"
+    store.upsert(WORKLOADS, bad, None)
+    assert rejections() == 2
+    # Fixed: applied, and a later breakage is reported again even at an old version.
+    good = workload("team", "bad", "main")
+    good["metadata"]["resourceVersion"] = "502"
+    store.upsert(WORKLOADS, good, None)
+    assert [type(c) for c in engine.take()] == [ApplyObject]
+    store.upsert(WORKLOADS, bad, None)
+    assert rejections() == 3
+
+
+async def test_a_deleted_bad_object_leaves_no_record_behind(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    fake = FakeKube()
+    store, _ = await synced_store(fake)
+    bad = workload("team", "bad", "main")
+    bad["spec"]["podSets"] = "nope"
+    bad["metadata"]["resourceVersion"] = "7"
+    caplog.set_level(logging.ERROR, logger="scheduler.runtime.kube.store")
+    store.upsert(WORKLOADS, bad, None)
+    store.delete(WORKLOADS, bad)
+    # Recreated with the same contents and (say, after a restore) the same version:
+    # it is reported again, because the first report was about an object now gone.
+    store.upsert(WORKLOADS, bad, None)
+    assert sum("event=object-rejected" in r.getMessage() for r in caplog.records) == 2
+
+
+# -- observe and listeners ------------------------------------------------------------
+async def test_observe_ignores_older_versions_and_notifies_on_newer() -> None:
+    fake = FakeKube()
+    seed_cluster(fake)
+    store, engine = await synced_store(fake)
+    seen: list[tuple[str, str | None, str | None]] = []
+
+    def listener(resource: Resource, new: Json | None, old: Json | None) -> None:
+        def rv(o: Json | None) -> str | None:
+            return o["metadata"]["resourceVersion"] if o is not None else None
+
+        seen.append((resource.kind, rv(new), rv(old)))
+
+    store.subscribe(listener)
+    current = server_copy(store)
+    rv = int(current["metadata"]["resourceVersion"])
+    older = {**current, "metadata": {**current["metadata"], "resourceVersion": str(rv - 1)}}
+    store.observe(WORKLOADS, older)
+    store.observe(WORKLOADS, dict(current))  # the same version: nothing new
+    assert seen == []
+    assert engine.take() == []
+    newer = {**current, "metadata": {**current["metadata"], "resourceVersion": str(rv + 5)}}
+    del newer["kind"]  # a write response may lack it; observe restores it
+    store.observe(WORKLOADS, newer)
+    assert seen == [("Workload", str(rv + 5), str(rv))]
+    assert server_copy(store)["metadata"]["resourceVersion"] == str(rv + 5)
+    assert server_copy(store)["kind"] == "Workload"
+    assert [type(c) for c in engine.take()] == [ApplyObject]
+    # A resource the store does not watch is ignored.
+    store.observe(Resource("x", "v1", "things", "Thing", False), {"metadata": {"name": "t"}})
+
+
+async def test_listeners_see_every_kind_and_a_failing_one_does_not_stop_the_rest() -> None:
+    fake = FakeKube()
+    store, engine = await synced_store(fake)
+    calls: list[tuple[str, bool, bool]] = []
+
+    def broken(resource: Resource, new: Json | None, old: Json | None) -> None:
+        raise RuntimeError("listener bug")
+
+    def recording(resource: Resource, new: Json | None, old: Json | None) -> None:
+        calls.append((resource.kind, new is not None, old is not None))
+
+    store.subscribe(broken)
+    store.subscribe(recording)
+    pc = {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": "hi"},
+        "value": 5,
+    }
+    store.upsert(PRIORITY_CLASSES, pc, None)
+    store.delete(PRIORITY_CLASSES, pc)
+    raw_job = job("team", "j", "main")
+    store.upsert(JOBS, raw_job, None)
+    assert calls == [
+        ("PriorityClass", True, False),
+        ("PriorityClass", False, True),
+        ("Job", True, False),
+    ]
+    assert engine.take() == []  # none of these are the core's
