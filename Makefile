@@ -5,7 +5,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install run test unit lint bench clean controlplane
+.PHONY: install run test unit lint bench clean controlplane chromium
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -31,7 +31,16 @@ unit: install
 controlplane:
 	$(PYTHON) tools/controlplane/build.py
 
-test: install lint controlplane
+# Debian's Chromium for tests/browser: Playwright drives it by path and never downloads a
+# browser of its own. Installed once with apt-get (as root, or through sudo).
+CHROMIUM ?= /usr/bin/chromium
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+chromium:
+	test -x $(CHROMIUM) || { $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium; }
+
+test: install lint controlplane chromium
 	QUEUESCOPE_E2E_REQUIRED=1 \
 	QUEUESCOPE_KUBECTL="$$($(PYTHON) tools/controlplane/build.py --print-dir)/kubectl" \
 	$(BIN)/pytest
