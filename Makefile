@@ -5,7 +5,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install run test unit lint bench clean controlplane chromium
+.PHONY: install run test unit lint bench clean controlplane chromium deploy undeploy
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -55,6 +55,19 @@ $(BENCH_STAMP): $(STAMP)
 # generated part of docs/benchmarks.md, docs/benchmarks.json and the latency plot.
 bench: $(BENCH_STAMP)
 	$(BIN)/python -m benchmarks all
+
+# Install on / remove from the cluster KUBECTL talks to (cluster.md §6, docs/operations.md):
+# certificates into the git-ignored manifests/overlays/default/certs if absent, everything but
+# the APIServices, the rollout, then the APIServices. undeploy deletes the APIServices first;
+# the CRDs (and every queue and Workload) only with DELETE_CRDS=yes.
+KUBECTL ?= kubectl
+DELETE_CRDS ?=
+
+deploy: install
+	$(BIN)/python tools/deploy.py install --kubectl '$(KUBECTL)'
+
+undeploy: install
+	$(BIN)/python tools/deploy.py uninstall --kubectl '$(KUBECTL)'$(if $(filter yes,$(DELETE_CRDS)), --delete-crds)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
