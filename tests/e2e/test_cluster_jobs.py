@@ -77,6 +77,16 @@ value: 1000
 """
 
 
+CONFIG = """
+apiVersion: config.kueue.x-k8s.io/v1beta1
+kind: Configuration
+queueVisibility:
+  updateIntervalSeconds: 1
+  clusterQueues: {maxCount: 10}
+  localQueues: {maxCount: 10, maxPosition: 10}
+"""
+
+
 def job(name: str, cpu: str = "1", priority_class: str | None = None) -> str:
     labels = {"kueue.x-k8s.io/queue-name": "lq-jobs"}
     if priority_class:
@@ -119,7 +129,9 @@ def cluster(
     control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[ControlPlane, ClusterModeServer]]:
     root: Path = tmp_path_factory.mktemp("cluster-jobs")
-    server = ClusterModeServer(control_plane, root)
+    config = root / "config.yaml"
+    config.write_text(CONFIG)
+    server = ClusterModeServer(control_plane, root, extra_args=["--config", str(config)])
     server.prepare()
     control_plane.apply(QUEUES)
     server.start()
@@ -197,6 +209,35 @@ def test_jobs_are_admitted_unsuspended_ready_finished_and_preempted(
     )
     assert _condition(pending, "QuotaReserved") is None
     assert plane.get_json("job", "small-3", "-n", NS)["spec"]["suspend"] is True
+
+    # KEP-168 status visibility, written by the leader every updateInterval.
+    third_name = third["metadata"]["name"]
+    cq = wait_json(
+        plane,
+        "cq-jobs pendingWorkloadsStatus lists small-3",
+        lambda q: [
+            w
+            for w in (q.get("status") or {})
+            .get("pendingWorkloadsStatus", {})
+            .get("clusterQueuePendingWorkload", [])
+            if w["name"] == third_name
+        ],
+        "clusterqueue",
+        "cq-jobs",
+    )
+    assert cq["status"]["pendingWorkloads"] == 1
+    assert cq["status"]["admittedWorkloads"] == 2
+    lq = wait_json(
+        plane,
+        "lq-jobs pendingWorkloadsStatus lists small-3",
+        lambda q: (q.get("status") or {}).get("pendingWorkloadsStatus", {}).get("head"),
+        "localqueue",
+        "lq-jobs",
+        "-n",
+        NS,
+    )
+    head = lq["status"]["pendingWorkloadsStatus"]["head"]
+    assert [(w["name"], w["position"]) for w in head] == [(third_name, 0)]
 
     # PodsReady from the Job's status (ready + succeeded >= parallelism).
     plane.kubectl(
