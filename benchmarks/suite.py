@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from benchmarks.cluster_sync import cluster_sync
 from benchmarks.feed import CLUSTER_QUEUE, Shape, cluster_manifests, feed, workload_manifest
 from benchmarks.harness import BenchServer
 from benchmarks.result import Result, Target, format_number
@@ -689,11 +690,6 @@ def snapshot(args: argparse.Namespace) -> Result:
 
 # -- the registry ------------------------------------------------------------------------------
 
-CLUSTER_SYNC_PENDING = (
-    "needs the Kubernetes store (scheduler/runtime/kube*) and a real kube-apiserver; "
-    "it is being built as a separate piece of work and will be added here (issue 6)"
-)
-
 _LIST: Sequence[Benchmark] = (
     Benchmark(
         "visibility-latency",
@@ -765,7 +761,12 @@ _LIST: Sequence[Benchmark] = (
     Benchmark(
         "cluster-sync",
         "time to ready with 10k Workloads in a real kube-apiserver; admissions/s end to end",
-        unavailable=CLUSTER_SYNC_PENDING,
+        (
+            Size("workloads", 10_000, 2_000, "Workloads in kube-apiserver before the start"),
+            Size("admit", 2_000, 500, "admissions measured end to end"),
+            Size("qps", 200.0, 200.0, "the server's client QPS (and burst)", float),
+        ),
+        cluster_sync,
     ),
 )
 

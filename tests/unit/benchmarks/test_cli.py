@@ -4,7 +4,8 @@ import argparse
 
 import pytest
 
-from benchmarks.__main__ import main, parser
+from benchmarks.__main__ import parser
+from benchmarks.cluster_sync import cluster_sync
 from benchmarks.suite import BENCHMARKS, depths
 
 EXPECTED = {
@@ -22,11 +23,14 @@ def test_every_benchmark_of_the_spec_is_registered() -> None:
     assert set(BENCHMARKS) == EXPECTED
 
 
-def test_cluster_sync_is_registered_but_not_faked() -> None:
+def test_cluster_sync_runs_the_real_control_plane_at_the_spec_sizes() -> None:
     bench = BENCHMARKS["cluster-sync"]
-    assert bench.run is None
-    assert "Kubernetes store" in bench.unavailable
-    assert main(["cluster-sync"]) == 2
+    assert bench.run is cluster_sync
+    assert not bench.unavailable
+    full = bench.resolve(argparse.Namespace(quick=False))
+    assert (full.workloads, full.admit, full.qps) == (10_000, 2_000, 200.0)
+    quick = bench.resolve(argparse.Namespace(quick=True))
+    assert quick.workloads < full.workloads
 
 
 @pytest.mark.parametrize(

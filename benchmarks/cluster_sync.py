@@ -1,0 +1,268 @@
+"""`cluster-sync`: queuescope in cluster mode against a real kube-apiserver.
+
+1. **Ready time.** `--workloads` Workloads already sit in the API server (pending in a
+   ClusterQueue with no quota). The server starts in cluster mode; the figure is the
+   time from process start to `/readyz` 200, i.e. the initial list of every resource
+   applied to the core and a synced snapshot published.
+2. **Admissions per second, end to end.** The ClusterQueue's quota is raised so that
+   `--admit` of them fit; the figure is `--admit` divided by the time from that change
+   until the last admission is *in the API server* (Workload status written through
+   the status subresource), with the writers limited to `--qps`.
+
+The control plane is the e2e suite's (tests/e2e/harness.py): etcd and kube-apiserver
+built by tools/controlplane/build.py and cached. Objects are created by a pool of
+threads over keep-alive HTTPS with the admin client certificate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import http.client
+import importlib.util
+import json
+import ssl
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.result import Result, Target
+from tests.e2e.cluster import ClusterModeServer
+from tests.e2e.harness import ControlPlane, wait_for
+
+REPO = Path(__file__).resolve().parent.parent
+NS = "bench-sync"
+CQ = "bench-sync"
+LQ = "bench-sync"
+
+
+def _build_module() -> Any:
+    path = REPO / "tools" / "controlplane" / "build.py"
+    spec = importlib.util.spec_from_file_location("queuescope_controlplane_build", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _queues(cpu: str) -> str:
+    return f"""
+apiVersion: v1
+kind: Namespace
+metadata: {{name: {NS}}}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {{name: bench-flavor}}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {{name: {CQ}}}
+spec:
+  namespaceSelector: {{}}
+  queueingStrategy: BestEffortFIFO
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors:
+    - name: bench-flavor
+      resources:
+      - {{name: cpu, nominalQuota: "{cpu}"}}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {{name: {LQ}, namespace: {NS}}}
+spec: {{clusterQueue: {CQ}}}
+"""
+
+
+def _workload(i: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "kind": "Workload",
+        "metadata": {"name": f"wl-{i:06d}", "namespace": NS},
+        "spec": {
+            "queueName": LQ,
+            "priority": i % 7,
+            "podSets": [
+                {
+                    "name": "main",
+                    "count": 1,
+                    "template": {
+                        "spec": {
+                            "restartPolicy": "Never",
+                            "containers": [
+                                {
+                                    "name": "c",
+                                    "image": "busybox",
+                                    "resources": {"requests": {"cpu": "1"}},
+                                }
+                            ],
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
+class _Admin:
+    """Keep-alive HTTPS connections to kube-apiserver as the admin, one per thread."""
+
+    def __init__(self, plane: Any) -> None:
+        self.plane = plane
+        admin = plane.admin
+        self.context = ssl.create_default_context(cafile=str(plane.cluster_ca_file))
+        self.context.load_cert_chain(admin.cert, admin.key)
+        self.local = threading.local()
+
+    def _conn(self) -> http.client.HTTPSConnection:
+        conn = getattr(self.local, "conn", None)
+        if conn is None:
+            conn = http.client.HTTPSConnection(
+                "127.0.0.1", self.plane.port, context=self.context, timeout=60
+            )
+            self.local.conn = conn
+        return conn
+
+    def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        for attempt in range(3):
+            conn = self._conn()
+            try:
+                payload = json.dumps(body).encode() if body is not None else None
+                conn.request(
+                    method, path, body=payload, headers={"Content-Type": "application/json"}
+                )
+                response = conn.getresponse()
+                data = response.read()
+                return response.status, json.loads(data) if data else None
+            except (OSError, http.client.HTTPException):
+                conn.close()
+                self.local.conn = None
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+
+def _create_workloads(admin: _Admin, count: int, threads: int = 16) -> float:
+    path = f"/apis/kueue.x-k8s.io/v1beta1/namespaces/{NS}/workloads"
+    started = time.monotonic()
+
+    def create(i: int) -> None:
+        status, body = admin.request("POST", path, _workload(i))
+        if status not in (201, 409):
+            raise RuntimeError(f"creating workload {i}: {status} {body}")
+
+    with concurrent.futures.ThreadPoolExecutor(threads) as pool:
+        list(pool.map(create, range(count)))
+    return time.monotonic() - started
+
+
+def _admitted_count(admin: _Admin) -> int:
+    count = 0
+    token = ""
+    while True:
+        query = "limit=2000" + (f"&continue={token}" if token else "")
+        status, doc = admin.request(
+            "GET", f"/apis/kueue.x-k8s.io/v1beta1/namespaces/{NS}/workloads?{query}"
+        )
+        if status != 200:
+            raise RuntimeError(f"listing workloads: {status}")
+        for w in doc["items"]:
+            for c in (w.get("status") or {}).get("conditions") or []:
+                if c.get("type") == "Admitted" and c.get("status") == "True":
+                    count += 1
+        token = doc["metadata"].get("continue") or ""
+        if not token:
+            return count
+
+
+def cluster_sync(args: argparse.Namespace) -> Result:
+    build = _build_module()
+    toolchain = build.ensure_toolchain(log=lambda m: print(m, file=sys.stderr))
+    with tempfile.TemporaryDirectory(prefix="queuescope-bench-sync-") as tmp:
+        root = Path(tmp)
+        plane = ControlPlane(
+            etcd=toolchain.etcd,
+            kube_apiserver=toolchain.kube_apiserver,
+            kubectl=toolchain.kubectl,
+            workdir=root / "plane",
+        )
+        plane.start()
+        server: Any = None
+        try:
+            server = ClusterModeServer(
+                plane,
+                root / "server",
+                extra_args=[
+                    "--kube-api-qps",
+                    str(args.qps),
+                    "--kube-api-burst",
+                    str(args.qps),
+                    "--queue-status-interval",
+                    "5s",
+                ],
+            )
+            server.prepare()
+            plane.apply(_queues("0"))
+            admin = _Admin(plane)
+            create_seconds = _create_workloads(admin, args.workloads)
+
+            started = time.monotonic()
+            server.start()  # returns once /readyz answers 200
+            ready_seconds = time.monotonic() - started
+
+            plane.kubectl(
+                "patch", "clusterqueue", CQ, "--type=json", "-p",
+                json.dumps([{"op": "replace",
+                             "path": "/spec/resourceGroups/0/flavors/0/resources/0/nominalQuota",
+                             "value": str(args.admit)}]),
+            )  # fmt: skip
+            changed = time.monotonic()
+            wait_for(
+                lambda: True if _admitted_count(admin) >= args.admit else None,
+                timeout=max(120.0, args.admit / 10),
+                what=f"{args.admit} admissions written",
+                interval=0.5,
+            )
+            admit_seconds = time.monotonic() - changed
+        finally:
+            if server is not None:
+                server.stop()
+            plane.stop()
+    rate = args.admit / admit_seconds
+    return Result(
+        name="cluster-sync",
+        headline=ready_seconds,
+        unit="s",
+        headline_label=f"start to ready with {args.workloads:,} Workloads in kube-apiserver",
+        command=f"python -m benchmarks cluster-sync --workloads {args.workloads} "
+        f"--admit {args.admit} --qps {args.qps}",
+        columns=["measure", "value"],
+        rows=[
+            ["Workloads created before the start (16 threads)", f"{create_seconds:.1f} s"],
+            ["start to /readyz 200", f"{ready_seconds:.1f} s"],
+            [f"{args.admit:,} admissions written, QPS {args.qps:g}", f"{admit_seconds:.1f} s"],
+            ["admissions per second, end to end", f"{rate:.0f} /s"],
+        ],
+        targets=[
+            Target("ready", ready_seconds, "<=", 30, "s"),
+            Target(f"admissions/s at QPS {args.qps:g}", rate, ">=", 100, "/s"),
+        ],
+        notes=[
+            "Real etcd and kube-apiserver on the same 2-core machine as the server; "
+            "the time to admission is measured from the quota change to the last Workload "
+            "whose Admitted condition is in the API (polled every 0.5 s, so up to 0.5 s "
+            "is rounding)."
+        ],
+        figures={
+            "ready_seconds": ready_seconds,
+            "admit_seconds": admit_seconds,
+            "admissions_per_second": rate,
+            "create_seconds": create_seconds,
+        },
+    )
