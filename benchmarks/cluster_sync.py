@@ -202,7 +202,7 @@ def cluster_sync(args: argparse.Namespace) -> Result:
                     "--kube-api-qps",
                     str(args.qps),
                     "--kube-api-burst",
-                    str(args.qps),
+                    str(int(args.qps)),
                     "--queue-status-interval",
                     "5s",
                 ],
