@@ -20,8 +20,29 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 from urllib.parse import urlencode
 
-from scheduler.runtime.kube.resources import LEASES, WATCHED, Resource
+from scheduler.core.cycle import run_cycle
+from scheduler.runtime.commands import Command
+from scheduler.runtime.engine import Engine
+from scheduler.runtime.kube.resources import (
+    CLUSTER_QUEUES,
+    LEASES,
+    LOCAL_QUEUES,
+    NAMESPACES,
+    RESOURCE_FLAVORS,
+    WATCHED,
+    WORKLOADS,
+    Resource,
+)
 from scheduler.runtime.kube.rest import Json, KubeError, KubeRest, WatchEvent
+from scheduler.runtime.kube.store import KubeStore
+from tests.unit.runtime.support import (
+    cluster_queue,
+    flavor,
+    local_queue,
+    namespace,
+    real_scheduler,
+    workload,
+)
 
 RESOURCES: tuple[Resource, ...] = (*WATCHED, LEASES)
 
@@ -307,6 +328,68 @@ class FakeKube:
             item.pop("apiVersion", None)
             out.append(item)
         return {"kind": f"{target.resource.kind}List", "metadata": meta, "items": out}
+
+
+# -- a small cluster behind the fake, and a real engine fed by a KubeStore -------------
+KEY = "team/w1"
+
+
+class RecordingEngine(Engine):
+    """A real engine (not started: tests apply commands with `apply_pending`) that
+    also records the commands it is given."""
+
+    def __init__(self, config: Json | None = None) -> None:
+        super().__init__(real_scheduler(config))
+        self.submitted: list[Command] = []
+
+    def submit(self, command: Command) -> None:
+        self.submitted.append(command)
+        super().submit(command)
+
+    def take(self) -> list[Command]:
+        commands, self.submitted = self.submitted, []
+        return commands
+
+
+def condition(type_: str, reason: str, status: str = "True") -> Json:
+    """A Workload or Job condition as another controller writes it."""
+    return {
+        "type": type_,
+        "status": status,
+        "reason": reason,
+        "message": "set by someone else",
+        "lastTransitionTime": "2025-01-01T00:00:00Z",
+    }
+
+
+def seed_cluster(fake: FakeKube, cpu: str = "4", *, workloads: int = 1) -> None:
+    """Namespace `team`, flavor `default`, ClusterQueue `cq`, LocalQueue `team/main`,
+    and Workloads `team/w1`... (seeded in reverse dependency order: the store must
+    not depend on it)."""
+    for i in range(1, workloads + 1):
+        fake.seed(WORKLOADS, workload("team", f"w{i}", "main"))
+    fake.seed(LOCAL_QUEUES, local_queue("team", "main", "cq"))
+    fake.seed(CLUSTER_QUEUES, cluster_queue("cq", cpu))
+    fake.seed(RESOURCE_FLAVORS, flavor())
+    fake.seed(NAMESPACES, namespace("team"))
+
+
+async def synced_store(
+    fake: FakeKube, config: Json | None = None, **kwargs: Any
+) -> tuple[KubeStore, RecordingEngine]:
+    """A store that has done its initial sync into an engine that applied it."""
+    engine = RecordingEngine(config)
+    store = KubeStore(fake.rest, engine, **kwargs)
+    await store.sync()
+    engine.apply_pending()
+    engine.take()
+    return store, engine
+
+
+def admit_in_core(engine: Engine) -> list[str]:
+    """Apply what is queued and run one scheduling cycle; the admitted keys."""
+    engine.apply_pending()
+    return list(run_cycle(engine.scheduler).admitted)
 
 
 async def until(predicate: Callable[[], bool], turns: int = 10_000) -> None:

@@ -6,14 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
 
 import pytest
 
-from scheduler.core.cycle import run_cycle
 from scheduler.runtime.commands import (
     ApplyObject,
-    Command,
     DeleteObject,
     Finish,
     PodsReady,
@@ -22,78 +19,32 @@ from scheduler.runtime.engine import Engine
 from scheduler.runtime.kube.resources import (
     CLUSTER_QUEUES,
     JOBS,
-    LOCAL_QUEUES,
-    NAMESPACES,
     PRIORITY_CLASSES,
-    RESOURCE_FLAVORS,
     WATCHED,
     WORKLOADS,
     Resource,
 )
 from scheduler.runtime.kube.rest import Json
 from scheduler.runtime.kube.store import KubeStore
-from tests.unit.runtime.kube.fakes import FakeKube, status_error, until
+from tests.unit.runtime.kube.fakes import (
+    KEY,
+    FakeKube,
+    RecordingEngine,
+    admit_in_core,
+    condition,
+    seed_cluster,
+    status_error,
+    synced_store,
+    until,
+)
 from tests.unit.runtime.support import (
-    cluster_queue,
-    flavor,
     job,
-    local_queue,
-    namespace,
-    real_scheduler,
     workload,
 )
 
-KEY = "team/w1"
 
-
-class RecordingEngine(Engine):
-    """A real engine that also records the commands it is given."""
-
-    def __init__(self) -> None:
-        super().__init__(real_scheduler())
-        self.submitted: list[Command] = []
-
-    def submit(self, command: Command) -> None:
-        self.submitted.append(command)
-        super().submit(command)
-
-    def take(self) -> list[Command]:
-        commands, self.submitted = self.submitted, []
-        return commands
-
-
-def condition(type_: str, reason: str, status: str = "True") -> Json:
-    return {
-        "type": type_,
-        "status": status,
-        "reason": reason,
-        "message": "set by someone else",
-        "lastTransitionTime": "2025-01-01T00:00:00Z",
-    }
-
-
-def seed_cluster(fake: FakeKube, cpu: str = "4") -> None:
-    # Seeded in reverse dependency order: the store must not depend on it.
-    fake.seed(WORKLOADS, workload("team", "w1", "main"))
-    fake.seed(LOCAL_QUEUES, local_queue("team", "main", "cq"))
-    fake.seed(CLUSTER_QUEUES, cluster_queue("cq", cpu))
-    fake.seed(RESOURCE_FLAVORS, flavor())
-    fake.seed(NAMESPACES, namespace("team"))
-
-
-async def synced_store(fake: FakeKube, **kwargs: Any) -> tuple[KubeStore, RecordingEngine]:
-    engine = RecordingEngine()
-    store = KubeStore(fake.rest, engine, **kwargs)
-    await store.sync()
-    engine.apply_pending()
-    engine.take()
-    return store, engine
-
-
-def admit_in_core(engine: Engine) -> None:
-    engine.apply_pending()
-    run_cycle(engine.scheduler)
-    assert engine.scheduler.workloads[KEY].is_admitted
+def admit(engine: Engine) -> None:
+    assert admit_in_core(engine) == [KEY]
 
 
 def server_copy(store: KubeStore, key: str = KEY) -> Json:
@@ -189,7 +140,7 @@ async def test_the_leader_keeps_its_status_and_reads_finished_and_pods_ready() -
     seed_cluster(fake)
     store, engine = await synced_store(fake)
     store.set_leading(True)
-    admit_in_core(engine)
+    admit(engine)
     raw = server_copy(store)
     # The server copy still has no admission (not written yet) but a job integration
     # reported pods ready and then a failure.
@@ -233,7 +184,7 @@ async def test_stepping_down_takes_the_servers_status_again() -> None:
     seed_cluster(fake)
     store, engine = await synced_store(fake)
     store.set_leading(True)
-    admit_in_core(engine)
+    admit(engine)
     store.set_leading(True)  # no change: nothing re-applied
     assert engine.take() == []
     store.set_leading(False)
@@ -255,7 +206,7 @@ async def test_stepping_down_with_a_server_status_applies_it_over_the_core() -> 
     seed_cluster(fake)
     store, engine = await synced_store(fake)
     store.set_leading(True)
-    admit_in_core(engine)
+    admit(engine)
     fake.server_update(
         WORKLOADS, KEY, {"status": {"conditions": [condition("Finished", "Succeeded")]}}
     )
