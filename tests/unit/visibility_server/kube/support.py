@@ -3,6 +3,7 @@ clock whose sleeps advance it instantly."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections import deque
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -67,6 +68,7 @@ class FakeClock:
             raise StopWatching
         self.sleeps.append(seconds)
         self.now += seconds
+        await asyncio.sleep(0)  # let other tasks run, as a real sleep would
 
     def policy(self, *, rand: float = 0.0, **overrides: float) -> RetryPolicy:
         return RetryPolicy(sleep=self.sleep, clock=self, rand=lambda: rand, **overrides)

@@ -1,0 +1,122 @@
+"""`DelegatedAuth`, the wiring's one object: the startup read feeds the chain, changes
+reach the chain and the listeners, and every part shares one gauge."""
+
+from __future__ import annotations
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from tests.unit.visibility_server.authn.support import ca
+from tests.unit.visibility_server.kube.support import (
+    CONFIGMAP_PATH,
+    CONFIGMAPS_PATH,
+    FORBIDDEN,
+    SAR_PATH,
+    SELF_SAR_PATH,
+    FakeTransport,
+    StopWatching,
+    created,
+    response,
+)
+from visibility_server.authn.config import AuthenticationConfig
+from visibility_server.authz.attributes import request_attributes
+from visibility_server.authz.identity import authenticated_user
+from visibility_server.kube.configmap import AuthenticationLookupError
+from visibility_server.kube.delegated import DelegatedAuth
+from visibility_server.kube.errors import DelegationForbiddenError
+from visibility_server.kube.metrics import PERMITTED_METRIC
+
+FRONT_PROXY_CA = ca("front-proxy-ca")
+NEW_FRONT_PROXY_CA = ca("front-proxy-ca-new")
+LQ = "/apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/a/localqueues/q/pendingworkloads"
+
+
+def configmap(version: str, pem: bytes) -> dict[str, object]:
+    return {
+        "metadata": {"name": "extension-apiserver-authentication", "resourceVersion": version},
+        "data": {
+            "requestheader-client-ca-file": pem.decode(),
+            "requestheader-allowed-names": '["front-proxy-client"]',
+            "requestheader-username-headers": '["X-Remote-User"]',
+        },
+    }
+
+
+def delegated(
+    transport: FakeTransport, **kwargs: object
+) -> tuple[DelegatedAuth, CollectorRegistry]:
+    registry = CollectorRegistry()
+    auth = DelegatedAuth(transport, registry=registry, policy=transport.clock.policy(), **kwargs)  # type: ignore[arg-type]
+    return auth, registry
+
+
+async def test_load_configures_the_chain_and_changes_reach_the_listeners() -> None:
+    transport = FakeTransport()
+    transport.script("GET", CONFIGMAP_PATH, response(200, configmap("1", FRONT_PROXY_CA.cert_pem)))
+    rotated = configmap("2", FRONT_PROXY_CA.cert_pem + NEW_FRONT_PROXY_CA.cert_pem)
+    transport.script(
+        "GET",
+        CONFIGMAPS_PATH,
+        response(200, {"metadata": {"resourceVersion": "2"}, "items": [rotated]}),
+    )
+    transport.script("POST", SELF_SAR_PATH, created({"allowed": True}))
+    auth, registry = delegated(transport, anonymous_auth=False)
+    assert not auth.config_loaded
+    config = await auth.load()
+    assert auth.config_loaded
+    assert auth.authenticator.config is config
+    assert config.requestheader_cas == (FRONT_PROXY_CA.cert,)
+    assert not config.anonymous_auth
+
+    swapped: list[bytes] = []
+    auth.on_config_change(lambda new: swapped.append(new.accepted_cas_pem))
+    with pytest.raises(BaseExceptionGroup) as raised:
+        await auth.run()
+    assert raised.group_contains(StopWatching)
+    assert auth.authenticator.config.requestheader_cas == (
+        FRONT_PROXY_CA.cert,
+        NEW_FRONT_PROXY_CA.cert,
+    )
+    assert swapped == [auth.authenticator.config.accepted_cas_pem]
+    # The self-check ran too, before the watch's fake ended the run.
+    assert registry.get_sample_value(PERMITTED_METRIC, {"resource": "tokenreviews"}) == 1
+
+
+async def test_a_failed_startup_read_raises_unless_tolerated() -> None:
+    transport = FakeTransport()
+    transport.script("GET", CONFIGMAP_PATH, FORBIDDEN)
+    auth, _ = delegated(transport)
+    with pytest.raises(AuthenticationLookupError):
+        await auth.load()
+    assert not auth.config_loaded
+    tolerant, _ = delegated(transport, tolerate_lookup_failure=True)
+    assert await tolerant.load() == AuthenticationConfig()
+
+
+async def test_a_static_configuration_skips_the_configmap() -> None:
+    transport = FakeTransport()
+    static = AuthenticationConfig(requestheader_ca_pem=FRONT_PROXY_CA.cert_pem)
+    auth, _ = delegated(transport, static_config=static)
+    assert await auth.load() is static
+    await auth.watch_config()  # nothing to follow: returns at once
+    assert transport.calls == []
+    assert auth.authenticator.config is static
+
+
+async def test_watch_before_load_is_a_wiring_error() -> None:
+    auth, _ = delegated(FakeTransport())
+    with pytest.raises(RuntimeError, match="load"):
+        await auth.watch_config()
+
+
+async def test_a_forbidden_sar_drops_the_shared_gauge_at_once() -> None:
+    transport = FakeTransport()
+    transport.script("POST", SELF_SAR_PATH, created({"allowed": True}))
+    transport.script("POST", SAR_PATH, FORBIDDEN)
+    auth, registry = delegated(transport)
+    await auth.self_check.check_once()
+    assert registry.get_sample_value(PERMITTED_METRIC, {"resource": "subjectaccessreviews"}) == 1
+    with pytest.raises(DelegationForbiddenError):
+        await auth.sar_backend.review(authenticated_user("alice"), request_attributes("GET", LQ))
+    assert registry.get_sample_value(PERMITTED_METRIC, {"resource": "subjectaccessreviews"}) == 0
+    assert registry.get_sample_value(PERMITTED_METRIC, {"resource": "tokenreviews"}) == 1

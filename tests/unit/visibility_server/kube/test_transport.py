@@ -1,0 +1,183 @@
+"""`ApiClientTransport` on a real kubernetes_asyncio `ApiClient`, against a small HTTP
+server on 127.0.0.1 standing in for kube-apiserver: what goes over the wire, and how
+statuses, silence and refused connections come back."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from aiohttp import web
+from kubernetes_asyncio.client import ApiClient, Configuration
+
+from visibility_server.authz.attributes import request_attributes
+from visibility_server.authz.identity import authenticated_user
+from visibility_server.kube.sar import SubjectAccessReviewBackend
+from visibility_server.kube.transport import (
+    ApiClientTransport,
+    KubeStatusError,
+    TransportError,
+    as_transport,
+)
+
+TOKEN = "our-service-account-token"
+WATCH_PATH = "/api/v1/namespaces/kube-system/configmaps"
+
+
+@dataclass
+class Seen:
+    method: str
+    path: str
+    query: dict[str, str]
+    headers: dict[str, str]
+    body: bytes
+
+
+@dataclass
+class FakeApiserver:
+    seen: list[Seen] = field(default_factory=list)
+    hang: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        self.seen.append(
+            Seen(
+                request.method,
+                request.path,
+                dict(request.query),
+                dict(request.headers),
+                await request.read(),
+            )
+        )
+        if request.path == "/hang":
+            await self.hang.wait()
+        if request.path == "/forbidden":
+            return web.json_response({"kind": "Status", "message": "nope", "code": 403}, status=403)
+        if request.path == WATCH_PATH and request.query.get("watch") == "true":
+            if request.query.get("resourceVersion") == "refused":
+                return web.json_response({"kind": "Status", "message": "no watch"}, status=403)
+            stream = web.StreamResponse(headers={"Content-Type": "application/json"})
+            await stream.prepare(request)
+            for rv in ("2", "3"):
+                line = {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": rv}}}
+                await stream.write(json.dumps(line).encode() + b"\n")
+            await stream.write_eof()
+            return stream
+        return web.json_response(
+            {"kind": "SubjectAccessReview", "status": {"allowed": True}}, status=201
+        )
+
+
+@pytest.fixture
+async def apiserver() -> AsyncIterator[tuple[FakeApiserver, ApiClient]]:
+    fake = FakeApiserver()
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", fake.handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    configuration = Configuration(host=f"http://127.0.0.1:{port}")
+    configuration.api_key = {"BearerToken": TOKEN}
+    configuration.api_key_prefix = {"BearerToken": "Bearer"}
+    client = ApiClient(configuration)
+    try:
+        yield fake, client
+    finally:
+        fake.hang.set()
+        await client.close()
+        await runner.cleanup()
+
+
+async def test_a_review_goes_out_as_json_with_our_token(
+    apiserver: tuple[FakeApiserver, ApiClient],
+) -> None:
+    fake, client = apiserver
+    backend = SubjectAccessReviewBackend(client)
+    user = authenticated_user("alice", groups=["devs"])
+    decision = await backend.review(user, request_attributes("GET", "/metrics"))
+    assert decision.allowed
+    [seen] = fake.seen
+    assert (seen.method, seen.path) == (
+        "POST",
+        "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+    )
+    assert seen.headers["Authorization"] == f"Bearer {TOKEN}"
+    assert seen.headers["Content-Type"] == "application/json"
+    assert json.loads(seen.body) == {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SubjectAccessReview",
+        "spec": {
+            "nonResourceAttributes": {"path": "/metrics", "verb": "get"},
+            "user": "alice",
+            "groups": ["devs", "system:authenticated"],
+        },
+    }
+
+
+async def test_statuses_come_back_as_responses(apiserver: tuple[FakeApiserver, ApiClient]) -> None:
+    fake, client = apiserver
+    transport = ApiClientTransport(client)
+    answer = await transport.request("GET", "/forbidden", query=[("a", "b c")], timeout=5)
+    assert answer.status == 403
+    assert answer.message() == "nope"
+    assert fake.seen[0].query == {"a": "b c"}
+    assert fake.seen[0].body == b""
+
+
+async def test_silence_is_a_transport_error(apiserver: tuple[FakeApiserver, ApiClient]) -> None:
+    _, client = apiserver
+    with pytest.raises(TransportError, match=r"did not answer within 0\.2s"):
+        await ApiClientTransport(client).request("GET", "/hang", timeout=0.2)
+
+
+async def test_a_refused_connection_is_a_transport_error() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # bound, never listening: connections are refused
+        client = ApiClient(Configuration(host=f"http://127.0.0.1:{port}"))
+        try:
+            with pytest.raises(TransportError, match="cannot reach kube-apiserver"):
+                await ApiClientTransport(client).request("GET", "/x", timeout=5)
+        finally:
+            await client.close()
+
+
+async def test_a_watch_yields_decoded_events(apiserver: tuple[FakeApiserver, ApiClient]) -> None:
+    fake, client = apiserver
+    transport = ApiClientTransport(client)
+    events: list[Any] = [
+        event
+        async for event in transport.watch(
+            WATCH_PATH, query=[("fieldSelector", "metadata.name=x")], read_timeout=5
+        )
+    ]
+    assert [e["object"]["metadata"]["resourceVersion"] for e in events] == ["2", "3"]
+    assert fake.seen[0].query == {"fieldSelector": "metadata.name=x", "watch": "true"}
+
+
+async def test_a_refused_watch_is_a_status_error(
+    apiserver: tuple[FakeApiserver, ApiClient],
+) -> None:
+    _, client = apiserver
+    stream = ApiClientTransport(client).watch(
+        WATCH_PATH, query=[("resourceVersion", "refused")], read_timeout=5
+    )
+    with pytest.raises(KubeStatusError) as raised:
+        await anext(stream)
+    assert raised.value.response.status == 403
+
+
+async def test_an_api_client_is_wrapped_and_a_transport_is_kept() -> None:
+    client = ApiClient(Configuration(host="http://127.0.0.1:1"))
+    try:
+        assert isinstance(as_transport(client), ApiClientTransport)
+        transport = ApiClientTransport(client)
+        assert as_transport(transport) is transport
+    finally:
+        await client.close()
