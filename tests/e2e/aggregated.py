@@ -71,45 +71,35 @@ QUEUES = """\
 apiVersion: kueue.x-k8s.io/v1beta1
 kind: ResourceFlavor
 metadata: {name: default}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ClusterQueue
-metadata: {name: cq-a}
-spec:
-  namespaceSelector: {}
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors: [{name: default, resources: [{name: cpu, nominalQuota: "1"}]}]
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ClusterQueue
-metadata: {name: cq-b}
-spec:
-  namespaceSelector: {}
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors: [{name: default, resources: [{name: cpu, nominalQuota: "1"}]}]
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: LocalQueue
-metadata: {name: lq-a, namespace: team-a}
-spec: {clusterQueue: cq-a}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: LocalQueue
-metadata: {name: lq-b, namespace: team-a}
-spec: {clusterQueue: cq-a}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: LocalQueue
-metadata: {name: lq-c, namespace: team-b}
-spec: {clusterQueue: cq-a}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: LocalQueue
-metadata: {name: lq-d, namespace: team-b}
-spec: {clusterQueue: cq-b}
 """
+CLUSTER_QUEUE = """\
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {{name: {name}}}
+spec:
+  namespaceSelector: {{}}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{{name: default, resources: [{{name: cpu, nominalQuota: "1"}}]}}]
+"""
+LOCAL_QUEUE = """\
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {{name: {name}, namespace: {ns}}}
+spec: {{clusterQueue: {cq}}}
+"""
+QUEUES += "".join(CLUSTER_QUEUE.format(name=name) for name in ("cq-a", "cq-b"))
+QUEUES += "".join(
+    LOCAL_QUEUE.format(ns=ns, name=name, cq=cq)
+    for ns, name, cq in (
+        ("team-a", "lq-a", "cq-a"),
+        ("team-a", "lq-b", "cq-a"),
+        ("team-b", "lq-c", "cq-a"),
+        ("team-b", "lq-d", "cq-b"),
+    )
+)
 
 WORKLOAD = """\
 ---
@@ -352,12 +342,7 @@ class VisibilityServer:
             for name, value in (headers or {}).items():
                 conn.putheader(name, value)
             conn.endheaders()
-            response = conn.getresponse()
-            return Response(
-                response.status,
-                {k.lower(): v for k, v in response.getheaders()},
-                response.read(),
-            )
+            return Response.read_from(conn.getresponse())
         finally:
             conn.close()
 
@@ -505,10 +490,7 @@ class AvailabilityWatch:
         if sorted(mine) != sorted(APISERVICE_NAMES):
             raise HarnessError(f"expected both APIServices with conditions, got {mine}")
         version = listing["metadata"]["resourceVersion"]
-        context = ssl.create_default_context(cafile=str(self.plane.cluster_ca_file))
-        admin = self.plane.admin
-        context.load_cert_chain(admin.cert, admin.key)
-        self._conn = http.client.HTTPSConnection("127.0.0.1", self.plane.port, context=context)
+        self._conn = self.plane.connection(self.plane.admin, timeout=None)
         self._conn.request(
             "GET",
             "/apis/apiregistration.k8s.io/v1/apiservices?watch=1"

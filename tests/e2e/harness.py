@@ -200,6 +200,15 @@ class Response:
     def json(self) -> Any:
         return json.loads(self.body)
 
+    @classmethod
+    def read_from(cls, response: http.client.HTTPResponse) -> Response:
+        """The whole answer, header names in lower case."""
+        return cls(
+            response.status,
+            {k.lower(): v for k, v in response.getheaders()},
+            response.read(),
+        )
+
 
 @dataclass
 class ClusterCerts:
@@ -496,6 +505,16 @@ class ControlPlane:
 
     # -- clients -------------------------------------------------------------------------
 
+    def connection(
+        self, user: User | None = None, *, timeout: float | None = 30
+    ) -> http.client.HTTPSConnection:
+        """An HTTPS connection to kube-apiserver as `user` (None: anonymous), trusting the
+        cluster CA; `timeout=None` for a watch that blocks until closed."""
+        context = ssl.create_default_context(cafile=str(self.cluster_ca_file))
+        if user is not None:
+            context.load_cert_chain(user.cert, user.key)
+        return http.client.HTTPSConnection("127.0.0.1", self.port, context=context, timeout=timeout)
+
     def request(
         self,
         path: str,
@@ -507,18 +526,10 @@ class ControlPlane:
         timeout: float = 30,
     ) -> Response:
         """One HTTPS request to kube-apiserver as `user` (None: anonymous)."""
-        context = ssl.create_default_context(cafile=str(self.cluster_ca_file))
-        if user is not None:
-            context.load_cert_chain(user.cert, user.key)
-        conn = http.client.HTTPSConnection("127.0.0.1", self.port, context=context, timeout=timeout)
+        conn = self.connection(user, timeout=timeout)
         try:
             conn.request(method, path, body=body, headers=dict(headers or {}))
-            response = conn.getresponse()
-            return Response(
-                response.status,
-                {k.lower(): v for k, v in response.getheaders()},
-                response.read(),
-            )
+            return Response.read_from(conn.getresponse())
         finally:
             conn.close()
 

@@ -44,23 +44,27 @@ def status_body(response: Response) -> dict[str, Any]:
     return dict(response.json())
 
 
-# -- E5: unknown queues ----------------------------------------------------------------
-
-
-@pytest.mark.parametrize("version", VERSIONS)
-def test_e5_unknown_cluster_queue_is_an_exact_404(aggregated: Aggregated, version: str) -> None:
-    response = aggregated.get(cq_path(version, "foo"))
+def assert_not_found(response: Response, kind: str, name: str) -> None:
+    """The exact NotFound `Status` of visibility-api.md §5 for an unknown queue."""
     assert response.status == 404, response.body[:300]
     assert status_body(response) == {
         "kind": "Status",
         "apiVersion": "v1",
         "metadata": {},
         "status": "Failure",
-        "message": f'clusterqueue.{GROUP} "foo" not found',
+        "message": f'{kind}.{GROUP} "{name}" not found',
         "reason": "NotFound",
-        "details": {"name": "foo", "group": GROUP, "kind": "clusterqueue"},
+        "details": {"name": name, "group": GROUP, "kind": kind},
         "code": 404,
     }
+
+
+# -- E5: unknown queues ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_e5_unknown_cluster_queue_is_an_exact_404(aggregated: Aggregated, version: str) -> None:
+    assert_not_found(aggregated.get(cq_path(version, "foo")), "clusterqueue", "foo")
     # kubectl shows kube-apiserver's reading of the same Status.
     result = aggregated.plane.kubectl("get", "--raw", cq_path(version, "foo"), check=False)
     assert result.returncode != 0
@@ -72,18 +76,7 @@ def test_e5_unknown_cluster_queue_is_an_exact_404(aggregated: Aggregated, versio
 def test_e5_unknown_local_queue_is_an_exact_404(
     aggregated: Aggregated, version: str, namespace: str
 ) -> None:
-    response = aggregated.get(lq_path(version, namespace, "foo"))
-    assert response.status == 404, response.body[:300]
-    assert status_body(response) == {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Failure",
-        "message": f'localqueue.{GROUP} "foo" not found',
-        "reason": "NotFound",
-        "details": {"name": "foo", "group": GROUP, "kind": "localqueue"},
-        "code": 404,
-    }
+    assert_not_found(aggregated.get(lq_path(version, namespace, "foo")), "localqueue", "foo")
 
 
 # -- E6: parameters --------------------------------------------------------------------

@@ -210,6 +210,15 @@ def _check_undisturbed(env: Aggregated, watch: AvailabilityWatch, poller: Poller
     assert env.discovery_freshness() == dict.fromkeys(VERSIONS, "Current")
 
 
+def _check_rotated(env: Aggregated, before: x509.Certificate, ca: bytes) -> x509.Certificate:
+    """The server presents a new certificate from `ca` and still answers in full."""
+    after = env.server.served_certificate(ca)
+    assert after.serial_number != before.serial_number
+    assert issued_by(after, x509.load_pem_x509_certificate(ca))
+    assert positions(env.get(cq_path("v1beta2")).json()) == CLUSTER_QUEUE_ORDER
+    return after
+
+
 def _live_bundle(env: Aggregated) -> list[x509.Certificate]:
     bundles = []
     for name in APISERVICE_NAMES:
@@ -231,11 +240,8 @@ def test_e8_serving_certificate_rotation_same_ca(own_server: Aggregated) -> None
         _wait_answers(poller, time.monotonic(), "the new certificate was served")
         _finish_polling(poller)
     _check_undisturbed(env, watch, poller)
-    after = env.server.served_certificate(ca)
-    assert after.serial_number != before.serial_number
+    after = _check_rotated(env, before, ca)
     assert after.serial_number == rotated.cert.serial_number
-    assert issued_by(after, x509.load_pem_x509_certificate(ca))
-    assert positions(env.get(cq_path("v1beta2")).json()) == CLUSTER_QUEUE_ORDER
 
 
 def test_e9_ca_rotation(own_server: Aggregated) -> None:
@@ -262,9 +268,6 @@ def test_e9_ca_rotation(own_server: Aggregated) -> None:
         _finish_polling(poller)
     _check_undisturbed(env, watch, poller)
     assert _live_bundle(env) == [x509.load_pem_x509_certificate(new_ca)]
-    after = env.server.served_certificate(new_ca)
-    assert after.serial_number != before.serial_number
-    assert issued_by(after, x509.load_pem_x509_certificate(new_ca))
+    _check_rotated(env, before, new_ca)
     with pytest.raises(ssl.SSLCertVerificationError):
         env.server.served_certificate(old_ca)
-    assert positions(env.get(cq_path("v1beta2")).json()) == CLUSTER_QUEUE_ORDER
