@@ -116,6 +116,10 @@ async def gather(
                 f"{base}/localqueues/{quote(queue, safe='')}/pendingworkloads?limit={limit}"
             )
         except KubeError as err:
+            if err.status == 404 and len(queues) > 1:
+                # Listed by Kueue, not (yet) known to the visibility server: go on.
+                print(f"warning: LocalQueue {namespace}/{queue}: {err}", file=sys.stderr)
+                continue
             raise PluginError(f"LocalQueue {namespace}/{queue}: {err}") from None
         for item in summary.get("items", []):
             meta = item["metadata"]
