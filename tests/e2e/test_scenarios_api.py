@@ -374,7 +374,6 @@ ODD_PATHS_THROUGH_KUBE_APISERVER = [
     (f"{G}/v1beta2/docs", 404),
     (f"{G}/v1beta2/redoc", 404),
     (f"{G}/v1beta2/openapi.json", 404),
-    (f"{G}/v1beta2/%63lusterqueues/cq-a/pendingworkloads", 200),
     (f"{G}/v1beta2/clusterqueues/cq-a/pendingworkloads?", 200),
 ]
 
