@@ -8,14 +8,19 @@ Exit codes: 0 done, 2 unusable input (one message on stderr), 1 the operation fa
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from cryptography import x509
+from kubernetes_asyncio.config import ConfigException
 
+from queuescope.kubeclient import KubeClient
 from visibility_server.certs import (
+    APISERVICE_NAMES,
     DEFAULT_KEY_TYPE,
     DEFAULT_NAMESPACE,
     DEFAULT_SERVICE,
@@ -24,8 +29,10 @@ from visibility_server.certs import (
     CertDir,
     CertsError,
     CertsInputError,
+    Findings,
     KeyType,
     begin_ca_rotation,
+    check_live_apiservices,
     finish_ca_rotation,
     generate_cert_dir,
     mint_client,
@@ -33,6 +40,9 @@ from visibility_server.certs import (
     rotate_serving_cert,
     verify_cert_dir,
 )
+from visibility_server.kube.apiservices import ApiServiceReadError, read_apiservices
+from visibility_server.kube.transport import ApiClientTransport, TransportError
+from visibility_server.tls.files import read_certificate
 from visibility_server.tls.pkcs12 import DEFAULT_P12_PASSWORD, write_pkcs12
 
 EXIT_OK = 0
@@ -46,7 +56,7 @@ For a cluster install: `generate` writes a CA, a serving certificate for the Ser
 apiservice-cabundle.yaml (a kustomize patch setting spec.caBundle on both visibility
 APIServices); `rotate` replaces the serving certificate from the same CA; `rotate-ca
 begin|finish` replaces the CA without a moment where kube-apiserver distrusts the server;
-`verify` checks a folder.
+`verify` checks a folder and, with --kubeconfig, that the live APIServices trust it.
 
 For the embedded server: `client` mints a client certificate and kubeconfig from the
 state folder's CA (user = --user, groups = each --group); `browser` packs the admin's
@@ -113,7 +123,9 @@ def add_certs_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
         "--kubeconfig",
         type=Path,
         metavar="FILE",
-        help="also check the live APIServices' caBundle (not implemented yet)",
+        help="also read both APIServices with this kubeconfig and check that each "
+        "exists, names the Service, has no insecureSkipTLSVerify and a caBundle that "
+        "validates tls.crt",
     )
 
     client = commands.add_parser(
@@ -222,26 +234,52 @@ def _rotate_ca(args: argparse.Namespace, now: datetime) -> int:
 
 
 def _verify(args: argparse.Namespace, now: datetime) -> int:
-    if args.kubeconfig is not None:
-        print(
-            "note: --kubeconfig (checking the live APIServices' caBundle) is not "
-            "implemented yet; only the files were checked",
-            file=sys.stderr,
-        )
+    cert_dir = CertDir(args.directory)
     found = verify_cert_dir(args.directory, now=now, namespace=args.namespace, service=args.service)
+    if args.kubeconfig is not None:
+        found.extend(_live_findings(args, cert_dir, now))
     for warning in found.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     for error in found.errors:
         print(f"error: {error}", file=sys.stderr)
     if not found.ok:
         return EXIT_FAILURE
-    serving = x509.load_pem_x509_certificate(CertDir(args.directory).tls_cert.read_bytes())
+    serving = x509.load_pem_x509_certificate(cert_dir.tls_cert.read_bytes())
     print(
-        f"ok: {CertDir(args.directory).tls_cert} is valid for "
+        f"ok: {cert_dir.tls_cert} is valid for "
         f"DNS:{required_service_san(args.namespace, args.service)} until "
         f"{serving.not_valid_after_utc:%Y-%m-%dT%H:%M:%SZ}"
     )
+    if args.kubeconfig is not None:
+        print(f"ok: the caBundle of {' and '.join(APISERVICE_NAMES)} trusts it")
     return EXIT_OK
+
+
+def _live_findings(args: argparse.Namespace, cert_dir: CertDir, now: datetime) -> Findings:
+    if not args.kubeconfig.is_file():
+        raise CertsInputError(f"{args.kubeconfig}: no such file")
+    try:
+        leaf = read_certificate(cert_dir.tls_cert)
+    except CertsError:
+        return Findings()  # verify_cert_dir reported it; nothing to compare the bundles with
+    live = asyncio.run(_read_live_apiservices(args.kubeconfig))
+    return check_live_apiservices(
+        leaf, live, now=now, namespace=args.namespace, service=args.service
+    )
+
+
+async def _read_live_apiservices(kubeconfig: Path) -> dict[str, dict[str, Any] | None]:
+    kube = KubeClient(str(kubeconfig))
+    try:
+        try:
+            api = await kube.open()
+        except (ConfigException, ValueError) as err:
+            raise CertsInputError(f"{kubeconfig}: not a usable kubeconfig ({err})") from None
+        return await read_apiservices(ApiClientTransport(api), APISERVICE_NAMES)
+    except (TransportError, ApiServiceReadError) as err:
+        raise CertsError(str(err)) from None
+    finally:
+        await kube.close()
 
 
 def _client(args: argparse.Namespace, now: datetime) -> int:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import binascii
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -311,6 +312,82 @@ def verify_cert_dir(
         if reason is not None:
             found.errors.append(f"a TLS client for {name.required_san} would reject it: {reason}")
     return found
+
+
+def check_live_apiservices(
+    leaf: x509.Certificate,
+    apiservices: Mapping[str, Mapping[str, Any] | None],
+    *,
+    now: datetime,
+    namespace: str = DEFAULT_NAMESPACE,
+    service: str = DEFAULT_SERVICE,
+) -> Findings:
+    """What `certs verify --kubeconfig` checks on the APIServices as kube-apiserver holds
+    them (`apiservices`: name → object, None when it does not exist): each exists, names
+    our Service, does not set `insecureSkipTLSVerify`, and has a `caBundle` under which a
+    client verifying the Service's name accepts `leaf` (the check kube-apiserver makes on
+    every connection). A not-Available condition is a warning: it has other causes."""
+    require_aware(now)
+    name = _service_name(namespace, service)
+    found = Findings()
+    for apiservice_name in APISERVICE_NAMES:
+        apiservice = apiservices.get(apiservice_name)
+        what = f"APIService {apiservice_name}"
+        if apiservice is None:
+            found.errors.append(f"{what} does not exist")
+            continue
+        spec = apiservice.get("spec")
+        spec = spec if isinstance(spec, Mapping) else {}
+        target = spec.get("service")
+        target = target if isinstance(target, Mapping) else {}
+        if (target.get("namespace"), target.get("name")) != (name.namespace, name.service):
+            found.errors.append(
+                f"{what} points at Service {target.get('namespace')}/{target.get('name')}, "
+                f"not {name.namespace}/{name.service}"
+            )
+        if spec.get("insecureSkipTLSVerify") is True:
+            found.errors.append(
+                f"{what} sets insecureSkipTLSVerify: kube-apiserver does not verify the "
+                "server at all; remove it and set caBundle (apiservice-cabundle.yaml)"
+            )
+        found.errors.extend(_live_bundle_problems(what, spec.get("caBundle"), leaf, name, now))
+        found.warnings.extend(_availability_warnings(what, apiservice))
+    return found
+
+
+def _live_bundle_problems(
+    what: str, encoded: object, leaf: x509.Certificate, name: ServiceName, now: datetime
+) -> list[str]:
+    if not encoded:
+        return [
+            f"{what} has no caBundle: kube-apiserver falls back to the system roots and "
+            "fails with `x509: certificate signed by unknown authority`"
+        ]
+    try:
+        bundle = x509.load_pem_x509_certificates(base64.b64decode(str(encoded)))
+    except (binascii.Error, ValueError) as err:
+        return [f"the caBundle of {what} is not base64 PEM ({err})"]
+    reason = client_would_accept(leaf, bundle, server_name=name.required_san, now=now)
+    if reason is None:
+        return []
+    return [
+        f"the caBundle of {what} does not validate tls.crt for {name.required_san} "
+        f"({reason}): kube-apiserver would fail with `x509: certificate signed by unknown "
+        "authority`; apply the apiservice-cabundle.yaml made with this certificate"
+    ]
+
+
+def _availability_warnings(what: str, apiservice: Mapping[str, Any]) -> list[str]:
+    conditions = _dig(dict(apiservice), "status", "conditions")
+    for condition in conditions if isinstance(conditions, list) else []:
+        if isinstance(condition, dict) and condition.get("type") == "Available":
+            if condition.get("status") == "True":
+                return []
+            return [
+                f"{what} is not Available ({condition.get('reason')}: "
+                f"{condition.get('message', '')})"
+            ]
+    return [f"{what} has no Available condition yet"]
 
 
 def service_from_certificate(cert: x509.Certificate) -> ServiceName | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import base64
 import shutil
+import socket
 import stat
 from datetime import timedelta
 from pathlib import Path
@@ -131,10 +132,48 @@ def test_a_missing_file_fails_verify(out: Path, capsys: pytest.CaptureFixture[st
     assert "tls.key: no such file" in capsys.readouterr().err
 
 
-def test_verify_kubeconfig_is_acknowledged(out: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_verify_with_a_missing_kubeconfig_is_unusable_input(
+    out: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     capsys.readouterr()
-    assert run("verify", "--dir", str(out), "--kubeconfig", "/nonexistent") == 0
-    assert "not implemented yet" in capsys.readouterr().err
+    assert run("verify", "--dir", str(out), "--kubeconfig", str(out / "nope")) == 2
+    assert capsys.readouterr().err == f"error: {out / 'nope'}: no such file\n"
+
+
+def test_verify_with_a_broken_kubeconfig_is_unusable_input(
+    out: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kubeconfig = out.parent / "kubeconfig"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\nclusters: []\n")
+    capsys.readouterr()
+    assert run("verify", "--dir", str(out), "--kubeconfig", str(kubeconfig)) == 2
+    assert f"error: {kubeconfig}: not a usable kubeconfig" in capsys.readouterr().err
+
+
+def test_verify_with_an_unreachable_cluster_fails(
+    out: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with socket.socket() as probe:  # a port nothing listens on once closed
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    kubeconfig = out.parent / "kubeconfig"
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": f"https://127.0.0.1:{port}"}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "x",
+            }
+        )
+    )
+    capsys.readouterr()
+    assert run("verify", "--dir", str(out), "--kubeconfig", str(kubeconfig)) == 1
+    captured = capsys.readouterr()
+    assert captured.err.startswith("error: cannot reach kube-apiserver"), captured.err
+    assert captured.out == ""
 
 
 def test_rotate_keeps_the_ca_and_changes_the_serving_certificate(out: Path) -> None:

@@ -1,0 +1,41 @@
+"""Reading our two APIServices from kube-apiserver, for `queuescope certs verify
+--kubeconfig` (and any other check of what kube-apiserver trusts: cluster.md §2)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from visibility_server.kube.transport import KubeTransport
+
+APISERVICE_PATH = "/apis/apiregistration.k8s.io/v1/apiservices/{name}"
+READ_TIMEOUT = 10.0
+
+
+class ApiServiceReadError(Exception):
+    """kube-apiserver answered, but not with the APIService or a 404."""
+
+
+async def read_apiservices(
+    transport: KubeTransport, names: Iterable[str], *, timeout: float = READ_TIMEOUT
+) -> dict[str, dict[str, Any] | None]:
+    """name → the APIService object, or None when kube-apiserver has none by that name.
+
+    TransportError when kube-apiserver cannot be reached; ApiServiceReadError on any
+    other answer (a 403 names the missing `get` on apiservices)."""
+    found: dict[str, dict[str, Any] | None] = {}
+    for name in names:
+        response = await transport.request(
+            "GET", APISERVICE_PATH.format(name=name), timeout=timeout
+        )
+        body = response.json()
+        if response.status == 404:
+            found[name] = None
+        elif response.ok and isinstance(body, dict):
+            found[name] = body
+        else:
+            raise ApiServiceReadError(
+                f"reading APIService {name}: kube-apiserver answered {response.status}: "
+                f"{response.message()}"
+            )
+    return found
