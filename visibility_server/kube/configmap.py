@@ -201,6 +201,9 @@ class AuthenticationConfigWatcher:
                 logger.warning("watching %s failed: %s", self._endpoint.what, err)
             except (TransportError, DelegationError) as err:
                 logger.warning("watching %s failed: %s", self._endpoint.what, err)
+            except Exception:
+                # Whatever happens, keep following: this task lives as long as the server.
+                logger.exception("watching %s failed unexpectedly", self._endpoint.what)
             await self._policy.sleep(backoff)
             backoff = min(backoff * self._policy.factor, MAX_RELIST_BACKOFF)
         while True:

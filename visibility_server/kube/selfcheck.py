@@ -73,7 +73,11 @@ class SelfCheck:
     async def run(self) -> None:
         """Check now, then every `interval` seconds, until cancelled."""
         while True:
-            await self.check_once()
+            try:
+                await self.check_once()
+            except Exception:
+                # A bug here must not end the task, which lives as long as the server.
+                logger.exception("the delegated-auth self-check failed unexpectedly")
             await self._caller.policy.sleep(self._interval)
 
     async def _check(self, resource: str, group: str) -> bool | None:

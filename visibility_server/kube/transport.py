@@ -128,7 +128,7 @@ class ApiClientTransport:
                 raise KubeStatusError(KubeResponse(response.status, data, dict(response.headers)))
             async for line in response.content:
                 if line.strip():
-                    yield json.loads(line)
+                    yield _event(line)
         except (aiohttp.ClientError, OSError, TimeoutError) as err:
             raise TransportError(f"watch interrupted: {_describe(err)}") from None
         finally:
@@ -162,6 +162,13 @@ def as_transport(api: ApiClient | KubeTransport) -> KubeTransport:
     if isinstance(api, ApiClient):
         return ApiClientTransport(api)
     return api
+
+
+def _event(line: bytes) -> Any:
+    try:
+        return json.loads(line)
+    except ValueError:
+        raise TransportError("the watch sent a line that is not JSON") from None
 
 
 def _describe(err: BaseException) -> str:

@@ -378,6 +378,18 @@ async def test_a_broken_watch_relists_after_a_pause() -> None:
     assert transport.clock.sleeps == [0.5]
 
 
+async def test_an_unexpected_failure_is_logged_and_the_watch_goes_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    transport = FakeTransport()
+    transport.script("GET", CONFIGMAPS_PATH, listing("5", configmap("5")), listing("6", rotated()))
+    transport.script_watches([RuntimeError("a bug")])
+    w, seen = watcher(transport)
+    await run(w)
+    assert "failed unexpectedly" in caplog.text
+    assert seen == [config_from_configmap(rotated())]
+
+
 async def test_a_401_on_the_list_rereads_our_token() -> None:
     transport = FakeTransport()
     transport.script("GET", CONFIGMAPS_PATH, status_error(401, "Unauthorized"), listing("5"))

@@ -98,6 +98,17 @@ async def test_it_runs_at_start_and_every_five_minutes() -> None:
     assert len(transport.calls) == 6  # three rounds of two reviews
 
 
+async def test_an_unexpected_failure_does_not_end_the_loop(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    check, transport, registry = self_check(RuntimeError("a bug"), ALLOWED)
+    transport.clock.stop_after = 1
+    with pytest.raises(StopWatching):
+        await check.run()
+    assert "failed unexpectedly" in caplog.text
+    assert gauge(registry, "tokenreviews") == 1  # the second round ran
+
+
 def test_metrics_register_once_per_registry() -> None:
     registry = CollectorRegistry()
     assert delegated_auth_metrics(registry) is delegated_auth_metrics(registry)

@@ -62,6 +62,8 @@ class FakeApiserver:
                 return web.json_response({"kind": "Status", "message": "no watch"}, status=403)
             stream = web.StreamResponse(headers={"Content-Type": "application/json"})
             await stream.prepare(request)
+            if request.query.get("resourceVersion") == "garbage":
+                await stream.write(b"<html>proxy error</html>\n")
             for rv in ("2", "3"):
                 line = {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": rv}}}
                 await stream.write(json.dumps(line).encode() + b"\n")
@@ -171,6 +173,17 @@ async def test_a_refused_watch_is_a_status_error(
     with pytest.raises(KubeStatusError) as raised:
         await anext(stream)
     assert raised.value.response.status == 403
+
+
+async def test_a_line_that_is_not_json_is_a_transport_error(
+    apiserver: tuple[FakeApiserver, ApiClient],
+) -> None:
+    _, client = apiserver
+    stream = ApiClientTransport(client).watch(
+        WATCH_PATH, query=[("resourceVersion", "garbage")], read_timeout=5
+    )
+    with pytest.raises(TransportError, match="not JSON"):
+        await anext(stream)
 
 
 async def test_an_api_client_is_wrapped_and_a_transport_is_kept() -> None:
