@@ -12,6 +12,7 @@ import datetime
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from benchmarks import report
 from benchmarks.harness import machine
@@ -60,7 +61,8 @@ def print_result(result: Result) -> None:
     print(result.headline_line(), flush=True)
 
 
-def run(names: Sequence[str], args: argparse.Namespace) -> list[Result]:
+def run(names: Sequence[str], args: argparse.Namespace) -> list[tuple[Result, dict[str, Any]]]:
+    """Run the benchmarks; each result with the machine as it was when it started."""
     results = []
     for name in names:
         bench: Benchmark = BENCHMARKS[name]
@@ -68,9 +70,10 @@ def run(names: Sequence[str], args: argparse.Namespace) -> list[Result]:
             print(f"{name}: not available: {bench.unavailable}", flush=True)
             continue
         resolved = bench.resolve(args)
+        info = machine()
         result = bench.run(resolved)
         print_result(result)
-        results.append(result)
+        results.append((result, info))
     return results
 
 
@@ -90,8 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         json_path = docs / "benchmarks.json"
         document = report.load(json_path)
         date = datetime.date.today().isoformat()
-        info = machine()
-        for result in results:
+        for result, info in results:
             report.merge(document, result, date=date, machine=info)
         pending = {b.name: b.unavailable for b in BENCHMARKS.values() if b.run is None}
         report.write(
@@ -100,7 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"wrote {docs / 'benchmarks.md'} and {json_path}", file=sys.stderr)
     if args.name == "all" and results:
         # `all` ends with every headline, one per line, so the last lines stay greppable.
-        for result in results:
+        for result, _ in results:
             print(result.headline_line())
     return 0
 

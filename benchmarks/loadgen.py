@@ -35,6 +35,7 @@ from benchmarks.stats import summary
 
 PAGE_PATH = "/apis/visibility.kueue.x-k8s.io/v1beta1/clusterqueues/{cq}/pendingworkloads"
 BASELINE_PATH = "/bench/baseline/clusterqueues/{cq}/pendingworkloads"
+BASELINE_WARMUP = 2  # requests of the baseline dropped as warm-up (ours: --warmup)
 
 
 class HttpError(Exception):
@@ -144,20 +145,32 @@ async def latency(args: argparse.Namespace, ctx: ssl.SSLContext) -> dict[str, An
         targets["baseline"] = BASELINE_PATH.format(cq=args.cq)
     conns = {name: Connection(args.host, args.port, ctx) for name in targets}
     tallies = {name: Tally() for name in targets}
-    budget = {"ours": args.requests, "baseline": args.baseline_requests}
+    warmup = {"ours": args.warmup, "baseline": BASELINE_WARMUP}
+    budget = {
+        "ours": args.requests + args.warmup,
+        "baseline": args.baseline_requests + BASELINE_WARMUP,
+    }
+    # The baseline may use half of the time: at 1M one of its requests takes seconds, and
+    # it must not starve our side of samples.
+    spent = dict.fromkeys(targets, 0.0)
+    share = {"ours": args.max_seconds, "baseline": args.max_seconds / 2}
     deadline = time.perf_counter() + args.max_seconds
     while time.perf_counter() < deadline:
-        active = [n for n in targets if len(tallies[n].latencies_ms) < budget[n] + args.warmup]
+        active = [
+            n for n in targets if len(tallies[n].latencies_ms) < budget[n] and spent[n] < share[n]
+        ]
         if not active:
             break
         for name in active:
             path = page_query(targets[name], args.depth, args.limit, rng)
             started = time.perf_counter()
             response = await conns[name].get(path)
-            tallies[name].record(response.status, time.perf_counter() - started, {200})
+            elapsed = time.perf_counter() - started
+            spent[name] += elapsed
+            tallies[name].record(response.status, elapsed, {200})
     for c in conns.values():
         await c.close()
-    return {name: t.figures(args.warmup) for name, t in tallies.items()}
+    return {name: t.figures(warmup[name]) for name, t in tallies.items()}
 
 
 async def throughput(args: argparse.Namespace, ctx: ssl.SSLContext) -> dict[str, Any]:

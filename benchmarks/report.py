@@ -47,7 +47,8 @@ def render(runs: Mapping[str, Any], pending: Mapping[str, str], plot: str | None
         out.append(
             f"Headline: **{result.headline_line()}** ({result.headline_label}). "
             f"Measured {run['date']} on {m['cpu_model']}, {m['cpus']} CPUs, "
-            f"{m['memory_gib']} GiB, Python {m['python']}. Command: `{result.command}`."
+            f"{m['memory_gib']} GiB, Python {m['python']}, load average "
+            f"{m.get('load_average_1m', 'n/a')} at the start. Command: `{result.command}`."
         )
         out.append("")
         out += _table(result.columns, result.rows)

@@ -187,8 +187,8 @@ def visibility_latency(args: argparse.Namespace) -> Result:
         notes=[
             "GET .../clusterqueues/bench/pendingworkloads?limit=100&offset=X, X uniform at random, "
             "one keep-alive HTTPS connection per side, ours and baseline requests interleaved "
-            f"(the first {20} of each dropped as warm-up); the baseline's request count is "
-            "bounded by time at large N.",
+            "(the first 20 of ours and 2 of the baseline dropped as warm-up); the baseline may "
+            "use half of the time limit per depth, so at 1M it measures fewer requests.",
             "The baseline copies the ClusterQueue's pending set and sorts it per request, as "
             "upstream Kueue does (benchmarks/baseline.py); it skips authentication and "
             "authorization, which only flatters it. Before measuring, a page from each side is "

@@ -6,7 +6,13 @@ from pathlib import Path
 from benchmarks import report
 from benchmarks.result import Result, Target
 
-MACHINE = {"cpu_model": "Test CPU", "cpus": 2, "memory_gib": 4.0, "python": "3.11.7"}
+MACHINE = {
+    "cpu_model": "Test CPU",
+    "cpus": 2,
+    "memory_gib": 4.0,
+    "python": "3.11.7",
+    "load_average_1m": 3.5,
+}
 
 
 def _latency(figures: dict[str, object]) -> Result:
@@ -62,6 +68,7 @@ def test_render_lists_targets_machine_date_command_and_pending_benchmarks() -> N
     assert "| visibility-latency | growth | < 2.00 x | n/a | not measured |" in text
     assert "cluster-sync" in text and "needs the kube store" in text
     assert "2026-11-22" in text and "Test CPU" in text
+    assert "load average 3.5 at the start" in text
     assert "`python -m benchmarks visibility-latency --depths 1000,100000`" in text
     assert "**visibility-latency: 50.0 x**" in text
     assert "![p50 and p99 latency" in text and "(plot.png)" in text
