@@ -26,6 +26,7 @@ from scheduler.api.job_workload import job_to_workload
 from scheduler.runtime.commands import Finish, PodsReady
 from scheduler.runtime.engine import Engine
 from scheduler.runtime.kube.decode import decode_live
+from scheduler.runtime.kube.normalize import normalized
 from scheduler.runtime.kube.ratelimit import TokenBucket
 from scheduler.runtime.kube.resources import (
     JOBS,
@@ -303,7 +304,11 @@ class JobController:
         pod_sets = (workload.get("spec") or {}).get("podSets") or []
         if not pod_sets:
             return {}
-        return (pod_sets[0].get("template") or {}).get("spec") or {}
+        # Without the empty values our model renders (a toleration's `value: ""`):
+        # the Job, a built-in type, comes back from the server without them, so the
+        # raw template would never compare equal and every reconcile would patch.
+        spec: Json = normalized((pod_sets[0].get("template") or {}).get("spec") or {})
+        return spec
 
     async def _delete_orphans(self, namespace: str, job_name: str) -> None:
         """A deleted Job takes its Workload along (the garbage collector would, through

@@ -1,0 +1,364 @@
+"""The Job integration on the in-memory API server, a real engine and the real status
+writer: the Workload owned by the Job, suspend first and restore the template later,
+unsuspend with the flavor's placement, PodsReady, Finish, orphan deletion."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from scheduler.api.job import JOB_UID_LABEL, QUEUE_NAME_LABEL
+from scheduler.runtime.commands import Finish, PodsReady
+from scheduler.runtime.kube.jobs import JobController
+from scheduler.runtime.kube.ratelimit import TokenBucket
+from scheduler.runtime.kube.resources import (
+    JOBS,
+    RESOURCE_FLAVORS,
+    WORKLOAD_PRIORITY_CLASSES,
+    WORKLOADS,
+    Resource,
+    object_key,
+)
+from scheduler.runtime.kube.rest import Json
+from scheduler.runtime.kube.status_writer import WorkloadStatusWriter
+from scheduler.runtime.kube.store import KubeStore
+from tests.unit.runtime.kube.fakes import (
+    FakeKube,
+    RecordingEngine,
+    admit_in_core,
+    condition,
+    seed_cluster,
+    status_error,
+    synced_store,
+    until,
+)
+from tests.unit.runtime.support import job
+
+JOB_KEY = "team/j"
+JOB_PATH = JOBS.item("j", "team")
+GPU_TOLERATION = {"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}
+OWN_TOLERATION = {"key": "mine", "operator": "Exists"}
+
+
+class FreeBucket(TokenBucket):
+    def __init__(self) -> None:
+        super().__init__(1000, 1000)
+        self.taken = 0
+
+    async def acquire(self) -> None:
+        self.taken += 1
+
+
+@dataclass
+class Cluster:
+    fake: FakeKube
+    store: KubeStore
+    engine: RecordingEngine
+    jobs: JobController
+    writer: WorkloadStatusWriter
+
+    def refresh(self, resource: Resource, key: str) -> Json:
+        """What the watch would deliver next: the server's current object."""
+        obj = self.fake.stored(resource, key)
+        assert obj is not None
+        self.store.observe(resource, obj)
+        return obj
+
+    def workload_key(self) -> str:
+        [wl] = list(self.store.items(WORKLOADS))
+        return object_key(wl)
+
+    def job(self) -> Json:
+        obj = self.fake.stored(JOBS, JOB_KEY)
+        assert obj is not None
+        return obj
+
+    async def admit(self) -> str:
+        """The leader admits the Job's Workload and writes it."""
+        key = self.workload_key()
+        assert admit_in_core(self.engine) == [key]
+        assert await self.writer.write(key)
+        return key
+
+
+async def cluster(**job_spec: Any) -> Cluster:
+    fake = FakeKube()
+    seed_cluster(fake, workloads=0)
+    fake.server_update(
+        RESOURCE_FLAVORS,
+        "default",
+        {"spec": {"nodeLabels": {"pool": "a", "zone": "z1"}, "tolerations": [GPU_TOLERATION]}},
+    )
+    store, engine = await synced_store(fake)
+    store.set_leading(True)
+    limiter = FreeBucket()
+    controller = JobController(fake.rest, engine, store, limiter, retry_delay=0.0)
+    writer = WorkloadStatusWriter(fake.rest, engine, store, limiter)
+    raw = job("team", "j", "main")
+    pod = raw["spec"]["template"]["spec"]
+    pod["nodeSelector"] = {"own": "x"}
+    pod["tolerations"] = [OWN_TOLERATION]
+    raw["spec"].update(job_spec)
+    fake.seed(JOBS, raw)
+    c = Cluster(fake, store, engine, controller, writer)
+    c.refresh(JOBS, JOB_KEY)
+    return c
+
+
+async def started(**job_spec: Any) -> tuple[Cluster, str]:
+    """A Job whose Workload is admitted and which runs (unsuspended)."""
+    c = await cluster(**job_spec)
+    await c.jobs.reconcile(JOB_KEY)
+    c.refresh(JOBS, JOB_KEY)
+    wl_key = await c.admit()
+    await c.jobs.reconcile(JOB_KEY)
+    c.refresh(JOBS, JOB_KEY)
+    assert c.job()["spec"]["suspend"] is False
+    c.engine.apply_pending()
+    c.engine.take()
+    return c, wl_key
+
+
+def patches(c: Cluster) -> list[Json]:
+    return [body for method, path, body in c.fake.writes("PATCH") if path == JOB_PATH]
+
+
+# -- creating the Workload ------------------------------------------------------------
+async def test_an_unsuspended_job_is_suspended_and_gets_a_workload_it_owns() -> None:
+    c = await cluster()
+    job_rv = c.job()["metadata"]["resourceVersion"]
+    await c.jobs.reconcile(JOB_KEY)
+    [patch] = patches(c)
+    assert patch == {"metadata": {"resourceVersion": job_rv}, "spec": {"suspend": True}}
+    [(_, path, body)] = c.fake.writes("POST")
+    assert path == WORKLOADS.collection("team")
+    meta = body["metadata"]
+    uid = c.job()["metadata"]["uid"]
+    assert meta["name"].startswith("job-j-")
+    assert meta["labels"] == {JOB_UID_LABEL: uid}
+    assert meta["ownerReferences"] == [
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "name": "j",
+            "uid": uid,
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
+    assert "creationTimestamp" not in meta
+    assert "status" not in body
+    assert body["spec"]["queueName"] == "main"
+    assert body["spec"]["podSets"][0]["count"] == 1
+    assert c.jobs.stats.workloads_created == 1
+    assert c.jobs.stats.suspended == 1
+    # The response was observed: the store, the engine and the uid map know it.
+    wl_key = c.workload_key()
+    c.engine.apply_pending()
+    assert wl_key in c.engine.scheduler.workloads
+    # Seen again with its Workload: nothing more to do while it is not admitted.
+    c.refresh(JOBS, JOB_KEY)
+    await c.jobs.reconcile(JOB_KEY)
+    assert len(c.fake.writes()) == 2
+
+
+async def test_a_suspended_job_only_gets_its_workload() -> None:
+    c = await cluster(suspend=True)
+    await c.jobs.reconcile(JOB_KEY)
+    assert [m for m, _, _ in c.fake.writes()] == ["POST"]
+
+
+async def test_jobs_without_a_queue_and_finished_jobs_are_left_alone() -> None:
+    c = await cluster()
+    unlabelled = job("team", "free", None)
+    c.fake.seed(JOBS, unlabelled)
+    c.refresh(JOBS, "team/free")
+    await c.jobs.reconcile("team/free")
+    c.fake.server_update(JOBS, JOB_KEY, {"status": {"conditions": [condition("Complete", "Done")]}})
+    c.refresh(JOBS, JOB_KEY)
+    await c.jobs.reconcile(JOB_KEY)
+    assert c.fake.writes() == []
+
+
+async def test_an_existing_workload_409_is_not_an_error() -> None:
+    c = await cluster(suspend=True)
+    c.fake.fail("POST", WORKLOADS.collection("team"), status_error(409, reason="AlreadyExists"))
+    await c.jobs.reconcile(JOB_KEY)
+    assert c.jobs.stats.workloads_created == 0
+    assert c.jobs.stats.errors == 0
+
+
+async def test_the_priority_class_label_resolves_through_the_store() -> None:
+    c = await cluster(suspend=True)
+    c.fake.seed(
+        WORKLOAD_PRIORITY_CLASSES,
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta1",
+            "kind": "WorkloadPriorityClass",
+            "metadata": {"name": "high"},
+            "value": 1000,
+        },
+    )
+    c.refresh(WORKLOAD_PRIORITY_CLASSES, "high")
+    c.fake.server_update(
+        JOBS, JOB_KEY, {"metadata": {"labels": {"kueue.x-k8s.io/priority-class": "high"}}}
+    )
+    c.refresh(JOBS, JOB_KEY)
+    await c.jobs.reconcile(JOB_KEY)
+    [(_, _, body)] = c.fake.writes("POST")
+    assert body["spec"]["priority"] == 1000
+    assert body["spec"]["priorityClassName"] == "high"
+
+
+async def test_a_job_naming_a_missing_priority_class_is_rejected_and_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    c = await cluster(suspend=True)
+    c.fake.server_update(
+        JOBS, JOB_KEY, {"metadata": {"labels": {"kueue.x-k8s.io/priority-class": "nope"}}}
+    )
+    c.refresh(JOBS, JOB_KEY)
+    caplog.set_level(logging.ERROR, logger="scheduler.runtime.kube.jobs")
+    await c.jobs.reconcile(JOB_KEY)
+    assert c.fake.writes("POST") == []
+    assert c.jobs.stats.errors == 1
+    assert any("event=job-rejected" in r.getMessage() for r in caplog.records)
+
+
+# -- admission and eviction -----------------------------------------------------------
+async def test_an_admitted_workload_unsuspends_the_job_with_the_flavor_placement() -> None:
+    c, _ = await started()
+    unsuspend = patches(c)[-1]
+    assert unsuspend["spec"]["suspend"] is False
+    template = unsuspend["spec"]["template"]["spec"]
+    assert template["nodeSelector"] == {"own": "x", "zone": "z1", "pool": "a"}
+    assert template["tolerations"] == [OWN_TOLERATION, GPU_TOLERATION]
+    pod = c.job()["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == {"own": "x", "zone": "z1", "pool": "a"}
+    assert pod["tolerations"] == [OWN_TOLERATION, GPU_TOLERATION]
+    assert c.jobs.stats.unsuspended == 1
+
+
+async def test_an_evicted_workload_suspends_first_then_restores_the_template() -> None:
+    c, wl_key = await started()
+    # The leader evicts (here: the Workload is deactivated) and writes it.
+    c.fake.server_update(WORKLOADS, wl_key, {"spec": {"active": False}})
+    c.refresh(WORKLOADS, wl_key)
+    c.engine.apply_pending()
+    assert not c.engine.scheduler.workloads[wl_key].is_admitted
+    assert await c.writer.write(wl_key)
+    before = len(patches(c))
+    await c.jobs.reconcile(JOB_KEY)
+    # Step one: a running Job's template is immutable, so only suspend.
+    [suspend] = patches(c)[before:]
+    assert suspend["spec"] == {"suspend": True}
+    c.refresh(JOBS, JOB_KEY)
+    await c.jobs.reconcile(JOB_KEY)
+    # Step two, once suspended: the template goes back to what the Workload recorded.
+    [restore] = patches(c)[before + 1 :]
+    assert restore["spec"]["suspend"] is True
+    # A merge patch merges maps: the flavor's keys are removed with nulls.
+    assert restore["spec"]["template"]["spec"]["nodeSelector"] == {
+        "pool": None,
+        "zone": None,
+        "own": "x",
+    }
+    assert restore["spec"]["template"]["spec"]["tolerations"] == [OWN_TOLERATION]
+    pod = c.job()["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == {"own": "x"}
+    assert pod["tolerations"] == [OWN_TOLERATION]
+    # Restored: nothing more to do.
+    c.refresh(JOBS, JOB_KEY)
+    await c.jobs.reconcile(JOB_KEY)
+    assert len(patches(c)) == before + 2
+
+
+async def test_a_patch_on_a_stale_job_is_a_conflict_for_the_retry() -> None:
+    c = await cluster()
+    c.fake.server_update(JOBS, JOB_KEY, {"metadata": {"labels": {"x": "y"}}})  # not observed
+    with pytest.raises(Exception) as caught:
+        await c.jobs.reconcile(JOB_KEY)
+    assert getattr(caught.value, "status", None) == 409
+    assert c.fake.writes("POST") == []  # no Workload for a Job still running unsuspended
+
+
+# -- signals --------------------------------------------------------------------------
+async def test_pods_ready_when_ready_plus_succeeded_reach_parallelism() -> None:
+    c, wl_key = await started(parallelism=2)
+    c.fake.server_update(JOBS, JOB_KEY, {"status": {"ready": 1}})
+    c.refresh(JOBS, JOB_KEY)
+    await c.jobs.reconcile(JOB_KEY)
+    assert c.engine.take() == []
+    c.fake.server_update(JOBS, JOB_KEY, {"status": {"ready": 1, "succeeded": 1}})
+    c.refresh(JOBS, JOB_KEY)
+    await c.jobs.reconcile(JOB_KEY)
+    assert c.engine.take() == [PodsReady(wl_key)]
+    c.engine.apply_pending()
+    # Already ready in the core: not signalled twice.
+    await c.jobs.reconcile(JOB_KEY)
+    assert c.engine.take() == []
+
+
+@pytest.mark.parametrize(("kind", "failed"), [("Complete", False), ("Failed", True)])
+async def test_a_finished_job_finishes_its_workload(kind: str, failed: bool) -> None:
+    c, wl_key = await started()
+    c.fake.server_update(JOBS, JOB_KEY, {"status": {"conditions": [condition(kind, "Done")]}})
+    c.refresh(JOBS, JOB_KEY)
+    await c.jobs.reconcile(JOB_KEY)
+    assert c.engine.take() == [Finish(wl_key, failed=failed)]
+    c.engine.apply_pending()
+    assert c.engine.scheduler.workloads[wl_key].finished
+    await c.jobs.reconcile(JOB_KEY)
+    assert c.engine.take() == []
+    # The leader writes Finished; seen on the server, it is not signalled again either.
+    assert await c.writer.write(wl_key)
+    c.refresh(WORKLOADS, wl_key)
+    c.engine.take()
+    await c.jobs.reconcile(JOB_KEY)
+    assert c.engine.take() == []
+
+
+# -- deletion -------------------------------------------------------------------------
+async def test_a_deleted_job_takes_its_workload_along() -> None:
+    c = await cluster(suspend=True)
+    other = job("team", "other", "main")
+    other["spec"]["suspend"] = True
+    c.fake.seed(JOBS, other)
+    c.refresh(JOBS, "team/other")
+    await c.jobs.reconcile(JOB_KEY)
+    await c.jobs.reconcile("team/other")
+    workloads = {object_key(w): w for w in c.store.items(WORKLOADS)}
+    [mine] = [k for k, w in workloads.items() if w["metadata"]["ownerReferences"][0]["name"] == "j"]
+    c.fake.server_delete(JOBS, JOB_KEY)
+    await c.store.reflectors[JOBS.kind].list_all()  # the store learns of the deletion
+    assert c.jobs._queue.get_nowait() == JOB_KEY
+    await c.jobs.reconcile(JOB_KEY)
+    assert c.fake.writes("DELETE") == []  # deletes carry no body
+    assert ("DELETE", WORKLOADS.item(mine.split("/")[1], "team")) in c.fake.calls
+    assert c.fake.stored(WORKLOADS, mine) is None
+    assert [k for k in workloads if c.fake.stored(WORKLOADS, k) is not None] == [
+        k for k in workloads if k != mine
+    ]
+    # Deleted meanwhile (the garbage collector was first): a 404 is fine.
+    await c.jobs.reconcile(JOB_KEY)
+
+
+async def test_run_reconciles_every_known_job_and_retries_failures() -> None:
+    c = await cluster(suspend=True)
+    c.fake.fail("POST", WORKLOADS.collection("team"), status_error(500))
+    task = asyncio.create_task(c.jobs.run())
+    try:
+        await until(lambda: c.jobs.stats.workloads_created == 1)
+    finally:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    assert c.jobs.stats.errors == 1
+    assert [m for m, _ in c.fake.calls if m == "POST"] == ["POST", "POST"]
+    assert c.fake.stored(WORKLOADS, c.workload_key()) is not None
+    labels = c.job()["metadata"]["labels"]
+    assert QUEUE_NAME_LABEL in labels
