@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -198,22 +199,25 @@ def identity(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFacto
     )
 
 
-@pytest.fixture
-async def api(identity: Identity) -> AsyncIterator[ApiClient]:
-    client = await new_client_from_config(config_file=str(identity.kubeconfig))
+@contextlib.asynccontextmanager
+async def _client(kubeconfig: Path) -> AsyncIterator[ApiClient]:
+    client = await new_client_from_config(config_file=str(kubeconfig))
     try:
         yield client
     finally:
         await client.close()
+
+
+@pytest.fixture
+async def api(identity: Identity) -> AsyncIterator[ApiClient]:
+    async with _client(identity.kubeconfig) as client:
+        yield client
 
 
 @pytest.fixture
 async def get_only_api(identity: Identity) -> AsyncIterator[ApiClient]:
-    client = await new_client_from_config(config_file=str(identity.get_only_kubeconfig))
-    try:
+    async with _client(identity.get_only_kubeconfig) as client:
         yield client
-    finally:
-        await client.close()
 
 
 async def eventually(probe: Callable[[], Awaitable[T | None]], what: str) -> T:

@@ -19,6 +19,8 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Final
 
+from kubernetes_asyncio.client import ApiClient
+
 from visibility_server.kube.errors import (
     AUTH_DELEGATOR_FIX,
     AUTH_READER_FIX,
@@ -38,6 +40,7 @@ from visibility_server.kube.transport import (
     KubeResponse,
     KubeTransport,
     TransportError,
+    as_transport,
 )
 
 logger = logging.getLogger(__name__)
@@ -181,6 +184,28 @@ class ApiCaller:
         return DelegationForbiddenError(endpoint.what, endpoint.fix, detail)
 
 
+class Reviewer:
+    """Base of the SAR backend and the TokenReview client: built from an `ApiClient` (or a
+    transport) with its own `ApiCaller`, or sharing one (`caller=`, as `DelegatedAuth`
+    does so that every call feeds one gauge)."""
+
+    def __init__(
+        self,
+        api: ApiClient | KubeTransport,
+        *,
+        policy: RetryPolicy | None = None,
+        refresh_credentials: CredentialRefresher | None = None,
+        metrics: DelegatedAuthMetrics | None = None,
+        caller: ApiCaller | None = None,
+    ) -> None:
+        self._calls = caller or ApiCaller(
+            as_transport(api),
+            policy=policy,
+            refresh_credentials=refresh_credentials,
+            metrics=metrics,
+        )
+
+
 def review_status(doc: dict[str, Any]) -> dict[str, Any]:
     """A review's `status`, `{}` when absent or not an object."""
     status = doc.get("status")
@@ -193,6 +218,7 @@ __all__ = [
     "TOKEN_REVIEW",
     "ApiCaller",
     "Endpoint",
+    "Reviewer",
     "configmap_endpoint",
     "review_status",
 ]

@@ -17,36 +17,15 @@ caches an exception.
 
 from __future__ import annotations
 
-from kubernetes_asyncio.client import ApiClient
-
 from visibility_server.authz.attributes import Attributes, subject_access_review
 from visibility_server.authz.decision import Decision
 from visibility_server.authz.identity import UserInfo
-from visibility_server.kube.calls import SUBJECT_ACCESS_REVIEW, ApiCaller, review_status
+from visibility_server.kube.calls import SUBJECT_ACCESS_REVIEW, Reviewer, review_status
 from visibility_server.kube.errors import InvalidAnswerError
-from visibility_server.kube.metrics import DelegatedAuthMetrics
-from visibility_server.kube.retry import RetryPolicy
-from visibility_server.kube.transport import CredentialRefresher, KubeTransport, as_transport
 
 
-class SubjectAccessReviewBackend:
+class SubjectAccessReviewBackend(Reviewer):
     """An authz `Backend` asking kube-apiserver (`POST .../subjectaccessreviews`)."""
-
-    def __init__(
-        self,
-        api: ApiClient | KubeTransport,
-        *,
-        policy: RetryPolicy | None = None,
-        refresh_credentials: CredentialRefresher | None = None,
-        metrics: DelegatedAuthMetrics | None = None,
-        caller: ApiCaller | None = None,
-    ) -> None:
-        self._calls = caller or ApiCaller(
-            as_transport(api),
-            policy=policy,
-            refresh_credentials=refresh_credentials,
-            metrics=metrics,
-        )
 
     async def review(self, user: UserInfo, attrs: Attributes) -> Decision:
         doc = await self._calls.create(SUBJECT_ACCESS_REVIEW, subject_access_review(user, attrs))

@@ -16,15 +16,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from kubernetes_asyncio.client import ApiClient
-
 from visibility_server.authn.interface import AuthenticationUnavailable
 from visibility_server.authz.identity import UserInfo
-from visibility_server.kube.calls import TOKEN_REVIEW, ApiCaller, review_status
+from visibility_server.kube.calls import TOKEN_REVIEW, Reviewer, review_status
 from visibility_server.kube.errors import InvalidAnswerError, UnavailableError
-from visibility_server.kube.metrics import DelegatedAuthMetrics
-from visibility_server.kube.retry import RetryPolicy
-from visibility_server.kube.transport import CredentialRefresher, KubeTransport, as_transport
 
 TOKEN_REVIEW_API_VERSION: Final = "authentication.k8s.io/v1"
 
@@ -38,24 +33,8 @@ def token_review(token: str) -> dict[str, Any]:
     }
 
 
-class TokenReviewClient:
+class TokenReviewClient(Reviewer):
     """`authn.chain.TokenReviewer` asking kube-apiserver."""
-
-    def __init__(
-        self,
-        api: ApiClient | KubeTransport,
-        *,
-        policy: RetryPolicy | None = None,
-        refresh_credentials: CredentialRefresher | None = None,
-        metrics: DelegatedAuthMetrics | None = None,
-        caller: ApiCaller | None = None,
-    ) -> None:
-        self._calls = caller or ApiCaller(
-            as_transport(api),
-            policy=policy,
-            refresh_credentials=refresh_credentials,
-            metrics=metrics,
-        )
 
     async def review(self, token: str) -> UserInfo | None:
         try:
