@@ -38,7 +38,7 @@ from scheduler.api import ClusterQueue, Workload
 from scheduler.core.clock import MICROS_PER_SECOND, Instant
 from scheduler.core.cycle import run_cycle
 from scheduler.core.ingest import apply_object, delete_object
-from scheduler.core.pods_ready import admission_blocked, deadlines, fire_due
+from scheduler.core.pods_ready import Deadline, admission_blocked, deadlines, fire_due
 from scheduler.core.scheduler import Scheduler
 from scheduler.runtime.commands import (
     ApplyObject,
@@ -55,6 +55,8 @@ from scheduler.runtime.publisher import DEFAULT_SLICE, SnapshotPublisher
 from scheduler.runtime.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
+
+FULL_DEADLINE_SCAN_SECONDS = 10.0
 
 
 def _admission_stays_blocked() -> bool:
@@ -120,9 +122,12 @@ class Engine:
         self._stopping = False
         self._task: asyncio.Task[None] | None = None
         self._needs_cycle = True
-        # Workloads that may have a deadline: quota holders, and workloads that held
-        # quota or arrived with a requeue state, until their deadlines are gone.
-        self._deadline_watch: set[str] = set()
+        # The deadlines of every workload that has one, recomputed only for workloads
+        # that changed (`_deadline_dirty`): a workload's deadlines depend on its own
+        # state alone. A periodic full pass over the quota holders is the safety net.
+        self._deadlines: dict[str, list[Deadline]] = {}
+        self._deadline_dirty: set[str] = set()
+        self._deadline_full_at = float("-inf")
         # ClusterQueues whose heads a blocked cycle left behind (see _unblock).
         self._blocked_heads: set[str] = set()
         # Workloads whose status may have changed since the status writer last looked.
@@ -173,7 +178,9 @@ class Engine:
         return keys
 
     def _touch(self, keys: Iterable[str]) -> None:
+        keys = list(keys)
         self._touched.update(keys)
+        self._deadline_dirty.update(keys)
         if self._touched:
             self.touched_event.set()
 
@@ -306,9 +313,7 @@ class Engine:
                 obj = command.obj
                 apply_object(s, obj, keep_status=command.keep_status)
                 if isinstance(obj, Workload):
-                    key = f"{obj.metadata.namespace}/{obj.metadata.name}"
-                    self._deadline_watch.add(key)
-                    self._touch((key,))
+                    self._touch((f"{obj.metadata.namespace}/{obj.metadata.name}",))
                 else:
                     # Queue and flavor changes can stop, drain or re-admit quota holders.
                     self._touch(s.holders.all_keys())
@@ -344,23 +349,31 @@ class Engine:
 
     # -- deadlines -------------------------------------------------------------------
     def _scan_deadlines(self) -> tuple[bool, Instant | None]:
-        """(is any deadline due now, the earliest future one), over the watch set.
+        """(is any deadline due now, the earliest future one).
 
         `pods_ready.next_deadline` walks every workload, which is O(n) with 100k
-        pending; only quota holders and workloads evicted with a backoff can have a
-        deadline, and they are all in the watch set.
+        pending, and even walking every quota holder after each cycle dominated the
+        loop in cluster mode; so deadlines are cached per workload and recomputed
+        for the workloads that changed since the last scan.
         """
         s = self.scheduler
         now = s.now()
-        self._deadline_watch.update(s.holders.all_keys())
-        due = False
-        earliest: Instant | None = None
-        for key in list(self._deadline_watch):
+        started = time.monotonic()
+        if started - self._deadline_full_at > FULL_DEADLINE_SCAN_SECONDS:
+            self._deadline_full_at = started
+            self._deadline_dirty.update(s.holders.all_keys())
+            self._deadline_dirty.update(self._deadlines)
+        for key in self._deadline_dirty:
             wl = s.workloads.get(key)
             found = deadlines(s, wl) if wl is not None else []
-            if not found:
-                self._deadline_watch.discard(key)  # holders come back at the next scan
-                continue
+            if found:
+                self._deadlines[key] = found
+            else:
+                self._deadlines.pop(key, None)
+        self._deadline_dirty.clear()
+        due = False
+        earliest: Instant | None = None
+        for found in self._deadlines.values():
             for d in found:
                 if d.at <= now:
                     due = True
@@ -372,9 +385,9 @@ class Engine:
         due, _ = self._scan_deadlines()
         if not due:
             return False
-        # fire_due walks every workload; it runs only when a deadline is actually due.
-        self._touch(list(self._deadline_watch))
-        fired = fire_due(self.scheduler)
+        keys = list(self._deadlines)
+        self._touch(keys)  # they change, and so may their deadlines
+        fired = fire_due(self.scheduler, keys)
         self.stats.deadlines_fired += fired
         self._after_changes()
         return fired > 0

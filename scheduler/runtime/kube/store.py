@@ -75,6 +75,19 @@ def _true_condition(obj: Json, type_: str) -> Json | None:
     return None
 
 
+_VOLATILE_META = ("resourceVersion", "managedFields", "generation")
+
+
+def _same_except_status(old: Json, new: Json) -> bool:
+    """Equal but for status and the bookkeeping metadata a status write changes."""
+
+    def strip(obj: Json) -> Json:
+        meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in _VOLATILE_META}
+        return {**{k: v for k, v in obj.items() if k != "status"}, "metadata": meta}
+
+    return strip(old) == strip(new)
+
+
 def _newer(a: str, b: str) -> bool:
     """Is resourceVersion `a` newer than `b`? They are opaque in general but etcd's
     are integers; with anything else, trust the newest arrival."""
@@ -178,7 +191,13 @@ class KubeStore:
     # -- reflector handler -----------------------------------------------------------
     def upsert(self, resource: Resource, obj: Json, old: Json | None) -> None:
         if resource.kind in CORE_KINDS:
-            self._apply_core(resource, obj)
+            # The echo of a status write changes nothing the core reads, except a
+            # Workload's status on a follower (which mirrors the leader's writes).
+            takes_status = resource.kind == WORKLOADS.kind and not self.leading
+            if old is None or takes_status or not _same_except_status(old, obj):
+                self._apply_core(resource, obj)
+            elif resource.kind == WORKLOADS.kind:
+                self._signals(obj)
         for listener in self._listeners:
             try:
                 listener(resource, obj, old)
@@ -222,7 +241,6 @@ class KubeStore:
             self.engine.submit(ApplyObject(obj))
 
     def _apply_workload(self, obj: Workload, raw: Json, *, replace: bool = False) -> None:
-        key = f"{obj.metadata.namespace}/{obj.metadata.name}"
         if replace and obj.status.admission is None and not obj.status.conditions:
             # An object without status keeps the core's (ApplyObject): forget the
             # workload first, so an admission that was never written is dropped too.
@@ -230,10 +248,14 @@ class KubeStore:
                 DeleteObject(WORKLOADS.kind, obj.metadata.namespace, obj.metadata.name)
             )
         self.engine.submit(ApplyObject(obj, keep_status=self.leading))
+        self._signals(raw)
+
+    def _signals(self, raw: Json) -> None:
+        """Conditions that another party (a job integration, an operator) may set on a
+        Workload the leader owns: they arrive as commands, like a Job's signals."""
         if not self.leading:
             return
-        # Conditions that another party (a job integration, an operator) may set on a
-        # Workload the leader owns: they arrive as commands, like a Job's signals.
+        key = object_key(raw)
         finished = _true_condition(raw, "Finished")
         wl = self.engine.scheduler.workloads.get(key)
         if finished is not None and wl is not None and not wl.finished:
