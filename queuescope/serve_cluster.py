@@ -338,6 +338,7 @@ async def run_cluster(
             t.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
     stopper.cancel()
+    await rest.close()
     await kube.close()
     for t in failed:
         log.error("event=task-failed task=%s error=%r", t.get_name(), t.exception())
