@@ -5,10 +5,12 @@ the whole command against a real kube-apiserver in tests/e2e/test_certs_verify.p
 from __future__ import annotations
 
 import base64
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 import pytest
+from cryptography import x509
 
 from tests.unit.visibility_server.tls.support import NOW
 from visibility_server.certs import (
@@ -25,21 +27,24 @@ SERVICE = {"name": "queuescope-visibility", "namespace": "queuescope-system", "p
 AVAILABLE = {"type": "Available", "status": "True", "reason": "Passed", "message": "all checks"}
 
 
-@pytest.fixture(scope="module")
-def ca() -> CertifiedKey:
-    return create_ca(now=NOW)
+@dataclass(frozen=True)
+class Keys:
+    ca: CertifiedKey
+    other_ca: CertifiedKey  # did not sign `serving`
+    serving: CertifiedKey
+
+    @property
+    def leaf(self) -> x509.Certificate:
+        return self.serving.cert
 
 
 @pytest.fixture(scope="module")
-def other_ca() -> CertifiedKey:
-    return create_ca(now=NOW)
-
-
-@pytest.fixture(scope="module")
-def serving(ca: CertifiedKey) -> CertifiedKey:
-    return issue_serving_cert(
+def keys() -> Keys:
+    ca = create_ca(now=NOW)
+    serving = issue_serving_cert(
         ca, namespace="queuescope-system", service="queuescope-visibility", now=NOW
     )
+    return Keys(ca, create_ca(now=NOW), serving)
 
 
 def apiservice(
@@ -56,22 +61,18 @@ def both(bundle: bytes | None, **spec: Any) -> dict[str, dict[str, Any] | None]:
     return {name: apiservice(name, bundle, **spec) for name in APISERVICE_NAMES}
 
 
-def test_matching_bundles_pass(serving: CertifiedKey, ca: CertifiedKey) -> None:
-    found = check_live_apiservices(serving.cert, both(ca.cert_pem), now=NOW)
+def test_matching_bundles_pass(keys: Keys) -> None:
+    found = check_live_apiservices(keys.leaf, both(keys.ca.cert_pem), now=NOW)
     assert found.errors == [] and found.warnings == []
 
 
-def test_a_rotation_bundle_of_old_and_new_ca_passes(
-    serving: CertifiedKey, ca: CertifiedKey, other_ca: CertifiedKey
-) -> None:
-    bundle = other_ca.cert_pem + ca.cert_pem
-    assert check_live_apiservices(serving.cert, both(bundle), now=NOW).ok
+def test_a_rotation_bundle_of_old_and_new_ca_passes(keys: Keys) -> None:
+    bundle = keys.other_ca.cert_pem + keys.ca.cert_pem
+    assert check_live_apiservices(keys.leaf, both(bundle), now=NOW).ok
 
 
-def test_another_ca_is_a_mismatch_naming_each_apiservice(
-    serving: CertifiedKey, other_ca: CertifiedKey
-) -> None:
-    found = check_live_apiservices(serving.cert, both(other_ca.cert_pem), now=NOW)
+def test_another_ca_is_a_mismatch_naming_each_apiservice(keys: Keys) -> None:
+    found = check_live_apiservices(keys.leaf, both(keys.other_ca.cert_pem), now=NOW)
     assert len(found.errors) == 2
     for name, error in zip(APISERVICE_NAMES, found.errors, strict=True):
         assert error.startswith(f"the caBundle of APIService {name} does not validate tls.crt")
@@ -79,40 +80,40 @@ def test_another_ca_is_a_mismatch_naming_each_apiservice(
         assert "x509: certificate signed by unknown authority" in error
 
 
-def test_a_missing_apiservice_is_reported(serving: CertifiedKey, ca: CertifiedKey) -> None:
+def test_a_missing_apiservice_is_reported(keys: Keys) -> None:
     live: dict[str, dict[str, Any] | None] = {
         V1BETA1: None,
-        V1BETA2: apiservice(V1BETA2, ca.cert_pem),
+        V1BETA2: apiservice(V1BETA2, keys.ca.cert_pem),
     }
-    found = check_live_apiservices(serving.cert, live, now=NOW)
+    found = check_live_apiservices(keys.leaf, live, now=NOW)
     assert found.errors == [f"APIService {V1BETA1} does not exist"]
     # Absent from the mapping altogether counts the same.
-    found = check_live_apiservices(serving.cert, {V1BETA2: live[V1BETA2]}, now=NOW)
+    found = check_live_apiservices(keys.leaf, {V1BETA2: live[V1BETA2]}, now=NOW)
     assert found.errors == [f"APIService {V1BETA1} does not exist"]
 
 
-def test_insecure_skip_tls_verify_is_an_error(serving: CertifiedKey) -> None:
-    found = check_live_apiservices(serving.cert, both(None, insecureSkipTLSVerify=True), now=NOW)
+def test_insecure_skip_tls_verify_is_an_error(keys: Keys) -> None:
+    found = check_live_apiservices(keys.leaf, both(None, insecureSkipTLSVerify=True), now=NOW)
     insecure = [e for e in found.errors if "insecureSkipTLSVerify" in e]
     assert len(insecure) == 2
     assert all("does not verify the server at all" in e for e in insecure)
     assert sum("has no caBundle" in e for e in found.errors) == 2
 
 
-def test_no_bundle_and_a_garbled_bundle(serving: CertifiedKey) -> None:
+def test_no_bundle_and_a_garbled_bundle(keys: Keys) -> None:
     live: dict[str, dict[str, Any] | None] = {
         V1BETA1: apiservice(V1BETA1, None),
         V1BETA2: apiservice(V1BETA2, None, caBundle="not base64!"),
     }
-    found = check_live_apiservices(serving.cert, live, now=NOW)
+    found = check_live_apiservices(keys.leaf, live, now=NOW)
     assert found.errors[0].startswith(f"APIService {V1BETA1} has no caBundle")
     assert found.errors[1].startswith(f"the caBundle of APIService {V1BETA2} is not base64 PEM")
 
 
-def test_another_service_is_an_error(serving: CertifiedKey, ca: CertifiedKey) -> None:
+def test_another_service_is_an_error(keys: Keys) -> None:
     kueue = {"name": "kueue-visibility-server", "namespace": "kueue-system", "port": 443}
-    live = {name: apiservice(name, ca.cert_pem, service=kueue) for name in APISERVICE_NAMES}
-    found = check_live_apiservices(serving.cert, live, now=NOW)
+    live = {name: apiservice(name, keys.ca.cert_pem, service=kueue) for name in APISERVICE_NAMES}
+    found = check_live_apiservices(keys.leaf, live, now=NOW)
     assert found.errors == [
         f"APIService {name} points at Service kueue-system/kueue-visibility-server, "
         "not queuescope-system/queuescope-visibility"
@@ -120,15 +121,13 @@ def test_another_service_is_an_error(serving: CertifiedKey, ca: CertifiedKey) ->
     ]
 
 
-def test_an_expired_serving_certificate_fails_even_with_the_right_ca(
-    serving: CertifiedKey, ca: CertifiedKey
-) -> None:
-    later = serving.cert.not_valid_after_utc + timedelta(days=1)
-    found = check_live_apiservices(serving.cert, both(ca.cert_pem), now=later)
+def test_an_expired_serving_certificate_fails_even_with_the_right_ca(keys: Keys) -> None:
+    later = keys.leaf.not_valid_after_utc + timedelta(days=1)
+    found = check_live_apiservices(keys.leaf, both(keys.ca.cert_pem), now=later)
     assert len(found.errors) == 2 and all("does not validate" in e for e in found.errors)
 
 
-def test_not_available_is_a_warning(serving: CertifiedKey, ca: CertifiedKey) -> None:
+def test_not_available_is_a_warning(keys: Keys) -> None:
     failed = {
         "type": "Available",
         "status": "False",
@@ -136,10 +135,10 @@ def test_not_available_is_a_warning(serving: CertifiedKey, ca: CertifiedKey) -> 
         "message": "failing or missing response",
     }
     live = {
-        V1BETA1: apiservice(V1BETA1, ca.cert_pem, condition=failed),
-        V1BETA2: apiservice(V1BETA2, ca.cert_pem, condition=None),
+        V1BETA1: apiservice(V1BETA1, keys.ca.cert_pem, condition=failed),
+        V1BETA2: apiservice(V1BETA2, keys.ca.cert_pem, condition=None),
     }
-    found = check_live_apiservices(serving.cert, live, now=NOW)
+    found = check_live_apiservices(keys.leaf, live, now=NOW)
     assert found.ok
     assert found.warnings == [
         f"APIService {V1BETA1} is not Available "
@@ -148,15 +147,15 @@ def test_not_available_is_a_warning(serving: CertifiedKey, ca: CertifiedKey) -> 
     ]
 
 
-def test_another_service_name_is_checked_against_its_own_san(ca: CertifiedKey) -> None:
-    other = issue_serving_cert(ca, namespace="tools", service="vis", now=NOW)
+def test_another_service_name_is_checked_against_its_own_san(keys: Keys) -> None:
+    other = issue_serving_cert(keys.ca, namespace="tools", service="vis", now=NOW)
     target = {"name": "vis", "namespace": "tools", "port": 443}
-    live = {name: apiservice(name, ca.cert_pem, service=target) for name in APISERVICE_NAMES}
+    live = {name: apiservice(name, keys.ca.cert_pem, service=target) for name in APISERVICE_NAMES}
     assert check_live_apiservices(other.cert, live, now=NOW, namespace="tools", service="vis").ok
     found = check_live_apiservices(other.cert, live, now=NOW)  # default names: wrong SAN
     assert any("queuescope-visibility.queuescope-system.svc" in e for e in found.errors)
 
 
-def test_bad_names_are_input_errors(serving: CertifiedKey, ca: CertifiedKey) -> None:
+def test_bad_names_are_input_errors(keys: Keys) -> None:
     with pytest.raises(CertsInputError):
-        check_live_apiservices(serving.cert, both(ca.cert_pem), now=NOW, namespace="Not_A_NS")
+        check_live_apiservices(keys.leaf, both(keys.ca.cert_pem), now=NOW, namespace="Not_A_NS")
