@@ -348,7 +348,8 @@ NOT_FOUND_PATHS = [
     "/livez/informer-sync",  # a readiness-only check is not a liveness check
     "/readyz/ping/x",
     "/static/x",
-    "/dashboard",
+    "/dashboard/x",  # the dashboard's own paths are docs/dashboard.md's
+    "/dashboard/static/index.html",
 ]
 
 
