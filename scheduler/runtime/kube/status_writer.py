@@ -57,7 +57,7 @@ class WorkloadStatusWriter:
         store: KubeStore,
         limiter: TokenBucket,
         *,
-        workers: int = 4,
+        workers: int = 16,
         sweep_interval: float = 60.0,
         retry_delay: float = 1.0,
     ) -> None:
