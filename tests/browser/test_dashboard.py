@@ -7,6 +7,7 @@ answers of the same snapshot (equal `resourceVersion`), retried until one is cau
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -15,11 +16,19 @@ from typing import Any
 from tests.browser.conftest import DemoServer
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
+# The screenshots in docs/ are refreshed on request only, so test runs leave the tree alone.
+SCREENSHOTS_ENV = "QUEUESCOPE_UPDATE_SCREENSHOTS"
 WAIT_MS = 30_000
 MATCH_SECONDS = 120.0
 API = "/apis/visibility.kueue.x-k8s.io/v1beta2"
 
 PageAs = Callable[[str | None], Any]
+
+
+def screenshot(page: Any, name: str, tmp_path: Path) -> None:
+    folder = DOCS if os.environ.get(SCREENSHOTS_ENV) == "1" else tmp_path
+    page.screenshot(path=str(folder / name), full_page=True)
+    assert (folder / name).stat().st_size > 0
 
 
 def shown(page: Any) -> tuple[str, list[tuple[str, str, int, int]]]:
@@ -64,7 +73,9 @@ def api_positions(doc: dict[str, Any], count: int) -> list[tuple[str, str, int, 
     ]
 
 
-def test_the_page_renders_the_cohort_tree(page_as: PageAs, demo_server: DemoServer) -> None:
+def test_the_page_renders_the_cohort_tree(
+    page_as: PageAs, demo_server: DemoServer, tmp_path: Path
+) -> None:
     page = page_as("admin")
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
@@ -80,7 +91,7 @@ def test_the_page_renders_the_cohort_tree(page_as: PageAs, demo_server: DemoServ
     page.wait_for_selector('[data-testid="pending-row"]', timeout=WAIT_MS)
     assert page.is_hidden("#message")
     assert errors == []
-    page.screenshot(path=str(DOCS / "dashboard-admin.png"), full_page=True)
+    screenshot(page, "dashboard-admin.png", tmp_path)
 
 
 def test_positions_match_the_api(page_as: PageAs, demo_server: DemoServer) -> None:
@@ -164,7 +175,7 @@ def test_polling_pauses_while_the_tab_is_hidden(page_as: PageAs, demo_server: De
 
 
 def test_a_namespaced_user_sees_only_their_namespace(
-    page_as: PageAs, demo_server: DemoServer
+    page_as: PageAs, demo_server: DemoServer, tmp_path: Path
 ) -> None:
     page = page_as("alice")
     page.goto(f"{demo_server.url}/dashboard?namespace=team-a&localQueue=team-a/main")
@@ -175,7 +186,7 @@ def test_a_namespaced_user_sees_only_their_namespace(
     assert page.query_selector_all("[data-cohort]") == []
     page.wait_for_selector('[data-testid="pending-row"]', timeout=60_000)
     assert {ns for ns, _, _, _ in rows(page)} == {"team-a"}
-    page.screenshot(path=str(DOCS / "dashboard-namespaced.png"), full_page=True)
+    screenshot(page, "dashboard-namespaced.png", tmp_path)
     # Asking for another namespace shows nothing, and its data is refused.
     page.goto(f"{demo_server.url}/dashboard?namespace=team-b")
     page.wait_for_selector("#local-queues .empty", timeout=WAIT_MS)
