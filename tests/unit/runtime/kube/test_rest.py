@@ -1,6 +1,6 @@
-"""KubeRest against a real local HTTP server through a real kubernetes-asyncio ApiClient:
-JSON in and out, errors as KubeError, 401 -> refresh -> one retry, watch streaming and
-the watch read timeout."""
+"""KubeRest against a real local HTTP server, configured (host, bearer token) by a real
+kubernetes-asyncio ApiClient: JSON in and out, errors as KubeError, 401 -> refresh ->
+one retry, watch streaming and the watch read timeout."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import json
 import socket
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import aiohttp
 import pytest
@@ -158,6 +158,23 @@ async def api(server: Server) -> AsyncIterator[ApiClient]:
     await client.close()
 
 
+class Rest(KubeRest):
+    """A KubeRest whose session the test closes at its end."""
+
+    made: ClassVar[list[KubeRest]] = []
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        Rest.made.append(self)
+
+
+@pytest.fixture(autouse=True)
+async def close_sessions() -> AsyncIterator[None]:
+    yield
+    while Rest.made:
+        await Rest.made.pop().close()
+
+
 class Refresher:
     def __init__(self, api: ApiClient, token: str) -> None:
         self.api, self.token, self.calls = api, token, 0
@@ -169,7 +186,7 @@ class Refresher:
 
 # -- requests -------------------------------------------------------------------------
 async def test_verbs_send_json_and_decode_json(server: Server, api: ApiClient) -> None:
-    rest = KubeRest(api)
+    rest = Rest(api)
     got = await rest.get(NS_PATH, {"limit": "5", "continue": "abc"})
     assert got == {"method": "GET", "query": {"limit": "5", "continue": "abc"}, "body": None}
     assert await rest.create(NS_PATH, {"a": 1}) == {"method": "POST", "query": {}, "body": {"a": 1}}
@@ -186,7 +203,7 @@ async def test_status_error_becomes_kube_error_with_the_body(
     server: Server, api: ApiClient
 ) -> None:
     with pytest.raises(KubeError) as caught:
-        await KubeRest(api).get("/api/v1/namespaces/gone")
+        await Rest(api).get("/api/v1/namespaces/gone")
     err = caught.value
     assert err.status == 404
     assert err.reason == "Not Found"
@@ -198,7 +215,7 @@ async def test_status_error_becomes_kube_error_with_the_body(
 
 async def test_a_non_json_error_body_is_kept_as_its_message(server: Server, api: ApiClient) -> None:
     with pytest.raises(KubeError) as caught:
-        await KubeRest(api).get("/bad")
+        await Rest(api).get("/bad")
     assert caught.value.status == 502
     assert caught.value.body == {"message": "<html>bad gateway</html>"}
     assert caught.value.transient
@@ -208,7 +225,7 @@ async def test_401_refreshes_the_credentials_and_retries_once(
     server: Server, api: ApiClient
 ) -> None:
     refresh = Refresher(api, "fresh")
-    assert await KubeRest(api, refresh_credentials=refresh).get("/auth") == {"ok": True}
+    assert await Rest(api, refresh_credentials=refresh).get("/auth") == {"ok": True}
     assert refresh.calls == 1
     assert [auth for _, _, auth, _, _ in server.seen] == ["Bearer stale", "Bearer fresh"]
 
@@ -216,7 +233,7 @@ async def test_401_refreshes_the_credentials_and_retries_once(
 async def test_401_after_the_refresh_is_an_error_not_a_loop(server: Server, api: ApiClient) -> None:
     refresh = Refresher(api, "still-wrong")
     with pytest.raises(KubeError) as caught:
-        await KubeRest(api, refresh_credentials=refresh).get("/auth")
+        await Rest(api, refresh_credentials=refresh).get("/auth")
     assert caught.value.status == 401
     assert refresh.calls == 1
     assert len(server.seen) == 2
@@ -224,14 +241,14 @@ async def test_401_after_the_refresh_is_an_error_not_a_loop(server: Server, api:
 
 async def test_401_without_a_refresher_fails_at_once(server: Server, api: ApiClient) -> None:
     with pytest.raises(KubeError) as caught:
-        await KubeRest(api).create("/auth", {})
+        await Rest(api).create("/auth", {})
     assert caught.value.status == 401
     assert len(server.seen) == 1
 
 
 async def test_request_timeout_is_a_transport_error(server: Server, api: ApiClient) -> None:
     with pytest.raises(KubeError) as caught:
-        await KubeRest(api, timeout=0.05).get("/slow")
+        await Rest(api, timeout=0.05).get("/slow")
     assert caught.value.status == 0
     assert caught.value.transient
 
@@ -243,7 +260,7 @@ async def test_connection_refused_is_a_transport_error() -> None:
     client = api_client(f"http://127.0.0.1:{port}")
     try:
         with pytest.raises(KubeError) as caught:
-            await KubeRest(client).get(NS_PATH)
+            await Rest(client).get(NS_PATH)
     finally:
         await client.close()
     assert caught.value.status == 0
@@ -271,7 +288,7 @@ async def test_watch_streams_one_event_per_line(server: Server, api: ApiClient) 
         b'ect":{"metadata":{"name":"a"}}}\n',
         line({"type": "ERROR", "object": status_body(410, "Expired", "too old")}),
     ]
-    events = await collect(KubeRest(api), WATCH_PATH)
+    events = await collect(Rest(api), WATCH_PATH)
     assert events == [
         WatchEvent("ADDED", wl),
         WatchEvent("BOOKMARK", {"metadata": {"resourceVersion": "9"}}),
@@ -292,14 +309,14 @@ async def test_watch_carries_events_larger_than_the_stream_buffer(
         line({"type": "ADDED", "object": big}),
         line({"type": "DELETED", "object": big}),
     ]
-    events = await collect(KubeRest(api), WATCH_PATH)
+    events = await collect(Rest(api), WATCH_PATH)
     assert [e.type for e in events] == ["ADDED", "DELETED"]
     assert events[0].object == big
 
 
 async def test_watch_410_on_the_request_is_a_kube_error(server: Server, api: ApiClient) -> None:
     with pytest.raises(KubeError) as caught:
-        await collect(KubeRest(api), "/watch-gone")
+        await collect(Rest(api), "/watch-gone")
     assert caught.value.status == 410
     assert caught.value.status_reason == "Expired"
 
@@ -308,13 +325,13 @@ async def test_watch_401_refreshes_and_reports_the_error(server: Server, api: Ap
     """A watch is not retried in place: the caller reconnects with fresh credentials."""
     refresh = Refresher(api, "fresh")
     with pytest.raises(KubeError) as caught:
-        await collect(KubeRest(api, refresh_credentials=refresh), "/watch-auth")
+        await collect(Rest(api, refresh_credentials=refresh), "/watch-auth")
     assert caught.value.status == 401
     assert refresh.calls == 1
 
 
 async def test_a_silent_watch_hits_the_read_timeout(server: Server, api: ApiClient) -> None:
-    rest = KubeRest(api)
+    rest = Rest(api)
     events: list[WatchEvent] = []
     with pytest.raises(KubeError) as caught:
         async for event in rest.watch("/watch-silent", {}, read_timeout=0.05):
@@ -331,7 +348,7 @@ async def test_closing_a_watch_early_closes_the_connection(server: Server, api: 
     server.watch_lines = [
         line({"type": "ADDED", "object": {"metadata": {"name": str(i)}}}) for i in range(3)
     ]
-    rest = KubeRest(api)
+    rest = Rest(api)
     stream = rest.watch(WATCH_PATH, {}, read_timeout=5)
     first = await anext(stream)
     await stream.aclose()  # type: ignore[attr-defined]
@@ -349,7 +366,7 @@ def test_kube_error_shapes() -> None:
 
 async def test_timeouts_are_passed_per_request(server: Server, api: ApiClient) -> None:
     """A per-call timeout overrides the client default."""
-    rest = KubeRest(api, timeout=30)
+    rest = Rest(api, timeout=30)
     with pytest.raises(KubeError) as caught:
         await rest.request("GET", "/slow", timeout=0.05)
     assert caught.value.status == 0

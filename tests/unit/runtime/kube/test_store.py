@@ -222,6 +222,29 @@ async def test_stepping_down_with_a_server_status_applies_it_over_the_core() -> 
     assert wl.finished and not wl.is_admitted
 
 
+async def test_the_echo_of_a_status_write_is_not_reapplied_on_the_leader() -> None:
+    fake = FakeKube()
+    seed_cluster(fake)
+    store, engine = await synced_store(fake)
+    store.set_leading(True)
+    old = server_copy(store)
+    echo = {
+        **old,
+        "metadata": {**old["metadata"], "resourceVersion": "900", "generation": 2},
+        "status": {"conditions": [condition("PodsReady", "Started")]},
+    }
+    store.upsert(WORKLOADS, echo, old)
+    assert engine.take() == [PodsReady(KEY)]  # signals are still read
+    engine.apply_pending()
+    changed = {**echo, "spec": {**echo["spec"], "priority": 7}}
+    store.upsert(WORKLOADS, changed, echo)
+    assert [type(c) for c in engine.take()] == [ApplyObject]  # a spec change is applied
+    store.set_leading(False)
+    engine.take()
+    store.upsert(WORKLOADS, echo, changed)  # a follower mirrors every status
+    assert [type(c) for c in engine.take()] == [ApplyObject]
+
+
 # -- bad objects ----------------------------------------------------------------------
 async def test_an_undecodable_object_is_logged_once_per_resource_version(
     caplog: pytest.LogCaptureFixture,
