@@ -432,11 +432,15 @@ def available_condition(apiservice: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 @contextlib.contextmanager
-def aggregated_server(plane: ControlPlane, root: Path) -> Iterator[Aggregated]:
+def aggregated_server(
+    plane: ControlPlane, root: Path, server_type: type[VisibilityServer] = VisibilityServer
+) -> Iterator[Aggregated]:
     """Start our server, register it with both APIServices, wait for Available=True;
     on exit delete the APIServices first (cluster.md §6: later tests share this
-    kube-apiserver, and a dangling APIService makes its discovery stale), then stop."""
-    server = VisibilityServer(plane, root)
+    kube-apiserver, and a dangling APIService makes its discovery stale), then stop.
+    `server_type` picks the mode: the scenario fixtures run cluster mode
+    (`tests.e2e.cluster.ClusterModeServer`), as cluster.md §8 describes."""
+    server = server_type(plane, root)
     server.prepare()
     env = Aggregated(
         plane=plane,

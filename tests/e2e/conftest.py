@@ -22,6 +22,7 @@ from typing import Any, NoReturn
 import pytest
 
 from tests.e2e.aggregated import Aggregated, aggregated_server
+from tests.e2e.cluster import ClusterModeServer
 from tests.e2e.harness import LOG_FILES, ControlPlane, HarnessError, tail
 
 REPO = Path(__file__).resolve().parents[2]
@@ -152,5 +153,6 @@ def aggregated(
 ) -> Iterator[Aggregated]:
     """Our server registered with both APIServices, one per test module (modules run one
     after another, so each owns the registration while it runs)."""
-    with aggregated_server(control_plane, tmp_path_factory.mktemp("aggregated")) as env:
+    root = tmp_path_factory.mktemp("aggregated")
+    with aggregated_server(control_plane, root, ClusterModeServer) as env:
         yield env

@@ -31,6 +31,7 @@ from tests.e2e.aggregated import (
     cq_path,
     positions,
 )
+from tests.e2e.cluster import ClusterModeServer
 from tests.e2e.harness import ControlPlane, wait_for
 from visibility_server.certs import (
     APISERVICE_NAMES,
@@ -56,7 +57,7 @@ MIN_ANSWERS = int(POLL_SECONDS * 4 / 2)
 
 @pytest.fixture
 def own_server(control_plane: ControlPlane, tmp_path: Path) -> Iterator[Aggregated]:
-    with aggregated_server(control_plane, tmp_path) as env:
+    with aggregated_server(control_plane, tmp_path, ClusterModeServer) as env:
         yield env
 
 
