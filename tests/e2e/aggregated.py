@@ -236,12 +236,19 @@ class VisibilityServer:
         """First start only: the certificates and the fixture objects."""
         generate_cert_dir(self.certs.root, namespace=NAMESPACE, service=SERVICE, now=_now())
         self.manifests.mkdir()
-        workloads = "".join(
-            workload_manifest(ns, name, queue, priority, index)
-            for index, (ns, name, queue, priority) in enumerate(WORKLOADS)
+        self.apply_objects("queues", QUEUES)
+        self.apply_workloads(
+            [
+                workload_manifest(ns, name, queue, priority, index)
+                for index, (ns, name, queue, priority) in enumerate(WORKLOADS)
+            ]
         )
-        self.apply_objects("queues", QUEUES + workloads)
         self.apply_objects("rbac", SAMPLE_RBAC.read_text())
+
+    def apply_workloads(self, manifests: list[str]) -> None:
+        """The fixture Workloads, in creation order (their creationTimestamps are
+        one second apart in the manifests)."""
+        self.apply_objects("workloads", "".join(manifests))
 
     def apply_objects(self, name: str, manifest: str) -> None:
         """Create or update Kueue and RBAC objects the server reads; `name` groups them

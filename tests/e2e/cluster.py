@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import json
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -100,6 +101,14 @@ class ClusterModeServer(VisibilityServer):
 
     def apply_objects(self, name: str, manifest: str) -> None:
         self.plane.apply(manifest)
+
+    def apply_workloads(self, manifests: list[str]) -> None:
+        # kube-apiserver sets creationTimestamp itself, to the second: create one per
+        # second so that creation order, the FIFO tie-breaker, is the fixture's order.
+        for index, manifest in enumerate(manifests):
+            if index:
+                time.sleep(1.1)
+            self.plane.apply(manifest)
 
     def command(self) -> list[str]:
         assert self.kubeconfig is not None, "prepare() first"

@@ -1,13 +1,13 @@
-"""`queuescope serve --embedded` behind a real kube-apiserver's aggregation layer.
+"""Our server in cluster mode behind a real kube-apiserver's aggregation layer (E1-E4).
 
 kube-apiserver reaches our server through an ExternalName Service (`localhost`, routing
 off: cluster.md §1 and §8) and trusts it through `caBundle` = the CA of the server's
 certificate folder, never `insecureSkipTLSVerify` (the set-up is `tests/e2e/aggregated.py`).
 kube-apiserver authenticates each caller by client certificate, authorizes with its own
 RBAC, and forwards the identity as `X-Remote-User` / `X-Remote-Group` over its front-proxy
-client certificate; our server authenticates that certificate against
-`--requestheader-client-ca-file` and authorizes again, locally, from the RBAC objects among
-its manifests (cluster.md §4.4).
+client certificate; our server reads the front-proxy CA and allowed names from the
+`extension-apiserver-authentication` ConfigMap, authenticates that certificate, and
+authorizes again with its own SubjectAccessReview (cluster.md §3, §4).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.aggregated import (
+    BOB_ONLY_IN_KUBE_APISERVER,
     CLUSTER_QUEUE_ORDER,
     GROUP,
     VERSIONS,
@@ -26,7 +27,7 @@ from tests.e2e.aggregated import (
     lq_path,
     positions,
 )
-from tests.e2e.harness import User
+from tests.e2e.harness import User, wait_for
 
 
 def _kubectl_raw(env: Aggregated, path: str, user: User | None = None) -> dict[str, Any]:
@@ -128,8 +129,9 @@ MATRIX = [
     # carol's group batch-admins reaches our server only as X-Remote-Group
     ("carol", None, "cq-a", 200),
     ("carol", "team-a", "lq-a", 403),
-    # allowed by kube-apiserver (bob-sees-team-b-queues), denied by our server
-    ("bob", "team-b", "lq-c", 403),
+    # bob's grant exists only as a RoleBinding in kube-apiserver (bob-sees-team-b-queues):
+    # both kube-apiserver and our SubjectAccessReview allow it, and nothing else
+    ("bob", "team-b", "lq-c", 200),
     ("bob", "team-a", "lq-a", 403),
 ]
 
@@ -159,36 +161,39 @@ def test_rbac_matrix_through_the_aggregation_layer(
         assert (status["kind"], status["code"]) == ("Status", expected)
 
 
-def test_our_server_denies_what_kube_apiserver_allows(aggregated: Aggregated) -> None:
-    """bob's 403 comes from our server: kube-apiserver itself grants the request."""
-    review = {
-        "apiVersion": "authorization.k8s.io/v1",
-        "kind": "SelfSubjectAccessReview",
-        "spec": {
-            "resourceAttributes": {
-                "group": GROUP,
-                "resource": "localqueues",
-                "subresource": "pendingworkloads",
-                "verb": "get",
-                "namespace": "team-b",
-                "name": "lq-c",
-            }
-        },
-    }
-    answer = aggregated.plane.request(
-        "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
-        aggregated.bob,
-        method="POST",
-        headers={"Content-Type": "application/json"},
-        body=json.dumps(review).encode(),
-    )
-    assert answer.status == 201, answer.body[:500]
-    assert answer.json()["status"]["allowed"] is True
-    response = aggregated.plane.request(lq_path("v1beta2", "team-b", "lq-c"), aggregated.bob)
-    assert response.status == 403
-    assert response.json()["message"] == (
-        f'localqueues.{GROUP} "lq-c" is forbidden: User "bob" cannot get resource '
-        f'"localqueues/pendingworkloads" in API group "{GROUP}" in the namespace "team-b"'
+def test_our_authorization_follows_kube_apiserver_rbac_as_it_changes(
+    aggregated: Aggregated,
+) -> None:
+    """Straight to our server (no authorization by kube-apiserver on the way), bob's
+    answer follows his RoleBinding in kube-apiserver: our own SubjectAccessReview
+    decides, and its decision cache (10 s) lets a revocation through in time."""
+    path = lq_path("v1beta2", "team-b", "lq-c")
+    server = aggregated.server
+    assert server.as_front_proxy(path, "bob", ("team-b-devs",)).status == 200
+    plane = aggregated.plane
+    plane.kubectl("delete", "rolebinding", "bob-sees-team-b-queues", "-n", "team-b")
+    try:
+        denied = wait_for(
+            lambda: (
+                r
+                if (r := server.as_front_proxy(path, "bob", ("team-b-devs",))).status == 403
+                else None
+            ),
+            timeout=60,
+            what="our server denying bob once his RoleBinding is gone",
+        )
+        assert denied.json()["message"] == (
+            f'localqueues.{GROUP} "lq-c" is forbidden: User "bob" cannot get resource '
+            f'"localqueues/pendingworkloads" in API group "{GROUP}" in the namespace "team-b"'
+        )
+    finally:
+        plane.apply(BOB_ONLY_IN_KUBE_APISERVER)
+    wait_for(
+        lambda: (
+            True if server.as_front_proxy(path, "bob", ("team-b-devs",)).status == 200 else None
+        ),
+        timeout=60,
+        what="bob allowed again",
     )
 
 
