@@ -291,6 +291,7 @@ class BenchApp:
         arrivals = st.arrivals
         return {
             "synced": snap.synced,
+            "loop": type(asyncio.get_running_loop()).__module__.split(".")[0],
             "generation": snap.generation,
             "view_entries": len(view) if view is not None else 0,
             "workloads": len(engine.scheduler.workloads),
@@ -362,6 +363,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cpu-quota", default="0")
     p.add_argument("--cpu", type=int, default=None, help="pin the process to this CPU")
     p.add_argument("--publish-interval", default="0.2")
+    p.add_argument(
+        "--loop",
+        choices=("auto", "uvloop", "asyncio"),
+        default=os.environ.get("QUEUESCOPE_LOOP", "auto"),
+        help="serve's --loop (default: $QUEUESCOPE_LOOP, else auto: uvloop where installed)",
+    )
     args = p.parse_args(argv)
     if args.cpu is not None:
         os.sched_setaffinity(0, {args.cpu})
@@ -386,6 +393,8 @@ def main(argv: list[str] | None = None) -> int:
             args.publish_interval,
             "--log-level",
             "WARNING",
+            "--loop",
+            args.loop,
         ]
     )
     return serve.run_serve(serve_args)

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from queuescope import eventloop
 from queuescope.serve_cluster import add_cluster_flags, run_cluster
 from scheduler.api.decode import ApiError, load_documents
 from scheduler.core.ingest import scheduler_config
@@ -88,6 +89,12 @@ def add_serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     p.add_argument("--publish-interval", type=float, default=float(_env("PUBLISH_INTERVAL", "0.2")))
     p.add_argument("--log-level", default=_env("LOG_LEVEL", "INFO"))
     p.add_argument("--log-format", choices=("text", "json"), default=_env("LOG_FORMAT", "text"))
+    p.add_argument(
+        "--loop",
+        choices=eventloop.LOOPS,
+        default=_env("LOOP", "auto"),
+        help="event loop: uvloop where installed (auto, the default), or asyncio's own",
+    )
     add_cluster_flags(p)
 
 
@@ -235,9 +242,11 @@ def run_serve(args: argparse.Namespace) -> int:
     )
     try:
         host, port = _listen(args.listen)
+        loop_name, factory = eventloop.loop_factory(args.loop)
+        log.info("event=event-loop loop=%s", loop_name)
         if not args.embedded:
-            return asyncio.run(run_cluster(args, host, port, VERSION))
-        return asyncio.run(_run_embedded(args))
+            return eventloop.run(run_cluster(args, host, port, VERSION), factory)
+        return eventloop.run(_run_embedded(args), factory)
     except (ApiError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
