@@ -11,6 +11,7 @@ instead of a 401 that would make clients drop good credentials.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import hashlib
 import re
 import time
@@ -76,13 +77,80 @@ class _RejectedError(Exception):
     """An authenticator erred: counts towards 401 unless a later one succeeds."""
 
 
+class _ValidityError(_RejectedError):
+    """The leaf is expired or not yet valid (the message quotes the current time)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Verdict:
+    """What one authenticator concluded about a certificate, and the time window in which
+    that conclusion holds: strictly between two instants at which the validity of the
+    leaf or of one of its issuers flips (None: unbounded on that side)."""
+
+    after: datetime | None
+    before: datetime | None
+    user: UserInfo | None
+    error: str | None
+
+    def holds_at(self, now: datetime) -> bool:
+        return (self.after is None or self.after < now) and (
+            self.before is None or now < self.before
+        )
+
+    def outcome(self) -> UserInfo | None:
+        if self.error is not None:
+            raise _RejectedError(self.error)
+        return self.user
+
+
 @dataclass(frozen=True, slots=True)
 class _PeerCert:
-    """A parsed peer certificate and the CAs of each bundle that directly issued it."""
+    """A parsed peer certificate and the CAs of each bundle that directly issued it.
+
+    The certificate checks (issuer, validity, EKU, CN) give the same answer for the same
+    DER until a validity bound of the leaf or of an issuer is crossed, so each
+    authenticator's verdict is kept with the window in which it holds (`verdict`): the
+    requests of a kept-alive connection, and of every connection presenting the same
+    certificate, skip them. Only the headers are read per request.
+    """
 
     cert: x509.Certificate | None  # None: not parseable
     requestheader_issuers: tuple[x509.Certificate, ...]
     client_issuers: tuple[x509.Certificate, ...]
+    # Sorted instants at which a validity check of the leaf or of an issuer flips.
+    bounds: tuple[datetime, ...] = ()
+    verdicts: dict[str, _Verdict] = field(default_factory=dict, compare=False)
+
+    def verdict(
+        self, authenticator: str, now: datetime, check: Callable[[], UserInfo | None]
+    ) -> UserInfo | None:
+        """`check()`, or its memoized outcome (a user, None, or the same error raised)
+        while `now` stays inside the window it was decided in."""
+        known = self.verdicts.get(authenticator)
+        if known is not None and known.holds_at(now):
+            return known.outcome()
+        user, error, timeless = None, None, True
+        try:
+            user = check()
+        except _RejectedError as err:
+            error, timeless = str(err), not isinstance(err, _ValidityError)
+        window = _window(self.bounds, now)
+        # A validity error quotes the current time: not worth keeping, and rare.
+        if window is not None and timeless:
+            self.verdicts[authenticator] = _Verdict(*window, user, error)
+        if error is not None:
+            raise _RejectedError(error)
+        return user
+
+
+def _window(
+    bounds: Sequence[datetime], now: datetime
+) -> tuple[datetime | None, datetime | None] | None:
+    """The open interval between the bounds around `now`; None when `now` is a bound."""
+    i = bisect.bisect_left(bounds, now)
+    if i < len(bounds) and bounds[i] == now:
+        return None
+    return (bounds[i - 1] if i else None, bounds[i] if i < len(bounds) else None)
 
 
 @dataclass(slots=True)
@@ -109,11 +177,14 @@ class _State:
             cert = x509.load_der_x509_certificate(der)
         except ValueError:
             return _PeerCert(None, (), ())
-        return _PeerCert(
-            cert,
-            _direct_issuers(cert, self.config.requestheader_cas),
-            _direct_issuers(cert, self.config.client_cas),
-        )
+        requestheader = _direct_issuers(cert, self.config.requestheader_cas)
+        client = _direct_issuers(cert, self.config.client_cas)
+        bounds = {
+            instant
+            for c in {cert, *requestheader, *client}
+            for instant in (c.not_valid_before_utc, c.not_valid_after_utc)
+        }
+        return _PeerCert(cert, requestheader, client, tuple(sorted(bounds)))
 
 
 class AuthenticatorChain:
@@ -161,9 +232,10 @@ class AuthenticatorChain:
             user = _front_proxy(state.config, peer, credentials, now)
         except _RejectedError as err:
             errors.append(str(err))
-        if user is None:
+        if user is None and peer is not None:
             try:
-                user = _client_certificate(state.config, peer, now)
+                # With the authenticated group already: the cached user is final.
+                user = peer.verdict("client", now, lambda: _client_certificate(peer, now))
             except _RejectedError as err:
                 errors.append(str(err))
         if user is None and self._tokens is not None and credentials.bearer_token:
@@ -190,11 +262,16 @@ def _front_proxy(
     """Authenticator 1: a front-proxy certificate vouches for the `X-Remote-*` headers."""
     if peer is None or peer.cert is None or not peer.requestheader_issuers:
         return None
-    _check_usable(peer.cert, peer.requestheader_issuers, now)
-    common_name = _common_name(peer.cert)
-    if config.allowed_names and common_name not in config.allowed_names:
-        # Go's text, verbatim: it is what operators search for.
-        raise _RejectedError(f"x509: subject with cn={common_name} is not in the allowed list")
+    cert, issuers = peer.cert, peer.requestheader_issuers
+
+    def check() -> None:
+        _check_usable(cert, issuers, now)
+        common_name = _common_name(cert)
+        if config.allowed_names and common_name not in config.allowed_names:
+            # Go's text, verbatim: it is what operators search for.
+            raise _RejectedError(f"x509: subject with cn={common_name} is not in the allowed list")
+
+    peer.verdict("front-proxy", now, check)  # raises when the proxy is not accepted
     return front_proxy_user(config, credentials)
 
 
@@ -220,12 +297,9 @@ def front_proxy_user(
     )
 
 
-def _client_certificate(
-    config: AuthenticationConfig, peer: _PeerCert | None, now: datetime
-) -> UserInfo | None:
-    """Authenticator 2: a certificate from a client-ca CA is the user (CN) and groups (O)."""
-    if peer is None:
-        return None
+def _client_certificate(peer: _PeerCert, now: datetime) -> UserInfo:
+    """Authenticator 2: a certificate from a client-ca CA is the user (CN) and groups (O),
+    plus `system:authenticated`."""
     if peer.cert is None:
         raise _RejectedError("x509: malformed client certificate")
     if not peer.client_issuers:
@@ -242,10 +316,12 @@ def _client_certificate(
         for attribute in peer.cert.subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)
     ]
     credential_id = "X509SHA256=" + peer.cert.fingerprint(hashes.SHA256()).hex()
-    return UserInfo(
-        common_name,
-        groups=tuple(organizations),
-        extra={CREDENTIAL_ID_KEY: (credential_id,)},
+    return with_authenticated_group(
+        UserInfo(
+            common_name,
+            groups=tuple(organizations),
+            extra={CREDENTIAL_ID_KEY: (credential_id,)},
+        )
     )
 
 
@@ -325,7 +401,7 @@ def _check_usable(
     of Go's `Certificate.Verify` that the signature check above does not cover."""
     problem = _validity_problem(cert, now)
     if problem is not None:
-        raise _RejectedError(problem)
+        raise _ValidityError(problem)
     if all(_validity_problem(ca, now) is not None for ca in issuers):
         raise _RejectedError(
             f"x509: certificate {_describe(cert)} was issued by a CA that has expired "

@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -21,6 +22,7 @@ from tests.unit.visibility_server.authn.support import (
     kubeadm_config,
     leaf,
 )
+from visibility_server.authn import chain as chain_module
 from visibility_server.authn.chain import (
     CREDENTIAL_ID_KEY,
     INVALID_BEARER_TOKEN,
@@ -36,6 +38,7 @@ from visibility_server.authn.interface import (
     RequestCredentials,
 )
 from visibility_server.authz.identity import ANONYMOUS, UserInfo
+from visibility_server.certs import CertifiedKey, create_ca
 
 FRONT_PROXY_CA = ca("front-proxy-ca")
 CLIENT_CA = ca("kubernetes")
@@ -337,6 +340,115 @@ async def test_with_no_client_ca_a_certificate_is_an_error() -> None:
     config = AuthenticationConfig(anonymous_auth=True)
     message = await failure(make_chain(config), creds(ALICE_CERT))
     assert "unknown authority" in message
+
+
+# --- certificate verdicts kept per DER -------------------------------------------------
+
+
+@dataclass
+class MovingNow:
+    now: datetime
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def chain_at(moving: MovingNow, config: AuthenticationConfig | None = None) -> AuthenticatorChain:
+    return AuthenticatorChain(config or kubeadm_config(FRONT_PROXY_CA, CLIENT_CA), None, now=moving)
+
+
+def count_checks(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Records every run of the certificate checks (issuer validity, EKU)."""
+    calls: list[object] = []
+    real = chain_module._check_usable
+
+    def counting(*args: Any) -> None:
+        calls.append(args[0])
+        real(*args)
+
+    monkeypatch.setattr(chain_module, "_check_usable", counting)
+    return calls
+
+
+@pytest.mark.parametrize(
+    ("cert", "headers", "user"),
+    [(ALICE_CERT, [], "alice"), (FRONT_PROXY, [("X-Remote-User", "bob")], "bob")],
+    ids=["client-certificate", "front-proxy"],
+)
+async def test_certificate_checks_run_once_per_certificate_not_per_request(
+    monkeypatch: pytest.MonkeyPatch,
+    cert: CertifiedKey,
+    headers: list[tuple[str, str]],
+    user: str,
+) -> None:
+    calls = count_checks(monkeypatch)
+    moving = MovingNow(NOW)
+    chain = chain_at(moving)
+    first = await authenticate(chain, creds(cert, headers))
+    moving.now += timedelta(minutes=5)
+    second = await authenticate(chain, creds(cert, headers))
+    assert first == second and first.name == user
+    assert AUTHENTICATED in first.groups
+    assert len(calls) == 1
+
+
+async def test_front_proxy_headers_are_read_per_request_with_a_kept_verdict() -> None:
+    chain = chain_at(MovingNow(NOW))
+    users = [
+        await authenticate(chain, creds(FRONT_PROXY, [("X-Remote-User", name)]))
+        for name in ("alice", "bob")
+    ]
+    assert [u.name for u in users] == ["alice", "bob"]
+    # Without a username the front proxy has no opinion and the client-certificate
+    # authenticator rejects the proxy's certificate, as on the first request.
+    assert "certificate signed by unknown authority" in await failure(chain, creds(FRONT_PROXY))
+
+
+@pytest.mark.parametrize(
+    ("cert", "headers"),
+    [(ALICE_CERT, []), (FRONT_PROXY, [("X-Remote-User", "bob")])],
+    ids=["client-certificate", "front-proxy"],
+)
+async def test_a_kept_verdict_ends_when_the_certificate_expires(
+    cert: CertifiedKey, headers: list[tuple[str, str]]
+) -> None:
+    moving = MovingNow(NOW)
+    chain = chain_at(moving)
+    await authenticate(chain, creds(cert, headers))
+    moving.now = cert.cert.not_valid_after_utc
+    await authenticate(chain, creds(cert, headers))  # the last valid instant
+    moving.now += timedelta(seconds=1)
+    assert "x509: certificate has expired" in await failure(chain, creds(cert, headers))
+    assert "x509: certificate has expired" in await failure(chain, creds(cert, headers))
+
+
+async def test_a_kept_verdict_ends_when_the_issuing_ca_expires() -> None:
+    short_ca = create_ca(now=NOW, common_name="short-lived", validity=timedelta(days=2))
+    cert = leaf(short_ca, "carol")
+    moving = MovingNow(NOW)
+    chain = chain_at(moving, kubeadm_config(FRONT_PROXY_CA, short_ca))
+    assert (await authenticate(chain, creds(cert))).name == "carol"
+    moving.now = short_ca.cert.not_valid_after_utc + timedelta(seconds=1)
+    message = await failure(chain, creds(cert))
+    assert "was issued by a CA that has expired or is not yet valid" in message
+
+
+async def test_a_not_yet_valid_certificate_is_accepted_once_it_becomes_valid() -> None:
+    later = leaf(CLIENT_CA, "dave", not_before=NOW + timedelta(hours=1))
+    moving = MovingNow(NOW)
+    chain = chain_at(moving)
+    assert "is before" in await failure(chain, creds(later))
+    moving.now += timedelta(hours=2)
+    assert (await authenticate(chain, creds(later))).name == "dave"
+
+
+async def test_a_kept_rejection_is_rejected_again_with_the_same_message() -> None:
+    chain = chain_at(MovingNow(NOW))
+    wrong_proxy = leaf(FRONT_PROXY_CA, "not-the-proxy")
+    request = creds(wrong_proxy, [("X-Remote-User", "alice")])
+    first, second = await failure(chain, request), await failure(chain, request)
+    assert first == second
+    assert "x509: subject with cn=not-the-proxy is not in the allowed list" in first
 
 
 # --- 3. bearer token -----------------------------------------------------------------
