@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from scheduler.core import nomination
 from scheduler.core.fair_sharing import FairItem, FairPreemptor, FairSharingOrder
 from scheduler.core.flavor_assigner import (
     FIT,
@@ -15,10 +16,12 @@ from scheduler.core.flavor_assigner import (
     pod_set_requests,
 )
 from scheduler.core.model import ClusterQueueInfo
+from scheduler.core.nomination import Nomination
 from scheduler.core.pods_ready import admission_blocked
 from scheduler.core.preemption import (
     AdmittedIndex,
     ClassicPreemptor,
+    OneStateSearch,
     Preemptor,
     Target,
     preemption_message,
@@ -65,16 +68,16 @@ class Entry:
 def run_cycle(s: Scheduler) -> CycleStats:
     stats = CycleStats()
     now = s.now()
-    heads = s.queues.heads(now, s.cq_active)
+    active = frozenset(cq for cq in s.cluster_queues if s.cq_active(cq))
+    heads = s.queues.heads(now, active.__contains__)
     if not heads:
         s.finalize_evictions()
         return stats
     stats.ran = True
     s.cycle_count += 1
     snapshot = s.tree.clone()
-    admitted_by_cq = AdmittedIndex(
-        s.workloads, s.holders, s.counted, (cq for cq in s.cluster_queues if s.cq_active(cq))
-    )
+    admitted_by_cq = AdmittedIndex(s.workloads, s.holders, s.counted, active)
+    s.nominations.begin_cycle(s, active)
     preemptor: Preemptor
     if s.config.fair_sharing:
         preemptor = FairPreemptor(
@@ -94,7 +97,7 @@ def run_cycle(s: Scheduler) -> CycleStats:
             s.queues.release_in_flight(cq_name, qe.key)
             continue
         entry = Entry(wl=wl, cq=s.cluster_queues[cq_name], queue_entry=qe)
-        _nominate(s, entry, snapshot, preemptor)
+        _nominate(s, entry, snapshot, preemptor, active)
         entries.append(entry)
 
     candidates = [e for e in entries if e.assignment is not None]
@@ -143,10 +146,12 @@ def _entry_order(e: Entry) -> tuple[int, int, int, str, str]:
     return (e.assignment.borrowing, -e.wl.priority, e.queue_entry.timestamp, e.wl.uid, e.wl.key)
 
 
-def _nominate(s: Scheduler, e: Entry, snapshot: QuotaTree, preemptor: Preemptor) -> None:
+def _nominate(
+    s: Scheduler, e: Entry, snapshot: QuotaTree, preemptor: Preemptor, active: frozenset[str]
+) -> None:
     cq = e.cq
     wl = e.wl
-    if not s.cq_active(cq.name):
+    if cq.name not in active:
         e.message = f"ClusterQueue {cq.name} is inactive"
         return
     if not s.namespace_matches(cq.name, wl.namespace):
@@ -157,40 +162,55 @@ def _nominate(s: Scheduler, e: Entry, snapshot: QuotaTree, preemptor: Preemptor)
     if exceeded:
         e.message = f"resources validation failed: {'; '.join(exceeded)}"
         return
+    cache = s.nominations
+    key = cache.key(s, cq, wl)
+    found = None if key is None else cache.get(key)
+    if found is None or nomination.VERIFY:
+        computed = _compute_nomination(s, wl, cq, snapshot, preemptor)
+        if found is not None and found != computed:
+            raise AssertionError(f"cached nomination of {wl.key} differs: {found} != {computed}")
+        if key is not None and found is None:
+            cache.put(key, computed, cq, wl)
+        found = computed
+    wl.last_assignment = found.last_state
+    e.assignment = found.assignment
+    e.targets = list(found.targets)
+    e.message = found.message
+    e.counts = None if found.counts is None else dict(found.counts)
+
+
+def _compute_nomination(
+    s: Scheduler, wl: WorkloadState, cq: ClusterQueueInfo, snapshot: QuotaTree, preemptor: Preemptor
+) -> Nomination:
+    search = OneStateSearch(preemptor)
     assigner = FlavorAssigner(
         cq,
         snapshot,
         s.flavors,
-        preemptor.oracle(wl, cq),
+        search.oracle(wl, cq),
         fair_sharing=s.config.fair_sharing,
     )
 
     def targets_for(assignment: Assignment) -> list[Target]:
         if assignment.mode != PREEMPT:
             return []
-        return preemptor.find_targets(
-            wl, cq, assignment.frs_needing_preemption(), assignment.usage()
-        )
+        return search.find_targets(wl, cq, assignment.frs_needing_preemption(), assignment.usage())
 
     full = assigner.assign(wl, last=wl.last_assignment)
-    wl.last_assignment = full.last_state
-    chosen, targets = full, targets_for(full)
+    chosen, targets, counts = full, targets_for(full), None
     if full.mode != FIT and not targets:
-        partial = _partial_admission(e, assigner, targets_for)
+        partial = _partial_admission(wl, assigner, targets_for)
         if partial is not None:
-            chosen, targets = partial
-    e.assignment = chosen
-    e.targets = targets
-    e.message = chosen.message()
+            chosen, targets, counts = partial
+    return Nomination(chosen, tuple(targets), chosen.message(), counts, full.last_state)
 
 
 def _partial_admission(
-    e: Entry,
+    wl: WorkloadState,
     assigner: FlavorAssigner,
     targets_for: Callable[[Assignment], list[Target]],
-) -> tuple[Assignment, list[Target]] | None:
+) -> tuple[Assignment, list[Target], dict[int, int]] | None:
     """§7.8: the smallest reduction k whose assignment fits (or preempts with targets)."""
-    wl = e.wl
     deltas = [
         (wl.current_count(ps) - ps.min_count) if ps.min_count is not None else 0
         for ps in wl.pod_sets
@@ -221,8 +241,7 @@ def _partial_admission(
             lo = mid + 1
     found = results.get(lo)
     if found is not None and (found[0].mode == FIT or found[1]):
-        e.counts = counts_for(lo)
-        return found
+        return found[0], found[1], counts_for(lo)
     return None
 
 

@@ -168,22 +168,46 @@ def _instant(value: Any, default: Instant) -> Instant:
     return default if value is None else instant_from_datetime(value)
 
 
+# Pod sets by content. Workloads made from one template (the Jobs of one CronJob, a
+# sweep) share one PodSetSpec: less memory per pending workload, and equal pod specs
+# are the same object, which the nomination cache keys on. Never mutated once built.
+_POD_SETS: dict[tuple[object, ...], PodSetSpec] = {}
+_POD_SETS_MAX = 10_000  # past this the table starts over (sharing is an optimization)
+
+
+def _pod_set(ps: Any, config: SchedulerConfig) -> PodSetSpec:
+    pod_spec = ps.template.spec
+    spec_dict = pod_spec.to_dict()
+    per_pod = pod_requests(pod_spec, config.exclude_resource_prefixes)
+    exceeded = limits_exceeded(pod_spec)
+    key = (
+        ps.name,
+        ps.count,
+        ps.min_count,
+        tuple(per_pod.items()),
+        tuple(exceeded),
+        repr(spec_dict),
+    )
+    found = _POD_SETS.get(key)
+    if found is None:
+        if len(_POD_SETS) >= _POD_SETS_MAX:
+            _POD_SETS.clear()
+        found = PodSetSpec(
+            name=ps.name,
+            count=ps.count,
+            min_count=ps.min_count,
+            per_pod=per_pod,
+            pod_spec=spec_dict,
+            tolerations=[t.to_dict() for t in pod_spec.tolerations],
+            limits_exceeded=exceeded,
+        )
+        _POD_SETS[key] = found
+    return found
+
+
 def workload_state(obj: Workload, config: SchedulerConfig, default_time: Instant) -> WorkloadState:
     meta = obj.metadata
-    pod_sets: list[PodSetSpec] = []
-    for ps in obj.spec.pod_sets:
-        pod_spec = ps.template.spec
-        pod_sets.append(
-            PodSetSpec(
-                name=ps.name,
-                count=ps.count,
-                min_count=ps.min_count,
-                per_pod=pod_requests(pod_spec, config.exclude_resource_prefixes),
-                pod_spec=pod_spec.to_dict(),
-                tolerations=[t.to_dict() for t in pod_spec.tolerations],
-                limits_exceeded=limits_exceeded(pod_spec),
-            )
-        )
+    pod_sets = [_pod_set(ps, config) for ps in obj.spec.pod_sets]
     status = obj.status
     conditions = Conditions(
         [

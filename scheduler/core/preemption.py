@@ -55,6 +55,12 @@ def preemption_message(preemptor: WorkloadState, reason: str) -> str:
 class Preemptor(Protocol):
     """A target search (classic §8, or fair sharing §9.3) and its §8.7 oracle."""
 
+    @property
+    def tree(self) -> QuotaTree: ...
+
+    @property
+    def admitted_by_cq(self) -> Mapping[str, Sequence[Admitted]]: ...
+
     def find_targets(
         self,
         wl: WorkloadState,
@@ -130,6 +136,44 @@ class AdmittedIndex(Mapping[str, Sequence[Admitted]]):
 
     def lowest_priority(self, cq: str) -> int | None:
         return self._holders.lowest_priority(cq) if cq in self._active_set else None
+
+
+class OneStateSearch:
+    """A target search for one nomination, during which the snapshot does not change.
+
+    The §8.7 oracle searches per FR while flavors are assigned, and the assignment it
+    leads to is searched again for its targets; for a head needing one FR both ask the
+    same question, so each distinct question is answered once.
+    """
+
+    def __init__(self, inner: Preemptor) -> None:
+        self._inner = inner
+        self._answers: dict[tuple[object, ...], list[Target]] = {}
+
+    @property
+    def tree(self) -> QuotaTree:
+        return self._inner.tree
+
+    @property
+    def admitted_by_cq(self) -> Mapping[str, Sequence[Admitted]]:
+        return self._inner.admitted_by_cq
+
+    def oracle(self, wl: WorkloadState, cq: ClusterQueueInfo) -> PreemptionOracle:
+        return targets_oracle(self, self.tree, self.admitted_by_cq, wl, cq)
+
+    def find_targets(
+        self,
+        wl: WorkloadState,
+        cq: ClusterQueueInfo,
+        frs_needing: set[FlavorResource],
+        requests: FRAmounts,
+    ) -> list[Target]:
+        key = (wl.key, cq.name, frozenset(frs_needing), tuple(sorted(requests.items())))
+        found = self._answers.get(key)
+        if found is None:
+            found = self._inner.find_targets(wl, cq, frs_needing, requests)
+            self._answers[key] = found
+        return list(found)
 
 
 @dataclass(slots=True)

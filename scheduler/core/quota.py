@@ -174,7 +174,7 @@ def _set_amount(target: dict[FlavorResource, int], fr: FlavorResource, value: in
 class QuotaTree:
     """All ClusterQueues and Cohorts with their quotas and usage (§4)."""
 
-    __slots__ = ("_cohorts", "_cqs", "_gen_counter")
+    __slots__ = ("_cohorts", "_cqs", "_gen_counter", "_structure")
 
     def __init__(self) -> None:
         self._cqs: dict[str, _Node] = {}
@@ -183,6 +183,8 @@ class QuotaTree:
         # across delete and re-create, so a stale flavor-scan record (§7.7) can never
         # match a new CQ of the same name.
         self._gen_counter = 0
+        # Moves on every structural change (which tree each node is in, and quotas).
+        self._structure = 0
 
     # ------------------------------------------------------------------ structure
 
@@ -371,6 +373,7 @@ class QuotaTree:
         """After a structural change: re-derive every tree that contains a seed (the
         seeds are the members of the affected trees before the change plus the changed
         nodes), then bump the generation of every CQ that was or is in them (§4.3)."""
+        self._structure += 1
         bump = {name for name in cq_seeds if name in self._cqs}
         done: set[str] = set()
         for seed in sorted(cohort_seeds):
@@ -765,7 +768,14 @@ class QuotaTree:
         other._cqs = {name: n.copy() for name, n in self._cqs.items()}
         other._cohorts = {name: n.copy() for name, n in self._cohorts.items()}
         other._gen_counter = self._gen_counter
+        other._structure = self._structure
         return other
+
+    @property
+    def structure_version(self) -> int:
+        """Changes whenever a node is added, removed, moved or given new quotas, so
+        anything derived from the shape of the trees can be kept until it moves."""
+        return self._structure
 
     # ------------------------------------------------------------------ internals
 

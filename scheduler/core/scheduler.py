@@ -15,6 +15,7 @@ from scheduler.core.clock import Clock, Instant
 from scheduler.core.config import SchedulerConfig
 from scheduler.core.holders import Holders
 from scheduler.core.model import ClusterQueueInfo, FlavorInfo, LocalQueueInfo
+from scheduler.core.nomination import NominationCache
 from scheduler.core.queue.interface import QueueEntry, QueueSettings
 from scheduler.core.queue.loader import QueuePluginError
 from scheduler.core.queue.manager import QueueManager
@@ -72,6 +73,7 @@ class Scheduler:
         self.config = config or SchedulerConfig()
         self.namespaces: dict[str, dict[str, str]] = {}
         self.flavors: dict[str, FlavorInfo] = {}
+        self.flavors_epoch = 0  # moves on every flavor change (nomination cache key)
         self.cluster_queues: dict[str, ClusterQueueInfo] = {}
         self.cohorts: dict[str, CohortInfo] = {}
         self.local_queues: dict[str, LocalQueueInfo] = {}
@@ -90,6 +92,8 @@ class Scheduler:
         # then runs its built-in queueingStrategy instead of stopping the scheduler.
         self.plugin_errors: dict[str, str] = {}
         self.cycle_count = 0
+        # Nomination results of earlier heads and cycles, keyed by what they depend on.
+        self.nominations = NominationCache()
         # Called by the cycle while admission is blocked (§10.2): advance to and apply the
         # next external or timed event; False when nothing is left that could unblock.
         self.block_waiter: Callable[[], bool] | None = None
@@ -306,6 +310,7 @@ class Scheduler:
         now = self.now()
         wl.conditions.set(EVICTED, "True", reason, message, now)
         wl.revision += 1
+        self.holders.touch(wl.key)  # an evicted holder sorts first in a preemption search
         self.pending_evictions.append(
             PendingEviction(wl.key, reason, message, requeued_status, requeued_reason or reason)
         )
@@ -416,6 +421,7 @@ class Scheduler:
             self.flavors.pop(name, None)
         else:
             self.flavors[name] = info
+        self.flavors_epoch += 1
         self._after_activity_change(before)
         # A changed flavor may now match or tolerate: every CQ using it is worth a retry.
         users = [cq for cq, c in sorted(self.cluster_queues.items()) if name in c.flavor_names()]

@@ -1,0 +1,153 @@
+"""Nomination results kept across heads and cycles (scheduling.md §6.3, §7, §8).
+
+A nomination (flavor assignment, then the preemption target search when it says
+Preempt) is a pure function of the ClusterQueue's spec, the flavors, the quota and the
+quota holders of the ClusterQueue's whole tree, and a few fields of the head. Under
+load the same question is asked again and again: the heads of one ClusterQueue are
+mostly workloads of a few shapes, and a tree that admitted nothing since the last
+cycle answers every head as before. So results are kept under a key made of exactly
+those inputs:
+
+* the `ClusterQueueInfo` object (replaced, never mutated, on a spec change) and the
+  flavors epoch of the scheduler;
+* per ClusterQueue of the tree: whether it is active, its allocatable generation (the
+  tree's structure and quotas, and every release of usage) and its holder epoch (every
+  workload that starts or stops holding quota there, or is evicted while holding it);
+* of the head: priority, its queue-order timestamp where a policy compares it, per pod
+  set the name, current and minimum count, per-pod requests and the identity of its
+  pod spec and tolerations (ingest interns them by content, so equal specs share one
+  object), and its flavor-scan resume state (§7.7) while that is valid.
+
+A head that itself holds quota (it would be excluded from its own candidates) is never
+cached. Fair sharing is never cached: its target search reads shares of the whole
+forest. With :data:`VERIFY` set, every hit is recomputed and compared (the tests run the
+conformance scenarios that way).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from scheduler.core.flavor_assigner import Assignment
+from scheduler.core.model import ClusterQueueInfo
+from scheduler.core.preemption import Target
+from scheduler.core.workload import LastAssignment, WorkloadState
+
+if TYPE_CHECKING:
+    from scheduler.core.scheduler import Scheduler
+
+ENABLED = True  # off: every nomination is computed (tests compare both ways)
+VERIFY = False  # recompute every hit and fail if it differs (tests only)
+MAX_ENTRIES = 20_000  # past this the cache starts over (stale keys are never hit again)
+
+_NEWER_EQUAL = "LowerOrNewerEqualPriority"
+
+NominationKey = tuple[object, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Nomination:
+    """What a nomination decides for an entry (the parts of `Entry` it sets)."""
+
+    assignment: Assignment
+    targets: tuple[Target, ...]
+    message: str
+    counts: dict[int, int] | None
+    last_state: LastAssignment
+    # Objects whose id() is part of the key, kept alive so no id is ever reused.
+    refs: tuple[object, ...] = field(default=(), compare=False)
+
+
+class NominationCache:
+    def __init__(self) -> None:
+        self._entries: dict[NominationKey, Nomination] = {}
+        self._scopes: dict[str, tuple[str, ...]] = {}
+        self._scopes_version = -1
+        self.hits = 0
+        self.misses = 0
+
+    def begin_cycle(self, s: Scheduler, active: frozenset[str]) -> None:
+        """Called once per cycle, before any nomination, with the active CQs."""
+        self._active = active
+        self._tokens: dict[str, tuple[object, ...]] = {}
+        version = s.tree.structure_version
+        if version != self._scopes_version:
+            self._scopes = {}
+            self._scopes_version = version
+
+    def key(self, s: Scheduler, cq: ClusterQueueInfo, wl: WorkloadState) -> NominationKey | None:
+        if not ENABLED or s.config.fair_sharing or s.holders.cluster_queue_of(wl.key) is not None:
+            return None
+        policy = cq.preemption
+        timestamp = (
+            wl.queue_order_timestamp(s.config.eviction_ordering)
+            if _NEWER_EQUAL in (policy.within_cluster_queue, policy.reclaim_within_cohort)
+            else None
+        )
+        last = wl.last_assignment
+        resume = (
+            tuple(last.tried_flavor_idx.items())
+            if last is not None and last.generation == s.tree.generation(cq.name)
+            else None
+        )
+        pod_sets = tuple(
+            (
+                ps.name,
+                wl.current_count(ps),
+                ps.min_count,
+                tuple(ps.per_pod.items()),
+                id(ps.pod_spec),
+                id(ps.tolerations),
+            )
+            for ps in wl.pod_sets
+        )
+        return (
+            id(cq),
+            s.flavors_epoch,
+            self._token(s, cq.name),
+            wl.priority,
+            timestamp,
+            pod_sets,
+            resume,
+        )
+
+    def get(self, key: NominationKey) -> Nomination | None:
+        found = self._entries.get(key)
+        if found is None:
+            self.misses += 1
+        else:
+            self.hits += 1
+        return found
+
+    def put(
+        self, key: NominationKey, nomination: Nomination, cq: ClusterQueueInfo, wl: WorkloadState
+    ) -> None:
+        if len(self._entries) >= MAX_ENTRIES:
+            self._entries.clear()
+        refs: list[object] = [cq]
+        for ps in wl.pod_sets:
+            refs.append(ps.pod_spec)
+            refs.append(ps.tolerations)
+        self._entries[key] = Nomination(
+            nomination.assignment,
+            nomination.targets,
+            nomination.message,
+            nomination.counts,
+            nomination.last_state,
+            tuple(refs),
+        )
+
+    def _token(self, s: Scheduler, cq: str) -> tuple[object, ...]:
+        token = self._tokens.get(cq)
+        if token is None:
+            scope = self._scopes.get(cq)
+            if scope is None:
+                scope = tuple(s.tree.tree_cluster_queues(cq))
+                self._scopes[cq] = scope
+            token = tuple(
+                (c, c in self._active, s.tree.generation(c), s.holders.epoch(c)) for c in scope
+            )
+            for c in scope:
+                self._tokens[c] = token
+        return token
