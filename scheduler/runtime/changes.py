@@ -13,7 +13,10 @@ and the parked set, and the listing covers both in the comparator's order, so it
 cannot change a view. Marking is a set insertion, so the hot paths stay O(1).
 
 Dirtiness is a hint that a CQ *may* have changed; the publisher then compares the
-captured entries with the published view and keeps the old view if nothing differs.
+captured runs of the order with the published ones and keeps what did not change.
+Within a dirty CQ the workloads pushed or requeued are also noted ("touched"): their
+queue entry was replaced, possibly by an equal one, while what a snapshot shows of
+them (the pending message) may have changed; the publisher re-checks exactly those.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ class TrackingQueueManager(QueueManager):
     def __init__(self) -> None:
         super().__init__()
         self._dirty: set[str] = set()
+        self._touched: dict[str, set[str]] = {}
         # (ClusterQueue, workload key) popped by the latest `heads` call
         self.last_heads: list[tuple[str, str]] = []
 
@@ -38,6 +42,20 @@ class TrackingQueueManager(QueueManager):
         """The ClusterQueues marked since the previous call, and reset the marks."""
         dirty, self._dirty = self._dirty, set()
         return dirty
+
+    def take_touched(self) -> dict[str, set[str]]:
+        """Per ClusterQueue, the workload keys pushed or requeued since the previous
+        call, and reset them."""
+        touched, self._touched = self._touched, {}
+        return touched
+
+    def _touch(self, cq: str, key: str) -> None:
+        self._dirty.add(cq)
+        keys = self._touched.get(cq)
+        if keys is None:
+            self._touched[cq] = {key}
+        else:
+            keys.add(key)
 
     def mark(self, cluster_queue: str) -> None:
         self._dirty.add(cluster_queue)
@@ -59,7 +77,7 @@ class TrackingQueueManager(QueueManager):
         return super().delete_cluster_queue(name)
 
     def push(self, cq: str, entry: QueueEntry, now: Instant) -> None:
-        self._dirty.add(cq)
+        self._touch(cq, entry.key)
         super().push(cq, entry, now)  # a move to another CQ calls our `delete`
 
     def delete(self, key: str) -> QueueEntry | None:
@@ -80,7 +98,7 @@ class TrackingQueueManager(QueueManager):
     ) -> bool:
         done = super().requeue(cq, entry, reason, now, has_untried_flavors=has_untried_flavors)
         if done:
-            self._dirty.add(cq)
+            self._touch(cq, entry.key)
         return done
 
     def release_in_flight(self, cq: str, key: str) -> QueueEntry | None:

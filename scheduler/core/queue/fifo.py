@@ -187,6 +187,18 @@ class FifoQueue(PendingQueue):
     def listing(self) -> Sequence[QueueEntry]:
         return tuple(map(_ENTRY, self._ordered))
 
+    def ordered_runs(self) -> Sequence[Sequence[_Item]]:
+        """The ordered view as its sorted list stores it: consecutive runs of
+        (order key, workload key, entry) items, in listing order.
+
+        Live, not copies: read them in one synchronous step and copy what you keep. A
+        change to the queue rewrites one or two runs and leaves the item objects of all
+        the others as they were, so comparing with copies taken earlier finds the
+        changed runs without allocating (the snapshot publisher's incremental capture).
+        """
+        runs: list[list[_Item]] = self._ordered._lists  # type: ignore[attr-defined]
+        return runs
+
     def iter_ordered(self, offset: int = 0) -> Iterator[QueueEntry]:
         """Lazy; the queue must not be mutated while the iterator is in use."""
         if offset < 0:

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from scheduler.core.clock import ManualClock, instant_from_datetime
 from scheduler.core.cycle import run_cycle
 from scheduler.core.ingest import delete_object
 from scheduler.core.scheduler import Scheduler
 from scheduler.core.visibility import pending_workloads
+from scheduler.runtime import publisher as publisher_module
 from scheduler.runtime.changes import TrackingQueueManager, install_tracking
 from scheduler.runtime.publisher import SnapshotPublisher
+from scheduler.runtime.snapshot import build_view
 from tests.unit.runtime.support import (
     cluster,
     cluster_queue,
@@ -178,3 +185,127 @@ async def test_synced_flag_alone_publishes() -> None:
     state["synced"] = True
     assert await publisher.publish()
     assert publisher.snapshot().synced
+
+
+def assert_views_are_whole(publisher: SnapshotPublisher) -> None:
+    """Each view's derived tables agree with its entries; its digest is the content's."""
+    snap = publisher.snapshot()
+    for cq, view in snap.views.items():
+        entries = list(view.entries)
+        assert view.digest == build_view(cq, entries).digest
+        for e in entries:
+            assert snap.workloads[(e.namespace, e.name)] == cq
+            lq = [x for x in entries if x.local_queue_key == e.local_queue_key]
+            assert len(view.local_queue_indexes(e.namespace, e.local_queue)) == len(lq)
+            page = view.local_queue_page(e.namespace, e.local_queue, 0, len(lq))
+            assert [p.entry for p in page] == lq
+    listed = {(e.namespace, e.name) for v in snap.views.values() for e in v.entries}
+    assert set(snap.workloads) == listed
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["add", "add", "add", "delete", "cycle", "priority", "move"]),
+            st.integers(0, 40),
+        ),
+        max_size=40,
+    ),
+    st.integers(1, 4),
+)
+def test_small_chunks_agree_with_the_core_under_any_changes(
+    ops: list[tuple[str, int]], slice_size: int
+) -> None:
+    asyncio.run(_small_chunks(ops, slice_size))
+
+
+async def _small_chunks(ops: list[tuple[str, int]], slice_size: int) -> None:
+    s = manual()
+    publisher = SnapshotPublisher(s, slice_size=slice_size)
+    two_queues(s)
+    for i in range(12):
+        cluster(s, workload("a" if i % 3 else "b", f"w{i}", "main", priority=i % 2))
+    await publisher.publish()
+    for op, i in ops:
+        name, ns = f"w{i}", "a" if i % 3 else "b"
+        if op == "add":
+            cluster(s, workload(ns, name, "main", priority=i % 4))
+        elif op == "delete":
+            delete_object(s, "Workload", ns, name)
+        elif op == "cycle":
+            run_cycle(s)
+        elif op == "priority":
+            cluster(s, workload(ns, name, "main", priority=5 + i % 3))
+        else:
+            cluster(s, workload("b", f"m{i}", "other" if i % 2 else "main"))
+        if i % 2:
+            await publisher.publish()
+    await publisher.publish()
+    assert_agrees_with_core(s, publisher)
+    assert_views_are_whole(publisher)
+
+
+async def test_a_republish_shares_unchanged_chunks() -> None:
+    s = manual()
+    publisher = SnapshotPublisher(s, slice_size=4)
+    two_queues(s)
+    cluster(s, *(workload("a", f"w{i:02d}", "main", cpu="5") for i in range(20)))
+    await publisher.publish()
+    before = publisher.snapshot().views["cq-1"]
+    assert len(before.chunks) == 5
+    cluster(s, workload("a", "w99", "main", cpu="5"))  # the newest: the last chunk
+    await publisher.publish()
+    after = publisher.snapshot().views["cq-1"]
+    assert after is not before
+    # The queue's run of 21 items is cut in pieces of 4: five pieces as before, shared,
+    # and a new one holding the new workload.
+    assert after.chunks[:5] == before.chunks
+    assert all(a is b for a, b in zip(after.chunks, before.chunks, strict=False))
+    assert [e.name for e in after.chunks[5].entries] == ["w99"]
+    assert publisher.stats.chunks_built == 5 + 1
+    assert_agrees_with_core(s, publisher)
+    assert_views_are_whole(publisher)
+
+
+async def test_a_message_change_in_an_unchanged_run_is_shown() -> None:
+    # cq-2 has no quota: a cycle pops its head and requeues an equal queue entry with
+    # a new pending message; the run compares equal, the touched key finds the change.
+    s = manual()
+    publisher = SnapshotPublisher(s, slice_size=3)
+    two_queues(s)
+    cluster(s, *(workload("b", f"x{i}", "other") for i in range(7)))
+    await publisher.publish()
+    head = publisher.snapshot().locate("b", "x0")
+    assert head is not None and head.entry.why_pending == ""
+    run_cycle(s)
+    await publisher.publish()
+    head = publisher.snapshot().locate("b", "x0")
+    reserved = s.workloads["b/x0"].conditions.get("QuotaReserved")
+    assert head is not None and reserved is not None
+    assert head.entry.why_pending == reserved.message != ""
+    assert_agrees_with_core(s, publisher)
+    assert_views_are_whole(publisher)
+
+
+async def test_a_failed_publish_is_followed_by_a_full_rebuild(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    s = manual()
+    publisher = SnapshotPublisher(s, slice_size=2)
+    two_queues(s)
+    cluster(s, *(workload("a", f"w{i}", "main", cpu="5") for i in range(5)))
+    await publisher.publish()
+    cluster(s, workload("a", "late", "main", cpu="5"))
+
+    def broken(*args: object) -> None:
+        raise RuntimeError("bug")
+
+    with monkeypatch.context() as m:
+        m.setattr(publisher_module, "ViewAssembly", broken)
+        with pytest.raises(RuntimeError):
+            await publisher.publish()
+    delete_object(s, "Workload", "a", "w1")
+    assert await publisher.publish()
+    assert_agrees_with_core(s, publisher)
+    assert_views_are_whole(publisher)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -27,12 +28,20 @@ entries_strategy = st.lists(
 
 
 @settings(max_examples=150, deadline=None)
-@given(entries_strategy, st.integers(-5, 70), st.integers(-5, 70))
+@given(entries_strategy, st.integers(-5, 70), st.integers(-5, 70), st.integers(1, 8))
 def test_pages_are_slices_with_both_positions(
-    spec: list[tuple[str, str]], offset: int, limit: int
+    spec: list[tuple[str, str]], offset: int, limit: int, chunk: int
 ) -> None:
     entries = [_entry(i, ns, lq) for i, (ns, lq) in enumerate(spec)]
-    view = build_view("cq", entries)
+    view = ViewBuilder("cq", entries, chunk=chunk).view
+    assert list(view.entries) == entries
+    assert len(view.entries) == len(entries)
+    assert view.entries[offset:limit] == tuple(entries[offset:limit])
+    if entries:
+        assert view.entries[-1] is entries[-1]
+        assert view.item(len(entries) - 1).entry is entries[-1]
+    # The digest is the content's, whatever the chunking.
+    assert view.digest == build_view("cq", entries).digest
     expected_lq_pos: list[int] = []
     seen: dict[tuple[str, str], int] = {}
     for e in entries:
@@ -52,10 +61,20 @@ def test_pages_are_slices_with_both_positions(
         assert [p.position_in_local_queue for p in lq_page] == list(range(len(members)))[
             start : start + max(0, limit)
         ]
+        indexes = view.local_queue_indexes(ns, lq)
+        assert len(indexes) == view.local_queue_count(ns, lq) == len(members)
+        assert list(indexes) == members
+        assert indexes[offset:limit] == tuple(members[offset:limit])
+        assert indexes[::2] == tuple(members[::2])
+        assert indexes[-1] == members[-1]
     for i, e in enumerate(entries):
         found = view.position_of(e.namespace, e.name)
         assert found is not None
         assert found.position_in_cluster_queue == i
+        assert found.position_in_local_queue == expected_lq_pos[i]
+    assert view.position_of("a", "missing") is None
+    assert len(view.local_queue_indexes("a", "missing")) == 0
+    assert view.local_queue_page("a", "missing", 0, 10) == []
 
 
 def test_same_name_local_queues_in_two_namespaces_are_kept_apart() -> None:
@@ -86,6 +105,19 @@ def test_builder_yields_between_chunks() -> None:
     steps = sum(1 for _ in builder.steps())
     assert steps == 2
     assert len(builder.view) == 25
+    assert [len(c) for c in builder.view.chunks] == [10, 10, 5]
+
+
+def test_out_of_range_reads() -> None:
+    view = ViewBuilder("cq", [_entry(i, "ns", "lq") for i in range(5)], chunk=2).view
+    for bad in (5, -6):
+        with pytest.raises(IndexError):
+            view.entries[bad]
+        with pytest.raises(IndexError):
+            view.local_queue_indexes("ns", "lq")[bad]
+    with pytest.raises(IndexError):
+        view.item(5)
+    assert view.page(5, 10) == [] and view.page(0, 0) == []
 
 
 def test_snapshot_agrees_with_the_simulator_on_the_samples() -> None:

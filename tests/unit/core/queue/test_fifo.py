@@ -615,3 +615,21 @@ TestFifoMachine.settings = settings(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
+
+
+def test_ordered_runs_are_the_listing_and_a_change_rewrites_one_run() -> None:
+    q = strict()
+    for i in range(5000):
+        q.push(entry(f"w{i:05d}", ts=i), now=0)
+    runs = q.ordered_runs()
+    assert len(runs) > 2
+    assert [item[2] for run in runs for item in run] == list(q.listing())
+    copies = [list(run) for run in runs]
+    q.push(entry("late", ts=10_000), now=0)  # the newest: lands in the last run
+    after = q.ordered_runs()
+    same = [
+        a == b and all(x is y for x, y in zip(a, b, strict=True))
+        for a, b in zip(after, copies, strict=False)
+    ]
+    assert same[:-1] == [True] * (len(same) - 1) and not same[-1]
+    assert [item[2] for run in after for item in run] == list(q.listing())
