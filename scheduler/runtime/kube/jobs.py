@@ -106,6 +106,11 @@ class JobController:
             return
         if resource.kind == JOBS.kind:
             self.enqueue(object_key(obj))
+        elif resource.kind in (WORKLOAD_PRIORITY_CLASSES.kind, PRIORITY_CLASSES.kind):
+            # A Job naming a class that did not exist yet got no Workload: try again.
+            for job in self.store.items(JOBS):
+                if str((job.get("metadata") or {}).get("uid", "")) not in self._by_job_uid:
+                    self.enqueue(object_key(job))
         elif resource.kind == WORKLOADS.kind:
             meta = obj.get("metadata") or {}
             uid = (meta.get("labels") or {}).get(JOB_UID_LABEL)

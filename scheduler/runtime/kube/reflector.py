@@ -182,11 +182,14 @@ class Reflector:
                 log.info("event=watch-expired kind=%s detail=%s", self.resource.kind, err)
                 self.resource_version = ""
                 self.synced = False
-            except KubeError as err:
+            except Exception as err:  # whatever breaks a watch, the store lives on
                 self.stats.errors += 1
                 failures += 1
-                delay = min(MAX_BACKOFF, 0.5 * 2 ** min(failures - 1, 10))
-                delay *= 1 + 0.2 * self._rng.random()
+                delay = min(
+                    MAX_BACKOFF, 0.5 * 2 ** min(failures - 1, 10) * (1 + 0.2 * self._rng.random())
+                )
+                if not isinstance(err, KubeError):
+                    log.exception("event=watch-crashed kind=%s", self.resource.kind)
                 log.warning(
                     "event=watch-failed kind=%s error=%s retry_in=%.1fs",
                     self.resource.kind,

@@ -193,7 +193,9 @@ class KubeRest:
             while True:
                 try:
                     line = await response.content.readline()
-                except (aiohttp.ClientError, TimeoutError, OSError) as err:
+                except (aiohttp.ClientError, aiohttp.http_exceptions.HttpProcessingError,
+                        ValueError, TimeoutError, OSError) as err:  # fmt: skip
+                    # HttpProcessingError: e.g. LineTooLong for an event above the buffer.
                     raise KubeError(0, f"watch interrupted: {type(err).__name__}: {err}") from err
                 if not line:
                     return

@@ -362,3 +362,28 @@ async def test_run_reconciles_every_known_job_and_retries_failures() -> None:
     assert c.fake.stored(WORKLOADS, c.workload_key()) is not None
     labels = c.job()["metadata"]["labels"]
     assert QUEUE_NAME_LABEL in labels
+
+
+async def test_a_priority_class_that_appears_later_gets_the_job_its_workload() -> None:
+    c = await cluster(suspend=True)
+    c.fake.server_update(
+        JOBS, JOB_KEY, {"metadata": {"labels": {"kueue.x-k8s.io/priority-class": "later"}}}
+    )
+    c.refresh(JOBS, JOB_KEY)
+    await c.jobs.reconcile(JOB_KEY)
+    assert c.fake.writes("POST") == []
+    c.jobs._queued.clear()  # what run() would have consumed
+    c.fake.seed(
+        WORKLOAD_PRIORITY_CLASSES,
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta1",
+            "kind": "WorkloadPriorityClass",
+            "metadata": {"name": "later"},
+            "value": 7,
+        },
+    )
+    c.refresh(WORKLOAD_PRIORITY_CLASSES, "later")
+    assert JOB_KEY in c.jobs._queued  # the class's arrival requeues the Job
+    await c.jobs.reconcile(JOB_KEY)
+    [(_, _, body)] = c.fake.writes("POST")
+    assert body["spec"]["priority"] == 7

@@ -332,3 +332,16 @@ async def test_run_lists_first_and_retries_a_failed_list_with_backoff() -> None:
     assert sleeps.delays == [0.5, 1.0]
     assert r.synced
     assert [e[:2] for e in handler.events] == [("upsert", "a")]
+
+
+async def test_an_unexpected_error_backs_off_instead_of_ending_the_reflector() -> None:
+    fake = FakeKube()
+    path = NAMESPACES.collection()
+    fake.script_watch(path, RuntimeError("a line longer than the read buffer"))
+    sleeps = Sleeps(stop_after=1)
+    r = reflector(fake, sleep=sleeps)
+    await r.list_all()
+    with pytest.raises(Stop):
+        await r.run()
+    assert r.stats.errors == 1
+    assert sleeps.delays == [0.5]
