@@ -43,11 +43,15 @@ from visibility_server.authn.config import (
 )
 from visibility_server.authz.pipeline import Authorizer
 from visibility_server.http import create_app
-from visibility_server.http.health import HealthCheck
+from visibility_server.http.health import READYZ_ONLY, HealthCheck
+from visibility_server.kube.cabundle import CaBundleCheck
 from visibility_server.kube.configmap import AuthenticationLookupError
 from visibility_server.kube.delegated import DelegatedAuth
+from visibility_server.kube.transport import as_transport
+from visibility_server.looplag import LoopLagMonitor
 from visibility_server.serving import build_server
 from visibility_server.tls.listener import ListenerTLS
+from visibility_server.tls.metrics import register_serving_cert_metrics
 from visibility_server.tls.reload import CertificateReloader
 from visibility_server.tls.verify import load_pair, validate_serving_pair
 
@@ -276,6 +280,7 @@ async def run_cluster(
     leader_gauge.set_function(lambda: 1.0 if runtime.leading else 0.0)
 
     stopping = asyncio.Event()
+    loop_lag = LoopLagMonitor(registry)
     app = create_app(
         snapshot=engine.snapshot,
         authenticator=delegated.authenticator,
@@ -284,11 +289,21 @@ async def run_cluster(
         change_notifier=_ChangeNotifier(engine),
         metrics_registry=registry,
         health_checks=[
-            HealthCheck("shutdown", lambda: not stopping.is_set(), frozenset({"readyz"}))
+            HealthCheck("event-loop", loop_lag.healthy, frozenset({"livez", "healthz"})),
+            HealthCheck("authentication-config", lambda: delegated.config_loaded, READYZ_ONLY),
+            HealthCheck("shutdown", lambda: not stopping.is_set(), READYZ_ONLY),
         ],
     )
     reloader = CertificateReloader(
         cert_dir, listener, required_sans, interval=args.cert_reload_interval
+    )
+    register_serving_cert_metrics(registry, reloader)
+    cabundle = CaBundleCheck(
+        as_transport(api),
+        lambda: listener.serving_pair.cert_pem,
+        registry=registry,
+        namespace=NAMESPACE,
+        service=SERVICE,
     )
     server = build_server(app, listener, host, port)
 
@@ -303,6 +318,8 @@ async def run_cluster(
         asyncio.create_task(delegated.run(), name="delegated-auth"),
         asyncio.create_task(kube.run(), name="credentials"),
         asyncio.create_task(reloader.run(), name="cert-reload"),
+        asyncio.create_task(loop_lag.run(), name="loop-lag"),
+        asyncio.create_task(cabundle.run(), name="cabundle-check"),
         asyncio.create_task(server.serve(), name="https"),
     ]
 

@@ -330,6 +330,18 @@ def test_the_visibility_api_lists_jobs_pending_through_the_aggregator(
 
         names = wait_for(listed, timeout=60, what="the big Job's Workload listed as pending")
         assert big["metadata"]["name"] in names
+
+        # The server's own checks, exported: kube-apiserver trusts what it serves (read
+        # back from the APIServices), the served certificate's expiry, the loop's lag.
+        def metrics() -> str | None:
+            body = server.as_front_proxy("/metrics", "e2e-admin", ("system:masters",)).body
+            text = body.decode()
+            return text if "queuescope_apiservice_cabundle_trusted 1.0" in text else None
+
+        text = wait_for(metrics, timeout=90, what="queuescope_apiservice_cabundle_trusted 1")
+        assert "queuescope_serving_cert_not_after_seconds " in text
+        assert "queuescope_event_loop_lag_seconds_count " in text
+        assert "queuescope_leader 1.0" in text
     finally:
         plane.kubectl(
             "delete", "apiservice", "v1beta2.visibility.kueue.x-k8s.io",
