@@ -13,7 +13,6 @@ from scheduler.core.flavor_assigner import (
     PREEMPT,
     Assignment,
     FlavorAssigner,
-    pod_set_requests,
 )
 from scheduler.core.model import ClusterQueueInfo
 from scheduler.core.nomination import Nomination
@@ -410,7 +409,4 @@ def _requeue_and_update(s: Scheduler, e: Entry) -> None:
         s.queues.release_in_flight(e.cq.name, wl.key)
     if e.status in {NOT_NOMINATED, SKIPPED}:
         wl.conditions.set(QUOTA_RESERVED, "False", "Pending", e.message, now)
-        wl.resource_requests = [
-            (ps.name, dict(sorted(totals.items())))
-            for ps, _count, totals in pod_set_requests(wl, e.cq)
-        ]
+        wl.resource_requests = s.nominations.resource_requests(e.cq, wl)

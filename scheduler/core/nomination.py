@@ -14,9 +14,9 @@ those inputs:
   tree's structure and quotas, and every release of usage) and its holder epoch (every
   workload that starts or stops holding quota there, or is evicted while holding it);
 * of the head: priority, its queue-order timestamp where a policy compares it, per pod
-  set the name, current and minimum count, per-pod requests and the identity of its
-  pod spec and tolerations (ingest interns them by content, so equal specs share one
-  object), and its flavor-scan resume state (§7.7) while that is valid.
+  set its identity (pod sets are never changed once built, and ingest interns them by
+  content, so the pod sets of equal specs are one object) and its current count, and
+  its flavor-scan resume state (§7.7) while that is valid.
 
 A head that itself holds quota (it would be excluded from its own candidates) is never
 cached. Fair sharing is never cached: its target search reads shares of the whole
@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from scheduler.core.flavor_assigner import Assignment
+from scheduler.core.flavor_assigner import Assignment, pod_set_requests
 from scheduler.core.model import ClusterQueueInfo
 from scheduler.core.preemption import Target
 from scheduler.core.workload import LastAssignment, WorkloadState
@@ -64,6 +64,9 @@ class NominationCache:
         self._entries: dict[NominationKey, Nomination] = {}
         self._scopes: dict[str, tuple[str, ...]] = {}
         self._scopes_version = -1
+        self._requests: dict[
+            tuple[object, ...], tuple[list[tuple[str, dict[str, int]]], tuple[object, ...]]
+        ] = {}
         self.hits = 0
         self.misses = 0
 
@@ -91,26 +94,39 @@ class NominationCache:
             if last is not None and last.generation == s.tree.generation(cq.name)
             else None
         )
-        pod_sets = tuple(
-            (
-                ps.name,
-                wl.current_count(ps),
-                ps.min_count,
-                tuple(ps.per_pod.items()),
-                id(ps.pod_spec),
-                id(ps.tolerations),
-            )
-            for ps in wl.pod_sets
-        )
         return (
             id(cq),
             s.flavors_epoch,
             self._token(s, cq.name),
             wl.priority,
             timestamp,
-            pod_sets,
+            _pod_sets_key(wl),
             resume,
         )
+
+    def resource_requests(
+        self, cq: ClusterQueueInfo, wl: WorkloadState
+    ) -> list[tuple[str, dict[str, int]]]:
+        """The per-pod-set totals a pending workload's status shows (shared, read-only:
+        heads of one shape are requeued over and over)."""
+        computed = None
+        key = (id(cq), _pod_sets_key(wl))
+        found = self._requests.get(key) if ENABLED else None
+        if found is None or VERIFY:
+            computed = [
+                (ps.name, dict(sorted(totals.items())))
+                for ps, _count, totals in pod_set_requests(wl, cq)
+            ]
+            if found is not None and found[0] != computed:
+                raise AssertionError(f"cached requests of {wl.key} differ: {found[0]}")
+        if found is None:
+            assert computed is not None
+            if len(self._requests) >= MAX_ENTRIES:
+                self._requests.clear()
+            found = (computed, (cq, *wl.pod_sets))
+            if ENABLED:
+                self._requests[key] = found
+        return found[0]
 
     def get(self, key: NominationKey) -> Nomination | None:
         found = self._entries.get(key)
@@ -125,10 +141,7 @@ class NominationCache:
     ) -> None:
         if len(self._entries) >= MAX_ENTRIES:
             self._entries.clear()
-        refs: list[object] = [cq]
-        for ps in wl.pod_sets:
-            refs.append(ps.pod_spec)
-            refs.append(ps.tolerations)
+        refs: list[object] = [cq, *wl.pod_sets]
         self._entries[key] = Nomination(
             nomination.assignment,
             nomination.targets,
@@ -151,3 +164,9 @@ class NominationCache:
             for c in scope:
                 self._tokens[c] = token
         return token
+
+
+def _pod_sets_key(wl: WorkloadState) -> tuple[tuple[int, int], ...]:
+    """Pod sets are never changed once built (ingest interns them by content), so a
+    pod set's identity and its current count stand for everything the core reads."""
+    return tuple((id(ps), wl.current_count(ps)) for ps in wl.pod_sets)

@@ -97,6 +97,8 @@ class Scheduler:
         # Called by the cycle while admission is blocked (§10.2): advance to and apply the
         # next external or timed event; False when nothing is left that could unblock.
         self.block_waiter: Callable[[], bool] | None = None
+        # CQ -> (the inputs of inactive_reasons, its answer)
+        self._inactive: dict[str, tuple[tuple[object, ...], tuple[str, ...], object]] = {}
         # (kind, name) -> (condition state, instant it took that state)
         self._condition_states: dict[tuple[str, str], tuple[str, Instant]] = {}
 
@@ -116,6 +118,17 @@ class Scheduler:
     def inactive_reasons(self, cq: str) -> list[str]:
         """The reasons of the CQ `Active=False` condition, in the order of §13.1."""
         info = self.cluster_queues[cq]
+        # Asked for every CQ several times per cycle; the answer depends only on these.
+        # (The entry keeps `info` alive, so its id cannot be reused while it is stored.)
+        inputs = (id(info), cq in self.terminating, self.flavors_epoch, self.tree.structure_version)
+        known = self._inactive.get(cq)
+        if known is not None and known[0] == inputs:
+            return list(known[1])
+        reasons = self._inactive_reasons(cq, info)
+        self._inactive[cq] = (inputs, tuple(reasons), info)
+        return reasons
+
+    def _inactive_reasons(self, cq: str, info: ClusterQueueInfo) -> list[str]:
         reasons: list[str] = []
         if cq in self.terminating:
             reasons.append("Terminating")

@@ -245,8 +245,17 @@ class FifoQueue(PendingQueue):
 
     def _store(self, entry: QueueEntry, where: _Where) -> None:
         """Put ``entry`` at ``where``, replacing any stored entry for its key."""
+        order = self.order_key(entry)
+        old = self._items.get(entry.key)
+        if old is not None and old[0] == order and (old[2] is entry or old[2] == entry):
+            # Pops, requeues and flushes mostly move an unchanged entry: it keeps its
+            # item (holding an equal entry) and its place in the ordered view, and only
+            # changes part.
+            self._entries[entry.key] = entry
+            self._move(entry.key, old, where)
+            return
         self._remove(entry.key)
-        item: _Item = (self.order_key(entry), entry.key, entry)
+        item: _Item = (order, entry.key, entry)
         self._entries[entry.key] = entry
         self._items[entry.key] = item
         self._where[entry.key] = where
@@ -259,6 +268,32 @@ class FifoQueue(PendingQueue):
             self._in_flight[entry.key] = None
         if where is not _Where.IN_FLIGHT:
             self._lq_counts[entry.local_queue_key] += 1
+
+    def _move(self, key: str, item: _Item, where: _Where) -> None:
+        """Move a stored item between the heap, the parked set and in-flight."""
+        was = self._where[key]
+        if was is where:
+            return
+        if was is _Where.HEAP:
+            self._heap.remove(item)
+        elif was is _Where.PARKED:
+            del self._parked[key]
+        else:
+            del self._in_flight[key]
+        self._where[key] = where
+        if where is _Where.HEAP:
+            self._heap.add(item)
+        elif where is _Where.PARKED:
+            self._parked[key] = None
+        else:
+            self._in_flight[key] = None
+        lq = item[2].local_queue_key
+        if was is _Where.IN_FLIGHT:
+            self._lq_counts[lq] += 1
+        elif where is _Where.IN_FLIGHT:
+            self._lq_counts[lq] -= 1
+            if self._lq_counts[lq] == 0:
+                del self._lq_counts[lq]
 
     def _remove(self, key: str) -> QueueEntry | None:
         where = self._where.pop(key, None)
