@@ -56,6 +56,7 @@ from scheduler.core.queue.interface import PendingQueue, QueueEntry
 from scheduler.core.scheduler import Scheduler
 from scheduler.runtime.capture import EntryToken, capture_quota, entry_token, make_entry
 from scheduler.runtime.changes import TrackingQueueManager, install_tracking
+from scheduler.runtime.collector import FreezePolicy
 from scheduler.runtime.estimates import AdmissionRates
 from scheduler.runtime.persistent import MapEditor, ShardedMap
 from scheduler.runtime.snapshot import (
@@ -205,8 +206,11 @@ class SnapshotPublisher:
         synced: Callable[[], bool] = lambda: True,
         wait_for_sync: bool = True,
         rates: AdmissionRates | None = None,
+        collector: FreezePolicy | None = None,
     ) -> None:
         self.scheduler = scheduler
+        # Freezes the heap after enough new snapshot entries (see collector.py).
+        self.collector = collector if collector is not None else FreezePolicy(None)
         self.interval = interval
         self.slice_size = max(1, slice_size)
         self.step_budget = step_budget
@@ -484,6 +488,7 @@ class SnapshotPublisher:
                 run.chunk = ViewChunk(entries, cell)
                 built.append(run.chunk)
                 self.stats.chunks_built += 1
+                self.collector.built(len(entries))
             await steps.pause()
         chunks = [r.chunk for r in item.runs if r.chunk is not None and len(r.chunk)]
         if old_view is not None and _same_chunks(chunks, old_view.chunks):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 from datetime import UTC, datetime
 
 import pytest
@@ -16,6 +17,7 @@ from scheduler.core.scheduler import Scheduler
 from scheduler.core.visibility import pending_workloads
 from scheduler.runtime import publisher as publisher_module
 from scheduler.runtime.changes import TrackingQueueManager, install_tracking
+from scheduler.runtime.collector import FreezePolicy
 from scheduler.runtime.publisher import SnapshotPublisher
 from scheduler.runtime.snapshot import build_view
 from tests.unit.runtime.support import (
@@ -309,3 +311,17 @@ async def test_a_failed_publish_is_followed_by_a_full_rebuild(
     assert await publisher.publish()
     assert_agrees_with_core(s, publisher)
     assert_views_are_whole(publisher)
+
+
+async def test_built_entries_feed_the_freeze_policy() -> None:
+    s = manual()
+    policy = FreezePolicy(5)
+    publisher = SnapshotPublisher(s, slice_size=4, collector=policy)
+    two_queues(s)
+    cluster(s, *(workload("a", f"w{i}", "main", cpu="5") for i in range(12)))
+    try:
+        await publisher.publish()
+        assert policy.freezes >= 1
+        assert publisher.stats.chunks_built == 3
+    finally:
+        gc.unfreeze()
