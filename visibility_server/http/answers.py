@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from scheduler.runtime.snapshot import ClusterQueueView, PageItem, Snapshot, build_view
 from visibility_server.http import status
+from visibility_server.http.bodies import BodyCache
 from visibility_server.http.etag import tag_of
 from visibility_server.http.negotiation import Media
 from visibility_server.http.position import (
@@ -21,7 +22,13 @@ from visibility_server.http.position import (
     pending_position,
 )
 from visibility_server.http.query import PageQuery
-from visibility_server.http.render import ListDocument, encode, summary_document
+from visibility_server.http.render import (
+    STREAM_ABOVE_ITEMS,
+    ListDocument,
+    cluster_queue_summary,
+    encode,
+    summary_document,
+)
 from visibility_server.http.routes import Kind, Route
 from visibility_server.http.table import table_document
 from visibility_server.http.waiting import estimate_instant
@@ -46,6 +53,7 @@ class _Selection:
         self._view = view
         self._page = page
         self._local_queue = local_queue
+        self.offset = page.offset
         self.count = max(0, min(total, page.offset + page.limit) - page.offset)
 
     def __call__(self) -> list[PageItem]:
@@ -68,6 +76,7 @@ class Answers:
         self._snapshot = snapshot
         self._clock = clock
         self._not_pending = not_pending
+        self._bodies = BodyCache()
 
     def answer(
         self, route: Route, media: Media, pretty: bool, page: PageQuery, include: str
@@ -91,13 +100,56 @@ class Answers:
             include,
         )
 
+        # Table cells carry ages computed from the clock when rendered, which the ETag
+        # does not cover; every other summary is the same bytes for the same key.
+        key = None
+        if media is not Media.TABLE and select.count <= STREAM_ABOVE_ITEMS:
+            key = (route, resource_version, page, media, pretty)
+
         # Rendering is deferred: a 304 (the common case for pollers) costs O(1).
         def chunks() -> Iterator[bytes]:
-            items = select()
-            document = self._document(media, api_version, resource_version, view, items, include)
-            return document.chunks(media, pretty)
+            if key is not None:
+                body = self._bodies.get(key)
+                if body is None:
+                    body = b"".join(
+                        self._render(
+                            route,
+                            api_version,
+                            resource_version,
+                            view,
+                            select,
+                            media,
+                            pretty,
+                            include,
+                        )
+                    )
+                    self._bodies.put(key, body)
+                return iter((body,))
+            return self._render(
+                route, api_version, resource_version, view, select, media, pretty, include
+            )
 
         return Answer(etag, select.count, chunks, media.content_type)
+
+    def _render(
+        self,
+        route: Route,
+        api_version: str,
+        resource_version: str,
+        view: ClusterQueueView,
+        select: _Selection,
+        media: Media,
+        pretty: bool,
+        include: str,
+    ) -> Iterator[bytes]:
+        if route.kind is Kind.CLUSTER_QUEUE and media is not Media.TABLE:
+            document = cluster_queue_summary(
+                api_version, resource_version, view, select.offset, select.count
+            )
+        else:
+            items = select()
+            document = self._document(media, api_version, resource_version, view, items, include)
+        return document.chunks(media, pretty)
 
     def _page_source(
         self, snapshot: Snapshot, route: Route, page: PageQuery

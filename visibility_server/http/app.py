@@ -2,10 +2,12 @@
 
 The contract (visibility-api.md §1) requires a FastAPI app with `redirect_slashes=False`
 and no docs or OpenAPI routes of FastAPI's own. Every HTTP request is answered by
-`VisibilityServer`, installed as the outermost application middleware, so no framework
-behaviour (slash redirects, default 404/405 pages, FastAPI's OpenAPI 3.1 document)
-can ever answer instead: the pipeline needs exact bytes and a fixed check order, and
-no 3xx may ever be sent.
+`VisibilityServer`, which the app hands each `http` scope to before anything of the
+framework runs, so no framework behaviour (slash redirects, default 404/405 pages,
+FastAPI's OpenAPI 3.1 document) can ever answer instead: the pipeline needs exact bytes
+and a fixed check order, and no 3xx may ever be sent. Skipping the framework's
+middleware stack (error middleware, body limit, telemetry, router) also takes several
+layers of per-request work off every answer; other scopes (lifespan) go to FastAPI.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 
 from fastapi import FastAPI
 from prometheus_client import CollectorRegistry
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 
 from scheduler.runtime.snapshot import Snapshot
 from visibility_server.authn.interface import Authenticator
@@ -32,18 +34,19 @@ DEFAULT_EXTENSIONS = frozenset({"pendingposition", "longpoll"})
 KNOWN_EXTENSIONS = frozenset({"pendingposition", "longpoll"})
 
 
-class _ServeAll:
-    """Middleware that answers every HTTP request itself; other scopes (lifespan) pass."""
+class _VisibilityApp(FastAPI):
+    """FastAPI whose every HTTP request is answered by the visibility server itself."""
 
-    def __init__(self, app: ASGIApp, server: VisibilityServer) -> None:
-        self.app = app
-        self.server = server
+    def __init__(self, server: VisibilityServer) -> None:
+        super().__init__(redirect_slashes=False, docs_url=None, redoc_url=None, openapi_url=None)
+        self._visibility_server = server
+        self.state.visibility_server = server
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            await self.server(scope, receive, send)
+            await self._visibility_server(scope, receive, send)
         else:
-            await self.app(scope, receive, send)
+            await super().__call__(scope, receive, send)
 
 
 def create_app(
@@ -110,8 +113,4 @@ def create_app(
         not_pending=not_pending,
         dashboard=dashboard,
     )
-    server = VisibilityServer(config)
-    app = FastAPI(redirect_slashes=False, docs_url=None, redoc_url=None, openapi_url=None)
-    app.add_middleware(_ServeAll, server=server)
-    app.state.visibility_server = server
-    return app
+    return _VisibilityApp(VisibilityServer(config))

@@ -8,6 +8,7 @@ Static documents use a hash of their bytes.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Iterable
 
@@ -16,6 +17,9 @@ def quoted(digest_hex: str) -> str:
     return f'"{digest_hex}"'
 
 
+# Pollers ask for the same few pages of the same snapshot over and over: a tag is
+# remembered by its (hashable) parts, typed so that True and 1 stay distinct.
+@functools.lru_cache(maxsize=8192, typed=True)
 def tag_of(*parts: object) -> str:
     """A strong ETag: 16 hex characters of BLAKE2b over the parts, NUL-separated."""
     joined = "\0".join(map(str, parts)).encode("utf-8", "surrogatepass")

@@ -10,6 +10,7 @@ contract's table says.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 from urllib.parse import unquote
@@ -75,7 +76,7 @@ def clamp_limit(limit: int) -> int:
     return min(max(limit, 0), MAX_LIMIT)
 
 
-def parse_page(params: dict[str, str]) -> PageQuery:
+def parse_page(params: Mapping[str, str]) -> PageQuery:
     """`offset` and `limit`, validated then clamped (clamping never errors)."""
     offset = 0
     limit = DEFAULT_LIMIT
@@ -86,7 +87,7 @@ def parse_page(params: dict[str, str]) -> PageQuery:
     return PageQuery(offset, limit)
 
 
-def parse_wait_seconds(params: dict[str, str]) -> int | None:
+def parse_wait_seconds(params: Mapping[str, str]) -> int | None:
     """[EXT] longpoll's `waitSeconds`, clamped to 1..50; None when absent."""
     if "waitSeconds" not in params:
         return None
@@ -94,7 +95,7 @@ def parse_wait_seconds(params: dict[str, str]) -> int | None:
     return min(max(seconds, MIN_WAIT_SECONDS), MAX_WAIT_SECONDS)
 
 
-def parse_include_object(params: dict[str, str]) -> str:
+def parse_include_object(params: Mapping[str, str]) -> str:
     """Table `includeObject`; an unknown value falls back to the default, never an error."""
     value = params.get("includeObject", "")
     return value if value in INCLUDE_OBJECT_VALUES else DEFAULT_INCLUDE_OBJECT

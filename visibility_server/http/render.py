@@ -23,6 +23,8 @@ from visibility_server.http.encode import json_compact, json_pretty, to_yaml
 from visibility_server.http.negotiation import Media
 
 CHUNK_ITEMS: Final = 1000
+# Pages above this many items are streamed chunk by chunk (§4.4), never held whole.
+STREAM_ABOVE_ITEMS: Final = 5 * CHUNK_ITEMS
 SUMMARY_KIND: Final = "PendingWorkloadsSummary"
 _EPOCH: Final = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 _FOUR_DIGIT_YEARS_START: Final = -30_610_224_000  # 1000-01-01T00:00:00Z
@@ -80,6 +82,13 @@ def item_fragment(view: ClusterQueueView, item: PageItem) -> bytes:
         fragment = orjson.dumps(item_object(item))
         view.rendered[index] = fragment
     return fragment
+
+
+def fragment_at(view: ClusterQueueView, index: int) -> bytes:
+    """Item `index` of the ClusterQueue order as compact JSON; the item itself is only
+    built when its fragment is not memoized yet."""
+    fragment = view.rendered.get(index)
+    return fragment if fragment is not None else item_fragment(view, view.item(index))
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,20 +163,37 @@ def _yaml_list_item(rendered: bytes) -> bytes:
     return b"- " + lines[0] + b"\n" + b"".join(b"  " + line + b"\n" for line in lines[1:])
 
 
-def summary_document(
-    version_api: str, resource_version: str, view: ClusterQueueView, items: list[PageItem]
-) -> ListDocument:
-    head = {
+def _summary_head(version_api: str, resource_version: str) -> dict[str, Any]:
+    return {
         "kind": SUMMARY_KIND,
         "apiVersion": version_api,
         "metadata": {"resourceVersion": resource_version},
     }
+
+
+def summary_document(
+    version_api: str, resource_version: str, view: ClusterQueueView, items: list[PageItem]
+) -> ListDocument:
     return ListDocument(
-        head,
+        _summary_head(version_api, resource_version),
         "items",
         len(items),
         lambda i: item_fragment(view, items[i]),
         lambda i: item_object(items[i]),
+    )
+
+
+def cluster_queue_summary(
+    version_api: str, resource_version: str, view: ClusterQueueView, offset: int, count: int
+) -> ListDocument:
+    """Items [offset, offset+count) of the ClusterQueue order: for compact JSON a join of
+    memoized fragments, with no page items built for the ones already rendered."""
+    return ListDocument(
+        _summary_head(version_api, resource_version),
+        "items",
+        count,
+        lambda i: fragment_at(view, offset + i),
+        lambda i: item_object(view.item(offset + i)),
     )
 
 

@@ -17,10 +17,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import email.utils
+import functools
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Final
 from urllib.parse import unquote
 
@@ -78,16 +80,12 @@ from visibility_server.http.query import (
     parse_page,
     parse_wait_seconds,
 )
-from visibility_server.http.render import (
-    CHUNK_ITEMS,
-)
+from visibility_server.http.render import STREAM_ABOVE_ITEMS
 from visibility_server.http.routes import Kind, Route, Router
 from visibility_server.http.status import StatusError
 
 log = logging.getLogger(__name__)
 
-# Pages above this many items are streamed chunk by chunk (§4.4).
-STREAM_ABOVE_ITEMS: Final = 5 * CHUNK_ITEMS
 DATA_CACHE_CONTROL: Final = "private, no-cache"
 ONE_YEAR_SECONDS: Final = 365 * 24 * 3600
 UNEXPECTED_CAUSE: Final = "unexpected error while serving the request"
@@ -109,6 +107,25 @@ _STATIC_WITH_ETAG: Final = frozenset(
 )
 
 
+# Clients repeat the same few paths, queries and Accept headers; everything derived
+# from them alone (decoded path, authorization attributes, route, query parameters) is
+# remembered, in bounded memos, instead of re-parsed per request. Errors (400) are
+# never remembered: the functions raise again.
+_MEMO_SIZE: Final = 4096
+_decoded_path = functools.lru_cache(maxsize=_MEMO_SIZE)(unquote)
+_attributes = functools.lru_cache(maxsize=_MEMO_SIZE)(request_attributes)
+
+
+@functools.lru_cache(maxsize=_MEMO_SIZE)
+def _query_params(query_string: bytes) -> Mapping[str, str]:
+    return MappingProxyType(first_values(query_string))
+
+
+@functools.lru_cache(maxsize=_MEMO_SIZE)
+def _page_query(query_string: bytes) -> PageQuery:
+    return parse_page(_query_params(query_string))
+
+
 @dataclass(slots=True)
 class Request:
     """What the pipeline reads from the ASGI scope, decoded once."""
@@ -118,7 +135,7 @@ class Request:
     path: str  # percent-decoded once
     query_string: bytes
     headers: list[tuple[str, str]]
-    params: dict[str, str]  # first value of each query parameter
+    params: Mapping[str, str]  # first value of each query parameter
     accept: tuple[AcceptEntry, ...] | None  # None: no Accept header at all
     pretty: bool
     peer_cert: bytes | None  # DER of the TLS client certificate, from the listener
@@ -137,13 +154,13 @@ class Request:
         raw_path = raw_path.partition("?")[0]
         headers = decode_headers(scope)
         query_string = scope.get("query_string", b"")
-        params = first_values(query_string)
+        params = _query_params(query_string)
         accept_lines = [v for k, v in headers if k == "accept" and v.strip()]
         user_agent = next((v for k, v in headers if k == "user-agent"), "")
         return cls(
             method=str(scope.get("method", "GET")).upper(),
             raw_path=raw_path,
-            path=unquote(raw_path),
+            path=_decoded_path(raw_path),
             query_string=query_string,
             headers=headers,
             params=params,
@@ -205,6 +222,7 @@ class VisibilityServer:
     def __init__(self, config: ServerConfig) -> None:
         self._c = config
         self._answers = Answers(config.snapshot, config.clock, config.not_pending)
+        self._match = functools.lru_cache(maxsize=_MEMO_SIZE)(config.router.match)
         self._inflight = Gate(config.max_inflight)
         self._waiters = Gate(config.max_waiters)
         self._dashboard = (
@@ -273,10 +291,10 @@ class VisibilityServer:
             outcome.endpoint = "dashboard"
             await self._serve_dashboard(request, user, send)
             return
-        attrs = request_attributes(request.method, request.raw_path)
+        attrs = _attributes(request.method, request.raw_path)
         await self._authorize(user, attrs)
 
-        route = self._c.router.match(request.path)
+        route = self._match(request.path)
         if route is None:
             raise status.path_not_found()
         outcome.endpoint = route.metric_endpoint
@@ -395,7 +413,7 @@ class VisibilityServer:
         media = negotiate(request.accept, offered)
         if media is None:
             raise status.not_acceptable()
-        page = parse_page(request.params) if route.kind is not Kind.POSITION else PageQuery()
+        page = _page_query(request.query_string) if route.kind is not Kind.POSITION else PageQuery()
         wait = parse_wait_seconds(request.params) if self._c.longpoll else None
         include = parse_include_object(request.params) if media is Media.TABLE else ""
 
