@@ -84,7 +84,7 @@ class DemoServer:
             return int(err.code), err.read()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def demo_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoServer]:
     """`make run`'s server: the sample manifests with the demo load."""
     root = tmp_path_factory.mktemp("dashboard")
@@ -131,9 +131,14 @@ def demo_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoServer
             proc.wait(timeout=10)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium() -> Iterator[Any]:
-    """A headless Debian Chromium driven by Playwright."""
+    """A headless Debian Chromium driven by Playwright.
+
+    Module-scoped on purpose: Playwright's sync API runs its own event loop in this
+    thread until it stops, and pytest-asyncio's tests that follow in the same session
+    fail with "Cannot run the event loop while another loop is running" if it outlives
+    the browser tests."""
     executable = os.environ.get(CHROMIUM_ENV, DEFAULT_CHROMIUM)
     if not (os.path.exists(executable) or shutil.which(executable)):
         _unavailable(f"no Chromium at {executable} (apt-get install chromium)")
