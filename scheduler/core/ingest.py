@@ -169,10 +169,12 @@ def _instant(value: Any, default: Instant) -> Instant:
 
 
 # Pod sets by content. Workloads made from one template (the Jobs of one CronJob, a
-# sweep) share one PodSetSpec: less memory per pending workload, and equal pod specs
-# are the same object, which the nomination cache keys on. Never mutated once built.
+# sweep) share one PodSetSpec and one tuple of them: less memory per pending workload,
+# and equal pod sets are the same object, which the nomination cache keys on. Never
+# mutated once built. A tuple's key holds the ids of specs the tuple keeps alive.
 _POD_SETS: dict[tuple[object, ...], PodSetSpec] = {}
-_POD_SETS_MAX = 10_000  # past this the table starts over (sharing is an optimization)
+_POD_SET_TUPLES: dict[tuple[int, ...], tuple[PodSetSpec, ...]] = {}
+_POD_SETS_MAX = 10_000  # past this the tables start over (sharing is an optimization)
 
 
 def _pod_set(ps: Any, config: SchedulerConfig) -> PodSetSpec:
@@ -192,6 +194,7 @@ def _pod_set(ps: Any, config: SchedulerConfig) -> PodSetSpec:
     if found is None:
         if len(_POD_SETS) >= _POD_SETS_MAX:
             _POD_SETS.clear()
+            _POD_SET_TUPLES.clear()
         found = PodSetSpec(
             name=ps.name,
             count=ps.count,
@@ -207,7 +210,8 @@ def _pod_set(ps: Any, config: SchedulerConfig) -> PodSetSpec:
 
 def workload_state(obj: Workload, config: SchedulerConfig, default_time: Instant) -> WorkloadState:
     meta = obj.metadata
-    pod_sets = [_pod_set(ps, config) for ps in obj.spec.pod_sets]
+    specs = tuple(_pod_set(ps, config) for ps in obj.spec.pod_sets)
+    pod_sets = _POD_SET_TUPLES.setdefault(tuple(map(id, specs)), specs)
     status = obj.status
     conditions = Conditions(
         [

@@ -123,7 +123,7 @@ class NominationCache:
             assert computed is not None
             if len(self._requests) >= MAX_ENTRIES:
                 self._requests.clear()
-            found = (computed, (cq, *wl.pod_sets))
+            found = (computed, (cq, wl.pod_sets))
             if ENABLED:
                 self._requests[key] = found
         return found[0]
@@ -141,7 +141,7 @@ class NominationCache:
     ) -> None:
         if len(self._entries) >= MAX_ENTRIES:
             self._entries.clear()
-        refs: list[object] = [cq, *wl.pod_sets]
+        refs: list[object] = [cq, wl.pod_sets]
         self._entries[key] = Nomination(
             nomination.assignment,
             nomination.targets,
@@ -166,7 +166,8 @@ class NominationCache:
         return token
 
 
-def _pod_sets_key(wl: WorkloadState) -> tuple[tuple[int, int], ...]:
-    """Pod sets are never changed once built (ingest interns them by content), so a
-    pod set's identity and its current count stand for everything the core reads."""
-    return tuple((id(ps), wl.current_count(ps)) for ps in wl.pod_sets)
+def _pod_sets_key(wl: WorkloadState) -> tuple[object, ...]:
+    """Pod sets are never changed once built (ingest interns them by content), so the
+    identity of the workload's pod sets and its reclaimable pods stand for everything
+    the core reads of them."""
+    return (id(wl.pod_sets), tuple(wl.reclaimable.items()) if wl.reclaimable else ())

@@ -174,7 +174,7 @@ def _set_amount(target: dict[FlavorResource, int], fr: FlavorResource, value: in
 class QuotaTree:
     """All ClusterQueues and Cohorts with their quotas and usage (§4)."""
 
-    __slots__ = ("_cohorts", "_cqs", "_gen_counter", "_structure")
+    __slots__ = ("_chains", "_cohorts", "_cqs", "_gen_counter", "_structure")
 
     def __init__(self) -> None:
         self._cqs: dict[str, _Node] = {}
@@ -185,6 +185,8 @@ class QuotaTree:
         self._gen_counter = 0
         # Moves on every structural change (which tree each node is in, and quotas).
         self._structure = 0
+        # CQ name -> its node and ancestors (acyclic trees only), until the next change.
+        self._chains: dict[str, list[_Node]] = {}
 
     # ------------------------------------------------------------------ structure
 
@@ -374,6 +376,7 @@ class QuotaTree:
         seeds are the members of the affected trees before the change plus the changed
         nodes), then bump the generation of every CQ that was or is in them (§4.3)."""
         self._structure += 1
+        self._chains = {}
         bump = {name for name in cq_seeds if name in self._cqs}
         done: set[str] = set()
         for seed in sorted(cohort_seeds):
@@ -500,7 +503,10 @@ class QuotaTree:
 
     def available(self, cq: str, fr: FlavorResource) -> int:
         """Available(CQ) = max(0, avail(CQ)) (§4.2); 0 in a cyclic tree."""
-        return max(0, self.raw_available(NodeRef("cq", cq), fr))
+        chain = self._chains.get(cq)
+        if chain is None:
+            return max(0, self.raw_available(NodeRef("cq", cq), fr))
+        return max(0, self._available(chain, fr))
 
     def raw_available(self, node: NodeRef, fr: FlavorResource) -> int:
         """avail(n) of §4.2, unclamped (may be negative after a quota decrease)."""
@@ -508,6 +514,12 @@ class QuotaTree:
         if n.cyclic:
             return 0
         chain = self._chain(n)
+        if node.kind == "cq":
+            self._chains[node.name] = chain
+        return self._available(chain, fr)
+
+    @staticmethod
+    def _available(chain: list[_Node], fr: FlavorResource) -> int:
         root = chain[-1]
         value = root.sq.get(fr, 0) - root.u.get(fr, 0)
         for cur in reversed(chain[:-1]):

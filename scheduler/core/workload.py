@@ -81,7 +81,7 @@ class WorkloadState:
     priority_class_name: str
     priority_class_source: str
     active: bool
-    pod_sets: list[PodSetSpec]
+    pod_sets: tuple[PodSetSpec, ...]  # shared between workloads: never mutated
     maximum_execution_time_seconds: int | None = None
     accumulated_execution_seconds: int = 0
     # status
