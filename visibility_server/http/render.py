@@ -84,25 +84,29 @@ def item_fragment(view: ClusterQueueView, item: PageItem) -> bytes:
     return fragment
 
 
-def fragment_at(view: ClusterQueueView, index: int) -> bytes:
-    """Item `index` of the ClusterQueue order as compact JSON; the item itself is only
-    built when its fragment is not memoized yet."""
-    fragment = view.rendered.get(index)
-    return fragment if fragment is not None else item_fragment(view, view.item(index))
+def fragments(view: ClusterQueueView, start: int, stop: int) -> list[bytes]:
+    """Items [start, stop) of the ClusterQueue order as compact JSON; an item itself is
+    only built when its fragment is not memoized yet."""
+    rendered = view.rendered
+    found = [rendered.get(i) for i in range(start, stop)]
+    return [
+        fragment if fragment is not None else item_fragment(view, view.item(start + k))
+        for k, fragment in enumerate(found)
+    ]
 
 
 @dataclass(frozen=True, slots=True)
 class ListDocument:
     """`head` holds every key but the list, in order; the list comes last (`list_key`).
 
-    `compact(i)` is item i as compact JSON, `obj(i)` the same item as plain data (for
-    pretty JSON and YAML, which render normally).
+    `compact(r)` is the items of range `r` as compact JSON, `obj(i)` item i as plain data
+    (for pretty JSON and YAML, which render normally).
     """
 
     head: dict[str, Any]
     list_key: str
     count: int
-    compact: Callable[[int], bytes]
+    compact: Callable[[range], list[bytes]]
     obj: Callable[[int], Any]
 
     def _empty(self) -> dict[str, Any]:
@@ -124,7 +128,7 @@ class ListDocument:
         prefix, suffix = empty[:-2], b"]}\n"  # cut the closing `]}` of the empty list
         first = True
         for indexes in self._ranges():
-            joined = b",".join(self.compact(i) for i in indexes)
+            joined = b",".join(self.compact(indexes))
             yield (prefix if first else b",") + joined
             first = False
         yield (prefix if first else b"") + suffix
@@ -178,7 +182,7 @@ def summary_document(
         _summary_head(version_api, resource_version),
         "items",
         len(items),
-        lambda i: item_fragment(view, items[i]),
+        lambda indexes: [item_fragment(view, items[i]) for i in indexes],
         lambda i: item_object(items[i]),
     )
 
@@ -192,7 +196,7 @@ def cluster_queue_summary(
         _summary_head(version_api, resource_version),
         "items",
         count,
-        lambda i: fragment_at(view, offset + i),
+        lambda indexes: fragments(view, offset + indexes.start, offset + indexes.stop),
         lambda i: item_object(view.item(offset + i)),
     )
 

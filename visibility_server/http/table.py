@@ -140,6 +140,6 @@ def table_document(
         head,
         "rows",
         len(items),
-        lambda i: orjson.dumps(row(i, compact=True)),
+        lambda indexes: [orjson.dumps(row(i, compact=True)) for i in indexes],
         lambda i: row(i, compact=False),
     )
