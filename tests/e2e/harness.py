@@ -7,6 +7,7 @@ Nothing here knows about queuescope's API; the tests register our server themsel
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import ctypes
 import fcntl
@@ -439,6 +440,25 @@ class ControlPlane:
             alive=process.check_alive,
         )
         self._apiserver = process
+
+    def compact_etcd(self) -> int:
+        """Compact etcd's history up to its current revision (etcd's JSON gateway), as
+        kube-apiserver does every few minutes: a watch resuming from any older
+        resourceVersion then gets 410 Gone. Returns the revision."""
+
+        def post(path: str, body: dict[str, Any]) -> Any:
+            request = urllib.request.Request(
+                f"http://127.0.0.1:{self.etcd_port}{path}",
+                data=json.dumps(body).encode(),
+                headers={"Content-Type": "application/json"},
+            )
+            with urllib.request.urlopen(request, timeout=10) as response:
+                return json.loads(response.read())
+
+        key = base64.b64encode(b"/").decode()
+        revision = int(post("/v3/kv/range", {"key": key, "limit": 1})["header"]["revision"])
+        post("/v3/kv/compaction", {"revision": str(revision), "physical": True})
+        return revision
 
     def _ready(self) -> bool | None:
         response = self.request("/readyz", self.admin, timeout=5)
