@@ -6,8 +6,11 @@ dataclasses; everything after it reads plain attributes.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import Any
+
+import orjson
 
 from scheduler.api import (
     ClusterQueue,
@@ -33,11 +36,14 @@ from scheduler.core.model import (
 from scheduler.core.quota import ResourceQuota
 from scheduler.core.resources import FlavorResource
 from scheduler.core.scheduler import QUEUE_PLUGIN_ANNOTATION, CohortInfo, Scheduler
+from scheduler.core.visibility import owner_references
 from scheduler.core.workload import (
+    EMPTY_MAPPING,
     Admission,
     PodSetAssignment,
     PodSetSpec,
     RequeueState,
+    StoredObject,
     WorkloadState,
 )
 
@@ -169,49 +175,56 @@ def _instant(value: Any, default: Instant) -> Instant:
 
 
 # Pod sets by content. Workloads made from one template (the Jobs of one CronJob, a
-# sweep) share one PodSetSpec and one tuple of them: less memory per pending workload,
-# and equal pod sets are the same object, which the nomination cache keys on. Never
-# mutated once built. A tuple's key holds the ids of specs the tuple keeps alive.
-_POD_SETS: dict[tuple[object, ...], PodSetSpec] = {}
-_POD_SET_TUPLES: dict[tuple[int, ...], tuple[PodSetSpec, ...]] = {}
+# sweep) share one PodSetSpec, one tuple of them and one JSON text of them: less memory
+# per pending workload, and equal pod sets are the same object, which the nomination
+# cache keys on. Never mutated once built. A tuple's key holds the ids of specs that
+# the tuple keeps alive, so an id is never reused while its key is stored.
+_POD_SETS: dict[tuple[object, ...], tuple[PodSetSpec, bytes]] = {}
+_POD_SET_TUPLES: dict[tuple[int, ...], tuple[tuple[PodSetSpec, ...], bytes]] = {}
 _POD_SETS_MAX = 10_000  # past this the tables start over (sharing is an optimization)
 
 
-def _pod_set(ps: Any, config: SchedulerConfig) -> PodSetSpec:
-    pod_spec = ps.template.spec
-    spec_dict = pod_spec.to_dict()
-    per_pod = pod_requests(pod_spec, config.exclude_resource_prefixes)
-    exceeded = limits_exceeded(pod_spec)
-    key = (
-        ps.name,
-        ps.count,
-        ps.min_count,
-        tuple(per_pod.items()),
-        tuple(exceeded),
-        repr(spec_dict),
-    )
+def _pod_set(ps: Any, dumped: dict[str, Any], config: SchedulerConfig) -> tuple[PodSetSpec, bytes]:
+    text = orjson.dumps(dumped)
+    key = (text, config.exclude_resource_prefixes)
     found = _POD_SETS.get(key)
     if found is None:
         if len(_POD_SETS) >= _POD_SETS_MAX:
             _POD_SETS.clear()
             _POD_SET_TUPLES.clear()
-        found = PodSetSpec(
+        pod_spec = ps.template.spec
+        spec = PodSetSpec(
             name=ps.name,
             count=ps.count,
             min_count=ps.min_count,
-            per_pod=per_pod,
-            pod_spec=spec_dict,
+            per_pod=pod_requests(pod_spec, config.exclude_resource_prefixes),
+            pod_spec=dumped["template"]["spec"],
             tolerations=[t.to_dict() for t in pod_spec.tolerations],
-            limits_exceeded=exceeded,
+            limits_exceeded=limits_exceeded(pod_spec),
         )
+        found = (spec, text)
         _POD_SETS[key] = found
+    return found
+
+
+def _pod_sets(
+    obj: Workload, dumped: list[dict[str, Any]], config: SchedulerConfig
+) -> tuple[tuple[PodSetSpec, ...], bytes]:
+    parts = [_pod_set(ps, d, config) for ps, d in zip(obj.spec.pod_sets, dumped, strict=True)]
+    key = tuple(id(spec) for spec, _ in parts)
+    found = _POD_SET_TUPLES.get(key)
+    if found is None:
+        found = (tuple(spec for spec, _ in parts), b"[" + b",".join(t for _, t in parts) + b"]")
+        _POD_SET_TUPLES[key] = found
     return found
 
 
 def workload_state(obj: Workload, config: SchedulerConfig, default_time: Instant) -> WorkloadState:
     meta = obj.metadata
-    specs = tuple(_pod_set(ps, config) for ps in obj.spec.pod_sets)
-    pod_sets = _POD_SET_TUPLES.setdefault(tuple(map(id, specs)), specs)
+    dumped = obj.model_dump(mode="json", by_alias=True, exclude_none=True)
+    dumped.pop("status", None)
+    pod_sets, pod_sets_json = _pod_sets(obj, dumped["spec"]["podSets"], config)
+    raw = StoredObject(dumped, pod_sets_json, owner_references(obj))
     status = obj.status
     conditions = Conditions(
         [
@@ -251,16 +264,18 @@ def workload_state(obj: Workload, config: SchedulerConfig, default_time: Instant
             ),
         )
     finished = conditions.is_true("Finished")
+    spec = obj.spec
+    # Strings many workloads repeat are interned, empty maps shared: less per workload.
     return WorkloadState(
-        namespace=meta.namespace or "default",
+        namespace=sys.intern(meta.namespace or "default"),
         name=meta.name,
         uid=meta.uid or "",
         creation=_instant(meta.creation_timestamp, default_time),
-        labels=dict(meta.labels),
-        queue_name=obj.spec.queue_name,
-        priority=obj.spec.priority or 0,
-        priority_class_name=obj.spec.priority_class_name,
-        priority_class_source=obj.spec.priority_class_source,
+        labels=dict(meta.labels) if meta.labels else EMPTY_MAPPING,
+        queue_name=sys.intern(spec.queue_name),
+        priority=spec.priority or 0,
+        priority_class_name=sys.intern(spec.priority_class_name),
+        priority_class_source=sys.intern(spec.priority_class_source),
         active=obj.spec.active,
         pod_sets=pod_sets,
         maximum_execution_time_seconds=obj.spec.maximum_execution_time_seconds,
@@ -268,9 +283,11 @@ def workload_state(obj: Workload, config: SchedulerConfig, default_time: Instant
         conditions=conditions,
         admission=admission,
         requeue_state=requeue,
-        reclaimable={r.name: r.count for r in status.reclaimable_pods},
+        reclaimable={r.name: r.count for r in status.reclaimable_pods}
+        if status.reclaimable_pods
+        else EMPTY_MAPPING,
         finished=finished,
-        raw=obj,
+        raw=raw,
     )
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from scheduler.core.clock import Instant
 from scheduler.core.scheduler import Scheduler
+from scheduler.core.workload import StoredObject
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +27,8 @@ class PendingItem:
 
 
 def owner_references(raw: Any) -> tuple[tuple[str, str, str, str], ...]:
+    if isinstance(raw, StoredObject):
+        return raw.owners
     refs = getattr(getattr(raw, "metadata", None), "owner_references", None) or []
     out: list[tuple[str, str, str, str]] = []
     for ref in refs:

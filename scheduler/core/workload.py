@@ -6,8 +6,12 @@ lives here, in plain mutable dataclasses that the status writer renders back.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
+
+import orjson
 
 from scheduler.core.clock import Instant
 from scheduler.core.conditions import Conditions
@@ -36,6 +40,52 @@ class PodSetSpec:
     pod_spec: dict[str, Any]  # camelCase pod spec, for affinity and toleration matching
     tolerations: list[dict[str, Any]]
     limits_exceeded: list[str]
+
+
+EMPTY_MAPPING: Mapping[Any, Any] = MappingProxyType({})
+
+OwnerRefTuple = tuple[str, str, str, str]  # apiVersion, kind, name, uid
+
+
+class StoredObject:
+    """The API object a workload was built from, as output shows it, in little memory.
+
+    Holds the object's camelCase JSON without its status (the core renders status) and
+    with `spec.podSets` left as a placeholder, plus the pod sets' JSON, which is shared
+    by every workload of the same shape (ingest interns it). `to_json()` gives back
+    exactly the dict `model_dump(mode="json", by_alias=True, exclude_none=True)` gave,
+    key order included. The owner references are kept ready for listings.
+    """
+
+    __slots__ = ("_body", "_pod_sets", "owners")
+
+    def __init__(self, body: dict[str, Any], pod_sets: bytes, owners: tuple[OwnerRefTuple, ...]):
+        spec = body.get("spec")
+        if isinstance(spec, dict) and "podSets" in spec:
+            spec["podSets"] = None  # placeholder: keeps the key's position
+        try:
+            # A copy: orjson returns its whole (4 KiB) write buffer.
+            self._body: bytes | dict[str, Any] = bytes(memoryview(orjson.dumps(body)))
+        except TypeError:  # an integer beyond 64 bits: keep the dict itself
+            self._body = body
+        self._pod_sets = pod_sets
+        self.owners = owners
+
+    def to_json(self) -> dict[str, Any]:
+        body = self._body
+        data: dict[str, Any] = orjson.loads(body) if isinstance(body, bytes) else _copy(body)
+        spec = data.get("spec")
+        if isinstance(spec, dict) and "podSets" in spec:
+            spec["podSets"] = orjson.loads(self._pod_sets)
+        return data
+
+
+def _copy(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy(v) for v in value]
+    return value
 
 
 @dataclass(slots=True)
@@ -75,7 +125,7 @@ class WorkloadState:
     name: str
     uid: str
     creation: Instant
-    labels: dict[str, str]
+    labels: Mapping[str, str]  # read-only (ingest shares one empty mapping)
     queue_name: str
     priority: int
     priority_class_name: str
@@ -88,13 +138,13 @@ class WorkloadState:
     conditions: Conditions = field(default_factory=Conditions)
     admission: Admission | None = None
     requeue_state: RequeueState | None = None
-    reclaimable: dict[str, int] = field(default_factory=dict)
+    reclaimable: Mapping[str, int] = field(default_factory=dict)  # read-only
     resource_requests: list[tuple[str, dict[str, int]]] | None = None
     finished: bool = False
     # bookkeeping, never rendered
     revision: int = 0
     last_assignment: LastAssignment | None = None
-    raw: Any = None  # the API object as last applied, for output of spec/metadata
+    raw: StoredObject | None = None  # the object as last applied (spec/metadata output)
 
     @property
     def key(self) -> str:

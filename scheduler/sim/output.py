@@ -16,7 +16,7 @@ from scheduler.core.status import (
     workload_status,
 )
 from scheduler.core.visibility import pending_workloads
-from scheduler.core.workload import ADMITTED, EVICTED, FINISHED, QUOTA_RESERVED
+from scheduler.core.workload import ADMITTED, EVICTED, FINISHED, QUOTA_RESERVED, StoredObject
 from scheduler.sim.runner import SimulationResult
 
 Json = dict[str, Any]
@@ -24,6 +24,8 @@ VISIBILITY_VERSION = "visibility.kueue.x-k8s.io/v1beta1"
 
 
 def _dump(obj: Any) -> Json:
+    if isinstance(obj, StoredObject):
+        return obj.to_json()
     data: Json = obj.model_dump(mode="json", by_alias=True, exclude_none=True)
     return data
 

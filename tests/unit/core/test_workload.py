@@ -1,0 +1,67 @@
+"""StoredObject (scheduler/core/workload.py): what a workload keeps of its API object."""
+
+from __future__ import annotations
+
+from scheduler.api import Workload, decode_object
+from scheduler.core.config import SchedulerConfig
+from scheduler.core.ingest import workload_state
+from scheduler.core.visibility import owner_references
+from scheduler.core.workload import StoredObject
+from tests.unit.core.builders import START, pod_set, workload
+
+
+def _decoded(name: str, **kwargs: object) -> Workload:
+    obj = decode_object(workload("ns", name, "lq", **kwargs))  # type: ignore[arg-type]
+    assert isinstance(obj, Workload)
+    return obj
+
+
+def test_stored_object_gives_back_the_dump_without_status_key_order_included() -> None:
+    obj = _decoded(
+        "w",
+        pod_sets=[pod_set({"cpu": "1"}, name="a"), pod_set({"cpu": "2"}, name="b")],
+        labels={"team": "x"},
+        priority=3,
+    )
+    wl = workload_state(obj, SchedulerConfig(), START)
+    assert isinstance(wl.raw, StoredObject)
+    expected = obj.model_dump(mode="json", by_alias=True, exclude_none=True)
+    expected.pop("status")
+    got = wl.raw.to_json()
+    assert got == expected
+    assert list(got["spec"]) == list(expected["spec"])
+    # Each call is a fresh dict: callers may change it.
+    got["spec"]["podSets"].clear()
+    assert wl.raw.to_json() == expected
+
+
+def test_workloads_of_one_shape_share_pod_sets_and_their_json() -> None:
+    a = workload_state(_decoded("a", requests={"cpu": "1"}), SchedulerConfig(), START)
+    b = workload_state(_decoded("b", requests={"cpu": "1"}), SchedulerConfig(), START)
+    c = workload_state(_decoded("c", requests={"cpu": "2"}), SchedulerConfig(), START)
+    assert a.pod_sets is b.pod_sets
+    assert a.pod_sets is not c.pod_sets
+    assert a.raw is not None and b.raw is not None
+    assert a.raw.to_json()["metadata"]["name"] == "a"
+    assert b.raw.to_json()["metadata"]["name"] == "b"
+
+
+def test_owner_references_come_from_the_stored_object() -> None:
+    doc = workload("ns", "w", "lq", {"cpu": "1"})
+    doc["metadata"]["ownerReferences"] = [
+        {"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "u-1", "controller": True}
+    ]
+    obj = decode_object(doc)
+    assert isinstance(obj, Workload)
+    wl = workload_state(obj, SchedulerConfig(), START)
+    assert owner_references(wl.raw) == (("batch/v1", "Job", "j", "u-1"),)
+    assert owner_references(wl.raw) == owner_references(obj)
+
+
+def test_a_body_orjson_cannot_encode_is_kept_as_a_dict() -> None:
+    body = {"metadata": {"name": "w"}, "spec": {"podSets": [], "big": 2**70}}
+    stored = StoredObject(body, b'[{"name":"main"}]', ())
+    assert stored.to_json() == {
+        "metadata": {"name": "w"},
+        "spec": {"podSets": [{"name": "main"}], "big": 2**70},
+    }
