@@ -14,6 +14,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from prometheus_client import CollectorRegistry
+
 from queuescope import eventloop
 from queuescope.serve_cluster import add_cluster_flags, run_cluster
 from scheduler.api.decode import ApiError, load_documents
@@ -34,8 +36,11 @@ from visibility_server.authz.embedded import EmbeddedBackend
 from visibility_server.authz.pipeline import Authorizer
 from visibility_server.authz.rbac import RBACAuthorizer
 from visibility_server.http import create_app
+from visibility_server.http.health import HealthCheck
+from visibility_server.looplag import LoopLagMonitor
 from visibility_server.serving import build_server
 from visibility_server.tls.listener import ListenerTLS
+from visibility_server.tls.metrics import register_serving_cert_metrics
 from visibility_server.tls.reload import CertificateReloader
 from visibility_server.tls.state import embedded_serving_sans, ensure_state_dir
 from visibility_server.tls.verify import load_pair
@@ -186,12 +191,18 @@ async def _run_embedded(args: argparse.Namespace) -> int:
     )
     authenticator = AuthenticatorChain(auth_config, token_reviewer=None)
     authorizer = Authorizer(backend)
+    registry = CollectorRegistry()
+    loop_lag = LoopLagMonitor(registry)
     app = create_app(
         snapshot=engine.snapshot,
         authenticator=authenticator,
         authorizer=authorizer,
         version_info=VERSION,
         change_notifier=_ChangeNotifier(engine),
+        metrics_registry=registry,
+        health_checks=[
+            HealthCheck("event-loop", loop_lag.healthy, frozenset({"livez", "healthz"})),
+        ],
     )
     cert_dir = Path(args.cert_dir) if args.cert_dir else state
     if args.leader_elect:
@@ -199,6 +210,7 @@ async def _run_embedded(args: argparse.Namespace) -> int:
         log.warning("event=leader-elect-ignored reason=embedded-mode")
     listener = ListenerTLS(load_pair(cert_dir), auth_config.accepted_cas_pem)
     reloader = CertificateReloader(cert_dir, listener, embedded_serving_sans(server_url))
+    register_serving_cert_metrics(registry, reloader)
     server = build_server(app, listener, host, port)
 
     stop = asyncio.Event()
@@ -210,6 +222,7 @@ async def _run_embedded(args: argparse.Namespace) -> int:
         asyncio.create_task(engine.run(), name="engine"),
         asyncio.create_task(store.run(), name="manifests"),
         asyncio.create_task(reloader.run(), name="cert-reload"),
+        asyncio.create_task(loop_lag.run(), name="loop-lag"),
         asyncio.create_task(server.serve(), name="https"),
     ]
     if args.demo:

@@ -272,3 +272,15 @@ def test_kubectl_with_the_generated_kubeconfigs(server: Server) -> None:
     theirs = raw(alice, f"{GROUP}/namespaces/team-b/localqueues/main/pendingworkloads")
     assert theirs.returncode != 0
     assert 'User "alice" cannot get resource "localqueues/pendingworkloads"' in theirs.stderr
+
+
+def test_metrics_show_the_loop_lag_and_the_serving_certificate(server: Server) -> None:
+    status, body = server.get("/metrics", "admin")
+    assert status == 200
+    text = body.decode()
+    assert "queuescope_event_loop_lag_seconds_count " in text
+    assert "queuescope_serving_cert_not_after_seconds " in text
+    assert 'queuescope_serving_cert_reloads_total{result="applied"} 0.0' in text
+    status, body = server.get("/livez?verbose", None)
+    assert status == 200
+    assert b"[+]event-loop ok" in body
