@@ -278,3 +278,30 @@ async def test_wait_for_change_times_out_with_the_current_snapshot(engine: Engin
     current = engine.snapshot()
     got = await engine.wait_for_change(0.05)
     assert got.generation == current.generation
+
+
+async def test_step_maxima_by_kind_and_their_window(engine: Engine) -> None:
+    submit_all(engine, *base_objects(), workload("team", "a", "main", "1"))
+    await asyncio.wait_for(engine.wait_idle(), WAIT)
+    stats = engine.stats
+    assert {"commands", "cycle", "cycles"} <= stats.max_step_by_kind.keys()
+    assert stats.max_step_seconds == max(stats.max_step_by_kind.values()) > 0
+    stats.reset_maxima()
+    assert stats.max_step_seconds == 0.0 and stats.max_step_by_kind == {}
+
+
+async def test_consecutive_productive_cycles_share_a_stretch() -> None:
+    # Each cycle admits one head of the single ClusterQueue: ten admissions are ten
+    # cycles, run back to back while they fit in the budget, yet all of them happen.
+    eng = Engine(real_scheduler(), publish_interval=FAST, command_budget=1.0)
+    eng.start()
+    try:
+        submit_all(
+            eng,
+            *base_objects(cpu="10"),
+            *(workload("team", f"w{i}", "main", "1") for i in range(10)),
+        )
+        await eventually(lambda: eng.stats.admitted == 10)
+        assert eng.stats.max_step_by_kind["cycles"] >= eng.stats.max_step_by_kind["cycle"]
+    finally:
+        await asyncio.wait_for(eng.stop(), WAIT)

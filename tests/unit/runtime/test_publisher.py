@@ -270,6 +270,26 @@ async def test_a_republish_shares_unchanged_chunks() -> None:
     assert_views_are_whole(publisher)
 
 
+async def test_a_workload_at_the_head_moves_few_workloads_between_cells() -> None:
+    # A higher-priority arrival shifts every piece of the run by one: each rebuilt
+    # chunk keeps the cell most of its workloads had, so the workload -> cell map
+    # changes for about one workload per chunk, not for all of them.
+    s = manual()
+    publisher = SnapshotPublisher(s, slice_size=4)
+    two_queues(s)
+    cluster(s, *(workload("a", f"w{i:02d}", "main", cpu="5") for i in range(20)))
+    await publisher.publish()
+    before = dict(publisher.snapshot().views["cq-1"].cells)
+    cluster(s, workload("a", "urgent", "main", cpu="5", priority=100))
+    await publisher.publish()
+    view = publisher.snapshot().views["cq-1"]
+    assert view.entries[0].name == "urgent"
+    moved = [key for key, cell in before.items() if view.cells.get(key) != cell]
+    assert len(moved) <= len(view.chunks)
+    assert_agrees_with_core(s, publisher)
+    assert_views_are_whole(publisher)
+
+
 async def test_a_message_change_in_an_unchanged_run_is_shown() -> None:
     # cq-2 has no quota: a cycle pops its head and requeues an equal queue entry with
     # a new pending message; the run compares equal, the touched key finds the change.
