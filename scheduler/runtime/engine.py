@@ -152,6 +152,9 @@ class Engine:
         # Workloads whose status may have changed since the status writer last looked.
         self._touched: set[str] = set()
         self.touched_event = asyncio.Event()
+        # When the engine last gave the loop a turn (a stretch of cycles is measured
+        # from it; `_settle` resets it when it yields between command slices).
+        self._stretch = 0.0
         self.stats = EngineStats()
 
     # -- reading ---------------------------------------------------------------------
@@ -300,6 +303,7 @@ class Engine:
             self._record_step(started, "commands")
             if not self._commands.empty():
                 await asyncio.sleep(0)
+                self._stretch = time.perf_counter()
         if self._scheduling:
             started = time.perf_counter()
             changed = self._fire_deadlines() or changed
@@ -432,13 +436,13 @@ class Engine:
         whole turn of a busy loop, and admissions fell behind the finishes."""
         s = self.scheduler
         seen: set[object] = set()
-        stretch = time.perf_counter()
+        self._stretch = time.perf_counter()
         while not self._stopping:
             started = time.perf_counter()
             stats = run_cycle(s)
             s.observe_conditions()
             self._record_step(started, "cycle")
-            self._record_step(stretch, "cycles")
+            self._record_step(self._stretch, "cycles")
             if not stats.ran:
                 return
             self.stats.cycles += 1
@@ -459,9 +463,9 @@ class Engine:
                 if fingerprint in seen:
                     return
                 seen.add(fingerprint)
-            if time.perf_counter() - stretch >= self.command_budget:
+            if time.perf_counter() - self._stretch >= self.command_budget:
                 await asyncio.sleep(0)
-                stretch = time.perf_counter()
+                self._stretch = time.perf_counter()
             if await self._settle():
                 seen.clear()
 
