@@ -272,7 +272,7 @@ def visibility_throughput(args: argparse.Namespace) -> Result:
             f"pinned to the other CPU, {args.seconds:g} s each; random offsets for pages, "
             f"{CONDITIONAL_PAGES} distinct pages for the conditional requests. "
             "'load generator CPU' near 100% means the client, not the server, set the pace.",
-            f"The server ran on {loop or 'its default'} event loop. 'Server CPU per request' "
+            f"The server ran on the {loop or 'default'} event loop. 'Server CPU per request' "
             "is the server process's CPU time over the run divided by the requests answered "
             "(the probe request per page of the conditional run included, background work of the "
             "idle engine too); 'one whole core at that cost' is its inverse, the rate the "
