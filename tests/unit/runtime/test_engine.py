@@ -305,3 +305,29 @@ async def test_consecutive_productive_cycles_share_a_stretch() -> None:
         assert eng.stats.max_step_by_kind["cycles"] >= eng.stats.max_step_by_kind["cycle"]
     finally:
         await asyncio.wait_for(eng.stop(), WAIT)
+
+
+async def test_cycles_run_between_slices_of_a_command_backlog() -> None:
+    # A budget of 10 µs makes every slice a command or two: the first workload is
+    # admitted while most of the backlog is still queued, not after all of it.
+    eng = Engine(real_scheduler(), publish_interval=FAST, command_budget=1e-5)
+    commands_at_admission: list[int] = []
+    observe = eng._observe_admissions
+
+    def record(keys: list[str]) -> None:
+        if keys and not commands_at_admission:
+            commands_at_admission.append(eng.stats.commands)
+        observe(keys)
+
+    eng._observe_admissions = record  # type: ignore[method-assign]
+    submit_all(eng, *base_objects(cpu="1"), workload("team", "first", "main", "1"))
+    backlog = [workload("team", f"later-{i:03d}", "main", "1") for i in range(300)]
+    submit_all(eng, *backlog)
+    total = len(base_objects()) + 1 + len(backlog)
+    eng.start()
+    try:
+        await eventually(lambda: eng.stats.commands == total and eng.stats.admitted == 1)
+        assert commands_at_admission and commands_at_admission[0] < total
+        assert admitted(eng.scheduler) == {"team/first"}
+    finally:
+        await asyncio.wait_for(eng.stop(), WAIT)
