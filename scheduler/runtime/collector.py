@@ -14,7 +14,7 @@ one).
 The price: an object that is alive at a freeze and later becomes unreachable *through a
 cycle* is never collected (reference counting cannot free a cycle, and the collector no
 longer looks at it). Freezes are therefore rare (one per `freeze_after` new entries:
-once per 10 s at 1,000 arrivals/s with the engine's 10,000), and what is alive at that
+about once per 2 s at 1,000 arrivals/s with the engine's 2,000), and what is alive at that
 moment is mostly long-lived state; `freeze_after=None` turns this off.
 """
 
