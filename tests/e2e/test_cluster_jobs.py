@@ -338,6 +338,21 @@ def test_the_visibility_api_lists_jobs_pending_through_the_aggregator(
             text = body.decode()
             return text if "queuescope_apiservice_cabundle_trusted 1.0" in text else None
 
+        # The dashboard is served by the cluster-mode server too (directly, or through
+        # `kubectl port-forward`), with the same delegated authorization.
+        page = server.as_front_proxy("/dashboard", "e2e-admin", ("system:masters",))
+        assert page.status == 200 and b"<html" in page.body.lower()
+        pending = server.as_front_proxy(
+            "/dashboard/api/v1/clusterqueues/cq-jobs/pending", "e2e-admin", ("system:masters",)
+        )
+        assert pending.status == 200, pending.body[:300]
+        listed_names = [i["name"] for i in json.loads(pending.body)["items"]]
+        assert big["metadata"]["name"] in listed_names
+        denied = server.as_front_proxy(
+            "/dashboard/api/v1/clusterqueues/cq-jobs/pending", "nobody", ("system:authenticated",)
+        )
+        assert denied.status == 403
+
         text = wait_for(metrics, timeout=90, what="queuescope_apiservice_cabundle_trusted 1")
         assert "queuescope_serving_cert_not_after_seconds " in text
         assert "queuescope_event_loop_lag_seconds_count " in text
