@@ -8,7 +8,6 @@ import asyncio
 import gc
 import logging
 import os
-import signal
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from queuescope import eventloop
+from queuescope.lifecycle import ChangeNotifier, drain, run_until_stopped
 from queuescope.serve_cluster import add_cluster_flags, run_cluster
 from scheduler.api.decode import ApiError, load_documents
 from scheduler.core.ingest import scheduler_config
@@ -101,16 +101,6 @@ def add_serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
         help="event loop: uvloop where installed (auto, the default), or asyncio's own",
     )
     add_cluster_flags(p)
-
-
-class _ChangeNotifier:
-    """The server's long-poll waits on the engine's next published snapshot."""
-
-    def __init__(self, engine: Engine) -> None:
-        self._engine = engine
-
-    async def wait_for_change(self, timeout: float, *, after: int | None = None) -> None:
-        await self._engine.wait_for_change(timeout, after=after)
 
 
 def _listen(value: str) -> tuple[str, int]:
@@ -198,7 +188,7 @@ async def _run_embedded(args: argparse.Namespace) -> int:
         authenticator=authenticator,
         authorizer=authorizer,
         version_info=VERSION,
-        change_notifier=_ChangeNotifier(engine),
+        change_notifier=ChangeNotifier(engine),
         metrics_registry=registry,
         health_checks=[
             HealthCheck("event-loop", loop_lag.healthy, frozenset({"livez", "healthz"})),
@@ -213,11 +203,6 @@ async def _run_embedded(args: argparse.Namespace) -> int:
     register_serving_cert_metrics(registry, reloader)
     server = build_server(app, listener, host, port)
 
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-
     tasks: list[asyncio.Task[Any]] = [
         asyncio.create_task(engine.run(), name="engine"),
         asyncio.create_task(store.run(), name="manifests"),
@@ -231,18 +216,8 @@ async def _run_embedded(args: argparse.Namespace) -> int:
         )
         tasks.append(asyncio.create_task(demo.run(), name="demo"))
     print(_commands(state, server_url), flush=True)
-    stopper = asyncio.create_task(stop.wait(), name="signal")
-    done, _ = await asyncio.wait([*tasks, stopper], return_when=asyncio.FIRST_COMPLETED)
-    failed = [t for t in done if t is not stopper and not t.cancelled() and t.exception()]
-    server.should_exit = True
-    await engine.stop()
-    for t in tasks:
-        if t.get_name() != "https":
-            t.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
-    stopper.cancel()
-    for t in failed:
-        log.error("event=task-failed task=%s error=%r", t.get_name(), t.exception())
+    failed = await run_until_stopped(tasks)
+    await drain(tasks, server, engine, failed)
     return 1 if failed else 0
 
 

@@ -18,7 +18,6 @@ import asyncio
 import gc
 import logging
 import os
-import signal
 import socket
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,6 +26,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Gauge
 
 from queuescope.kubeclient import KubeClient
+from queuescope.lifecycle import ChangeNotifier, drain, run_until_stopped
 from scheduler.api.decode import load_documents
 from scheduler.core.ingest import scheduler_config
 from scheduler.core.scheduler import Scheduler
@@ -204,14 +204,6 @@ def _check_serving_pair(cert_dir: Path, required: tuple[str, ...], allow: bool) 
         log.warning("event=nonconforming-serving-cert problem=%s", problem)
 
 
-class _ChangeNotifier:
-    def __init__(self, engine: Engine) -> None:
-        self._engine = engine
-
-    async def wait_for_change(self, timeout: float, *, after: int | None = None) -> None:
-        await self._engine.wait_for_change(timeout, after=after)
-
-
 async def run_cluster(
     args: argparse.Namespace, host: str, port: int, version: dict[str, str]
 ) -> int:
@@ -286,7 +278,7 @@ async def run_cluster(
         authenticator=delegated.authenticator,
         authorizer=authorizer,
         version_info=version,
-        change_notifier=_ChangeNotifier(engine),
+        change_notifier=ChangeNotifier(engine),
         metrics_registry=registry,
         health_checks=[
             HealthCheck("event-loop", loop_lag.healthy, frozenset({"livez", "healthz"})),
@@ -306,11 +298,6 @@ async def run_cluster(
         service=SERVICE,
     )
     server = build_server(app, listener, host, port)
-
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
 
     tasks: list[asyncio.Task[Any]] = [
         asyncio.create_task(engine.run(), name="engine"),
@@ -333,9 +320,7 @@ async def run_cluster(
     log.info(
         "event=serving url=https://%s:%d mode=cluster leader_elect=%s", host, port, bool(elector)
     )
-    stopper = asyncio.create_task(stop.wait(), name="signal")
-    done, _ = await asyncio.wait([*tasks, stopper], return_when=asyncio.FIRST_COMPLETED)
-    failed = [t for t in done if t is not stopper and not t.cancelled() and t.exception()]
+    failed = await run_until_stopped(tasks)
     freezer.cancel()
     # Not ready at once, keep serving briefly so endpoints drop this pod, then stop
     # writing and hand the Lease over, then drain.
@@ -348,17 +333,9 @@ async def run_cluster(
     except Exception as err:
         log.error("event=shutdown-failed error=%r", err)
         exit_code = 1
-    server.should_exit = True
-    await engine.stop()
-    for t in tasks:
-        if t.get_name() != "https":
-            t.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
-    stopper.cancel()
+    await drain(tasks, server, engine, failed)
     await rest.close()
     await kube.close()
-    for t in failed:
-        log.error("event=task-failed task=%s error=%r", t.get_name(), t.exception())
     return exit_code
 
 
