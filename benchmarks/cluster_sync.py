@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.result import Result, Target
-from tests.e2e.cluster import ClusterModeServer
+from tests.e2e.cluster import ClusterModeServer, cpu_queue, flavor
 from tests.e2e.harness import ControlPlane, wait_for
 
 REPO = Path(__file__).resolve().parent.parent
@@ -52,33 +52,11 @@ def _build_module() -> Any:
 
 
 def _queues(cpu: str) -> str:
-    return f"""
-apiVersion: v1
-kind: Namespace
-metadata: {{name: {NS}}}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ResourceFlavor
-metadata: {{name: bench-flavor}}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ClusterQueue
-metadata: {{name: {CQ}}}
-spec:
-  namespaceSelector: {{}}
-  queueingStrategy: BestEffortFIFO
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors:
-    - name: bench-flavor
-      resources:
-      - {{name: cpu, nominalQuota: "{cpu}"}}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: LocalQueue
-metadata: {{name: {LQ}, namespace: {NS}}}
-spec: {{clusterQueue: {CQ}}}
-"""
+    return (
+        flavor("bench-flavor")
+        + "\n---\n"
+        + cpu_queue(NS, "bench-flavor", CQ, LQ, cpu, queueingStrategy="BestEffortFIFO")
+    )
 
 
 def _workload(i: int) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from tests.e2e.harness import ControlPlane, wait_for
 from visibility_server.certs import SECRET_MODE, write_atomic
 
 REPO = Path(__file__).resolve().parents[2]
+KUEUE = "kueue.x-k8s.io/v1beta1"
 SERVICE_ACCOUNT = "queuescope-controller"
 CRD_NAMES = (
     "clusterqueues",
@@ -144,3 +145,36 @@ def wait_json(
         return doc if predicate(doc) else None
 
     return wait_for(probe, timeout=timeout, what=what)
+
+
+def cpu_queue(namespace: str, flavor: str, cq: str, lq: str, cpu: str, **extra_spec: Any) -> str:
+    """A ClusterQueue with `cpu` of one flavor, and a LocalQueue for it in `namespace`
+    (the namespace itself too: applying it again is harmless)."""
+    spec: dict[str, Any] = {
+        "namespaceSelector": {},
+        **extra_spec,
+        "resourceGroups": [
+            {
+                "coveredResources": ["cpu"],
+                "flavors": [{"name": flavor, "resources": [{"name": "cpu", "nominalQuota": cpu}]}],
+            }
+        ],
+    }
+    docs = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
+        {"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": cq}, "spec": spec},
+        {
+            "apiVersion": KUEUE,
+            "kind": "LocalQueue",
+            "metadata": {"name": lq, "namespace": namespace},
+            "spec": {"clusterQueue": cq},
+        },
+    ]
+    return "\n---\n".join(json.dumps(doc) for doc in docs)
+
+
+def flavor(name: str, **node_labels: str) -> str:
+    spec = {"nodeLabels": node_labels} if node_labels else {}
+    return json.dumps(
+        {"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": name}, "spec": spec}
+    )

@@ -18,63 +18,34 @@ from typing import Any
 import pytest
 
 from tests.e2e.aggregated import Aggregated, cq_path
-from tests.e2e.cluster import ClusterModeServer, wait_json
+from tests.e2e.cluster import ClusterModeServer, cpu_queue, flavor, wait_json
 from tests.e2e.harness import ControlPlane, wait_for
 
 pytestmark = pytest.mark.realcluster
 
 NS = "jobs-e2e"
-QUEUES = f"""
-apiVersion: v1
-kind: Namespace
-metadata: {{name: {NS}}}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ResourceFlavor
-metadata: {{name: pool-a}}
-spec:
-  nodeLabels: {{pool: a}}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ClusterQueue
-metadata: {{name: cq-jobs}}
-spec:
-  namespaceSelector: {{}}
-  preemption: {{withinClusterQueue: LowerPriority}}
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors:
-    - name: pool-a
-      resources:
-      - {{name: cpu, nominalQuota: "2"}}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: LocalQueue
-metadata: {{name: lq-jobs, namespace: {NS}}}
-spec: {{clusterQueue: cq-jobs}}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ClusterQueue
-metadata: {{name: cq-done}}
-spec:
-  namespaceSelector: {{}}
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors:
-    - name: pool-a
-      resources:
-      - {{name: cpu, nominalQuota: "2"}}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: LocalQueue
-metadata: {{name: lq-done, namespace: {NS}}}
-spec: {{clusterQueue: cq-done}}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: WorkloadPriorityClass
-metadata: {{name: urgent}}
-value: 1000
-"""
+QUEUES = "\n---\n".join(
+    [
+        flavor("pool-a", pool="a"),
+        cpu_queue(
+            NS,
+            "pool-a",
+            "cq-jobs",
+            "lq-jobs",
+            "2",
+            preemption={"withinClusterQueue": "LowerPriority"},
+        ),
+        cpu_queue(NS, "pool-a", "cq-done", "lq-done", "2"),
+        json.dumps(
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta1",
+                "kind": "WorkloadPriorityClass",
+                "metadata": {"name": "urgent"},
+                "value": 1000,
+            }
+        ),
+    ]
+)
 
 
 CONFIG = """

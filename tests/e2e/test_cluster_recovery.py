@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.cluster import ClusterModeServer, install, wait_json
+from tests.e2e.cluster import ClusterModeServer, cpu_queue, flavor, install, wait_json
 from tests.e2e.harness import ADMIN_GROUPS, ADMIN_USER, ControlPlane, wait_for
 
 pytestmark = pytest.mark.realcluster
@@ -28,32 +28,7 @@ LEASE = ("lease", "queuescope-controller-leader", "-n", "queuescope-system")
 
 
 def queues(cq: str, lq: str) -> str:
-    return f"""
-apiVersion: v1
-kind: Namespace
-metadata: {{name: {NS}}}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ResourceFlavor
-metadata: {{name: rec-flavor}}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ClusterQueue
-metadata: {{name: {cq}}}
-spec:
-  namespaceSelector: {{}}
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors:
-    - name: rec-flavor
-      resources:
-      - {{name: cpu, nominalQuota: "2"}}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: LocalQueue
-metadata: {{name: {lq}, namespace: {NS}}}
-spec: {{clusterQueue: {cq}}}
-"""
+    return flavor("rec-flavor") + "\n---\n" + cpu_queue(NS, "rec-flavor", cq, lq, "2")
 
 
 def job(name: str, lq: str, cpu: str = "1") -> str:
