@@ -48,6 +48,7 @@ from scheduler.core.clock import datetime_from_instant
 from scheduler.runtime.commands import ApplyObject, Finish
 from scheduler.runtime.embedded import EmbeddedStore
 from scheduler.runtime.engine import Engine
+from scheduler.runtime.stepclock import Stamp, since, stamp
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -103,24 +104,33 @@ class LagProbe:
 
 
 class GcPauses:
-    """Every cyclic-collector pass and how long it held the loop, by generation."""
+    """Every cyclic-collector pass and how long it held the loop (wall and CPU time),
+    by generation."""
 
     def __init__(self) -> None:
         self.pauses: dict[int, list[float]] = {0: [], 1: [], 2: []}
-        self._started = 0.0
+        self.cpu: dict[int, list[float]] = {0: [], 1: [], 2: []}
+        self._started: Stamp = (0.0, 0.0)
 
     def __call__(self, phase: str, info: dict[str, int]) -> None:
         if phase == "start":
-            self._started = time.perf_counter()
+            self._started = stamp()
         else:
-            self.pauses[info["generation"]].append(time.perf_counter() - self._started)
+            wall, cpu = since(self._started)
+            self.pauses[info["generation"]].append(wall)
+            self.cpu[info["generation"]].append(cpu)
 
     def reset(self) -> None:
         self.pauses = {0: [], 1: [], 2: []}
+        self.cpu = {0: [], 1: [], 2: []}
 
     def figures(self) -> dict[str, Any]:
         return {
-            f"gen{g}": {"count": len(p), "max_ms": max(p, default=0.0) * 1000}
+            f"gen{g}": {
+                "count": len(p),
+                "max_ms": max(p, default=0.0) * 1000,
+                "max_cpu_ms": max(self.cpu[g], default=0.0) * 1000,
+            }
             for g, p in self.pauses.items()
         }
 
@@ -330,6 +340,7 @@ class BenchApp:
                 "last_total_ms": pub.last_total_seconds * 1000,
                 "last_max_step_ms": pub.last_max_step_seconds * 1000,
                 "max_step_ms": pub.max_step_seconds * 1000,
+                "max_step_cpu_ms": pub.max_step_cpu_seconds * 1000,
                 "chunks_built": pub.chunks_built,
                 "chunks_reused": pub.chunks_reused,
                 "freezes": engine.publisher.collector.freezes,
@@ -343,6 +354,11 @@ class BenchApp:
                 "max_step_ms_by_kind": {
                     kind: seconds * 1000
                     for kind, seconds in sorted(engine.stats.max_step_by_kind.items())
+                },
+                "max_step_cpu_ms": engine.stats.max_step_cpu_seconds * 1000,
+                "max_step_cpu_ms_by_kind": {
+                    kind: seconds * 1000
+                    for kind, seconds in sorted(engine.stats.max_step_cpu_by_kind.items())
                 },
             },
             "arrivals": {

@@ -573,8 +573,27 @@ def loop_lag(args: argparse.Namespace) -> Result:
             f"{_ms(after['publisher']['max_step_ms'])} / {_ms(after['engine']['max_step_ms'])}",
         ],
         [
-            "longest GC pass (gen 0/1/2)",
-            " / ".join(_ms(probe["gc"][f"gen{g}"]["max_ms"]) for g in range(3)),
+            "longest publish step / engine step in CPU time",
+            f"{_ms(after['publisher']['max_step_cpu_ms'])} / {_ms(eng1['max_step_cpu_ms'])}",
+        ],
+        [
+            "longest engine step by kind, wall (CPU)",
+            ", ".join(
+                f"{k} {_ms(v)} ({_ms(eng1['max_step_cpu_ms_by_kind'].get(k, 0.0))})"
+                for k, v in eng1["max_step_ms_by_kind"].items()
+            ),
+        ],
+        [
+            "longest GC pass (gen 0/1/2), wall (CPU)",
+            " / ".join(
+                f"{_ms(gen['max_ms'])} ({_ms(gen['max_cpu_ms'])})"
+                for gen in (probe["gc"][f"gen{g}"] for g in range(3))
+            ),
+        ],
+        [
+            "server CPU / stolen by the hypervisor",
+            f"{after['cpu_seconds'] - before['cpu_seconds']:.1f} s / "
+            f"{after['steal_seconds'] - before['steal_seconds']:.2f} s",
         ],
     ]
     return Result(

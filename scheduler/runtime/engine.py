@@ -54,6 +54,7 @@ from scheduler.runtime.commands import (
 from scheduler.runtime.estimates import AdmissionRates
 from scheduler.runtime.publisher import DEFAULT_SLICE, SnapshotPublisher
 from scheduler.runtime.snapshot import Snapshot
+from scheduler.runtime.stepclock import Stamp, since, stamp
 
 log = logging.getLogger(__name__)
 
@@ -90,16 +91,20 @@ class EngineStats:
     preempted: int = 0
     deadlines_fired: int = 0
     max_step_seconds: float = 0.0  # longest synchronous stretch of the engine task
+    max_step_cpu_seconds: float = 0.0  # the most CPU one stretch used (stepclock)
     # The longest stretch of each kind: "commands" (a slice of queued commands),
     # "deadlines" (timed rules and unblocking), "cycle" (one scheduling cycle),
     # "cycles" (consecutive cycles run without yielding, with the commands and
     # deadlines applied between them), "scan" (the deadline scan before waiting).
     max_step_by_kind: dict[str, float] = field(default_factory=dict)
+    max_step_cpu_by_kind: dict[str, float] = field(default_factory=dict)
 
     def reset_maxima(self) -> None:
         """Start a new window for the step maxima (benchmarks measure one window)."""
         self.max_step_seconds = 0.0
+        self.max_step_cpu_seconds = 0.0
         self.max_step_by_kind = {}
+        self.max_step_cpu_by_kind = {}
 
 
 class Engine:
@@ -154,7 +159,7 @@ class Engine:
         self.touched_event = asyncio.Event()
         # When the engine last gave the loop a turn (a stretch of cycles is measured
         # from it; `_settle` resets it when it yields between command slices).
-        self._stretch = 0.0
+        self._stretch: Stamp = (0.0, 0.0)
         self.stats = EngineStats()
 
     # -- reading ---------------------------------------------------------------------
@@ -299,18 +304,19 @@ class Engine:
         workloads in 30 s that way, with the quota free."""
         changed = False
         if not self._commands.empty() and not self._stopping:
-            started = time.perf_counter()
+            started = stamp()
             while (
-                not self._commands.empty() and time.perf_counter() - started < self.command_budget
+                not self._commands.empty()
+                and time.perf_counter() - started[0] < self.command_budget
             ):
                 changed = self._apply(self._commands.get_nowait()) or changed
             self._after_changes()
             self._record_step(started, "commands")
             if not self._commands.empty():
                 await asyncio.sleep(0)
-                self._stretch = time.perf_counter()
+                self._stretch = stamp()
         if self._scheduling:
-            started = time.perf_counter()
+            started = stamp()
             changed = self._fire_deadlines() or changed
             changed = self._unblock() or changed
             self._record_step(started, "deadlines")
@@ -441,9 +447,9 @@ class Engine:
         whole turn of a busy loop, and admissions fell behind the finishes."""
         s = self.scheduler
         seen: set[object] = set()
-        self._stretch = time.perf_counter()
+        self._stretch = stamp()
         while not self._stopping:
-            started = time.perf_counter()
+            started = stamp()
             stats = run_cycle(s)
             s.observe_conditions()
             self._record_step(started, "cycle")
@@ -468,9 +474,9 @@ class Engine:
                 if fingerprint in seen:
                     return
                 seen.add(fingerprint)
-            if time.perf_counter() - self._stretch >= self.command_budget:
+            if time.perf_counter() - self._stretch[0] >= self.command_budget:
                 await asyncio.sleep(0)
-                self._stretch = time.perf_counter()
+                self._stretch = stamp()
             if await self._settle():
                 seen.clear()
 
@@ -508,7 +514,7 @@ class Engine:
     async def _wait_for_work(self) -> None:
         if not self._commands.empty() or self._stopping:
             return
-        started = time.perf_counter()
+        started = stamp()
         _, earliest = self._scan_deadlines()
         self._record_step(started, "scan")
         timeout = self.idle_tick
@@ -523,9 +529,12 @@ class Engine:
         finally:
             self._idle.clear()
 
-    def _record_step(self, started: float, kind: str) -> None:
-        elapsed = time.perf_counter() - started
+    def _record_step(self, started: Stamp, kind: str) -> None:
+        wall, cpu = since(started)
         stats = self.stats
-        if elapsed > stats.max_step_by_kind.get(kind, 0.0):
-            stats.max_step_by_kind[kind] = elapsed
-            stats.max_step_seconds = max(stats.max_step_seconds, elapsed)
+        if wall >= stats.max_step_by_kind.get(kind, 0.0):
+            stats.max_step_by_kind[kind] = wall
+            stats.max_step_seconds = max(stats.max_step_seconds, wall)
+        if cpu >= stats.max_step_cpu_by_kind.get(kind, 0.0):
+            stats.max_step_cpu_by_kind[kind] = cpu
+            stats.max_step_cpu_seconds = max(stats.max_step_cpu_seconds, cpu)

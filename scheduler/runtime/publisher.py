@@ -69,6 +69,7 @@ from scheduler.runtime.snapshot import (
     ViewChunk,
     WorkloadKey,
 )
+from scheduler.runtime.stepclock import since, stamp
 
 log = logging.getLogger(__name__)
 
@@ -106,11 +107,13 @@ class PublishStats:
     last_total_seconds: float = 0.0  # capture to swap, yields included
     last_max_step_seconds: float = 0.0  # longest synchronous stretch of the last run
     max_step_seconds: float = 0.0  # longest synchronous stretch ever
+    max_step_cpu_seconds: float = 0.0  # the most CPU one stretch used (stepclock)
     max_capture_seconds: float = 0.0
 
     def reset_maxima(self) -> None:
         """Start a new window for the maxima (benchmarks measure one window)."""
         self.max_step_seconds = 0.0
+        self.max_step_cpu_seconds = 0.0
         self.max_capture_seconds = 0.0
 
 
@@ -118,27 +121,29 @@ class _Steps:
     """Measures each synchronous stretch between yields to the loop."""
 
     def __init__(self, budget: float) -> None:
-        self.started = time.perf_counter()
+        self.started = stamp()
         self.max = 0.0
+        self.max_cpu = 0.0
         self.budget = budget
 
     def elapsed(self) -> float:
-        return time.perf_counter() - self.started
+        return time.perf_counter() - self.started[0]
 
     def end(self) -> float:
-        elapsed = time.perf_counter() - self.started
+        elapsed, cpu = since(self.started)
         self.max = max(self.max, elapsed)
+        self.max_cpu = max(self.max_cpu, cpu)
         return elapsed
 
     async def yield_(self) -> None:
         self.end()
         await asyncio.sleep(0)
-        self.started = time.perf_counter()
+        self.started = stamp()
 
     async def pause(self, ahead: float = 0.0) -> None:
         """Yield if this stretch has used its budget, or would with `ahead` seconds
         more of work."""
-        if time.perf_counter() - self.started + ahead > self.budget:
+        if self.elapsed() + ahead > self.budget:
             await self.yield_()
 
 
@@ -602,6 +607,7 @@ class SnapshotPublisher:
         steps.end()
         self.stats.last_max_step_seconds = steps.max
         self.stats.max_step_seconds = max(self.stats.max_step_seconds, steps.max)
+        self.stats.max_step_cpu_seconds = max(self.stats.max_step_cpu_seconds, steps.max_cpu)
         self.stats.last_total_seconds = time.perf_counter() - started
 
     def _changed_event(self) -> asyncio.Event:

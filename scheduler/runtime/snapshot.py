@@ -84,6 +84,11 @@ class PendingEntry:
     # attempt. Like `why_pending`, not part of the fingerprint (it does not move the
     # order), so lookups that show it hash it into their ETag themselves.
     why: WhyPending | None = None
+    # The visibility server's memo of this entry's compact JSON up to the positions
+    # (set once, on first render, through `object.__setattr__`). An entry is shared by
+    # every snapshot until its workload changes, so a republish renders nothing anew;
+    # a pure function of the fields above, hence outside equality.
+    json_head: bytes | None = field(default=None, compare=False, repr=False)
 
     @staticmethod
     def make(
@@ -253,7 +258,6 @@ class ClusterQueueView:
         "chunks",
         "digest",
         "name",
-        "rendered",
     )
 
     def __init__(
@@ -276,9 +280,6 @@ class ClusterQueueView:
         # per LocalQueue: (chunk numbers holding it, cumulative counts up to each)
         self._lq_runs = lq_runs
         self.digest = digest
-        # Memoized per-item renderings (compact JSON fragments), keyed by index; filled
-        # lazily by the server. Items are identical on both endpoints and versions.
-        self.rendered: dict[int, bytes] = {}
 
     def __len__(self) -> int:
         return self._starts[-1]

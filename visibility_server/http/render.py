@@ -4,8 +4,9 @@ Both documents end with one potentially huge list. A document is therefore descr
 as a head (every other key, in order) plus the list, and each format knows how to
 write the head around a stream of items, so a page is produced in chunks of
 `CHUNK_ITEMS` items and the server can give the event loop a turn between chunks.
-For compact JSON the items are the compact fragments memoized on the view (an item is
-the same on both endpoints and versions), so a page is a join.
+For compact JSON an item is its entry's memoized head (everything but the two
+positions, the same on both endpoints and versions) with the positions appended, so a
+page is a join.
 """
 
 from __future__ import annotations
@@ -74,25 +75,35 @@ def item_object(item: PageItem) -> dict[str, Any]:
     }
 
 
-def item_fragment(view: ClusterQueueView, item: PageItem) -> bytes:
-    """The compact JSON of an item, memoized on the (immutable) view."""
-    index = item.position_in_cluster_queue
-    fragment = view.rendered.get(index)
-    if fragment is None:
-        fragment = orjson.dumps(item_object(item))
-        view.rendered[index] = fragment
-    return fragment
+_HEAD_END: Final = b',"positionInClusterQueue":'
 
 
-def fragments(view: ClusterQueueView, start: int, stop: int) -> list[bytes]:
-    """Items [start, stop) of the ClusterQueue order as compact JSON; an item itself is
-    only built when its fragment is not memoized yet."""
-    rendered = view.rendered
-    found = [rendered.get(i) for i in range(start, stop)]
-    return [
-        fragment if fragment is not None else item_fragment(view, view.item(start + k))
-        for k, fragment in enumerate(found)
-    ]
+def entry_head(entry: PendingEntry) -> bytes:
+    """The compact JSON of an item up to its first position, memoized on the entry.
+
+    Positions move with every admission, the rest of an item only when its workload
+    changes; entries are shared by consecutive snapshots, so after a publish a page
+    renders only the entries that are new, not every item of the new view.
+    """
+    head = entry.json_head
+    if head is None:
+        shown = {
+            "metadata": item_metadata(entry),
+            "priority": entry.priority,
+            "localQueueName": entry.local_queue,
+        }
+        head = orjson.dumps(shown)[:-1] + _HEAD_END
+        object.__setattr__(entry, "json_head", head)  # a memo: see PendingEntry
+    return head
+
+
+def item_fragment(item: PageItem) -> bytes:
+    """The compact JSON of one item: `item_object(item)` as orjson writes it."""
+    return b'%b%d,"positionInLocalQueue":%d}' % (
+        entry_head(item.entry),
+        item.position_in_cluster_queue,
+        item.position_in_local_queue,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,13 +187,13 @@ def _summary_head(version_api: str, resource_version: str) -> dict[str, Any]:
 
 
 def summary_document(
-    version_api: str, resource_version: str, view: ClusterQueueView, items: list[PageItem]
+    version_api: str, resource_version: str, items: list[PageItem]
 ) -> ListDocument:
     return ListDocument(
         _summary_head(version_api, resource_version),
         "items",
         len(items),
-        lambda indexes: [item_fragment(view, items[i]) for i in indexes],
+        lambda indexes: [item_fragment(items[i]) for i in indexes],
         lambda i: item_object(items[i]),
     )
 
@@ -190,13 +201,14 @@ def summary_document(
 def cluster_queue_summary(
     version_api: str, resource_version: str, view: ClusterQueueView, offset: int, count: int
 ) -> ListDocument:
-    """Items [offset, offset+count) of the ClusterQueue order: for compact JSON a join of
-    memoized fragments, with no page items built for the ones already rendered."""
+    """Items [offset, offset+count) of the ClusterQueue order, walked chunk by chunk."""
     return ListDocument(
         _summary_head(version_api, resource_version),
         "items",
         count,
-        lambda indexes: fragments(view, offset + indexes.start, offset + indexes.stop),
+        lambda indexes: [
+            item_fragment(item) for item in view.page(offset + indexes.start, len(indexes))
+        ],
         lambda i: item_object(view.item(offset + i)),
     )
 

@@ -12,7 +12,7 @@ from typing import Any, Final
 
 import orjson
 
-from scheduler.runtime.snapshot import ClusterQueueView, PageItem
+from scheduler.runtime.snapshot import PageItem
 from visibility_server.http.render import (
     ListDocument,
     item_fragment,
@@ -113,7 +113,6 @@ def _partial_metadata(item: PageItem) -> dict[str, Any]:
 
 def table_document(
     resource_version: str,
-    view: ClusterQueueView,
     items: list[PageItem],
     include_object: str,
     now_micros: int,
@@ -125,9 +124,7 @@ def table_document(
             built["object"] = _partial_metadata(item)
         elif include_object == "Object":
             # Compact output reuses the memoized item; pretty/YAML render it normally.
-            built["object"] = (
-                orjson.Fragment(item_fragment(view, item)) if compact else item_object(item)
-            )
+            built["object"] = orjson.Fragment(item_fragment(item)) if compact else item_object(item)
         return built
 
     head = {

@@ -286,8 +286,15 @@ async def test_step_maxima_by_kind_and_their_window(engine: Engine) -> None:
     stats = engine.stats
     assert {"commands", "cycle", "cycles"} <= stats.max_step_by_kind.keys()
     assert stats.max_step_seconds == max(stats.max_step_by_kind.values()) > 0
+    # CPU time per kind beside wall time; a stretch never uses more CPU than wall time
+    # (one thread), give or take the two clocks' resolutions.
+    assert stats.max_step_cpu_by_kind.keys() == stats.max_step_by_kind.keys()
+    assert stats.max_step_cpu_seconds == max(stats.max_step_cpu_by_kind.values()) > 0
+    for kind, cpu in stats.max_step_cpu_by_kind.items():
+        assert cpu <= stats.max_step_by_kind[kind] + 0.001
     stats.reset_maxima()
     assert stats.max_step_seconds == 0.0 and stats.max_step_by_kind == {}
+    assert stats.max_step_cpu_seconds == 0.0 and stats.max_step_cpu_by_kind == {}
 
 
 async def test_consecutive_productive_cycles_share_a_stretch() -> None:

@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 import pytest
 
-from scheduler.runtime.snapshot import OwnerRef
+from scheduler.runtime.snapshot import ClusterQueueView, OwnerRef, PendingEntry
 from tests.unit.visibility_server.http.support import (
     ADMIN,
     SECOND,
@@ -71,7 +71,7 @@ async def test_same_named_local_queues_in_two_namespaces() -> None:
     assert positions((await get(app, lq("default", "team-b"))).json()) == [("y", 1, 0)]
 
 
-def _many(n: int) -> list[Any]:
+def _many(n: int) -> list[PendingEntry]:
     return [entry("ns", f"w{i:05d}", "lq", 0, T0 + i * SECOND) for i in range(n)]
 
 
@@ -234,16 +234,39 @@ async def test_empty_cluster_queue_and_idle_local_queue() -> None:
     assert (await get(app, lq("lq-idle"))).json()["items"] == []
 
 
-async def test_items_are_memoized_fragments() -> None:
+def _memoized(view: ClusterQueueView) -> list[int]:
+    return [i for i, entry in enumerate(view.entries) if entry.json_head is not None]
+
+
+async def test_items_are_memoized_on_their_entries() -> None:
     snap = example_snapshot()
     app = app_for(snap)
-    await get(app, CQ + "?limit=2")
+    first = await get(app, CQ + "?limit=2")
     view = snap.views["cq-a"]
-    assert sorted(view.rendered) == [0, 1]
-    assert view.rendered[0].startswith(b'{"metadata":{"name":"a-high"')
-    # The LocalQueue endpoint reuses the same fragments.
-    await get(app, lq("lq-a"))
-    assert sorted(view.rendered) == [0, 1, 2]
+    assert _memoized(view) == [0, 1]
+    head = view.entries[0].json_head
+    assert head is not None and head.startswith(b'{"metadata":{"name":"a-high"')
+    assert head.endswith(b',"positionInClusterQueue":')
+    # The LocalQueue endpoint reuses the same heads, with its own positions appended.
+    second = await get(app, lq("lq-a"))
+    assert _memoized(view) == [0, 1, 2]
+    assert view.entries[0].json_head is head
+    assert first.json()["items"][0] == second.json()["items"][0]
+
+
+async def test_a_new_snapshot_reuses_the_heads_of_unchanged_entries() -> None:
+    """Positions move with every publish; an entry's rendering does not."""
+    entries = _many(5)
+    app = app_for(make_snapshot({"cq-a": entries}))
+    await get(app, CQ)
+    heads = [e.json_head for e in entries]
+    assert all(h is not None for h in heads)
+    # The head of the queue leaves: every other item moves up one position.
+    moved = make_snapshot({"cq-a": entries[1:]})
+    body = (await get(app_for(moved), CQ)).json()
+    assert [e.json_head for e in entries[1:]] == heads[1:]
+    assert [i["positionInClusterQueue"] for i in body["items"]] == [0, 1, 2, 3]
+    assert body["items"][0]["metadata"]["name"] == entries[1].name
 
 
 async def test_large_page_streams_the_same_bytes() -> None:
@@ -272,7 +295,7 @@ async def test_pages_do_not_touch_the_whole_view() -> None:
     snap = make_snapshot({"cq-a": _many(50_000)})
     app = app_for(snap)
     await get(app, CQ + "?offset=40000&limit=10", ADMIN)
-    assert sorted(snap.views["cq-a"].rendered) == list(range(40_000, 40_010))
+    assert _memoized(snap.views["cq-a"]) == list(range(40_000, 40_010))
 
 
 @pytest.mark.parametrize(
