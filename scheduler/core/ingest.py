@@ -219,12 +219,24 @@ def _pod_sets(
     return found
 
 
-def workload_state(obj: Workload, config: SchedulerConfig, default_time: Instant) -> WorkloadState:
+def workload_state(
+    obj: Workload, config: SchedulerConfig, default_time: Instant, *, keep_object: bool = True
+) -> WorkloadState:
+    """The core's record of a Workload; with `keep_object` it also keeps the object's
+    JSON for output (the simulator), otherwise only its owner references (the runtime:
+    less memory, and no serialization of the whole object on every arrival)."""
     meta = obj.metadata
-    dumped = obj.model_dump(mode="json", by_alias=True, exclude_none=True)
-    dumped.pop("status", None)
-    pod_sets, pod_sets_json = _pod_sets(obj, dumped["spec"]["podSets"], config)
-    raw = StoredObject(dumped, pod_sets_json, owner_references(obj))
+    body: dict[str, Any] | None = None
+    if keep_object:
+        body = obj.model_dump(mode="json", by_alias=True, exclude_none=True)
+        body.pop("status", None)
+        dumped_pod_sets = body["spec"]["podSets"]
+    else:
+        dumped_pod_sets = [
+            ps.model_dump(mode="json", by_alias=True, exclude_none=True) for ps in obj.spec.pod_sets
+        ]
+    pod_sets, pod_sets_json = _pod_sets(obj, dumped_pod_sets, config)
+    raw = StoredObject(body, pod_sets_json, owner_references(obj))
     status = obj.status
     conditions = Conditions(
         [
@@ -314,7 +326,12 @@ def apply_object(
     elif isinstance(obj, LocalQueue):
         s.set_local_queue(local_queue_info(obj))
     elif isinstance(obj, Workload):
-        wl = workload_state(obj, s.config, s.now() if default_time is None else default_time)
+        wl = workload_state(
+            obj,
+            s.config,
+            s.now() if default_time is None else default_time,
+            keep_object=s.keep_objects,
+        )
         old = s.workloads.get(wl.key)
         carries_none = obj.status.admission is None and not obj.status.conditions
         if old is not None and (keep_status or carries_none):

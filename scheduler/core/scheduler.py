@@ -78,6 +78,9 @@ class Scheduler:
         self.cohorts: dict[str, CohortInfo] = {}
         self.local_queues: dict[str, LocalQueueInfo] = {}
         self.workloads: dict[str, WorkloadState] = {}
+        # Whether workloads keep their API object for output (the simulator does; the
+        # runtime shows only what snapshots hold and turns this off).
+        self.keep_objects = True
         self.tree = QuotaTree()
         # A runtime may pass a manager that also tracks which queues changed.
         self.queues = queues if queues is not None else QueueManager()

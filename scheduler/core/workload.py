@@ -55,24 +55,41 @@ class StoredObject:
     by every workload of the same shape (ingest interns it). `to_json()` gives back
     exactly the dict `model_dump(mode="json", by_alias=True, exclude_none=True)` gave,
     key order included. The owner references are kept ready for listings.
+
+    Only the simulator's output shows the object; the runtime keeps the owner
+    references alone (`body=None`), half a kilobyte less per pending workload.
     """
 
     __slots__ = ("_body", "_pod_sets", "owners")
 
-    def __init__(self, body: dict[str, Any], pod_sets: bytes, owners: tuple[OwnerRefTuple, ...]):
-        spec = body.get("spec")
-        if isinstance(spec, dict) and "podSets" in spec:
-            spec["podSets"] = None  # placeholder: keeps the key's position
-        try:
-            # A copy: orjson returns its whole (4 KiB) write buffer.
-            self._body: bytes | dict[str, Any] = bytes(memoryview(orjson.dumps(body)))
-        except TypeError:  # an integer beyond 64 bits: keep the dict itself
-            self._body = body
+    def __init__(
+        self,
+        body: dict[str, Any] | None,
+        pod_sets: bytes,
+        owners: tuple[OwnerRefTuple, ...],
+    ):
+        self._body: bytes | dict[str, Any] | None = None
+        if body is not None:
+            spec = body.get("spec")
+            if isinstance(spec, dict) and "podSets" in spec:
+                spec["podSets"] = None  # placeholder: keeps the key's position
+            try:
+                # A copy: orjson returns its whole (4 KiB) write buffer.
+                self._body = bytes(memoryview(orjson.dumps(body)))
+            except TypeError:  # an integer beyond 64 bits: keep the dict itself
+                self._body = body
         self._pod_sets = pod_sets
         self.owners = owners
 
+    @property
+    def kept(self) -> bool:
+        """Whether the object itself was kept (and `to_json()` can give it back)."""
+        return self._body is not None
+
     def to_json(self) -> dict[str, Any]:
         body = self._body
+        if body is None:
+            raise LookupError("only the owner references of this object were kept")
         data: dict[str, Any] = orjson.loads(body) if isinstance(body, bytes) else _copy(body)
         spec = data.get("spec")
         if isinstance(spec, dict) and "podSets" in spec:

@@ -121,6 +121,9 @@ class Engine:
         collector: FreezePolicy | None = None,
     ) -> None:
         self.scheduler = scheduler
+        # Nothing on the runtime's side shows a workload's API object (snapshots and
+        # status are built from the core's records), so it is not kept.
+        scheduler.keep_objects = False
         # Off on a follower replica (cluster.md §7): it applies what the leader wrote
         # and publishes snapshots, but runs no cycles and fires no timed rules.
         self._scheduling = scheduling

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from scheduler.api import Workload, decode_object
 from scheduler.core.config import SchedulerConfig
 from scheduler.core.ingest import workload_state
@@ -65,3 +67,27 @@ def test_a_body_orjson_cannot_encode_is_kept_as_a_dict() -> None:
         "metadata": {"name": "w"},
         "spec": {"podSets": [{"name": "main"}], "big": 2**70},
     }
+
+
+def test_without_the_object_only_owner_references_are_kept() -> None:
+    doc = workload("ns", "w", "lq", {"cpu": "1"})
+    doc["metadata"]["ownerReferences"] = [
+        {"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "u-1", "controller": True}
+    ]
+    obj = decode_object(doc)
+    assert isinstance(obj, Workload)
+    kept = workload_state(obj, SchedulerConfig(), START)
+    lean = workload_state(obj, SchedulerConfig(), START, keep_object=False)
+    assert kept.raw is not None and kept.raw.kept
+    assert lean.raw is not None and not lean.raw.kept
+    with pytest.raises(LookupError):
+        lean.raw.to_json()
+    assert owner_references(lean.raw) == (("batch/v1", "Job", "j", "u-1"),)
+    # What the scheduler reads is the same either way (and the pod sets are shared).
+    assert lean.pod_sets is kept.pod_sets
+    assert (lean.key, lean.creation, lean.priority, lean.queue_name) == (
+        kept.key,
+        kept.creation,
+        kept.priority,
+        kept.queue_name,
+    )

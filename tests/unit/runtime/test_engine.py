@@ -338,3 +338,13 @@ async def test_cycles_run_between_slices_of_a_command_backlog() -> None:
         assert admitted(eng.scheduler) == {"team/first"}
     finally:
         await asyncio.wait_for(eng.stop(), WAIT)
+
+
+async def test_the_runtime_keeps_no_workload_objects(engine: Engine) -> None:
+    """Snapshots and status come from the core's records; only the simulator's output
+    shows a workload's API object, so the engine's scheduler does not keep it."""
+    assert engine.scheduler.keep_objects is False
+    submit_all(engine, *base_objects(), workload("team", "a", "main", "1"))
+    await asyncio.wait_for(engine.wait_idle(), WAIT)
+    wl = engine.scheduler.workloads["team/a"]
+    assert wl.raw is not None and not wl.raw.kept
