@@ -21,7 +21,8 @@ import orjson
 from scheduler.core.queue.fifo import FifoQueue
 from scheduler.core.scheduler import Scheduler
 from scheduler.core.visibility import owner_references
-from scheduler.runtime.snapshot import OwnerRef, PageItem, PendingEntry
+from scheduler.core.workload import OwnerRef
+from scheduler.runtime.snapshot import PageItem, PendingEntry
 from visibility_server.http.render import SUMMARY_KIND, item_object
 
 API_VERSION = "visibility.kueue.x-k8s.io/v1beta1"

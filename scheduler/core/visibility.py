@@ -11,7 +11,7 @@ from typing import Any
 
 from scheduler.core.clock import Instant
 from scheduler.core.scheduler import Scheduler
-from scheduler.core.workload import StoredObject
+from scheduler.core.workload import OwnerRef, StoredObject
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,22 +19,22 @@ class PendingItem:
     namespace: str
     name: str
     creation: Instant
-    owner_references: tuple[tuple[str, str, str, str], ...]  # apiVersion, kind, name, uid
+    owner_references: tuple[OwnerRef, ...]
     priority: int
     local_queue: str
     position_in_cluster_queue: int
     position_in_local_queue: int
 
 
-def owner_references(raw: Any) -> tuple[tuple[str, str, str, str], ...]:
+def owner_references(raw: Any) -> tuple[OwnerRef, ...]:
     if isinstance(raw, StoredObject):
         return raw.owners
     refs = getattr(getattr(raw, "metadata", None), "owner_references", None) or []
-    out: list[tuple[str, str, str, str]] = []
+    out: list[OwnerRef] = []
     for ref in refs:
         get = ref.get if isinstance(ref, dict) else (lambda k, r=ref: getattr(r, k, ""))
         out.append(
-            (
+            OwnerRef(
                 str(get("apiVersion") or get("api_version") or ""),
                 str(get("kind") or ""),
                 str(get("name") or ""),

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -44,7 +44,15 @@ class PodSetSpec:
 
 EMPTY_MAPPING: Mapping[Any, Any] = MappingProxyType({})
 
-OwnerRefTuple = tuple[str, str, str, str]  # apiVersion, kind, name, uid
+
+class OwnerRef(NamedTuple):
+    """One owner reference as listings show it. A tuple, so the core's and the
+    snapshots' copies are the same object: a pending workload stores it once."""
+
+    api_version: str
+    kind: str
+    name: str
+    uid: str
 
 
 class StoredObject:
@@ -66,7 +74,7 @@ class StoredObject:
         self,
         body: dict[str, Any] | None,
         pod_sets: bytes,
-        owners: tuple[OwnerRefTuple, ...],
+        owners: tuple[OwnerRef, ...],
     ):
         self._body: bytes | dict[str, Any] | None = None
         if body is not None:

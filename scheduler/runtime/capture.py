@@ -18,7 +18,6 @@ from scheduler.runtime.snapshot import (
     ClusterQueueQuota,
     ClusterQueueView,
     CohortQuota,
-    OwnerRef,
     PendingEntry,
     QuotaSnapshot,
     ResourceUsage,
@@ -27,28 +26,39 @@ from scheduler.runtime.snapshot import (
 )
 from scheduler.runtime.why import why_pending
 
-EntryToken = tuple[object, ...]
 
+def entry_is_current(entry: PendingEntry, wl: WorkloadState) -> bool:
+    """Whether `entry` still shows `wl` as it is: every field an entry shows, compared.
 
-def entry_token(wl: WorkloadState) -> EntryToken:
-    """Everything a snapshot entry shows of the workload: equal tokens, equal entries."""
+    (Cheaper to keep than a token of the same fields per workload; the owner tuple is
+    the core's own object, so its comparison is an identity check.)
+    """
+    if (
+        entry.creation != wl.creation
+        or entry.priority != wl.priority
+        or entry.local_queue != wl.queue_name
+        or entry.owners != owner_references(wl.raw)
+    ):
+        return False
     reserved = wl.conditions.get(QUOTA_RESERVED)
-    condition = (
-        None
-        if reserved is None
-        else (reserved.status, reserved.reason, reserved.message, reserved.last_transition)
+    why = entry.why
+    if reserved is None or reserved.status != "False":
+        return why is None
+    return (
+        why is not None
+        and why.reason == reserved.reason
+        and why.message == reserved.message
+        and why.since == reserved.last_transition
     )
-    return (wl.revision, wl.creation, wl.priority, wl.queue_name, condition, id(wl.raw))
 
 
 def make_entry(wl: WorkloadState) -> PendingEntry:
-    owners = tuple(OwnerRef(*o) for o in owner_references(wl.raw))
     why = why_pending(wl)
     return PendingEntry.make(
         wl.namespace,
         wl.name,
         wl.creation,
-        owners,
+        owner_references(wl.raw),
         wl.priority,
         wl.queue_name,
         why.message if why is not None else "",
@@ -58,15 +68,14 @@ def make_entry(wl: WorkloadState) -> PendingEntry:
 
 class EntryCache:
     def __init__(self) -> None:
-        self._entries: dict[str, tuple[EntryToken, PendingEntry]] = {}
+        self._entries: dict[str, PendingEntry] = {}
 
     def entry(self, wl: WorkloadState) -> PendingEntry:
-        token = entry_token(wl)
         found = self._entries.get(wl.key)
-        if found is not None and found[0] == token:
-            return found[1]
+        if found is not None and entry_is_current(found, wl):
+            return found
         entry = make_entry(wl)
-        self._entries[wl.key] = (token, entry)
+        self._entries[wl.key] = entry
         return entry
 
     def forget_missing(self, live: set[str]) -> None:

@@ -54,7 +54,7 @@ from typing import Any
 from scheduler.core.queue.fifo import FifoQueue
 from scheduler.core.queue.interface import PendingQueue, QueueEntry
 from scheduler.core.scheduler import Scheduler
-from scheduler.runtime.capture import EntryToken, capture_quota, entry_token, make_entry
+from scheduler.runtime.capture import capture_quota, entry_is_current, make_entry
 from scheduler.runtime.changes import TrackingQueueManager, install_tracking
 from scheduler.runtime.collector import FreezePolicy
 from scheduler.runtime.estimates import AdmissionRates
@@ -90,7 +90,7 @@ def _same(entry: QueueEntry) -> QueueEntry:
 
 
 # workload key -> (the QueueEntry an entry was made for, its display token, the entry)
-_Cached = tuple[QueueEntry, EntryToken, PendingEntry]
+_Cached = tuple[QueueEntry, PendingEntry]
 
 
 @dataclass(slots=True)
@@ -472,7 +472,7 @@ class SnapshotPublisher:
         for key in touched:
             cached = state.cache.get(key)
             wl = workloads.get(key)
-            if cached is None or wl is None or entry_token(wl) == cached[1]:
+            if cached is None or wl is None or entry_is_current(cached[1], wl):
                 continue
             del state.cache[key]
             namespace, _, name = key.partition("/")
@@ -586,20 +586,19 @@ class SnapshotPublisher:
                     and touched is not None
                     and key not in touched
                 ):
-                    append(cached[2])
+                    append(cached[1])
                     continue
                 wl = workloads.get(key)
                 if wl is None:
                     # Deleted after the capture: its last entry still describes it
                     # as it was when captured; without one it is left out.
                     if cached is not None:
-                        append(cached[2])
+                        append(cached[1])
                     continue
-                token = entry_token(wl)
-                entry = cached[2] if cached is not None and cached[1] == token else None
-                if entry is None:
+                entry = cached[1] if cached is not None else None
+                if entry is None or not entry_is_current(entry, wl):
                     entry = make_entry(wl)
-                cache[key] = (qe, token, entry)
+                cache[key] = (qe, entry)
                 append(entry)
         return tuple(entries)
 

@@ -23,19 +23,12 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import overload
 
+from scheduler.core.workload import OwnerRef
 from scheduler.runtime.persistent import MapEditor, ShardedMap
 
 Instant = int  # microseconds since the epoch, as in the core
 LocalQueueKey = tuple[str, str]  # (namespace, name)
 WorkloadKey = tuple[str, str]  # (namespace, name)
-
-
-@dataclass(frozen=True, slots=True)
-class OwnerRef:
-    api_version: str
-    kind: str
-    name: str
-    uid: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +82,12 @@ class PendingEntry:
     # every snapshot until its workload changes, so a republish renders nothing anew;
     # a pure function of the fields above, hence outside equality.
     json_head: bytes | None = field(default=None, compare=False, repr=False)
+    # (namespace, name), made once: every map of a snapshot keyed by workload (chunk
+    # indexes, cells, the workload -> ClusterQueue map) shares this one tuple.
+    key: WorkloadKey = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", (self.namespace, self.name))
 
     @staticmethod
     def make(
@@ -112,10 +111,6 @@ class PendingEntry:
         return PendingEntry(
             namespace, name, creation, owners, priority, local_queue, why_pending, h.digest(), why
         )
-
-    @property
-    def key(self) -> WorkloadKey:
-        return (self.namespace, self.name)
 
     @property
     def local_queue_key(self) -> LocalQueueKey:
@@ -152,7 +147,7 @@ class ViewChunk:
                 members = by_lq[lq] = []
             lq_local.append(len(members))
             members.append(i)
-            index_of[(entry.namespace, entry.name)] = i
+            index_of[entry.key] = i
         self.entries = entries
         self.cell = cell
         # position of each entry among the entries of its LocalQueue in this chunk

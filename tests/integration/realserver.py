@@ -35,7 +35,8 @@ import pytest_asyncio
 from fastapi import FastAPI
 from prometheus_client import CollectorRegistry
 
-from scheduler.runtime.snapshot import OwnerRef, PendingEntry, Snapshot, build_view
+from scheduler.core.workload import OwnerRef
+from scheduler.runtime.snapshot import PendingEntry, Snapshot, build_view
 from tests.tls.support import client_context
 from tests.unit.visibility_server.authz.builders import (
     binding,

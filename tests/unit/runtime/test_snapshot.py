@@ -10,8 +10,9 @@ from hypothesis import strategies as st
 
 from scheduler.api.decode import load_documents
 from scheduler.core.visibility import pending_workloads
+from scheduler.core.workload import OwnerRef
 from scheduler.runtime.capture import EntryCache, capture_snapshot
-from scheduler.runtime.snapshot import OwnerRef, PendingEntry, ViewBuilder, build_view
+from scheduler.runtime.snapshot import PendingEntry, ViewBuilder, build_view
 from scheduler.sim.runner import Simulation
 
 SAMPLES = Path(__file__).resolve().parents[3] / "manifests" / "samples"

@@ -12,7 +12,8 @@ import httpx
 from fastapi import FastAPI
 from prometheus_client import CollectorRegistry
 
-from scheduler.runtime.snapshot import OwnerRef, PendingEntry, Snapshot, build_view
+from scheduler.core.workload import OwnerRef
+from scheduler.runtime.snapshot import PendingEntry, Snapshot, build_view
 from tests.unit.visibility_server.authz.builders import (
     VIS,
     binding,

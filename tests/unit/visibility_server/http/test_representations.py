@@ -9,7 +9,7 @@ import orjson
 import pytest
 import yaml
 
-from scheduler.runtime.snapshot import OwnerRef
+from scheduler.core.workload import OwnerRef
 from tests.unit.visibility_server.http.support import (
     ADMIN,
     SECOND,

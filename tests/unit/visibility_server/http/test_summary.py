@@ -8,7 +8,8 @@ from typing import Any
 import orjson
 import pytest
 
-from scheduler.runtime.snapshot import ClusterQueueView, OwnerRef, PendingEntry
+from scheduler.core.workload import OwnerRef
+from scheduler.runtime.snapshot import ClusterQueueView, PendingEntry
 from tests.unit.visibility_server.http.support import (
     ADMIN,
     SECOND,
