@@ -31,15 +31,20 @@ def truncate_message(message: str) -> str:
     return raw[: MAX_MESSAGE_BYTES - 4].decode(errors="ignore") + " ..."
 
 
+_NONE: dict[str, Condition] = {}  # shared and never written: see Conditions.__init__
+
+
 class Conditions:
     """An ordered set of conditions keyed by type; insertion order is output order."""
 
     __slots__ = ("_items",)
 
     def __init__(self, items: list[Condition] | None = None) -> None:
-        self._items: dict[str, Condition] = {}
-        for item in items or []:
-            self._items[item.type] = item
+        # Most pending workloads have never been tried and carry no condition: they
+        # share one empty dict until their first `set` (64 bytes each at 100k pending).
+        self._items: dict[str, Condition] = _NONE
+        if items:
+            self._items = {item.type: item for item in items}
 
     def get(self, type_: str) -> Condition | None:
         return self._items.get(type_)
@@ -68,6 +73,8 @@ class Conditions:
         message = truncate_message(message)
         old = self._items.get(type_)
         if old is None:
+            if self._items is _NONE:
+                self._items = {}
             self._items[type_] = Condition(type_, status, reason, message, now, observed_generation)
             return True
         changed = (old.status, old.reason, old.message, old.observed_generation) != (

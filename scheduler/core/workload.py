@@ -170,10 +170,13 @@ class WorkloadState:
     revision: int = 0
     last_assignment: LastAssignment | None = None
     raw: StoredObject | None = None  # the object as last applied (spec/metadata output)
+    # "namespace/name", made once: the scheduler's maps and queues all hold this one
+    # string. namespace and name are a workload's identity and are never reassigned
+    # (make a renamed copy with dataclasses.replace, which computes the key again).
+    key: str = field(init=False, repr=False, compare=False)
 
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
+    def __post_init__(self) -> None:
+        self.key = f"{self.namespace}/{self.name}"
 
     @property
     def holds_quota(self) -> bool:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from scheduler.api import Workload, decode_object
@@ -91,3 +93,11 @@ def test_without_the_object_only_owner_references_are_kept() -> None:
         kept.priority,
         kept.queue_name,
     )
+
+
+def test_the_key_is_made_once_and_follows_a_replaced_name() -> None:
+    wl = workload_state(_decoded("w"), SchedulerConfig(), START)
+    assert wl.key == "ns/w"
+    assert wl.key is wl.key  # a field, not a new string per read
+    renamed = dataclasses.replace(wl, name="v")
+    assert renamed.key == "ns/v" and wl.key == "ns/w"

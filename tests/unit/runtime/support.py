@@ -7,7 +7,7 @@ wall-clock time: timing figures are recorded, not checked.
 from __future__ import annotations
 
 import asyncio
-import copy
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -16,7 +16,6 @@ import yaml
 from scheduler.api import Configuration, Workload, decode_object
 from scheduler.core.ingest import apply_object, scheduler_config, workload_state
 from scheduler.core.scheduler import Scheduler
-from scheduler.core.workload import WorkloadState
 from scheduler.runtime.clock import SystemClock
 
 Json = dict[str, Any]
@@ -155,11 +154,14 @@ def bulk_workloads(s: Scheduler, ns: str, queue: str, count: int, *, start: int 
     template = workload_state(obj, s.config, s.now())
     base = template.creation
     for i in range(start, start + count):
-        wl: WorkloadState = copy.copy(template)
-        wl.name = f"w{i:06d}"
-        wl.uid = f"uid-{i:06d}"
-        wl.creation = base + i
-        wl.conditions = type(template.conditions)()
+        # replace(), not a copy: the key is computed from the new name.
+        wl = dataclasses.replace(
+            template,
+            name=f"w{i:06d}",
+            uid=f"uid-{i:06d}",
+            creation=base + i,
+            conditions=type(template.conditions)(),
+        )
         s.set_workload(wl)
 
 
