@@ -135,8 +135,14 @@ class FifoQueue(PendingQueue):
     def pop(self, now: Instant) -> QueueEntry | None:
         if not self._heap:
             return None
-        _, key, _ = self._heap[0]
-        self._store(self._entries[key], _Where.IN_FLIGHT)
+        # The head's item is current (stored items always carry the key their entry
+        # orders by): it moves to in-flight as it is, keeping its place in the ordered
+        # view, without re-keying it or searching the heap for it.
+        item = self._heap.pop(0)
+        key = item[1]
+        self._where[key] = _Where.IN_FLIGHT
+        self._in_flight[key] = None
+        self._uncount(item[2].local_queue_key)
         self._flushed_since_pop = False
         return self._entries[key]
 
@@ -245,15 +251,26 @@ class FifoQueue(PendingQueue):
 
     def _store(self, entry: QueueEntry, where: _Where) -> None:
         """Put ``entry`` at ``where``, replacing any stored entry for its key."""
-        order = self.order_key(entry)
-        old = self._items.get(entry.key)
-        if old is not None and old[0] == order and (old[2] is entry or old[2] == entry):
-            # Pops, requeues and flushes mostly move an unchanged entry: it keeps its
-            # item (holding an equal entry) and its place in the ordered view, and only
-            # changes part.
-            self._entries[entry.key] = entry
-            self._move(entry.key, old, where)
+        key = entry.key
+        old = self._items.get(key)
+        if old is not None and (old[2] is entry or self._entries[key] is entry):
+            # The very entry already stored (requeues of a popped head, flushes): its
+            # item's key is current, since every change of what the order depends on
+            # (sticky, settings) re-keys the stored items at once (`_rekey`).
+            self._entries[key] = entry
+            self._move(key, old, where)
             return
+        order = self.order_key(entry)
+        if old is not None and old[0] == order and old[2] == entry:
+            # Pushes mostly bring an equal entry: it keeps its item (holding an equal
+            # entry) and its place in the ordered view, and only changes part.
+            self._entries[key] = entry
+            self._move(key, old, where)
+            return
+        self._insert(entry, where, order)
+
+    def _insert(self, entry: QueueEntry, where: _Where, order: OrderKey) -> None:
+        """Store ``entry`` under a freshly computed order key."""
         self._remove(entry.key)
         item: _Item = (order, entry.key, entry)
         self._entries[entry.key] = entry
@@ -287,13 +304,15 @@ class FifoQueue(PendingQueue):
             self._parked[key] = None
         else:
             self._in_flight[key] = None
-        lq = item[2].local_queue_key
         if was is _Where.IN_FLIGHT:
-            self._lq_counts[lq] += 1
+            self._lq_counts[item[2].local_queue_key] += 1
         elif where is _Where.IN_FLIGHT:
-            self._lq_counts[lq] -= 1
-            if self._lq_counts[lq] == 0:
-                del self._lq_counts[lq]
+            self._uncount(item[2].local_queue_key)
+
+    def _uncount(self, lq: str) -> None:
+        self._lq_counts[lq] -= 1
+        if self._lq_counts[lq] == 0:
+            del self._lq_counts[lq]
 
     def _remove(self, key: str) -> QueueEntry | None:
         where = self._where.pop(key, None)
@@ -309,10 +328,7 @@ class FifoQueue(PendingQueue):
         else:
             del self._in_flight[key]
         if where is not _Where.IN_FLIGHT:
-            lq = entry.local_queue_key
-            self._lq_counts[lq] -= 1
-            if self._lq_counts[lq] == 0:
-                del self._lq_counts[lq]
+            self._uncount(entry.local_queue_key)
         return entry
 
     def _leave(self, key: str) -> QueueEntry | None:
@@ -324,7 +340,10 @@ class FifoQueue(PendingQueue):
     def _rekey(self, key: str) -> None:
         where = self._where.get(key)
         if where is not None:
-            self._store(self._entries[key], where)
+            entry = self._entries[key]
+            order = self.order_key(entry)
+            if order != self._items[key][0]:
+                self._insert(entry, where, order)
 
     def _set_sticky(self, key: str | None) -> None:
         previous, self._sticky = self._sticky, key

@@ -633,3 +633,53 @@ def test_ordered_runs_are_the_listing_and_a_change_rewrites_one_run() -> None:
     ]
     assert same[:-1] == [True] * (len(same) - 1) and not same[-1]
     assert [item[2] for run in after for item in run] == list(q.listing())
+
+
+def _item_ids(q: FifoQueue) -> list[int]:
+    return [id(item) for run in q.ordered_runs() for item in run]
+
+
+def test_pop_requeue_and_flush_of_the_same_entry_keep_its_item_in_place() -> None:
+    q = best_effort()
+    for i in range(3):
+        q.push(entry(f"w{i}", ts=i), now=0)
+    items = _item_ids(q)
+    head = q.pop(0)
+    assert head is not None and head.key == "ns/w0"
+    assert q.counts() == QueueCounts(active=2, parked=0, in_flight=1)
+    assert q.local_queue_counts() == {"ns/lq": 2}
+    requeue(q, head, GENERIC)  # parked: a pop came after the last flush
+    assert q.is_parked("ns/w0") and q.local_queue_counts() == {"ns/lq": 3}
+    q.flush(0, everything)
+    assert q.in_heap("ns/w0")
+    assert _item_ids(q) == items
+    assert keys(q.listing()) == ["ns/w0", "ns/w1", "ns/w2"]
+    again = q.pop(0)
+    assert again is head
+
+
+def test_requeue_of_the_popped_entry_as_sticky_moves_it_to_the_front() -> None:
+    q = best_effort()
+    q.push(entry("urgent", priority=5), 0)
+    q.push(entry("low", priority=0), 0)
+    q.pop(0)  # urgent, in flight
+    requeue(q, entry("urgent", priority=5), GENERIC)  # parked
+    low = q.pop(0)
+    assert low is not None and low.key == "ns/low"
+    requeue(q, low, PENDING_PREEMPTION)  # the very popped object, now sticky
+    assert keys(q.listing()) == ["ns/low", "ns/urgent"]
+    assert q.position("ns/low") == 0
+    q.flush(0, everything)
+    nxt = q.pop(0)
+    assert nxt is low
+
+
+def test_settings_change_with_an_unchanged_order_keeps_every_item() -> None:
+    q = best_effort()
+    for i in range(4):
+        q.push(entry(f"w{i}", ts=i), now=0)
+    items = _item_ids(q)
+    q.update_settings(
+        QueueSettings(cluster_queue="cq", strategy=BEST_EFFORT_FIFO, options=(("a", "b"),))
+    )
+    assert _item_ids(q) == items
