@@ -404,7 +404,13 @@ def _requeue_and_update(s: Scheduler, e: Entry) -> None:
     )
     if still_queued:
         untried = wl.last_assignment is not None and wl.last_assignment.has_untried_flavors()
-        s.queues.requeue(e.cq.name, s.queue_entry(wl), e.reason, now, has_untried_flavors=untried)
+        s.queues.requeue(
+            e.cq.name,
+            s.queue_entry(wl, e.queue_entry),
+            e.reason,
+            now,
+            has_untried_flavors=untried,
+        )
     else:
         s.queues.release_in_flight(e.cq.name, wl.key)
     if e.status in {NOT_NOMINATED, SKIPPED}:

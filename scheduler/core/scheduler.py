@@ -151,8 +151,26 @@ class Scheduler:
     def local_queue_of(self, wl: WorkloadState) -> LocalQueueInfo | None:
         return self.local_queues.get(f"{wl.namespace}/{wl.queue_name}")
 
-    def queue_entry(self, wl: WorkloadState) -> QueueEntry:
+    def queue_entry(self, wl: WorkloadState, previous: QueueEntry | None = None) -> QueueEntry:
+        """The workload's queue entry now; `previous` itself when it is still exact
+        (a head requeued unchanged: the queue then moves its item without comparing)."""
         rs = wl.requeue_state
+        timestamp = wl.queue_order_timestamp(self.config.eviction_ordering)
+        requeued_false = wl.conditions.is_false(REQUEUED)
+        requeue_at = rs.requeue_at if rs is not None else None
+        if (
+            previous is not None
+            and previous.revision == wl.revision
+            and previous.priority == wl.priority
+            and previous.timestamp == timestamp
+            and previous.requeued_false == requeued_false
+            and previous.requeue_at == requeue_at
+            and previous.uid == wl.uid
+            and previous.local_queue == wl.queue_name
+            and previous.namespace == wl.namespace
+            and previous.name == wl.name
+        ):
+            return previous
         return QueueEntry(
             key=wl.key,
             namespace=wl.namespace,
@@ -160,10 +178,10 @@ class Scheduler:
             uid=wl.uid,
             local_queue=wl.queue_name,
             priority=wl.priority,
-            timestamp=wl.queue_order_timestamp(self.config.eviction_ordering),
+            timestamp=timestamp,
             revision=wl.revision,
-            requeued_false=wl.conditions.is_false(REQUEUED),
-            requeue_at=rs.requeue_at if rs is not None else None,
+            requeued_false=requeued_false,
+            requeue_at=requeue_at,
         )
 
     def tree_scope(self, cq: str) -> list[str]:

@@ -516,3 +516,28 @@ def test_workload_arriving_mid_eviction_is_finalised_and_gives_quota_back() -> N
     assert c.usage("cq-a", FR) == 0
     assert c.cond(W1, "Requeued") == ("True", "Preempted", "Preempted to accommodate a workload")
     assert c.pending("cq-a") == [W1]
+
+
+# --------------------------------------------------------------------- queue entries
+
+
+def test_queue_entry_gives_back_the_previous_entry_only_while_it_is_exact() -> None:
+    c = full_cluster()
+    wl = c.s.workloads[W2]
+    previous = c.s.queue_entry(wl)
+    assert c.s.queue_entry(wl, previous) is previous
+    assert c.s.queue_entry(wl, None) == previous
+    # Every field the entry carries makes a new one when it moves.
+    wl.revision += 1
+    fresh = c.s.queue_entry(wl, previous)
+    assert fresh is not previous and fresh.revision == previous.revision + 1
+    assert c.s.queue_entry(wl, fresh) is fresh
+    wl.priority += 5
+    bumped = c.s.queue_entry(wl, fresh)
+    assert bumped is not fresh and bumped.priority == fresh.priority + 5
+    wl.conditions.set("Requeued", "False", "Backoff", "waiting", START)
+    gated = c.s.queue_entry(wl, bumped)
+    assert gated is not bumped and gated.requeued_false
+    # An entry of another workload is never taken for this one's.
+    other = c.s.queue_entry(c.s.workloads[W1])
+    assert c.s.queue_entry(wl, other).key == W2
