@@ -110,6 +110,8 @@ class GcPauses:
     def __init__(self) -> None:
         self.pauses: dict[int, list[float]] = {0: [], 1: [], 2: []}
         self.cpu: dict[int, list[float]] = {0: [], 1: [], 2: []}
+        # per generation: the objects the costliest pass (in CPU) found to be garbage
+        self.collected_by_costliest: dict[int, int] = {0: 0, 1: 0, 2: 0}
         self._started: Stamp = (0.0, 0.0)
 
     def __call__(self, phase: str, info: dict[str, int]) -> None:
@@ -117,12 +119,16 @@ class GcPauses:
             self._started = stamp()
         else:
             wall, cpu = since(self._started)
-            self.pauses[info["generation"]].append(wall)
-            self.cpu[info["generation"]].append(cpu)
+            gen = info["generation"]
+            if cpu > max(self.cpu[gen], default=0.0):
+                self.collected_by_costliest[gen] = info["collected"]
+            self.pauses[gen].append(wall)
+            self.cpu[gen].append(cpu)
 
     def reset(self) -> None:
         self.pauses = {0: [], 1: [], 2: []}
         self.cpu = {0: [], 1: [], 2: []}
+        self.collected_by_costliest = {0: 0, 1: 0, 2: 0}
 
     def figures(self) -> dict[str, Any]:
         return {
@@ -130,6 +136,7 @@ class GcPauses:
                 "count": len(p),
                 "max_ms": max(p, default=0.0) * 1000,
                 "max_cpu_ms": max(self.cpu[g], default=0.0) * 1000,
+                "collected_by_costliest": self.collected_by_costliest[g],
             }
             for g, p in self.pauses.items()
         }

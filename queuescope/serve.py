@@ -22,6 +22,7 @@ from scheduler.api.decode import ApiError, load_documents
 from scheduler.core.ingest import scheduler_config
 from scheduler.core.scheduler import Scheduler
 from scheduler.runtime.clock import SystemClock
+from scheduler.runtime.collector import GcPacer
 from scheduler.runtime.demo import DemoLoad
 from scheduler.runtime.embedded import EmbeddedStore, find_configuration
 from scheduler.runtime.engine import Engine
@@ -154,7 +155,12 @@ async def _run_embedded(args: argparse.Namespace) -> int:
     else:
         config_obj = find_configuration(config_paths)
     scheduler = Scheduler(SystemClock(), scheduler_config(config_obj))
-    engine = Engine(scheduler, publish_interval=args.publish_interval)
+    engine = Engine(
+        scheduler,
+        publish_interval=args.publish_interval,
+        # The collector runs between the loop's steps, never inside one.
+        gc_pacer=GcPacer(),
+    )
     backend = EmbeddedBackend(RBACAuthorizer())
     store = EmbeddedStore(
         args.embedded,

@@ -31,6 +31,7 @@ from scheduler.api.decode import load_documents
 from scheduler.core.ingest import scheduler_config
 from scheduler.core.scheduler import Scheduler
 from scheduler.runtime.clock import SystemClock
+from scheduler.runtime.collector import GcPacer
 from scheduler.runtime.engine import Engine
 from scheduler.runtime.kube.cluster import ClusterRuntime
 from scheduler.runtime.kube.leader import LeaderElector, new_identity
@@ -218,7 +219,13 @@ async def run_cluster(
         documents = load_documents([args.config])
         config_obj = next((d.obj for d in documents if d.obj.kind == "Configuration"), None)
     scheduler = Scheduler(SystemClock(), scheduler_config(config_obj))
-    engine = Engine(scheduler, publish_interval=args.publish_interval, scheduling=False)
+    engine = Engine(
+        scheduler,
+        publish_interval=args.publish_interval,
+        scheduling=False,
+        # The collector runs between the loop's steps, never inside one.
+        gc_pacer=GcPacer(),
+    )
 
     kube = KubeClient(args.kubeconfig)
     api = await kube.open()

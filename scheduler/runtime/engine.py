@@ -40,7 +40,7 @@ from scheduler.core.cycle import run_cycle
 from scheduler.core.ingest import apply_object, delete_object
 from scheduler.core.pods_ready import Deadline, admission_blocked, deadlines, fire_due
 from scheduler.core.scheduler import Scheduler
-from scheduler.runtime.collector import FreezePolicy
+from scheduler.runtime.collector import FreezePolicy, GcPacer
 from scheduler.runtime.commands import (
     ApplyObject,
     Barrier,
@@ -119,6 +119,7 @@ class Engine:
         rates: AdmissionRates | None = None,
         scheduling: bool = True,
         collector: FreezePolicy | None = None,
+        gc_pacer: GcPacer | None = None,
     ) -> None:
         self.scheduler = scheduler
         # Nothing on the runtime's side shows a workload's API object (snapshots and
@@ -132,6 +133,9 @@ class Engine:
         self._synced = False
         # Fed with every admission on the scheduler's clock; read by the publisher.
         self.rates = rates if rates is not None else AdmissionRates()
+        # Runs the cyclic collector between steps while the engine runs (the servers
+        # pass one; tests and the simulator keep CPython's own schedule).
+        self.gc_pacer = gc_pacer
         self.publisher = SnapshotPublisher(
             scheduler,
             interval=publish_interval,
@@ -276,9 +280,11 @@ class Engine:
             raise RuntimeError("the engine is already running")
         self._running = True
         self._done.clear()
-        publisher = asyncio.get_running_loop().create_task(
-            self.publisher.run(), name="snapshot-publisher"
-        )
+        loop = asyncio.get_running_loop()
+        publisher = loop.create_task(self.publisher.run(), name="snapshot-publisher")
+        pacer = None
+        if self.gc_pacer is not None:
+            pacer = loop.create_task(self.gc_pacer.run(), name="gc-pacer")
         self.publisher.request()
         try:
             while not self._stopping:
@@ -290,9 +296,11 @@ class Engine:
                     continue
                 await self._wait_for_work()
         finally:
-            publisher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await publisher
+            for task in (publisher, pacer):
+                if task is not None:
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
             self._running = False
             self._idle.clear()
             self._done.set()
