@@ -586,7 +586,8 @@ def loop_lag(args: argparse.Namespace) -> Result:
         [
             "longest GC pass (gen 0/1/2), wall (CPU, objects freed by the costliest)",
             " / ".join(
-                f"{_ms(gen['max_ms'])} ({_ms(gen['max_cpu_ms'])}, {gen['collected_by_costliest']:,})"
+                f"{_ms(gen['max_ms'])} ({_ms(gen['max_cpu_ms'])}, "
+                f"{gen['collected_by_costliest']:,})"
                 for gen in (probe["gc"][f"gen{g}"] for g in range(3))
             ),
         ],
