@@ -111,12 +111,24 @@ class PodSetAssignmentResult:
 
 @dataclass(slots=True)
 class Assignment:
+    """The result of one assignment; never changed once `assign` returns it (cached
+    nominations share it between heads), so what is derived from it is kept."""
+
     pod_sets: list[PodSetAssignmentResult]
     complete: bool  # every pod set was evaluated and got flavors
     last_state: LastAssignment
+    _mode: str | None = field(default=None, init=False, repr=False, compare=False)
+    _borrowing: int | None = field(default=None, init=False, repr=False, compare=False)
+    _usage: FRAmounts | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def mode(self) -> str:
+        mode = self._mode
+        if mode is None:
+            mode = self._mode = self._compute_mode()
+        return mode
+
+    def _compute_mode(self) -> str:
         if not self.complete:
             return NO_FIT
         worst = FIT
@@ -128,18 +140,24 @@ class Assignment:
 
     @property
     def borrowing(self) -> int:
-        return max(
-            (c.mode.level for ps in self.pod_sets for c in ps.flavors.values()),
-            default=0,
-        )
+        level = self._borrowing
+        if level is None:
+            level = self._borrowing = max(
+                (c.mode.level for ps in self.pod_sets for c in ps.flavors.values()),
+                default=0,
+            )
+        return level
 
     def usage(self) -> FRAmounts:
-        total: FRAmounts = {}
-        for ps in self.pod_sets:
-            for resource, choice in ps.flavors.items():
-                fr = (choice.flavor, resource)
-                total[fr] = total.get(fr, 0) + ps.requests.get(resource, 0)
-        return total
+        """Per FR, the total requested (a new dict: callers keep and change it)."""
+        usage = self._usage
+        if usage is None:
+            usage = self._usage = {}
+            for ps in self.pod_sets:
+                for resource, choice in ps.flavors.items():
+                    fr = (choice.flavor, resource)
+                    usage[fr] = usage.get(fr, 0) + ps.requests.get(resource, 0)
+        return dict(usage)
 
     def frs_needing_preemption(self) -> set[FlavorResource]:
         return {

@@ -102,6 +102,26 @@ def test_tried_index_is_minus_one_when_the_last_flavor_was_examined() -> None:
     assert not a.last_state.has_untried_flavors()
 
 
+def test_derived_values_are_kept_and_usage_is_a_new_dict_each_time() -> None:
+    cq = cluster_queue(
+        "cq-a",
+        [
+            group([CPU], {"f0": {CPU: 0}, "f1": {CPU: 4}}),
+            group([GPU], {"f2": {GPU: 4}}),
+        ],
+    )
+    c = setup(cq, local_queue(NS, "lq", "cq-a"))
+    c.apply(workload(NS, "w", "lq", {CPU: "1", GPU: "2"}))
+    a = assigner(c, "cq-a").assign(c.wl(f"{NS}/w"))
+    assert (a.mode, a.borrowing) == (FIT, 0)
+    first = a.usage()
+    assert first == {("f1", CPU): 1000, ("f2", GPU): 2}
+    first[("f1", CPU)] = 0  # a caller's change never reaches the kept value
+    assert a.usage() == {("f1", CPU): 1000, ("f2", GPU): 2}
+    assert a.usage() is not a.usage()
+    assert (a.mode, a.borrowing) == (FIT, 0)
+
+
 def test_all_requested_resources_of_a_group_get_one_flavor_together() -> None:
     # f0 has cpu but not enough gpu: the whole group moves to f1 (§7.2 step 2).
     cq = cluster_queue(
