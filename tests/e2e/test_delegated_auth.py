@@ -408,7 +408,7 @@ async def test_self_check_and_a_missing_auth_delegator_binding(
     delegated = DelegatedAuth(api, registry=registry)
     await delegated.load()
     checked = await delegated.self_check.check_once()
-    assert checked == {"subjectaccessreviews": True, "tokenreviews": True}
+    assert checked == {"subjectaccessreviews": True, "tokenreviews": True, "configmaps": True}
     assert _gauge(registry, "subjectaccessreviews") == 1
     assert _gauge(registry, "tokenreviews") == 1
 
@@ -464,6 +464,7 @@ async def test_self_check_and_a_missing_auth_delegator_binding(
             assert await delegated.self_check.check_once() == {
                 "subjectaccessreviews": False,
                 "tokenreviews": False,
+                "configmaps": True,  # the reader RoleBinding is still there
             }
             # Discovery needs no SAR: it keeps answering.
             discovery = await client.get(f"/apis/{GROUP}/v1beta2", headers=aggregator)

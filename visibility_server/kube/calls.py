@@ -16,18 +16,20 @@ Reviews are `create`s of objects kube-apiserver does not store, so retrying one 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
 from kubernetes_asyncio.client import ApiClient
 
 from visibility_server.kube.errors import (
-    AUTH_DELEGATOR_FIX,
-    AUTH_READER_FIX,
+    SERVICE_ACCOUNT,
     CredentialRejectedError,
     DelegationForbiddenError,
     InvalidAnswerError,
     UnavailableError,
+    auth_delegator_fix,
+    auth_reader_fix,
 )
 from visibility_server.kube.metrics import (
     SUBJECT_ACCESS_REVIEWS,
@@ -52,26 +54,29 @@ TOO_MANY_REQUESTS: Final = 429
 class Endpoint:
     path: str
     what: str  # how messages name it: `<plural>.<group>`, or the object
-    fix: str  # what to grant when kube-apiserver answers 403
+    fix: Callable[[str], str]  # what to grant the named identity when kube-apiserver says 403
     metric_resource: str | None = None  # the `resource` label of the permitted gauge
 
 
 SUBJECT_ACCESS_REVIEW: Final = Endpoint(
     "/apis/authorization.k8s.io/v1/subjectaccessreviews",
     "subjectaccessreviews.authorization.k8s.io",
-    AUTH_DELEGATOR_FIX,
+    auth_delegator_fix,
     SUBJECT_ACCESS_REVIEWS,
 )
 TOKEN_REVIEW: Final = Endpoint(
     "/apis/authentication.k8s.io/v1/tokenreviews",
     "tokenreviews.authentication.k8s.io",
-    AUTH_DELEGATOR_FIX,
+    auth_delegator_fix,
     TOKEN_REVIEWS,
 )
 SELF_SUBJECT_ACCESS_REVIEW: Final = Endpoint(
     "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
     "selfsubjectaccessreviews.authorization.k8s.io",
-    'every authenticated identity should have it through the ClusterRole "system:basic-user"',
+    lambda who: (
+        f"{who} should have it, as every authenticated identity does, through the ClusterRole "
+        '"system:basic-user"'
+    ),
 )
 
 
@@ -80,13 +85,14 @@ def configmap_endpoint(namespace: str, name: str) -> Endpoint:
     return Endpoint(
         f"/api/v1/namespaces/{namespace}/configmaps/{name}",
         f"configmap {namespace}/{name}",
-        AUTH_READER_FIX,
+        auth_reader_fix,
     )
 
 
 class ApiCaller:
     """One set of outcome rules for the SAR backend, the TokenReview client, the
-    self-check and the ConfigMap reader."""
+    self-check and the ConfigMap reader. `who` names the identity the transport's
+    credentials belong to in the errors that say what to grant it."""
 
     def __init__(
         self,
@@ -95,11 +101,13 @@ class ApiCaller:
         policy: RetryPolicy | None = None,
         refresh_credentials: CredentialRefresher | None = None,
         metrics: DelegatedAuthMetrics | None = None,
+        who: str = SERVICE_ACCOUNT,
     ) -> None:
         self._transport = transport
         self._policy = policy or RetryPolicy()
         self._refresh = refresh_credentials
         self._metrics = metrics
+        self._who = who
 
     @property
     def transport(self) -> KubeTransport:
@@ -108,6 +116,10 @@ class ApiCaller:
     @property
     def policy(self) -> RetryPolicy:
         return self._policy
+
+    @property
+    def who(self) -> str:
+        return self._who
 
     async def create(self, endpoint: Endpoint, body: dict[str, Any]) -> dict[str, Any]:
         """The created review as kube-apiserver returned it (its `status` filled in)."""
@@ -141,7 +153,7 @@ class ApiCaller:
                         await self._refresh()
                     continue
                 if response.status == 401:
-                    raise CredentialRejectedError(endpoint.what)
+                    raise CredentialRejectedError(endpoint.what, self._who)
                 if response.status == 403:
                     raise self._forbidden(endpoint, response)
                 if response.status == 404 and missing_ok:
@@ -166,7 +178,7 @@ class ApiCaller:
                 "queuescope may not create %s (%s): %s",
                 resource,
                 detail or "denied",
-                AUTH_DELEGATOR_FIX,
+                auth_delegator_fix(self._who),
             )
 
     def _answered(self, endpoint: Endpoint, response: KubeResponse) -> dict[str, Any]:
@@ -181,7 +193,7 @@ class ApiCaller:
     def _forbidden(self, endpoint: Endpoint, response: KubeResponse) -> DelegationForbiddenError:
         detail = response.message()
         self.record_permitted(endpoint.metric_resource, False, detail)
-        return DelegationForbiddenError(endpoint.what, endpoint.fix, detail)
+        return DelegationForbiddenError(endpoint.what, endpoint.fix(self._who), detail)
 
 
 class Reviewer:
@@ -196,6 +208,7 @@ class Reviewer:
         policy: RetryPolicy | None = None,
         refresh_credentials: CredentialRefresher | None = None,
         metrics: DelegatedAuthMetrics | None = None,
+        who: str = SERVICE_ACCOUNT,
         caller: ApiCaller | None = None,
     ) -> None:
         self._calls = caller or ApiCaller(
@@ -203,6 +216,7 @@ class Reviewer:
             policy=policy,
             refresh_credentials=refresh_credentials,
             metrics=metrics,
+            who=who,
         )
 
 

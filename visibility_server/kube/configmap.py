@@ -33,7 +33,7 @@ from visibility_server.authn.config import (
     AuthenticationConfigError,
 )
 from visibility_server.kube.calls import ApiCaller, configmap_endpoint
-from visibility_server.kube.errors import AUTH_READER_FIX, DelegationError
+from visibility_server.kube.errors import SERVICE_ACCOUNT, DelegationError, auth_reader_fix
 from visibility_server.kube.retry import RetryPolicy
 from visibility_server.kube.transport import (
     CredentialRefresher,
@@ -95,6 +95,7 @@ async def read_authentication_config(
     tolerate_lookup_failure: bool = False,
     policy: RetryPolicy | None = None,
     refresh_credentials: CredentialRefresher | None = None,
+    who: str = SERVICE_ACCOUNT,
     namespace: str = CONFIGMAP_NAMESPACE,
     name: str = CONFIGMAP_NAME,
 ) -> AuthenticationConfig:
@@ -104,9 +105,12 @@ async def read_authentication_config(
     does not exist gives an empty configuration with a warning, as k8s.io/apiserver
     does. Any other failure raises AuthenticationLookupError naming the fix, unless
     `tolerate_lookup_failure` (`--authentication-tolerate-lookup-failure`): then
-    certificate authentication is off and a loud warning says so.
+    certificate authentication is off and a loud warning says so. `who` names the identity
+    of `api`'s credentials in the fix a 403 names.
     """
-    caller = ApiCaller(as_transport(api), policy=policy, refresh_credentials=refresh_credentials)
+    caller = ApiCaller(
+        as_transport(api), policy=policy, refresh_credentials=refresh_credentials, who=who
+    )
     endpoint = configmap_endpoint(namespace, name)
     try:
         configmap = await caller.get(endpoint)
@@ -147,6 +151,7 @@ class AuthenticationConfigWatcher:
         poll_interval: float = DEFAULT_POLL_INTERVAL,
         policy: RetryPolicy | None = None,
         refresh_credentials: CredentialRefresher | None = None,
+        who: str = SERVICE_ACCOUNT,
         namespace: str = CONFIGMAP_NAMESPACE,
         name: str = CONFIGMAP_NAME,
     ) -> None:
@@ -156,7 +161,7 @@ class AuthenticationConfigWatcher:
         self._name = name
         self._transport = as_transport(api)
         self._caller = ApiCaller(
-            self._transport, policy=policy, refresh_credentials=refresh_credentials
+            self._transport, policy=policy, refresh_credentials=refresh_credentials, who=who
         )
         self._on_change = on_change
         self._current = current
@@ -192,7 +197,7 @@ class AuthenticationConfigWatcher:
                         self._endpoint.what,
                         err.response.message(),
                         self._poll_interval,
-                        AUTH_READER_FIX,
+                        auth_reader_fix(self._caller.who),
                     )
                     self._polling = True
                     break

@@ -1,13 +1,16 @@
 """Everything cluster mode needs for delegated authentication and authorization, in one
 object (cluster.md §3, §4).
 
-Wiring (queuescope/serve.py), with `api_client` a kubernetes_asyncio `ApiClient` for our
-ServiceAccount and `reload_token` an `async () -> None` that makes it re-read its token::
+Wiring (queuescope/serve_cluster.py), with `api_client` a kubernetes_asyncio `ApiClient`
+for our ServiceAccount and `reload_token` an `async () -> None` that makes it re-read its
+token::
 
     delegated = DelegatedAuth(
         api_client,
         registry=registry,
         refresh_credentials=reload_token,
+        authentication=KubeIdentity(...),  # --authentication-kubeconfig, if given
+        authorization=KubeIdentity(...),  # --authorization-kubeconfig, if given
         anonymous_auth=args.anonymous_auth,
         tolerate_lookup_failure=args.authentication_tolerate_lookup_failure,
         token_cache_ttl=args.authentication_token_webhook_cache_ttl,
@@ -19,6 +22,12 @@ ServiceAccount and `reload_token` an `async () -> None` that makes it re-read it
     app = create_app(..., authenticator=delegated.authenticator, authorizer=authorizer)
     task_group.create_task(delegated.run())  # ConfigMap watch + self-check, until cancelled
 
+As k8s.io/apiserver's delegating servers do, the authentication identity makes the
+TokenReviews and reads the ConfigMap, the authorization identity makes the
+SubjectAccessReviews, and either one left out is the main one (`api`,
+`refresh_credentials`, named `who`). The self-check asks each identity about its own
+permissions, and errors name the identity that lacks one.
+
 With `--authentication-skip-lookup`, pass `static_config=` (the flags' configuration):
 `load` returns it without reading the ConfigMap and `run` only runs the self-check.
 The authenticator chain follows ConfigMap changes by itself (`AuthenticatorChain.update`);
@@ -29,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
 
 from kubernetes_asyncio.client import ApiClient
 from prometheus_client import CollectorRegistry
@@ -42,20 +52,48 @@ from visibility_server.kube.configmap import (
     ConfigListener,
     read_authentication_config,
 )
+from visibility_server.kube.errors import SERVICE_ACCOUNT
 from visibility_server.kube.metrics import DelegatedAuthMetrics, delegated_auth_metrics
 from visibility_server.kube.retry import RetryPolicy
 from visibility_server.kube.sar import SubjectAccessReviewBackend
-from visibility_server.kube.selfcheck import DEFAULT_INTERVAL, SelfCheck
+from visibility_server.kube.selfcheck import (
+    CREATE_SUBJECT_ACCESS_REVIEWS,
+    CREATE_TOKEN_REVIEWS,
+    DEFAULT_INTERVAL,
+    READ_AUTHENTICATION_CONFIGMAP,
+    Checked,
+    Permission,
+    SelfCheck,
+)
 from visibility_server.kube.tokenreview import TokenReviewClient
 from visibility_server.kube.transport import CredentialRefresher, KubeTransport, as_transport
 
 logger = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True, slots=True)
+class KubeIdentity:
+    """A client of kube-apiserver as one identity: its API client, how it re-reads its
+    credentials, and how messages name it (`KubeClient.identity`)."""
+
+    api: ApiClient | KubeTransport
+    refresh_credentials: CredentialRefresher | None = None
+    who: str = SERVICE_ACCOUNT
+
+    def caller(self, policy: RetryPolicy, metrics: DelegatedAuthMetrics | None = None) -> ApiCaller:
+        return ApiCaller(
+            as_transport(self.api),
+            policy=policy,
+            refresh_credentials=self.refresh_credentials,
+            metrics=metrics,
+            who=self.who,
+        )
+
+
 class DelegatedAuth:
     """The authenticator chain (with TokenReview), the SAR backend, the ConfigMap watcher
-    and the self-check, sharing one transport, retry policy, credential refresher and
-    metric."""
+    and the self-check, sharing one retry policy and metric; the authentication and the
+    authorization calls each go through their own identity's client."""
 
     def __init__(
         self,
@@ -63,6 +101,9 @@ class DelegatedAuth:
         *,
         registry: CollectorRegistry,
         refresh_credentials: CredentialRefresher | None = None,
+        who: str = SERVICE_ACCOUNT,
+        authentication: KubeIdentity | None = None,
+        authorization: KubeIdentity | None = None,
         anonymous_auth: bool = True,
         tolerate_lookup_failure: bool = False,
         static_config: AuthenticationConfig | None = None,
@@ -71,9 +112,10 @@ class DelegatedAuth:
         poll_interval: float = DEFAULT_POLL_INTERVAL,
         self_check_interval: float = DEFAULT_INTERVAL,
     ) -> None:
-        self._transport = as_transport(api)
+        main = KubeIdentity(api, refresh_credentials, who)
+        self.authentication_identity = authentication or main
+        self.authorization_identity = authorization or main
         self._policy = policy or RetryPolicy()
-        self._refresh = refresh_credentials
         self._anonymous_auth = anonymous_auth
         self._tolerate = tolerate_lookup_failure
         self._static = static_config
@@ -82,26 +124,30 @@ class DelegatedAuth:
         self._watcher: AuthenticationConfigWatcher | None = None
         self._loaded = False
         self.metrics: DelegatedAuthMetrics = delegated_auth_metrics(registry)
-        caller = ApiCaller(
-            self._transport,
-            policy=self._policy,
-            refresh_credentials=refresh_credentials,
-            metrics=self.metrics,
-        )
-        self.sar_backend = SubjectAccessReviewBackend(self._transport, caller=caller)
-        self.token_reviewer = TokenReviewClient(self._transport, caller=caller)
+        # Every call of one identity goes through its caller (its transport, its
+        # credential re-read, its name in errors); both feed the one gauge.
+        self._authn = self.authentication_identity.caller(self._policy, self.metrics)
+        authz = self.authorization_identity.caller(self._policy, self.metrics)
+        self.sar_backend = SubjectAccessReviewBackend(authz.transport, caller=authz)
+        self.token_reviewer = TokenReviewClient(self._authn.transport, caller=self._authn)
         # Usable at once; `load` installs the real configuration before anything binds.
         self.authenticator = AuthenticatorChain(
             AuthenticationConfig(anonymous_auth=anonymous_auth),
             self.token_reviewer,
             token_cache_ttl=token_cache_ttl,
         )
+        # The ConfigMap is read only when no static configuration replaces it.
+        authn_needs: tuple[Permission, ...] = (CREATE_TOKEN_REVIEWS,)
+        if static_config is None:
+            authn_needs += (READ_AUTHENTICATION_CONFIGMAP,)
         self.self_check = SelfCheck(
-            self._transport,
+            [
+                Checked(authz, (CREATE_SUBJECT_ACCESS_REVIEWS,)),
+                Checked(self._authn, authn_needs),
+            ],
             self.metrics,
             interval=self_check_interval,
             policy=self._policy,
-            refresh_credentials=refresh_credentials,
         )
 
     @property
@@ -123,21 +169,24 @@ class DelegatedAuth:
         if self._static is not None:
             config = self._static
         else:
+            identity = self.authentication_identity
             config = await read_authentication_config(
-                self._transport,
+                self._authn.transport,
                 anonymous_auth=self._anonymous_auth,
                 tolerate_lookup_failure=self._tolerate,
                 policy=self._policy,
-                refresh_credentials=self._refresh,
+                refresh_credentials=identity.refresh_credentials,
+                who=identity.who,
             )
             self._watcher = AuthenticationConfigWatcher(
-                self._transport,
+                self._authn.transport,
                 self._changed,
                 current=config,
                 anonymous_auth=self._anonymous_auth,
                 poll_interval=self._poll_interval,
                 policy=self._policy,
-                refresh_credentials=self._refresh,
+                refresh_credentials=identity.refresh_credentials,
+                who=identity.who,
             )
         self.authenticator.update(config)
         self._loaded = True
@@ -166,4 +215,4 @@ class DelegatedAuth:
                 logger.exception("a listener of authentication configuration changes failed")
 
 
-__all__ = ["DelegatedAuth"]
+__all__ = ["DelegatedAuth", "KubeIdentity"]

@@ -10,19 +10,42 @@ from __future__ import annotations
 
 from typing import Final
 
-AUTH_DELEGATOR_FIX: Final = (
-    'bind queuescope\'s ServiceAccount to the ClusterRole "system:auth-delegator" '
-    "(ClusterRoleBinding queuescope-auth-delegator, manifests/rbac/auth-delegator.yaml)"
-)
-AUTH_READER_FIX: Final = (
-    "bind queuescope's ServiceAccount to the Role "
-    '"extension-apiserver-authentication-reader" in kube-system '
-    "(RoleBinding queuescope-auth-reader, manifests/rbac/auth-reader.yaml)"
-)
-CREDENTIAL_FIX: Final = (
-    "its ServiceAccount token is expired, revoked or unreadable "
-    "(check the mounted token and --authorization-kubeconfig/--authentication-kubeconfig)"
-)
+# How messages name the identity of a client built from the in-cluster configuration;
+# a client from a kubeconfig flag is named after the flag (`KubeClient.identity`).
+SERVICE_ACCOUNT: Final = "queuescope's ServiceAccount"
+
+
+def _binding_fix(who: str, role: str, binding: str) -> str:
+    """`bind WHO to ROLE`, and where the default install does that for the ServiceAccount."""
+    if who == SERVICE_ACCOUNT:
+        return f"bind {who} to {role} ({binding})"
+    return f"bind {who} to {role} (as {binding} does for {SERVICE_ACCOUNT})"
+
+
+def auth_delegator_fix(who: str = SERVICE_ACCOUNT) -> str:
+    """What to grant `who` when kube-apiserver forbids it a SubjectAccessReview or a
+    TokenReview."""
+    return _binding_fix(
+        who,
+        'the ClusterRole "system:auth-delegator"',
+        "ClusterRoleBinding queuescope-auth-delegator, manifests/rbac/auth-delegator.yaml",
+    )
+
+
+def auth_reader_fix(who: str = SERVICE_ACCOUNT) -> str:
+    """What to grant `who` when kube-apiserver forbids it the authentication ConfigMap."""
+    return _binding_fix(
+        who,
+        'the Role "extension-apiserver-authentication-reader" in kube-system',
+        "RoleBinding queuescope-auth-reader, manifests/rbac/auth-reader.yaml",
+    )
+
+
+def credential_fix(who: str = SERVICE_ACCOUNT) -> str:
+    """What to check when kube-apiserver rejects `who`'s own credentials twice."""
+    if who == SERVICE_ACCOUNT:
+        return f"the token of {who} is expired, revoked or unreadable (check the mounted token)"
+    return f"the token of {who} is expired, revoked or unreadable (check that kubeconfig)"
 
 
 class DelegationError(Exception):
@@ -45,10 +68,10 @@ class DelegationForbiddenError(DelegationError):
 class CredentialRejectedError(DelegationError):
     """kube-apiserver answered 401 twice, once after the token was re-read."""
 
-    def __init__(self, what: str) -> None:
+    def __init__(self, what: str, who: str = SERVICE_ACCOUNT) -> None:
         super().__init__(
             f"kube-apiserver rejected queuescope's own credentials (401 Unauthorized) for "
-            f"{what}: {CREDENTIAL_FIX}"
+            f"{what}: {credential_fix(who)}"
         )
 
 
@@ -64,12 +87,13 @@ class UnavailableError(DelegationError):
 
 
 __all__ = [
-    "AUTH_DELEGATOR_FIX",
-    "AUTH_READER_FIX",
-    "CREDENTIAL_FIX",
+    "SERVICE_ACCOUNT",
     "CredentialRejectedError",
     "DelegationError",
     "DelegationForbiddenError",
     "InvalidAnswerError",
     "UnavailableError",
+    "auth_delegator_fix",
+    "auth_reader_fix",
+    "credential_fix",
 ]

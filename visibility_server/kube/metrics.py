@@ -1,9 +1,12 @@
 """The delegated-auth metric (cluster.md §4.3): `queuescope_delegated_auth_permitted`.
 
-One gauge per `resource` (`subjectaccessreviews`, `tokenreviews`): 1 when our identity may
-create that review, 0 when kube-apiserver said it may not. The self-check sets it every
-5 minutes, and every review call updates it at once (a 403 drops it to 0, a success raises
-it to 1), so a deleted `system:auth-delegator` binding shows within one request.
+One gauge per `resource`: `subjectaccessreviews` and `tokenreviews` are 1 when the identity
+that makes those calls (the authorization and the authentication client) may create that
+review; `configmaps` is 1 when the authentication client may get, list and watch
+`kube-system/extension-apiserver-authentication`; 0 when kube-apiserver said it may not.
+The self-check sets them every 5 minutes, and every review call updates its gauge at once
+(a 403 drops it to 0, a success raises it to 1), so a deleted `system:auth-delegator`
+binding shows within one request.
 
 Registered once per registry, as `visibility_server.http.metrics` does.
 """
@@ -19,6 +22,7 @@ from prometheus_client import CollectorRegistry, Gauge
 PERMITTED_METRIC: Final = "queuescope_delegated_auth_permitted"
 SUBJECT_ACCESS_REVIEWS: Final = "subjectaccessreviews"
 TOKEN_REVIEWS: Final = "tokenreviews"
+CONFIGMAPS: Final = "configmaps"
 
 
 @dataclass(slots=True)
@@ -50,8 +54,10 @@ def delegated_auth_metrics(registry: CollectorRegistry) -> DelegatedAuthMetrics:
     metrics = DelegatedAuthMetrics(
         Gauge(
             PERMITTED_METRIC,
-            "1 when queuescope's identity may create the delegated-auth review named by "
-            "`resource` (system:auth-delegator), 0 when kube-apiserver refused it.",
+            "1 when the queuescope client that makes the delegated-auth calls named by "
+            "`resource` may make them (subjectaccessreviews, tokenreviews: "
+            "system:auth-delegator; configmaps: extension-apiserver-authentication-reader), "
+            "0 when kube-apiserver refused it.",
             ("resource",),
             registry=registry,
         )
@@ -61,6 +67,7 @@ def delegated_auth_metrics(registry: CollectorRegistry) -> DelegatedAuthMetrics:
 
 
 __all__ = [
+    "CONFIGMAPS",
     "PERMITTED_METRIC",
     "SUBJECT_ACCESS_REVIEWS",
     "TOKEN_REVIEWS",

@@ -53,6 +53,16 @@ FORBIDDEN: Final = status_error(
 )
 
 
+class Refresher:
+    """A credential refresher that counts its calls."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def __call__(self) -> None:
+        self.calls += 1
+
+
 @dataclass
 class FakeClock:
     now: float = 1000.0

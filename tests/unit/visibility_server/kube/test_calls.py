@@ -13,12 +13,14 @@ from tests.unit.visibility_server.kube.support import (
     TIMEOUT,
     FakeTransport,
     Outcome,
+    Refresher,
     created,
     response,
     status_error,
 )
 from visibility_server.kube.calls import SUBJECT_ACCESS_REVIEW, ApiCaller, configmap_endpoint
 from visibility_server.kube.errors import (
+    SERVICE_ACCOUNT,
     CredentialRejectedError,
     DelegationForbiddenError,
     InvalidAnswerError,
@@ -30,14 +32,6 @@ from visibility_server.kube.transport import KubeResponse, TransportError
 BODY = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": {}}
 ALLOWED = created({"allowed": True})
 CONFIGMAP = configmap_endpoint("kube-system", "extension-apiserver-authentication")
-
-
-class Refresher:
-    def __init__(self) -> None:
-        self.calls = 0
-
-    async def __call__(self) -> None:
-        self.calls += 1
 
 
 def caller(
@@ -84,6 +78,29 @@ async def test_forbidden_is_a_500_naming_the_auth_delegator_binding_at_once(
     assert gauge(registry) == 0
     assert [r.levelname for r in caplog.records] == ["ERROR"]
     assert "system:auth-delegator" in caplog.records[0].getMessage()
+
+
+async def test_errors_name_the_identity_that_made_the_call(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    who = "the user of --authorization-kubeconfig /etc/authz"
+    transport = FakeTransport()
+    transport.script("POST", SAR_PATH, FORBIDDEN, status_error(401, "x"))
+    registry = CollectorRegistry()
+    api = ApiCaller(
+        transport,
+        policy=transport.clock.policy(),
+        metrics=delegated_auth_metrics(registry),
+        who=who,
+    )
+    with pytest.raises(DelegationForbiddenError) as forbidden:
+        await api.create(SUBJECT_ACCESS_REVIEW, BODY)
+    assert f'bind {who} to the ClusterRole "system:auth-delegator"' in str(forbidden.value)
+    assert f'bind {who} to the ClusterRole "system:auth-delegator"' in caplog.text
+    assert f"bind {SERVICE_ACCOUNT}" not in str(forbidden.value)
+    with pytest.raises(CredentialRejectedError) as rejected:
+        await api.create(SUBJECT_ACCESS_REVIEW, BODY)
+    assert f"the token of {who} is expired, revoked or unreadable" in str(rejected.value)
 
 
 async def test_the_forbidden_error_is_logged_once_per_transition(

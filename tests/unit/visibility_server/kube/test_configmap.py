@@ -183,6 +183,17 @@ async def test_a_forbidden_read_stops_startup_naming_the_reader_role() -> None:
     assert "--authentication-tolerate-lookup-failure" in message
 
 
+async def test_a_forbidden_read_names_the_identity_that_read() -> None:
+    who = "the user of --authentication-kubeconfig /etc/authn"
+    transport = reading(FORBIDDEN)
+    with pytest.raises(AuthenticationLookupError) as raised:
+        await read_authentication_config(transport, policy=transport.clock.policy(), who=who)
+    assert (
+        f'bind {who} to the Role "extension-apiserver-authentication-reader" in kube-system'
+        in str(raised.value)
+    )
+
+
 async def test_an_unreachable_apiserver_is_retried_then_stops_startup() -> None:
     transport = reading(TIMEOUT)
     with pytest.raises(AuthenticationLookupError, match="did not answer"):
@@ -421,10 +432,13 @@ async def test_forbidden_list_or_watch_falls_back_to_a_get_every_minute(
         status_error(503, "x"),
         response(200, rotated()),
     )
-    w, seen = watcher(transport)
+    w, seen = watcher(transport, who="the user of --authentication-kubeconfig /k")
     await run(w)
     assert w.polling
-    assert "extension-apiserver-authentication-reader" in caplog.text
+    assert (
+        'bind the user of --authentication-kubeconfig /k to the Role "extension-apiserver-'
+        'authentication-reader"' in caplog.text
+    )
     # Polls 60 s apart: unchanged; then a 503, retried after 0.5 s, and the change.
     assert transport.clock.sleeps == [60.0, 60.0, 0.5]
     assert seen == [config_from_configmap(rotated())]
