@@ -3,6 +3,11 @@
 Bound ServiceAccount tokens rotate (about hourly in a pod); a client that read its
 token once fails with 401 after a while (cluster.md §9). So the credentials are
 loaded again every minute and at once after any 401 (`refresh`).
+
+Cluster mode has up to three of them (cluster.md §3.5, as k8s.io/apiserver's delegating
+servers): `--kubeconfig` (or the in-cluster configuration) for everything, and
+`--authentication-kubeconfig` / `--authorization-kubeconfig` for the delegated
+authentication and authorization calls when given (`ClusterClients`).
 """
 
 from __future__ import annotations
@@ -13,20 +18,37 @@ import os
 
 from kubernetes_asyncio import client, config
 
+from visibility_server.kube.delegated import KubeIdentity
+from visibility_server.kube.errors import SERVICE_ACCOUNT
+
 log = logging.getLogger(__name__)
 
 TOKEN_REREAD_SECONDS = 60.0
 
 
 class KubeClient:
-    def __init__(self, kubeconfig: str | None) -> None:
+    """One set of credentials: `kubeconfig`, else the in-cluster configuration. `flag`
+    is the command-line flag that named the file, for messages."""
+
+    def __init__(self, kubeconfig: str | None, *, flag: str = "--kubeconfig") -> None:
         self.kubeconfig = kubeconfig
+        self.flag = flag
         self.configuration = client.Configuration()
         self.api: client.ApiClient | None = None
         self._lock = asyncio.Lock()
 
+    @property
+    def identity(self) -> str:
+        """How messages name whoever these credentials belong to."""
+        if self.kubeconfig:
+            return f"the user of {self.flag} {self.kubeconfig}"
+        return SERVICE_ACCOUNT
+
     async def _load(self, target: client.Configuration) -> None:
         if self.kubeconfig:
+            if not os.path.isfile(self.kubeconfig):
+                # kubernetes-asyncio would only say "Expected key current-context".
+                raise FileNotFoundError(f"{self.flag} {self.kubeconfig}: no such file")
             await config.load_kube_config(config_file=self.kubeconfig, client_configuration=target)
         elif os.environ.get("KUBERNETES_SERVICE_HOST"):
             config.load_incluster_config(client_configuration=target)  # type: ignore[no-untyped-call]
@@ -47,7 +69,9 @@ class KubeClient:
             try:
                 await self._load(fresh)
             except Exception as err:  # a transient read error keeps the old token
-                log.warning("event=credentials-reload-failed error=%s", err)
+                log.warning(
+                    "event=credentials-reload-failed client=%s error=%s", self.identity, err
+                )
                 return
             self.configuration.api_key = dict(fresh.api_key)
             self.configuration.api_key_prefix = dict(fresh.api_key_prefix)
@@ -60,3 +84,63 @@ class KubeClient:
     async def close(self) -> None:
         if self.api is not None:
             await self.api.close()
+            self.api = None
+
+    def as_identity(self) -> KubeIdentity:
+        """This client for `DelegatedAuth`: its API client, credential re-read and name."""
+        if self.api is None:
+            raise RuntimeError("KubeClient.open() must run first")
+        return KubeIdentity(self.api, self.refresh, self.identity)
+
+
+class ClusterClients:
+    """The clients of cluster mode. `main` (`--kubeconfig`, else in-cluster) makes every
+    call but the delegated ones: `authentication` makes the TokenReviews and reads the
+    `extension-apiserver-authentication` ConfigMap, `authorization` makes the
+    SubjectAccessReviews. Each of those two is a client of its own when its flag names a
+    kubeconfig, else it is `main`. Every distinct client is opened, re-reads its
+    credentials (`run`) and is closed once."""
+
+    def __init__(
+        self,
+        kubeconfig: str | None,
+        authentication_kubeconfig: str = "",
+        authorization_kubeconfig: str = "",
+    ) -> None:
+        self.main = KubeClient(kubeconfig)
+        self.authentication = self._delegated(
+            authentication_kubeconfig, "--authentication-kubeconfig"
+        )
+        self.authorization = self._delegated(authorization_kubeconfig, "--authorization-kubeconfig")
+
+    def _delegated(self, kubeconfig: str, flag: str) -> KubeClient:
+        return KubeClient(kubeconfig, flag=flag) if kubeconfig else self.main
+
+    @property
+    def distinct(self) -> list[KubeClient]:
+        clients: list[KubeClient] = []
+        for kube in (self.main, self.authentication, self.authorization):
+            if all(kube is not known for known in clients):
+                clients.append(kube)
+        return clients
+
+    async def open(self) -> client.ApiClient:
+        """Open every client (closing those already open if one fails); the main API."""
+        try:
+            for kube in self.distinct:
+                await kube.open()
+        except BaseException:
+            await self.close()
+            raise
+        assert self.main.api is not None
+        return self.main.api
+
+    async def run(self) -> None:
+        """Each client's credential re-read loop, until cancelled."""
+        async with asyncio.TaskGroup() as group:
+            for kube in self.distinct:
+                group.create_task(kube.run(), name=f"credentials {kube.flag}")
+
+    async def close(self) -> None:
+        for kube in self.distinct:
+            await kube.close()

@@ -25,7 +25,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Gauge
 
-from queuescope.kubeclient import KubeClient
+from queuescope.kubeclient import ClusterClients
 from queuescope.lifecycle import ChangeNotifier, drain, run_until_stopped
 from scheduler.api.decode import load_documents
 from scheduler.core.ingest import scheduler_config
@@ -91,8 +91,19 @@ def _duration(value: str) -> float:
 def add_cluster_flags(p: argparse.ArgumentParser) -> None:
     """The flags of cluster mode (cluster.md §3.5), each with a QUEUESCOPE_* twin."""
     g = p.add_argument_group("cluster mode")
-    g.add_argument("--authentication-kubeconfig", default=_env("AUTHENTICATION_KUBECONFIG", ""))
-    g.add_argument("--authorization-kubeconfig", default=_env("AUTHORIZATION_KUBECONFIG", ""))
+    g.add_argument(
+        "--authentication-kubeconfig",
+        default=_env("AUTHENTICATION_KUBECONFIG", ""),
+        metavar="FILE",
+        help="the client of TokenReviews and of the extension-apiserver-authentication "
+        "ConfigMap (default: the --kubeconfig or in-cluster client)",
+    )
+    g.add_argument(
+        "--authorization-kubeconfig",
+        default=_env("AUTHORIZATION_KUBECONFIG", ""),
+        metavar="FILE",
+        help="the client of SubjectAccessReviews (default: the --kubeconfig or in-cluster client)",
+    )
     g.add_argument(
         "--authentication-skip-lookup",
         action="store_true",
@@ -194,6 +205,26 @@ def _static_config(args: argparse.Namespace) -> AuthenticationConfig:
     )
 
 
+def delegated_auth(
+    args: argparse.Namespace, clients: ClusterClients, registry: CollectorRegistry
+) -> DelegatedAuth:
+    """Delegated authentication and authorization on opened `clients`: each call through
+    the client its flag names (cluster.md §3.5)."""
+    main = clients.main.as_identity()
+    return DelegatedAuth(
+        main.api,
+        registry=registry,
+        refresh_credentials=main.refresh_credentials,
+        who=main.who,
+        authentication=clients.authentication.as_identity(),
+        authorization=clients.authorization.as_identity(),
+        anonymous_auth=args.anonymous_auth,
+        tolerate_lookup_failure=args.authentication_tolerate_lookup_failure,
+        static_config=_static_config(args) if args.authentication_skip_lookup else None,
+        token_cache_ttl=args.authentication_token_webhook_cache_ttl,
+    )
+
+
 def _check_serving_pair(cert_dir: Path, required: tuple[str, ...], allow: bool) -> None:
     pair = load_pair(cert_dir)
     problems = validate_serving_pair(
@@ -227,18 +258,12 @@ async def run_cluster(
         gc_pacer=GcPacer(),
     )
 
-    kube = KubeClient(args.kubeconfig)
+    kube = ClusterClients(
+        args.kubeconfig, args.authentication_kubeconfig, args.authorization_kubeconfig
+    )
     api = await kube.open()
     registry = CollectorRegistry()
-    delegated = DelegatedAuth(
-        api,
-        registry=registry,
-        refresh_credentials=kube.refresh,
-        anonymous_auth=args.anonymous_auth,
-        tolerate_lookup_failure=args.authentication_tolerate_lookup_failure,
-        static_config=_static_config(args) if args.authentication_skip_lookup else None,
-        token_cache_ttl=args.authentication_token_webhook_cache_ttl,
-    )
+    delegated = delegated_auth(args, kube, registry)
     try:
         auth_config = await delegated.load()  # before the listener binds (§3.1)
     except AuthenticationLookupError as err:
@@ -254,7 +279,7 @@ async def run_cluster(
         denied_ttl=args.authorization_webhook_cache_unauthorized_ttl,
     )
 
-    rest = KubeRest(api, refresh_credentials=kube.refresh)
+    rest = KubeRest(api, refresh_credentials=kube.main.refresh)
     elector = None
     if args.leader_elect:
         pod = os.environ.get("POD_NAME") or socket.gethostname()
@@ -346,4 +371,4 @@ async def run_cluster(
     return exit_code
 
 
-__all__ = ["add_cluster_flags", "run_cluster"]
+__all__ = ["add_cluster_flags", "delegated_auth", "run_cluster"]
