@@ -386,6 +386,7 @@ class BenchApp:
         for i in range(count):
             self.state.gc.reset()
             self.state.probe.start()
+            steal_before = cpu_steal_seconds()
             generation = engine.generation
             engine.submit(ApplyObject(arrivals._workload(900_000 + i, 0)))
             await engine.wait_for_change(60.0, after=generation)
@@ -396,6 +397,8 @@ class BenchApp:
                 {
                     "total_ms": pub.last_total_seconds * 1000,
                     "max_step_ms": pub.last_max_step_seconds * 1000,
+                    "max_step_cpu_ms": pub.last_max_step_cpu_seconds * 1000,
+                    "steal_ms": (cpu_steal_seconds() - steal_before) * 1000,
                     "capture_ms": pub.last_capture_seconds * 1000,
                     "probe_max_lag_ms": lag.get("max", 0.0),
                     "gc_max_ms": max(g["max_ms"] for g in self.state.gc.figures().values()),

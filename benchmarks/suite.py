@@ -714,10 +714,14 @@ def snapshot(args: argparse.Namespace) -> Result:
     lags = [t["probe_max_lag_ms"] for t in trials]
     gcs = [t["gc_max_ms"] for t in trials]
     captures = [t["capture_ms"] for t in trials]
+    step_cpu = [t["max_step_cpu_ms"] for t in trials]
+    steal = [t["steal_ms"] for t in trials]
     rows = [
         ["publish, capture to swap", _ms(median(totals)), _ms(max(totals))],
         ["capture (one synchronous step)", _ms(median(captures)), _ms(max(captures))],
         ["longest publish step", _ms(median(steps)), _ms(max(steps))],
+        ["longest publish step in CPU time", _ms(median(step_cpu)), _ms(max(step_cpu))],
+        ["CPU time stolen by the hypervisor during a trial", _ms(median(steal)), _ms(max(steal))],
         ["longest GC pass during the publish", _ms(median(gcs)), _ms(max(gcs))],
         ["longest loop block seen by a 1 ms probe", _ms(median(lags)), _ms(max(lags))],
     ]

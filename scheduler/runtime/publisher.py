@@ -106,6 +106,7 @@ class PublishStats:
     last_capture_seconds: float = 0.0  # the one synchronous capture step
     last_total_seconds: float = 0.0  # capture to swap, yields included
     last_max_step_seconds: float = 0.0  # longest synchronous stretch of the last run
+    last_max_step_cpu_seconds: float = 0.0  # the most CPU one stretch of it used
     max_step_seconds: float = 0.0  # longest synchronous stretch ever
     max_step_cpu_seconds: float = 0.0  # the most CPU one stretch used (stepclock)
     max_capture_seconds: float = 0.0
@@ -605,6 +606,7 @@ class SnapshotPublisher:
     def _finish(self, steps: _Steps, started: float) -> None:
         steps.end()
         self.stats.last_max_step_seconds = steps.max
+        self.stats.last_max_step_cpu_seconds = steps.max_cpu
         self.stats.max_step_seconds = max(self.stats.max_step_seconds, steps.max)
         self.stats.max_step_cpu_seconds = max(self.stats.max_step_cpu_seconds, steps.max_cpu)
         self.stats.last_total_seconds = time.perf_counter() - started
