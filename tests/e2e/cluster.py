@@ -49,9 +49,15 @@ def install(plane: ControlPlane) -> None:
         )
 
 
-def controller_kubeconfig(plane: ControlPlane, path: Path) -> Path:
+def controller_kubeconfig(
+    plane: ControlPlane,
+    path: Path,
+    account: str = SERVICE_ACCOUNT,
+    namespace: str = NAMESPACE,
+) -> Path:
+    """A kubeconfig with a fresh token of `namespace/account` (default: our controller)."""
     token = plane.kubectl(
-        "create", "token", SERVICE_ACCOUNT, "-n", NAMESPACE, "--duration=2h"
+        "create", "token", account, "-n", namespace, "--duration=2h"
     ).stdout.strip()
     ca = plane.cluster_ca_file.read_text()
     doc = {
@@ -66,8 +72,8 @@ def controller_kubeconfig(plane: ControlPlane, path: Path) -> Path:
                 },
             }
         ],
-        "users": [{"name": SERVICE_ACCOUNT, "user": {"token": token}}],
-        "contexts": [{"name": "e2e", "context": {"cluster": "e2e", "user": SERVICE_ACCOUNT}}],
+        "users": [{"name": account, "user": {"token": token}}],
+        "contexts": [{"name": "e2e", "context": {"cluster": "e2e", "user": account}}],
         "current-context": "e2e",
     }
     write_atomic(path, json.dumps(doc).encode(), mode=SECRET_MODE)
