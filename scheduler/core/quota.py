@@ -174,7 +174,7 @@ def _set_amount(target: dict[FlavorResource, int], fr: FlavorResource, value: in
 class QuotaTree:
     """All ClusterQueues and Cohorts with their quotas and usage (§4)."""
 
-    __slots__ = ("_chains", "_cohorts", "_cqs", "_gen_counter", "_structure")
+    __slots__ = ("_chains", "_children", "_cohorts", "_cqs", "_gen_counter", "_structure")
 
     def __init__(self) -> None:
         self._cqs: dict[str, _Node] = {}
@@ -187,6 +187,10 @@ class QuotaTree:
         self._structure = 0
         # CQ name -> its node and ancestors (acyclic trees only), until the next change.
         self._chains: dict[str, list[_Node]] = {}
+        # (kind, name) -> its children by name, until the next change. Shared with
+        # clones: it depends on the structure alone, which a change replaces (with a
+        # new dict), so a clone never sees another structure's entries.
+        self._children: dict[tuple[str, str], list[NodeRef]] = {}
 
     # ------------------------------------------------------------------ structure
 
@@ -377,6 +381,7 @@ class QuotaTree:
         nodes), then bump the generation of every CQ that was or is in them (§4.3)."""
         self._structure += 1
         self._chains = {}
+        self._children = {}
         bump = {name for name in cq_seeds if name in self._cqs}
         done: set[str] = set()
         for seed in sorted(cohort_seeds):
@@ -537,10 +542,14 @@ class QuotaTree:
 
     def potential(self, node: NodeRef, fr: FlavorResource) -> int:
         """pot(n) for any node (DRS uses pot(parent), §9.1); 0 in a cyclic tree."""
-        n = self._node(node)
-        if n.cyclic:
-            return 0
-        chain = self._chain(n)
+        chain = self._chains.get(node.name) if node.kind == "cq" else None
+        if chain is None:
+            n = self._node(node)
+            if n.cyclic:
+                return 0
+            chain = self._chain(n)
+            if node.kind == "cq":
+                self._chains[node.name] = chain
         value = chain[-1].sq.get(fr, 0)
         for cur in reversed(chain[:-1]):
             value += cur.g.get(fr, 0)
@@ -656,11 +665,15 @@ class QuotaTree:
     def children(self, node: NodeRef) -> list[NodeRef]:
         """Child cohorts and CQs together, by name (a cohort before a CQ of the
         same name). A CQ has none."""
-        n = self._node(node)
-        refs = [NodeRef("cohort", c) for c in n.child_cohorts]
-        refs.extend(NodeRef("cq", c) for c in n.child_cqs)
-        refs.sort(key=lambda r: (r.name, r.kind))
-        return refs
+        key = (node.kind, node.name)
+        refs = self._children.get(key)
+        if refs is None:
+            n = self._node(node)
+            refs = [NodeRef("cohort", c) for c in n.child_cohorts]
+            refs.extend(NodeRef("cq", c) for c in n.child_cqs)
+            refs.sort(key=lambda r: (r.name, r.kind))
+            self._children[key] = refs
+        return list(refs)
 
     def child_cohorts(self, cohort: str) -> list[str]:
         return sorted(self._cohort(cohort).child_cohorts)
@@ -781,6 +794,7 @@ class QuotaTree:
         other._cohorts = {name: n.copy() for name, n in self._cohorts.items()}
         other._gen_counter = self._gen_counter
         other._structure = self._structure
+        other._children = self._children
         return other
 
     @property

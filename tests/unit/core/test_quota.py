@@ -653,3 +653,26 @@ def test_property_restructuring_keeps_usage_consistent(
         assert all(t.node_usage(co(name), fr) == 0 for fr in FRS)
     for name in cqs:
         assert all(t.usage(name, fr) == 0 for fr in FRS)
+
+
+def test_kept_children_and_chains_follow_structure_changes() -> None:
+    t = b1_tree()
+    assert t.children(co("org")) == [cq("prod"), co("research")]
+    assert t.potential_available("prod", GPU) == 10
+    snapshot = t.clone()
+    listed = snapshot.children(co("org"))
+    listed.append(cq("bogus"))  # a caller's list is its own
+    assert snapshot.children(co("org")) == [cq("prod"), co("research")]
+    # A change of the live tree is seen at once; the snapshot keeps its structure.
+    t.set_cluster_queue("new", "org", {GPU: Q(2)})
+    t.set_cluster_queue("prod", "research", {GPU: Q(8, borrowing_limit=1)})
+    assert t.children(co("org")) == [cq("new"), co("research")]
+    assert t.children(co("research")) == [cq("prod"), cq("r-a")]
+    assert t.potential_available("prod", GPU) == 9
+    assert snapshot.children(co("org")) == [cq("prod"), co("research")]
+    assert snapshot.potential_available("prod", GPU) == 10
+    # A cycle empties potentials, a broken cycle gives them back.
+    t.set_cohort("org", "research", {})
+    assert t.potential_available("prod", GPU) == 0
+    t.set_cohort("org", None, {})
+    assert t.potential_available("prod", GPU) == 9
