@@ -25,6 +25,8 @@ class Condition:
 
 
 def truncate_message(message: str) -> str:
+    if len(message) <= MAX_MESSAGE_BYTES // 4:  # no character takes more than 4 bytes
+        return message
     raw = message.encode()
     if len(raw) <= MAX_MESSAGE_BYTES:
         return message

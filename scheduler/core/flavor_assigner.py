@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
+from functools import lru_cache
 
 from scheduler.api.quantity import format_resource
 from scheduler.core.model import ClusterQueueInfo, FlavorInfo, ResourceGroupInfo
@@ -40,6 +41,10 @@ class Mode(IntEnum):
             return FIT
         return PREEMPT
 
+
+# Reasons quote the same few amounts over and over (exact Fraction arithmetic each
+# time); the string depends on nothing else.
+_quantity = lru_cache(maxsize=4096)(format_resource)
 
 # Public modes.
 NO_FIT = "NoFit"
@@ -344,9 +349,9 @@ class FlavorAssigner:
         if val > potential:
             reasons.append(
                 f"insufficient quota for {resource} in flavor {flavor}, previously considered "
-                f"podsets requests ({format_resource(resource, assumed)}) + current podset "
-                f"request ({format_resource(resource, request)}) > maximum capacity "
-                f"({format_resource(resource, potential)})"
+                f"podsets requests ({_quantity(resource, assumed)}) + current podset "
+                f"request ({_quantity(resource, request)}) > maximum capacity "
+                f"({_quantity(resource, potential)})"
             )
             return GranularMode(Mode.NO_FIT, 0)
         level, may_reclaim = self.tree.borrowing_level(cq, fr, val)
@@ -355,7 +360,7 @@ class FlavorAssigner:
             return GranularMode(Mode.FIT, level)
         reasons.append(
             f"insufficient unused quota for {resource} in flavor {flavor}, "
-            f"{format_resource(resource, val - available)} more needed"
+            f"{_quantity(resource, val - available)} more needed"
         )
         nominal = self.tree.nominal(cq, fr)
         if val <= nominal or may_reclaim or self._can_preempt_while_borrowing():

@@ -353,6 +353,19 @@ def test_previously_prefix_is_added_once() -> None:
     )
 
 
+def test_condition_messages_are_truncated_by_bytes_not_characters() -> None:
+    conditions = Conditions()
+    four_bytes = "\U0001f600"
+    conditions.set("QuotaReserved", "False", "Pending", four_bytes * 8192, 0)  # 32768 bytes
+    cond = conditions.get("QuotaReserved")
+    assert cond is not None and cond.message == four_bytes * 8192
+    conditions.set("QuotaReserved", "False", "Pending", four_bytes * 8193, 0)
+    assert cond.message == four_bytes * 8191 + " ..."
+    short = "x" * (32768 // 4)
+    conditions.set("QuotaReserved", "False", "Pending", short, 0)
+    assert cond.message is short
+
+
 def test_condition_messages_are_truncated() -> None:
     conditions = Conditions()
     conditions.set("QuotaReserved", "False", "Pending", "x" * 40000, 0)
