@@ -4,6 +4,7 @@ with bookmarks, 410 -> relist, transient errors -> backoff on an injected sleep.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import random
 
 import pytest
@@ -144,6 +145,37 @@ async def test_relist_diffs_against_the_cache() -> None:
     assert events[-1][:2] == ("delete", "gone")  # deletions after upserts
     assert sorted(r.cache) == ["changed", "new", "same"]
     assert r.cache["changed"]["metadata"]["labels"] == {"a": "b"}
+
+
+async def test_a_large_list_is_dispatched_with_turns_of_the_loop_between_objects() -> None:
+    fake = FakeKube()
+    for i in range(20):
+        fake.seed(NAMESPACES, ns(f"n{i:02d}"))
+    ticks = 0
+    seen: list[int] = []
+
+    class Ticking(Recorder):
+        def upsert(self, resource: Resource, obj: Json, old: Json | None) -> None:
+            seen.append(ticks)
+            super().upsert(resource, obj, old)
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0)
+
+    handler = Ticking()
+    r = Reflector(fake.rest, NAMESPACES, handler, sleep=Sleeps(), rng=NoJitter(), dispatch_budget=0)
+    task = asyncio.get_running_loop().create_task(ticker())
+    try:
+        await r.list_all()
+    finally:
+        task.cancel()
+    assert len(seen) == 20
+    # Another task ran between every two objects (budget 0: a yield after each).
+    assert all(b > a for a, b in itertools.pairwise(seen))
+    assert [e[:2] for e in handler.events] == [("upsert", f"n{i:02d}") for i in range(20)]
 
 
 async def test_a_failed_page_leaves_the_cache_as_it_was() -> None:
