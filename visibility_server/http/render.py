@@ -12,6 +12,7 @@ page is a join.
 from __future__ import annotations
 
 import datetime
+import functools
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -37,9 +38,15 @@ _PRETTY_ITEM_INDENT: Final = b"\n    "
 
 def rfc3339_seconds(micros: int) -> str:
     """Kubernetes' `metav1.Time` rendering: UTC, second precision, `Z`."""
-    seconds = micros // 1_000_000
+    return _rfc3339(micros // 1_000_000)
+
+
+# Workloads arrive in bursts, so many share a creation second: a page of never-rendered
+# items at a deep offset formats each second once.
+@functools.lru_cache(maxsize=4096)
+def _rfc3339(seconds: int) -> str:
     if _FOUR_DIGIT_YEARS_START <= seconds < _FOUR_DIGIT_YEARS_END:
-        # The C path: this runs once per item the first time a view renders it.
+        # The C path; the clamped one below is for dates no workload should have.
         return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
     # Outside years 1000..9999 strftime would not pad the year; clamp like a calendar.
     moment = _EPOCH + datetime.timedelta(seconds=min(max(seconds, _MIN_SECONDS), _MAX_SECONDS))
