@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import contextlib
 import http.client
 import importlib.util
 import json
+import socket
 import ssl
 import sys
 import tempfile
@@ -188,6 +190,13 @@ class _AdmissionWatch:
             return
 
     def close(self) -> None:
+        # End the stream under the reader first and let it return; closing the connection
+        # while the thread is inside a read pulls the file out from under it.
+        sock = self._conn.sock
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+        self._thread.join(timeout=10)
         self._conn.close()
 
 
