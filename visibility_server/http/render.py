@@ -113,6 +113,22 @@ def item_fragment(item: PageItem) -> bytes:
     )
 
 
+def fragments(view: ClusterQueueView, start: int, stop: int) -> list[bytes]:
+    """Items [start, stop) of the ClusterQueue order as compact JSON, memoized on the
+    view by index (a view is immutable, so an index's fragment never changes)."""
+    rendered = view.rendered
+    out: list[bytes] = []
+    items: list[PageItem] | None = None  # taken only if some index is not memoized
+    for k, index in enumerate(range(start, stop)):
+        fragment = rendered.get(index)
+        if fragment is None:
+            if items is None:
+                items = view.page(start, stop - start)
+            fragment = rendered[index] = item_fragment(items[k])
+        out.append(fragment)
+    return out
+
+
 @dataclass(frozen=True, slots=True)
 class ListDocument:
     """`head` holds every key but the list, in order; the list comes last (`list_key`).
@@ -213,9 +229,7 @@ def cluster_queue_summary(
         _summary_head(version_api, resource_version),
         "items",
         count,
-        lambda indexes: [
-            item_fragment(item) for item in view.page(offset + indexes.start, len(indexes))
-        ],
+        lambda indexes: fragments(view, offset + indexes.start, offset + indexes.stop),
         lambda i: item_object(view.item(offset + i)),
     )
 

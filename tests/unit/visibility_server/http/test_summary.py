@@ -22,7 +22,7 @@ from tests.unit.visibility_server.http.support import (
     get,
     make_snapshot,
 )
-from visibility_server.http.render import rfc3339_seconds
+from visibility_server.http.render import fragments, item_fragment, rfc3339_seconds
 
 CQ = f"{V2}/clusterqueues/cq-a/pendingworkloads"
 
@@ -316,3 +316,15 @@ async def test_pages_do_not_touch_the_whole_view() -> None:
 )
 def test_creation_timestamp_rendering(micros: int, text: str) -> None:
     assert rfc3339_seconds(micros) == text
+
+
+def test_a_view_memoizes_whole_fragments_by_index() -> None:
+    view = make_snapshot({"cq-a": _many(10)}).views["cq-a"]
+    first = fragments(view, 2, 5)
+    assert sorted(view.rendered) == [2, 3, 4]
+    assert first[0].endswith(b'"positionInClusterQueue":2,"positionInLocalQueue":2}')
+    view.rendered[3] = b"memo"  # proves the next call reads the memo, not the entry
+    again = fragments(view, 1, 6)
+    assert again[2] == b"memo"
+    assert again[0] == item_fragment(view.item(1))
+    assert sorted(view.rendered) == [1, 2, 3, 4, 5]
