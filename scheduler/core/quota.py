@@ -508,20 +508,31 @@ class QuotaTree:
 
     def available(self, cq: str, fr: FlavorResource) -> int:
         """Available(CQ) = max(0, avail(CQ)) (§4.2); 0 in a cyclic tree."""
-        chain = self._chains.get(cq)
-        if chain is None:
-            return max(0, self.raw_available(NodeRef("cq", cq), fr))
-        return max(0, self._available(chain, fr))
+        chain = self._cq_chain(cq)
+        return 0 if chain is None else max(0, self._available(chain, fr))
 
     def raw_available(self, node: NodeRef, fr: FlavorResource) -> int:
         """avail(n) of §4.2, unclamped (may be negative after a quota decrease)."""
-        n = self._node(node)
-        if n.cyclic:
-            return 0
-        chain = self._chain(n)
+        chain = self._chain_of(node)
+        return 0 if chain is None else self._available(chain, fr)
+
+    def _chain_of(self, node: NodeRef) -> list[_Node] | None:
+        """The node and its ancestors up to the root; None in a cyclic tree."""
         if node.kind == "cq":
-            self._chains[node.name] = chain
-        return self._available(chain, fr)
+            return self._cq_chain(node.name)
+        n = self._node(node)
+        return None if n.cyclic else self._chain(n)
+
+    def _cq_chain(self, cq: str) -> list[_Node] | None:
+        """A ClusterQueue's chain, kept until the structure changes (the hot path: no
+        NodeRef is made)."""
+        chain = self._chains.get(cq)
+        if chain is None:
+            n = self._cq(cq)
+            if n.cyclic:
+                return None
+            chain = self._chains[cq] = self._chain(n)
+        return chain
 
     @staticmethod
     def _available(chain: list[_Node], fr: FlavorResource) -> int:
@@ -542,14 +553,9 @@ class QuotaTree:
 
     def potential(self, node: NodeRef, fr: FlavorResource) -> int:
         """pot(n) for any node (DRS uses pot(parent), §9.1); 0 in a cyclic tree."""
-        chain = self._chains.get(node.name) if node.kind == "cq" else None
+        chain = self._chain_of(node)
         if chain is None:
-            n = self._node(node)
-            if n.cyclic:
-                return 0
-            chain = self._chain(n)
-            if node.kind == "cq":
-                self._chains[node.name] = chain
+            return 0
         value = chain[-1].sq.get(fr, 0)
         for cur in reversed(chain[:-1]):
             value += cur.g.get(fr, 0)
