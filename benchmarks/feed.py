@@ -18,7 +18,6 @@ engine starts, in one of two ways:
 
 from __future__ import annotations
 
-import dataclasses
 import random
 import zlib
 from collections.abc import Iterator
@@ -166,13 +165,6 @@ def feed(s: Scheduler, shape: Shape, count: int, *, how: str = "bulk", seed: int
             obj = decoded_workload(s, ns, "template", priority)
             template = workload_state(obj, s.config, s.now())
             templates[(ns, priority)] = template
-        # replace(), not a copy: the key is computed from the new name.
-        wl = dataclasses.replace(
-            template,
-            name=f"wl-{i:07d}",
-            uid=f"uid-{i:07d}",
-            creation=base + i,
-            conditions=type(template.conditions)(),
-        )
+        wl = template.sibling(f"wl-{i:07d}", f"uid-{i:07d}", base + i)
         s.set_workload(wl)
     s.finalize_evictions()

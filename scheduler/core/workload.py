@@ -6,6 +6,7 @@ lives here, in plain mutable dataclasses that the status writer renders back.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -177,6 +178,13 @@ class WorkloadState:
 
     def __post_init__(self) -> None:
         self.key = f"{self.namespace}/{self.name}"
+
+    def sibling(self, name: str, uid: str, creation: Instant) -> WorkloadState:
+        """Another workload made from the same template (same spec, shared pod sets),
+        never tried: its own identity and key, and a fresh condition set."""
+        return dataclasses.replace(
+            self, name=name, uid=uid, creation=creation, conditions=Conditions()
+        )
 
     @property
     def holds_quota(self) -> bool:

@@ -20,6 +20,16 @@ def _decoded(name: str, **kwargs: object) -> Workload:
     return obj
 
 
+def _owned_by_job() -> Workload:
+    doc = workload("ns", "w", "lq", {"cpu": "1"})
+    doc["metadata"]["ownerReferences"] = [
+        {"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "u-1", "controller": True}
+    ]
+    obj = decode_object(doc)
+    assert isinstance(obj, Workload)
+    return obj
+
+
 def test_stored_object_gives_back_the_dump_without_status_key_order_included() -> None:
     obj = _decoded(
         "w",
@@ -51,12 +61,7 @@ def test_workloads_of_one_shape_share_pod_sets_and_their_json() -> None:
 
 
 def test_owner_references_come_from_the_stored_object() -> None:
-    doc = workload("ns", "w", "lq", {"cpu": "1"})
-    doc["metadata"]["ownerReferences"] = [
-        {"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "u-1", "controller": True}
-    ]
-    obj = decode_object(doc)
-    assert isinstance(obj, Workload)
+    obj = _owned_by_job()
     wl = workload_state(obj, SchedulerConfig(), START)
     assert owner_references(wl.raw) == (("batch/v1", "Job", "j", "u-1"),)
     assert owner_references(wl.raw) == owner_references(obj)
@@ -72,12 +77,7 @@ def test_a_body_orjson_cannot_encode_is_kept_as_a_dict() -> None:
 
 
 def test_without_the_object_only_owner_references_are_kept() -> None:
-    doc = workload("ns", "w", "lq", {"cpu": "1"})
-    doc["metadata"]["ownerReferences"] = [
-        {"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "u-1", "controller": True}
-    ]
-    obj = decode_object(doc)
-    assert isinstance(obj, Workload)
+    obj = _owned_by_job()
     kept = workload_state(obj, SchedulerConfig(), START)
     lean = workload_state(obj, SchedulerConfig(), START, keep_object=False)
     assert kept.raw is not None and kept.raw.kept
@@ -101,3 +101,8 @@ def test_the_key_is_made_once_and_follows_a_replaced_name() -> None:
     assert wl.key is wl.key  # a field, not a new string per read
     renamed = dataclasses.replace(wl, name="v")
     assert renamed.key == "ns/v" and wl.key == "ns/w"
+    wl.conditions.set("QuotaReserved", "False", "Pending", "tried", START)
+    sibling = wl.sibling("s", "uid-s", START + 1)
+    assert (sibling.key, sibling.uid, sibling.creation) == ("ns/s", "uid-s", START + 1)
+    assert sibling.pod_sets is wl.pod_sets
+    assert sibling.conditions.items() == [] and wl.conditions.is_false("QuotaReserved")

@@ -7,7 +7,6 @@ wall-clock time: timing figures are recorded, not checked.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -154,14 +153,7 @@ def bulk_workloads(s: Scheduler, ns: str, queue: str, count: int, *, start: int 
     template = workload_state(obj, s.config, s.now())
     base = template.creation
     for i in range(start, start + count):
-        # replace(), not a copy: the key is computed from the new name.
-        wl = dataclasses.replace(
-            template,
-            name=f"w{i:06d}",
-            uid=f"uid-{i:06d}",
-            creation=base + i,
-            conditions=type(template.conditions)(),
-        )
+        wl = template.sibling(f"w{i:06d}", f"uid-{i:06d}", base + i)
         s.set_workload(wl)
 
 
