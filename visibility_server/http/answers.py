@@ -148,7 +148,7 @@ class Answers:
             )
         else:
             items = select()
-            document = self._document(media, api_version, resource_version, items, include)
+            document = self._document(media, api_version, resource_version, view, items, include)
         return document.chunks(media, pretty)
 
     def _page_source(
@@ -182,13 +182,14 @@ class Answers:
         media: Media,
         api_version: str,
         resource_version: str,
+        view: ClusterQueueView,
         items: list[PageItem],
         include: str,
     ) -> ListDocument:
         if media is Media.TABLE:
             now = int(self._clock() * 1_000_000)
-            return table_document(resource_version, items, include, now)
-        return summary_document(api_version, resource_version, items)
+            return table_document(resource_version, view, items, include, now)
+        return summary_document(api_version, resource_version, view, items)
 
     def _position(
         self, snapshot: Snapshot, route: Route, api_version: str, media: Media, pretty: bool

@@ -113,6 +113,16 @@ def item_fragment(item: PageItem) -> bytes:
     )
 
 
+def view_fragment(view: ClusterQueueView, item: PageItem) -> bytes:
+    """`item_fragment(item)`, memoized on the item's view by its ClusterQueue index (a
+    view is immutable, so an index's fragment never changes; both endpoints share it)."""
+    index = item.position_in_cluster_queue
+    fragment = view.rendered.get(index)
+    if fragment is None:
+        fragment = view.rendered[index] = item_fragment(item)
+    return fragment
+
+
 def fragments(view: ClusterQueueView, start: int, stop: int) -> list[bytes]:
     """Items [start, stop) of the ClusterQueue order as compact JSON, memoized on the
     view by index (a view is immutable, so an index's fragment never changes)."""
@@ -124,7 +134,7 @@ def fragments(view: ClusterQueueView, start: int, stop: int) -> list[bytes]:
         if fragment is None:
             if items is None:
                 items = view.page(start, stop - start)
-            fragment = rendered[index] = item_fragment(items[k])
+            fragment = view_fragment(view, items[k])
         out.append(fragment)
     return out
 
@@ -210,13 +220,13 @@ def _summary_head(version_api: str, resource_version: str) -> dict[str, Any]:
 
 
 def summary_document(
-    version_api: str, resource_version: str, items: list[PageItem]
+    version_api: str, resource_version: str, view: ClusterQueueView, items: list[PageItem]
 ) -> ListDocument:
     return ListDocument(
         _summary_head(version_api, resource_version),
         "items",
         len(items),
-        lambda indexes: [item_fragment(items[i]) for i in indexes],
+        lambda indexes: [view_fragment(view, items[i]) for i in indexes],
         lambda i: item_object(items[i]),
     )
 

@@ -12,12 +12,12 @@ from typing import Any, Final
 
 import orjson
 
-from scheduler.runtime.snapshot import PageItem
+from scheduler.runtime.snapshot import ClusterQueueView, PageItem
 from visibility_server.http.render import (
     ListDocument,
-    item_fragment,
     item_object,
     rfc3339_seconds,
+    view_fragment,
 )
 
 
@@ -113,6 +113,7 @@ def _partial_metadata(item: PageItem) -> dict[str, Any]:
 
 def table_document(
     resource_version: str,
+    view: ClusterQueueView,
     items: list[PageItem],
     include_object: str,
     now_micros: int,
@@ -124,7 +125,9 @@ def table_document(
             built["object"] = _partial_metadata(item)
         elif include_object == "Object":
             # Compact output reuses the memoized item; pretty/YAML render it normally.
-            built["object"] = orjson.Fragment(item_fragment(item)) if compact else item_object(item)
+            built["object"] = (
+                orjson.Fragment(view_fragment(view, item)) if compact else item_object(item)
+            )
         return built
 
     head = {

@@ -248,9 +248,11 @@ async def test_items_are_memoized_on_their_entries() -> None:
     head = view.entries[0].json_head
     assert head is not None and head.startswith(b'{"metadata":{"name":"a-high"')
     assert head.endswith(b',"positionInClusterQueue":')
-    # The LocalQueue endpoint reuses the same heads, with its own positions appended.
+    assert sorted(view.rendered) == [0, 1]
+    # The LocalQueue endpoint reuses the same fragments and heads (lq-a: indexes 0 and 2).
     second = await get(app, lq("lq-a"))
     assert _memoized(view) == [0, 1, 2]
+    assert sorted(view.rendered) == [0, 1, 2]
     assert view.entries[0].json_head is head
     assert first.json()["items"][0] == second.json()["items"][0]
 
