@@ -108,19 +108,22 @@ class Reflector:
         # Nothing else of this resource runs until the dispatch is done (the watch
         # starts after it), so yielding between objects changes no order.
         stretch = time.perf_counter()
+
+        async def breathe() -> None:
+            nonlocal stretch
+            if time.perf_counter() - stretch >= self.dispatch_budget:
+                await asyncio.sleep(0)
+                stretch = time.perf_counter()
+
         for key, obj in items.items():
             old = old_cache.get(key)
             if old is None or resource_version(old) != resource_version(obj):
                 self._dispatch_upsert(obj, old)
-                if time.perf_counter() - stretch >= self.dispatch_budget:
-                    await asyncio.sleep(0)
-                    stretch = time.perf_counter()
+                await breathe()
         for key, old in old_cache.items():
             if key not in items:
                 self._dispatch_delete(old)
-                if time.perf_counter() - stretch >= self.dispatch_budget:
-                    await asyncio.sleep(0)
-                    stretch = time.perf_counter()
+                await breathe()
         self.synced = True
 
     # -- watching --------------------------------------------------------------------
