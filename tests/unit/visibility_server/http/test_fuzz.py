@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.unit.visibility_server.http.support import (
@@ -103,6 +103,8 @@ METHODS = st.sampled_from(["GET", "HEAD", "POST", "DELETE", "OPTIONS", "BREW"])
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(path=PATHS, query=QUERIES, headers=HEADERS, method=METHODS, admin=st.booleans())
+# Found by a CI run: a failing health check answered to HEAD has no body to recognise.
+@example(path="/healthz", query=b"", headers=[], method="HEAD", admin=False)
 def test_no_3xx_and_no_5xx(
     path: str, query: bytes, headers: list[tuple[bytes, bytes]], method: str, admin: bool
 ) -> None:
@@ -120,7 +122,14 @@ def test_no_3xx_and_no_5xx(
         unsynced = await call_raw(UNSYNCED, path, all_headers, method=method, query=query)
         # Before the sync: 503 on data endpoints, and the documented 500 of a failing
         # readiness or health check (kube-apiserver's format, not a Status).
-        failed_check = unsynced.status == 500 and unsynced.body.endswith(b"check failed\n")
+        body = unsynced.body
+        if method == "HEAD":
+            # A HEAD answer has no body: classify it by the GET it stands for, whose
+            # status it must have.
+            as_get = await call_raw(UNSYNCED, path, all_headers, method="GET", query=query)
+            assert unsynced.status == as_get.status, (unsynced, as_get)
+            body = as_get.body
+        failed_check = unsynced.status == 500 and body.endswith(b"check failed\n")
         assert unsynced.status < 500 or unsynced.status == 503 or failed_check, unsynced
         if unsynced.status == 503:
             assert unsynced.headers["retry-after"] == "1"
