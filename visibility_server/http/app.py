@@ -28,6 +28,7 @@ from visibility_server.http.longpoll import ChangeNotifier
 from visibility_server.http.metrics import http_metrics
 from visibility_server.http.position import NotPendingLookup
 from visibility_server.http.server import ServerConfig, VisibilityServer
+from visibility_server.webhooks.conversion import is_conversion_request, serve_conversion
 
 DEFAULT_VERSIONS = ("v1beta2", "v1beta1")
 DEFAULT_EXTENSIONS = frozenset({"pendingposition", "longpoll"})
@@ -43,7 +44,9 @@ class _VisibilityApp(FastAPI):
         self.state.visibility_server = server
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
+        if is_conversion_request(scope):  # kube-apiserver's CRD conversion, unauthenticated
+            await serve_conversion(scope, receive, send)
+        elif scope["type"] == "http":
             await self._visibility_server(scope, receive, send)
         else:
             await super().__call__(scope, receive, send)

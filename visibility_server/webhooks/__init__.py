@@ -1,0 +1,1 @@
+"""Webhooks kube-apiserver calls on our server: CRD conversion (docs/operations.md)."""
