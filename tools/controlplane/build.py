@@ -5,6 +5,7 @@ the repository, and reuse them afterwards (cluster.md §8, product.md "make test
     python tools/controlplane/build.py               # build if needed, say where
     python tools/controlplane/build.py --print-dir   # the same; stdout is only the bin dir
     python tools/controlplane/build.py --check       # exit 0 when cached, 1 when not; no build
+    python tools/controlplane/build.py --kueuectl    # kueuectl instead; stdout is its path
 
 Sources are the wrapper modules next to this file, with their go.sum committed so that
 every machine builds the same dependency graph:
@@ -22,6 +23,11 @@ are serialised by a file lock, run in a temporary copy of the modules, and are i
 by rename, so a concurrent reader never sees half a binary. Go's own module and build
 caches are used as configured (GOMODCACHE, GOCACHE): a rebuild after a version bump only
 compiles what changed.
+
+kueuectl (Kueue's command line, a real client for the e2e suite) is built the same way
+from Kueue's own module, which needs no wrapper (`go install sigs.k8s.io/kueue/cmd/
+kueuectl@<version>`), into .../queuescope/controlplane/kueuectl-<version>/bin/kueuectl with
+its own stamp and lock; about 3 minutes cold on two cores.
 
 Standard library only: it runs before the project's virtual environment has anything.
 """
@@ -480,6 +486,106 @@ def ensure_toolchain(*, force: bool = False, log: Log = _stderr) -> Toolchain:
     return target
 
 
+KUEUE = "sigs.k8s.io/kueue"
+KUEUECTL_VERSION = "v0.19.2"
+KUEUECTL_PACKAGE = f"{KUEUE}/cmd/kueuectl"
+KUEUECTL_RECIPE = 1
+
+
+def kueuectl_path(version: str = KUEUECTL_VERSION) -> Path:
+    return cache_root() / f"kueuectl-{version}" / "bin" / "kueuectl"
+
+
+def _kueuectl_stamp_fields(version: str) -> dict[str, object]:
+    return {"recipe": KUEUECTL_RECIPE, "kueue": version}
+
+
+def cached_kueuectl(version: str = KUEUECTL_VERSION) -> Path | None:
+    binary = kueuectl_path(version)
+    try:
+        stamp = json.loads((binary.parent.parent / STAMP).read_text())
+        size = binary.stat().st_size
+    except (OSError, ValueError):
+        return None
+    if not isinstance(stamp, dict) or any(
+        stamp.get(k) != v for k, v in _kueuectl_stamp_fields(version).items()
+    ):
+        return None
+    return binary if size == stamp.get("size") and os.access(binary, os.X_OK) else None
+
+
+def _check_kueuectl_version(binary: Path, version: str, work: Path) -> None:
+    # `kueuectl version` prints the client version, then asks a cluster for Kueue's
+    # Deployment; pointed at an empty kubeconfig that second step fails, which is fine.
+    (work / "kubeconfig").write_text("apiVersion: v1\nkind: Config\n")
+    env = {**os.environ, "KUBECONFIG": str(work / "kubeconfig")}
+    try:
+        result = subprocess.run(
+            [str(binary), "version"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise BuildError(f"kueuectl does not run: {err}") from err
+    if f"Client Version: {version}" not in result.stdout:
+        raise BuildError(
+            f"kueuectl version should print 'Client Version: {version}'; it printed: "
+            f"{(result.stdout + result.stderr).strip()[:500]}"
+        )
+
+
+def ensure_kueuectl(
+    *, version: str = KUEUECTL_VERSION, force: bool = False, log: Log = _stderr
+) -> Path:
+    """kueuectl `version`, built from Kueue's module once and cached (see the docstring)."""
+    if not force and (found := cached_kueuectl(version)) is not None:
+        return found
+    binary = kueuectl_path(version)
+    home = binary.parent.parent
+    with _locked(home.with_name(home.name + ".lock"), log):
+        if not force and (found := cached_kueuectl(version)) is not None:
+            return found
+        go = find_go()
+        go_version = _go_version(go)
+        home.mkdir(parents=True, exist_ok=True)
+        log_file = home / "build.log"
+        log_file.write_text(f"{go_version}\n")
+        work = Path(tempfile.mkdtemp(prefix=".build-", dir=home))
+        try:
+            env = {**_go_env(), "GOBIN": str(work), "GOFLAGS": "-mod=mod"}
+            ldflags = f"-s -w -X {KUEUE}/pkg/version.GitVersion={version}"
+            _run(
+                [
+                    go,
+                    "install",
+                    "-trimpath",
+                    f"-ldflags={ldflags}",
+                    f"{KUEUECTL_PACKAGE}@{version}",
+                ],
+                cwd=work,
+                log_file=log_file,
+                what=f"building kueuectl {version}",
+                log=log,
+                env=env,
+            )
+            _check_kueuectl_version(work / "kueuectl", version, work)
+            stamp_path = home / STAMP
+            stamp_path.unlink(missing_ok=True)
+            binary.parent.mkdir(parents=True, exist_ok=True)
+            size = (work / "kueuectl").stat().st_size
+            os.replace(work / "kueuectl", binary)
+            stamp = {**_kueuectl_stamp_fields(version), "go": go_version, "size": size}
+            partial = stamp_path.with_suffix(".tmp")
+            partial.write_text(json.dumps(stamp, indent=2, sort_keys=True) + "\n")
+            os.replace(partial, stamp_path)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    return binary
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="build.py", description="Build or reuse etcd, kube-apiserver and kubectl."
@@ -490,6 +596,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     action.add_argument(
         "--check", action="store_true", help="exit 0 if the binaries are cached, 1 if not"
+    )
+    action.add_argument(
+        "--kueuectl",
+        action="store_true",
+        help=f"build or reuse kueuectl {KUEUECTL_VERSION}; print only its path on stdout",
     )
     action.add_argument(
         "--update-modules",
@@ -504,6 +615,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             kube_version, etcd_version = args.update_modules
             update_modules(kube_version, etcd_version, out=args.modules_dir)
+        except BuildError as err:
+            _stderr(f"error: {err}")
+            return EXIT_NO_GO if isinstance(err, GoNotFoundError) else EXIT_BUILD_FAILED
+        return EXIT_OK
+    if args.kueuectl:
+        try:
+            print(ensure_kueuectl(force=args.force))
         except BuildError as err:
             _stderr(f"error: {err}")
             return EXIT_NO_GO if isinstance(err, GoNotFoundError) else EXIT_BUILD_FAILED
