@@ -1,0 +1,74 @@
+"""Reading and writing nested JSON values by path (a tuple of keys and list indexes)."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+from typing import Any
+
+Path = tuple[str | int, ...]
+
+_MISSING: Any = object()
+
+
+def get_path(root: Any, path: Path) -> Any:
+    """The value at `path`, or MISSING when any step is absent or has the wrong shape."""
+    node = root
+    for step in path:
+        if isinstance(step, int):
+            if not isinstance(node, list) or not 0 <= step < len(node):
+                return _MISSING
+            node = node[step]
+        else:
+            if not isinstance(node, dict) or step not in node:
+                return _MISSING
+            node = node[step]
+    return node
+
+
+def set_path(root: dict[str, Any], path: Path, value: Any) -> bool:
+    """Set `path` to `value`, creating missing mappings; False if a list index is absent."""
+    node: Any = root
+    for step, following in pairwise(path):
+        if isinstance(step, int):
+            if not isinstance(node, list) or not 0 <= step < len(node):
+                return False
+            node = node[step]
+            continue
+        if not isinstance(node, dict):
+            return False
+        if step not in node:
+            if isinstance(following, int):
+                return False
+            node[step] = {}
+        node = node[step]
+    last = path[-1]
+    if isinstance(last, int):
+        if not isinstance(node, list) or not 0 <= last < len(node):
+            return False
+        node[last] = value
+        return True
+    if not isinstance(node, dict):
+        return False
+    node[last] = value
+    return True
+
+
+def pop_path(root: Any, path: Path) -> Any:
+    """Remove the mapping entry at `path` and return it (MISSING when absent)."""
+    parent = get_path(root, path[:-1])
+    last = path[-1]
+    if isinstance(last, str) and isinstance(parent, dict) and last in parent:
+        return parent.pop(last)
+    return _MISSING
+
+
+def is_missing(value: Any) -> bool:
+    return value is _MISSING
+
+
+def path_text(path: Path) -> str:
+    """`spec.podSets[0].template` for ("spec", "podSets", 0, "template")."""
+    text = ""
+    for step in path:
+        text += f"[{step}]" if isinstance(step, int) else (f".{step}" if text else step)
+    return text

@@ -1,0 +1,106 @@
+"""Topology assignments: v1beta1 lists every domain, v1beta2 packs domains into slices.
+
+v1beta1: `domains: [{values: [one value per level], count}]`.
+v1beta2: `slices: [{domainCount, valuesPerLevel: [{universal} | {individual: {prefix,
+suffix, roots}}], podCounts: {universal} | {individual}}]`, where a level's value is the
+same for every domain of the slice (`universal`) or `prefix + roots[i] + suffix`.
+Going up, all domains go into one slice with individual values (no packing); going
+down, slices are expanded. Both directions describe the same domains in the same order.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scheduler.api.conversion.paths import Path, path_text
+from scheduler.api.conversion.queues import ConversionError
+
+
+def domains_to_slices(domains: Any, at: Path) -> Any:
+    if not isinstance(domains, list) or not domains:
+        return [] if isinstance(domains, list) else domains
+    where = (*at, "domains")
+    values: list[list[Any]] = []
+    counts: list[Any] = []
+    for i, domain in enumerate(domains):
+        if not isinstance(domain, dict) or not isinstance(domain.get("values"), list):
+            raise ConversionError(path_text((*where, i, "values")), "Required value")
+        if "count" not in domain:
+            raise ConversionError(path_text((*where, i, "count")), "Required value")
+        values.append(domain["values"])
+        counts.append(domain["count"])
+    width = len(values[0])
+    for i, row in enumerate(values):
+        if len(row) != width:
+            raise ConversionError(
+                path_text((*where, i, "values")),
+                f"every domain needs the same number of values ({width})",
+            )
+    return [
+        {
+            "domainCount": len(domains),
+            "valuesPerLevel": [
+                {"individual": {"roots": [row[level] for row in values]}} for level in range(width)
+            ],
+            "podCounts": {"individual": counts},
+        }
+    ]
+
+
+def slices_to_domains(slices: Any, at: Path) -> Any:
+    if not isinstance(slices, list):
+        return slices
+    domains: list[dict[str, Any]] = []
+    for s, piece in enumerate(slices):
+        where = (*at, "slices", s)
+        if not isinstance(piece, dict):
+            raise ConversionError(path_text(where), "must be an object")
+        count = piece.get("domainCount")
+        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+            raise ConversionError(path_text((*where, "domainCount")), "must be a count")
+        levels = piece.get("valuesPerLevel", [])
+        if not isinstance(levels, list):
+            raise ConversionError(path_text((*where, "valuesPerLevel")), "must be a list")
+        columns = [
+            _level_values(level, count, (*where, "valuesPerLevel", n))
+            for n, level in enumerate(levels)
+        ]
+        pods = _pod_counts(piece.get("podCounts"), count, (*where, "podCounts"))
+        for i in range(count):
+            domains.append({"values": [column[i] for column in columns], "count": pods[i]})
+    return domains
+
+
+def _level_values(level: Any, count: int, where: Path) -> list[Any]:
+    if not isinstance(level, dict) or ("universal" in level) == ("individual" in level):
+        raise ConversionError(
+            path_text(where), "exactly one of the fields in [universal individual] must be set"
+        )
+    if "universal" in level:
+        return [level["universal"]] * count
+    individual = level["individual"]
+    roots = individual.get("roots") if isinstance(individual, dict) else None
+    if not isinstance(roots, list) or len(roots) != count:
+        raise ConversionError(
+            path_text((*where, "individual", "roots")),
+            "valuesPerLevel.individual, if set, must have roots of length equal to domainCount "
+            "of this TopologyAssignmentSlice",
+        )
+    prefix, suffix = individual.get("prefix", ""), individual.get("suffix", "")
+    return [f"{prefix}{root}{suffix}" for root in roots]
+
+
+def _pod_counts(pods: Any, count: int, where: Path) -> list[Any]:
+    if not isinstance(pods, dict) or ("universal" in pods) == ("individual" in pods):
+        raise ConversionError(
+            path_text(where), "exactly one of the fields in [universal individual] must be set"
+        )
+    if "universal" in pods:
+        return [pods["universal"]] * count
+    individual = pods["individual"]
+    if not isinstance(individual, list) or len(individual) != count:
+        raise ConversionError(
+            path_text((*where, "individual")),
+            "podCounts.individual must have length equal to domainCount",
+        )
+    return list(individual)
