@@ -10,6 +10,8 @@ from datetime import datetime
 from queuescope.certs_cli import add_certs_parser, run_certs
 from queuescope.serve import add_serve_parser, run_serve
 from scheduler.api.decode import ApiError, load_documents
+from scheduler.api.versions import KUEUE_GROUP, KUEUE_VERSIONS, short_version
+from scheduler.sim.api_version import in_api_version, input_api_version
 from scheduler.sim.output import build_list, render_json, render_table, render_yaml
 from scheduler.sim.runner import Simulation, SimulationError
 
@@ -28,6 +30,11 @@ def _parser() -> argparse.ArgumentParser:
     mode.add_argument("--until-idle", action="store_true", help="run until nothing changes")
     sim.add_argument("--start-time", metavar="RFC3339", help="virtual clock start")
     sim.add_argument("-o", "--output", choices=("json", "yaml", "table"), default="json")
+    sim.add_argument(
+        "--api-version",
+        choices=tuple(short_version(v) for v in KUEUE_VERSIONS),
+        help="kueue.x-k8s.io version of the output (default: the version of the input)",
+    )
     add_certs_parser(sub)
     add_serve_parser(sub)
     return parser
@@ -47,7 +54,7 @@ def simulate(args: argparse.Namespace) -> int:
         if args.cycles is not None and args.cycles < 0:
             raise ApiError(source="--cycles", index=None, path="", detail="must be >= 0")
         start = _parse_time(args.start_time) if args.start_time else None
-        documents = load_documents(args.paths)
+        documents = load_documents(args.paths, generate_names=True)
         sim = Simulation(
             documents, cycles=args.cycles, until_idle=args.until_idle or None, start_time=start
         )
@@ -63,7 +70,12 @@ def simulate(args: argparse.Namespace) -> int:
     if args.output == "table":
         text = render_table(result)
     else:
-        doc = build_list(result)
+        version = (
+            f"{KUEUE_GROUP}/{args.api_version}"
+            if args.api_version
+            else input_api_version(documents)
+        )
+        doc = in_api_version(build_list(result), version)
         text = render_json(doc) if args.output == "json" else render_yaml(doc)
     sys.stdout.write(text)
     return EXIT_OK

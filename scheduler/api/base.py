@@ -77,6 +77,8 @@ class TypedObject(ApiModel):
 
     # Where the object was decoded from (see scheduler.api.source); not part of its value.
     _source: SourceRef | None = PrivateAttr(default=None)
+    # The apiVersion it was written in, when decoding converted it (see source.wire_version).
+    _wire_version: str | None = PrivateAttr(default=None)
 
     def __eq__(self, other: object) -> bool:
         # pydantic also compares private attributes; the same object read from another

@@ -22,9 +22,21 @@ ReclaimWithinCohortPolicy = Literal["Never", "LowerPriority", "Any"]
 BorrowWithinCohortPolicyName = Literal["Never", "LowerPriority"]
 
 
+# `MayStopSearch` is Kueue's current name for "stop at this flavor"; v1beta1 also keeps
+# the older `Borrow` / `Preempt` (docs/api-versions.md). The core only tells
+# TryNextFlavor from the rest.
+WhenCanBorrow = Literal["MayStopSearch", "TryNextFlavor", "Borrow"]
+WhenCanPreempt = Literal["MayStopSearch", "TryNextFlavor", "Preempt"]
+FlavorFungibilityPreference = Literal["BorrowingOverPreemption", "PreemptionOverBorrowing"]
+
+
 class FlavorFungibility(ApiModel):
-    when_can_borrow: Literal["Borrow", "TryNextFlavor"] = "Borrow"
-    when_can_preempt: Literal["Preempt", "TryNextFlavor"] = "TryNextFlavor"
+    # Kueue v0.19's v1beta1 defaults whenCanBorrow to MayStopSearch; queuescope keeps
+    # printing `Borrow`, the same behaviour, so v1beta1 output stays as it was.
+    when_can_borrow: WhenCanBorrow = "Borrow"
+    when_can_preempt: WhenCanPreempt = "TryNextFlavor"
+    # Accepted and validated; the core's flavor search does not read it yet.
+    preference: FlavorFungibilityPreference | None = None
 
 
 class BorrowWithinCohort(ApiModel):

@@ -8,6 +8,10 @@ kind), applies what the API server would do before validation (explicit nulls ar
 scheduling.md §3. Every failure is an ApiError naming file, document, object and
 field path.
 
+A `kueue.x-k8s.io/v1beta2` document is checked with the v1beta2 wire models and
+rules, converted to the internal (v1beta1) form and decoded as that
+(docs/api-versions.md); errors name v1beta2's fields either way.
+
 `load_documents` reads files, directories and stdin and returns `Decoded` records
 (object + file + document index + List item). The object also remembers where it
 came from by itself (`scheduler.api.source.source_of`), so code that only keeps the
@@ -27,6 +31,7 @@ import yaml
 from pydantic import ValidationError
 
 from scheduler.api.base import TypedObject
+from scheduler.api.conversion import convert_document, v1beta2_path
 from scheduler.api.errors import (
     ApiError,
     FieldError,
@@ -35,11 +40,14 @@ from scheduler.api.errors import (
     quote,
     unsupported_detail,
 )
+from scheduler.api.generated_names import assign_generated_name
 from scheduler.api.kinds import KINDS, ApiObject, supported_versions
 from scheduler.api.pydantic_errors import field_errors, json_type
 from scheduler.api.scenario import Scenario
-from scheduler.api.source import set_source
+from scheduler.api.source import set_source, set_wire_version
 from scheduler.api.validation import validate_object
+from scheduler.api.validation.v1beta2 import validate_v1beta2
+from scheduler.api.versions import KUEUE_V1BETA1, KUEUE_V1BETA2, UNSUPPORTED_KINDS
 
 __all__ = [
     "ApiError",
@@ -137,6 +145,13 @@ def decode_object(
                 **who,
             )
         known = sorted({k for _, k in KINDS})
+        if kind in UNSUPPORTED_KINDS and api_version.startswith("kueue.x-k8s.io/"):
+            raise ApiError(
+                f"kind {kind} ({api_version}) is not supported by queuescope; "
+                f"supported kinds: {', '.join(known)}",
+                path="kind",
+                **who,
+            )
         raise ApiError(
             f"unknown kind {quote(kind)} (apiVersion {api_version}); "
             f"supported kinds: {', '.join(known)}",
@@ -144,6 +159,8 @@ def decode_object(
             **who,
         )
     prepared = _place_namespace(model, _prune_nulls(dict(data)))
+    if api_version == KUEUE_V1BETA2:
+        return _decode_v1beta2(model, prepared, who)
     if model is Scenario:
         prepared = _decode_applied_objects(prepared, who)
     try:
@@ -155,6 +172,26 @@ def decode_object(
         raise ApiError.from_field_errors(errors, **who)
     set_source(obj, SourceRef(source, index, item) if source else None)
     return cast(ApiObject, obj)
+
+
+def _decode_v1beta2(
+    model: type[TypedObject], prepared: dict[str, Any], who: dict[str, Any]
+) -> ApiObject:
+    """Check a v1beta2 document as v1beta2, then decode its internal (v1beta1) form."""
+    try:
+        wire = model.model_validate(prepared, by_alias=True, by_name=False)
+    except ValidationError as err:
+        raise ApiError.from_field_errors(field_errors(model, err), **who) from None
+    errors = validate_v1beta2(wire)
+    if errors:
+        raise ApiError.from_field_errors(errors, **who)
+    try:
+        internal = convert_document(prepared, KUEUE_V1BETA1)
+        obj = decode_object(internal, source=who["source"], index=who["index"], item=who["item"])
+    except ApiError as err:
+        renamed = [FieldError(v1beta2_path(e.path), e.detail) for e in err.errors]
+        raise ApiError.from_field_errors(renamed, **who) from None
+    return set_wire_version(obj, KUEUE_V1BETA2)
 
 
 def _decode_applied_objects(data: dict[str, Any], who: dict[str, Any]) -> dict[str, Any]:
@@ -228,8 +265,12 @@ def _yaml_documents(text: str, source: str) -> Iterator[tuple[int, Any]]:
         loader.dispose()
 
 
-def load_yaml(text: str, source: str) -> list[Decoded]:
-    """Every object of a multi-document YAML text (a `v1` `List` expands to its items)."""
+def load_yaml(text: str, source: str, *, generate_names: bool = False) -> list[Decoded]:
+    """Every object of a multi-document YAML text (a `v1` `List` expands to its items).
+
+    With `generate_names`, an object with `metadata.generateName` and no name gets a
+    name derived from where it is written (`scheduler.api.generated_names`).
+    """
     objects: list[Decoded] = []
     for index, data in _yaml_documents(text, source):
         if (
@@ -247,10 +288,14 @@ def load_yaml(text: str, source: str) -> list[Decoded]:
                     kind="List",
                 )
             for item, entry in enumerate(items):
-                obj = decode_object(entry, source=source, index=index, item=item)
+                named = (
+                    assign_generated_name(entry, source, index, item) if generate_names else entry
+                )
+                obj = decode_object(named, source=source, index=index, item=item)
                 objects.append(Decoded(obj, source, index, item))
             continue
-        objects.append(Decoded(decode_object(data, source=source, index=index), source, index))
+        named = assign_generated_name(data, source, index, None) if generate_names else data
+        objects.append(Decoded(decode_object(named, source=source, index=index), source, index))
     return objects
 
 
@@ -269,17 +314,17 @@ def _files(path: str) -> list[Path]:
     return [target]
 
 
-def load_documents(paths: Sequence[str]) -> list[Decoded]:
+def load_documents(paths: Sequence[str], *, generate_names: bool = False) -> list[Decoded]:
     """All objects of the given files, directories and "-" (stdin), in order."""
     objects: list[Decoded] = []
     for path in paths:
         if path == STDIN:
-            objects += load_yaml(sys.stdin.read(), STDIN_SOURCE)
+            objects += load_yaml(sys.stdin.read(), STDIN_SOURCE, generate_names=generate_names)
             continue
         for file in _files(path):
             try:
                 text = file.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError) as err:
                 raise ApiError(f"cannot read: {err}", source=str(file)) from None
-            objects += load_yaml(text, str(file))
+            objects += load_yaml(text, str(file), generate_names=generate_names)
     return objects

@@ -15,6 +15,8 @@ from scheduler.api.namespace import Namespace
 from scheduler.api.priority import PriorityClass, WorkloadPriorityClass
 from scheduler.api.rbac import ClusterRole, ClusterRoleBinding, Role, RoleBinding
 from scheduler.api.scenario import Scenario
+from scheduler.api.v1beta2 import V1BETA2_MODELS
+from scheduler.api.versions import KUEUE_V1BETA1, KUEUE_V1BETA2
 from scheduler.api.workload import Workload
 
 ApiObject: TypeAlias = (
@@ -34,9 +36,8 @@ ApiObject: TypeAlias = (
     | RoleBinding
     | ClusterRoleBinding
 )
-"""Every decodable object. `CohortV1Alpha1` is a `Cohort`."""
-
-KUEUE_V1BETA1 = "kueue.x-k8s.io/v1beta1"
+"""Every decoded object. `CohortV1Alpha1` is a `Cohort`; v1beta2 documents decode into
+the internal (v1beta1) models, so no v1beta2 model is ever one of these."""
 
 KINDS: dict[tuple[str, str], type[TypedObject]] = {
     ("v1", "Namespace"): Namespace,
@@ -55,6 +56,8 @@ KINDS: dict[tuple[str, str], type[TypedObject]] = {
     ("rbac.authorization.k8s.io/v1", "ClusterRole"): ClusterRole,
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): RoleBinding,
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): ClusterRoleBinding,
+    # Wire models only: decode checks a document with them, then converts it.
+    **{(KUEUE_V1BETA2, kind): model for kind, model in V1BETA2_MODELS.items()},
 }
 
 

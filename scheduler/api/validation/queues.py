@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from fractions import Fraction
 
-from scheduler.api.clusterqueue import ClusterQueue
+from scheduler.api.clusterqueue import ClusterQueue, FlavorFungibility
 from scheduler.api.cohort import Cohort
 from scheduler.api.errors import FieldError
 from scheduler.api.localqueue import LocalQueue
@@ -112,6 +112,21 @@ def validate_weight(path: str, fair_sharing: FairSharing) -> list[FieldError]:
     return []
 
 
+def validate_fungibility(fungibility: FlavorFungibility) -> list[FieldError]:
+    if fungibility.preference is not None and not (
+        fungibility.when_can_borrow == "TryNextFlavor"
+        and fungibility.when_can_preempt == "TryNextFlavor"
+    ):
+        return [
+            FieldError(
+                "spec.flavorFungibility",
+                "preference can only be set when both whenCanBorrow and whenCanPreempt "
+                "are TryNextFlavor",
+            )
+        ]
+    return []
+
+
 def validate_cluster_queue(cq: ClusterQueue) -> list[FieldError]:
     spec = cq.spec
     errors: list[FieldError] = []
@@ -135,6 +150,7 @@ def validate_cluster_queue(cq: ClusterQueue) -> list[FieldError]:
                 "spec.preemption", "reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never"
             )
         )
+    errors += validate_fungibility(spec.flavor_fungibility)
     errors += validate_weight("spec.fairSharing.weight", spec.fair_sharing)
     strategy = spec.admission_checks_strategy
     if spec.admission_checks and strategy is not None:

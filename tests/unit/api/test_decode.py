@@ -547,13 +547,14 @@ class TestDocuments:
     def test_unknown_version(self) -> None:
         err = rejection(
             """
-            apiVersion: kueue.x-k8s.io/v1beta2
+            apiVersion: kueue.x-k8s.io/v1beta3
             kind: ClusterQueue
             metadata: {name: cq}
             """
         )
         assert err.path == "apiVersion"
         assert '"kueue.x-k8s.io/v1beta1"' in err.detail
+        assert '"kueue.x-k8s.io/v1beta2"' in err.detail
 
     def test_missing_kind(self) -> None:
         err = rejection("apiVersion: v1\nmetadata: {name: a}\n")
