@@ -27,14 +27,22 @@ Mapping from the model to OpenAPI v3 (every schema is structural, cluster.md §5
   is defaulted.
 * List semantics for server-side apply come from `LIST_TYPES` below (Kueue's list markers).
 
-Only `v1beta1` is served. `kueue.x-k8s.io/v1alpha1` Cohorts (`spec.parent`) are accepted by
-`queuescope simulate` and `serve --embedded`, but not by the CRD: serving two versions
-whose schemas differ needs a conversion webhook, which the one process does not run.
+* Every field has a description, from `tools/crddescriptions.py` (our words); a field
+  without one is an error, so `--check` fails until it is described.
+
+Versions (docs/operations.md, "API versions"): `v1beta2` is served and stored; `v1beta1` is
+served and deprecated, with Kueue's deprecation warning. The v1beta1 schema is the model's;
+the v1beta2 schema is the same with the renames and additions of `V1BETA2_EDITS` (what
+`scheduler.api.conversion` converts). The CRDs of `CONVERTED_CRDS` convert through our
+webhook (`spec.conversion.strategy: Webhook`, POST /convert on the visibility Service, the
+`caBundle` set by `queuescope certs` / `make deploy`); the others use `None`, which only
+rewrites apiVersion. Printer columns and short names are Kueue's.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import difflib
 import sys
 import types
@@ -65,9 +73,16 @@ from scheduler.api.priority import WorkloadPriorityClass  # noqa: E402
 from scheduler.api.quantity import Quantity  # noqa: E402
 from scheduler.api.quota import FlavorQuotas, ResourceGroup  # noqa: E402
 from scheduler.api.workload import Admission, Workload, WorkloadSpec, WorkloadStatus  # noqa: E402
+from tools.crddescriptions import FIELDS, POD_TEMPLATE, ROOT  # noqa: E402
+from visibility_server.certs import DEFAULT_NAMESPACE, DEFAULT_SERVICE  # noqa: E402
+from visibility_server.webhooks.conversion import CONVERSION_PATH, CONVERTED_CRDS  # noqa: E402
 
 GROUP = "kueue.x-k8s.io"
-VERSION = "v1beta1"
+V1BETA1 = "v1beta1"
+V1BETA2 = "v1beta2"
+STORAGE_VERSION = V1BETA2
+# Kueue's own wording: clients print it on every v1beta1 request.
+DEPRECATION_WARNING = "This version is deprecated. Use v1beta2 instead."
 CRD_DIR = REPO / "manifests" / "crds"
 
 # apimachinery's published pattern for resource.Quantity strings.
@@ -108,14 +123,16 @@ LIST_TYPES: dict[tuple[type[BaseModel], str], ListType] = {
 
 
 def _opaque_pod_template() -> Schema:
-    preserved: Schema = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    def preserved(name: str) -> Schema:
+        return {
+            "description": POD_TEMPLATE[name],
+            "type": "object",
+            "x-kubernetes-preserve-unknown-fields": True,
+        }
+
     return {
         "type": "object",
-        "description": (
-            "A core/v1 PodTemplateSpec. Kept as given: the pod schema is the cluster's, "
-            "and the scheduler reads only what it needs from it."
-        ),
-        "properties": {"metadata": dict(preserved), "spec": dict(preserved)},
+        "properties": {"metadata": preserved("metadata"), "spec": preserved("spec")},
         "required": ["spec"],
         "x-kubernetes-preserve-unknown-fields": True,
     }
@@ -144,7 +161,7 @@ class Column:
         return out
 
 
-AGE = Column("Age", ".metadata.creationTimestamp", "date")
+AGE = Column("Age", ".metadata.creationTimestamp", "date", "When the object was created")
 
 
 @dataclass(frozen=True)
@@ -155,6 +172,13 @@ class Resource:
     status_subresource: bool
     columns: tuple[Column, ...]
     description: str
+    # v1beta2 columns where they differ (a renamed field).
+    v1beta2_columns: tuple[Column, ...] | None = None
+
+    def columns_of(self, version: str) -> tuple[Column, ...]:
+        if version == V1BETA2 and self.v1beta2_columns is not None:
+            return self.v1beta2_columns
+        return self.columns
 
     @property
     def kind(self) -> str:
@@ -169,6 +193,18 @@ class Resource:
         return f"{GROUP}_{self.plural}.yaml"
 
 
+PENDING = Column(
+    "Pending Workloads", ".status.pendingWorkloads", "integer", "Workloads waiting for admission"
+)
+STRATEGY = Column("Strategy", ".spec.queueingStrategy", description="Queueing strategy", priority=1)
+CQ_ADMITTED = Column(
+    "Admitted Workloads",
+    ".status.admittedWorkloads",
+    "integer",
+    "Workloads admitted and not finished",
+    priority=1,
+)
+
 RESOURCES: tuple[Resource, ...] = (
     Resource(
         ClusterQueue,
@@ -177,14 +213,17 @@ RESOURCES: tuple[Resource, ...] = (
         True,
         (
             Column("Cohort", ".spec.cohort", description="The cohort the queue borrows in"),
-            Column("Strategy", ".spec.queueingStrategy", description="Queueing strategy"),
-            Column("Pending Workloads", ".status.pendingWorkloads", "integer", "Workloads pending"),
-            Column(
-                "Admitted Workloads", ".status.admittedWorkloads", "integer", "Workloads admitted"
-            ),
-            AGE,
+            STRATEGY,
+            PENDING,
+            CQ_ADMITTED,
         ),
         "ClusterQueue: quota for flavors of resources, and the policies that share it.",
+        v1beta2_columns=(
+            Column("Cohort", ".spec.cohortName", description="The cohort the queue borrows in"),
+            STRATEGY,
+            PENDING,
+            CQ_ADMITTED,
+        ),
     ),
     Resource(
         LocalQueue,
@@ -193,18 +232,20 @@ RESOURCES: tuple[Resource, ...] = (
         True,
         (
             Column("ClusterQueue", ".spec.clusterQueue", description="The ClusterQueue it feeds"),
-            Column("Pending Workloads", ".status.pendingWorkloads", "integer", "Workloads pending"),
+            PENDING,
             Column(
-                "Admitted Workloads", ".status.admittedWorkloads", "integer", "Workloads admitted"
+                "Admitted Workloads",
+                ".status.admittedWorkloads",
+                "integer",
+                "Workloads admitted and not finished",
             ),
-            AGE,
         ),
         "LocalQueue: the namespaced entry point that sends Workloads to a ClusterQueue.",
     ),
     Resource(
         Workload,
         "workloads",
-        ("wl",),
+        ("kwl", "kueueworkload", "kueueworkloads"),
         True,
         (
             Column("Queue", ".spec.queueName", description="LocalQueue name"),
@@ -215,12 +256,12 @@ RESOURCES: tuple[Resource, ...] = (
             ),
             Column(
                 "Admitted",
-                '.status.conditions[?(@.type=="Admitted")].status',
+                ".status.conditions[?(@.type=='Admitted')].status",
                 description="Admitted condition",
             ),
             Column(
                 "Finished",
-                '.status.conditions[?(@.type=="Finished")].status',
+                ".status.conditions[?(@.type=='Finished')].status",
                 description="Finished condition",
             ),
             AGE,
@@ -232,23 +273,23 @@ RESOURCES: tuple[Resource, ...] = (
         "resourceflavors",
         ("flavor", "flavors", "rf"),
         False,
-        (AGE,),
+        (),
         "ResourceFlavor: a kind of node (labels, taints) that quota is declared for.",
     ),
     Resource(
         WorkloadPriorityClass,
         "workloadpriorityclasses",
-        (),
+        ("wpc",),
         False,
-        (Column("Value", ".value", "integer", "Priority value"), AGE),
+        (Column("Value", ".value", "integer", "Priority value"),),
         "WorkloadPriorityClass: a named priority for Workloads, independent of pod priority.",
     ),
     Resource(
         Cohort,
         "cohorts",
-        (),
+        ("co",),
         True,
-        (Column("Parent", ".spec.parentName", description="Parent cohort"), AGE),
+        (),
         "Cohort: a node of the quota-sharing tree, with optional quota of its own.",
     ),
 )
@@ -371,6 +412,15 @@ def _field_default(info: FieldInfo) -> Any:
     return _scalar_default(info.default)
 
 
+def _description(owner: str, json_name: str, path: str) -> str:
+    found = FIELDS.get((owner, json_name))
+    if found is None:
+        raise SchemaError(
+            f"{path}: no description for ({owner!r}, {json_name!r}) in tools/crddescriptions.py"
+        )
+    return found
+
+
 def _model_schema(model: type[BaseModel], where: str, *, in_status: bool) -> Schema:
     opaque = OPAQUE_MODELS.get(model)
     if opaque is not None:
@@ -380,9 +430,10 @@ def _model_schema(model: type[BaseModel], where: str, *, in_status: bool) -> Sch
     for name, info in model.model_fields.items():
         json_name = _json_name(name, info)
         path = f"{where}.{json_name}"
-        prop = _type_schema(info.rebuild_annotation(), path, in_status=in_status)
-        if info.description:
-            prop = {"description": info.description, **prop}
+        prop = {
+            "description": _description(model.__name__, json_name, path),
+            **_type_schema(info.rebuild_annotation(), path, in_status=in_status),
+        }
         list_type = LIST_TYPES.get((model, name))
         if list_type is not None:
             if prop.get("type") != "array":
@@ -409,12 +460,9 @@ def root_schema(resource: Resource) -> Schema:
     """The openAPIV3Schema of one CRD: apiVersion, kind, metadata, and the model's own fields."""
     model = resource.model
     properties: Schema = {
-        "apiVersion": {
-            "type": "string",
-            "description": "APIVersion of this representation of the object.",
-        },
-        "kind": {"type": "string", "description": "Kind of the REST resource of the object."},
-        "metadata": {"type": "object"},
+        "apiVersion": {"description": ROOT["apiVersion"], "type": "string"},
+        "kind": {"description": ROOT["kind"], "type": "string"},
+        "metadata": {"description": ROOT["metadata"], "type": "object"},
     }
     required: list[str] = []
     inherited = set(KubeObject.model_fields)
@@ -423,7 +471,10 @@ def root_schema(resource: Resource) -> Schema:
             continue
         json_name = _json_name(name, info)
         in_status = json_name == "status"
-        prop = _type_schema(info.rebuild_annotation(), json_name, in_status=in_status)
+        prop = {
+            "description": _description(model.__name__, json_name, json_name),
+            **_type_schema(info.rebuild_annotation(), json_name, in_status=in_status),
+        }
         if info.is_required():
             required.append(json_name)
         elif not in_status:
@@ -451,29 +502,252 @@ def crd(resource: Resource) -> Schema:
     }
     if resource.short_names:
         names["shortNames"] = list(resource.short_names)
-    version: Schema = {
-        "name": VERSION,
-        "served": True,
-        "storage": True,
-        "schema": {"openAPIV3Schema": root_schema(resource)},
+    schemas = {V1BETA1: root_schema(resource)}
+    schemas[V1BETA2] = v1beta2_schema(kind, schemas[V1BETA1])
+    versions: list[Schema] = []
+    for name in (V1BETA1, V1BETA2):
+        version: Schema = {"name": name, "served": True, "storage": name == STORAGE_VERSION}
+        if name != STORAGE_VERSION:
+            version["deprecated"] = True
+            version["deprecationWarning"] = DEPRECATION_WARNING
+        version["schema"] = {"openAPIV3Schema": schemas[name]}
+        if resource.status_subresource:
+            version["subresources"] = {"status": {}}
+        columns = resource.columns_of(name)
+        if columns:
+            version["additionalPrinterColumns"] = [c.render() for c in columns]
+        versions.append(version)
+    crd_name = f"{resource.plural}.{GROUP}"
+    converted = crd_name in CONVERTED_CRDS
+    if schemas[V1BETA1] != schemas[V1BETA2] and not converted:
+        raise SchemaError(
+            f"{crd_name}: the two versions' schemas differ, but it is not in "
+            "visibility_server.webhooks.conversion.CONVERTED_CRDS"
+        )
+    spec: Schema = {
+        "group": GROUP,
+        "names": names,
+        "scope": "Namespaced" if resource.namespaced else "Cluster",
+        "versions": versions,
     }
-    if resource.status_subresource:
-        version["subresources"] = {"status": {}}
-    version["additionalPrinterColumns"] = [c.render() for c in resource.columns]
+    spec["conversion"] = _webhook_conversion() if converted else {"strategy": "None"}
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {
-            "name": f"{resource.plural}.{GROUP}",
-            "labels": {"app.kubernetes.io/name": "queuescope"},
-        },
-        "spec": {
-            "group": GROUP,
-            "names": names,
-            "scope": "Namespaced" if resource.namespaced else "Cluster",
-            "versions": [version],
+        "metadata": {"name": crd_name, "labels": {"app.kubernetes.io/name": "queuescope"}},
+        "spec": spec,
+    }
+
+
+def _webhook_conversion() -> Schema:
+    """Our server's POST /convert, through the visibility Service; the caBundle is set by
+    the certificate tooling (`queuescope certs`, patched in by overlays/default)."""
+    return {
+        "strategy": "Webhook",
+        "webhook": {
+            "clientConfig": {
+                "service": {
+                    "namespace": DEFAULT_NAMESPACE,
+                    "name": DEFAULT_SERVICE,
+                    "path": CONVERSION_PATH,
+                    "port": 443,
+                },
+            },
+            "conversionReviewVersions": ["v1"],
         },
     }
+
+
+# -- v1beta2 -----------------------------------------------------------------------------
+# The v1beta2 schema is the v1beta1 one with these edits, each (kind, edit). They follow
+# what scheduler.api.conversion converts; the descriptions are ours.
+
+
+def _node(root: Schema, path: str) -> Schema:
+    """The schema at a dotted JSON path; `[]` steps into list items."""
+    node = root
+    for step in path.split("."):
+        if step.endswith("[]"):
+            node = node["properties"][step[:-2]]["items"]
+        else:
+            node = node["properties"][step]
+    return node
+
+
+def _rename(path: str, new: str, description: str) -> Callable[[Schema], None]:
+    parent_path, _, old = path.rpartition(".")
+
+    def edit(root: Schema) -> None:
+        parent = _node(root, parent_path)
+        props = parent["properties"]
+        prop = {**props.pop(old), "description": description}
+        props[new] = prop
+        parent["properties"] = dict(sorted(props.items()))
+        if old in parent.get("required", ()):
+            parent["required"] = sorted({*parent["required"], new} - {old})
+
+    return edit
+
+
+def _drop(path: str) -> Callable[[Schema], None]:
+    parent_path, _, name = path.rpartition(".")
+
+    def edit(root: Schema) -> None:
+        del _node(root, parent_path)["properties"][name]
+
+    return edit
+
+
+def _add(path: str, schema: Schema) -> Callable[[Schema], None]:
+    parent_path, _, name = path.rpartition(".")
+
+    def edit(root: Schema) -> None:
+        parent = _node(root, parent_path)
+        parent["properties"] = dict(sorted({**parent["properties"], name: schema}.items()))
+
+    return edit
+
+
+def _enum(path: str, values: list[str], default: str | None) -> Callable[[Schema], None]:
+    def edit(root: Schema) -> None:
+        node = _node(root, path)
+        node["enum"] = values
+        if default is None:
+            node.pop("default", None)
+        else:
+            node["default"] = default
+
+    return edit
+
+
+def _object(description: str, properties: Schema, **extra: Any) -> Schema:
+    return {"description": description, "type": "object", "properties": properties, **extra}
+
+
+def _string(description: str, enum: list[str] | None = None, **extra: Any) -> Schema:
+    out: Schema = {"description": description, "type": "string"}
+    if enum:
+        out["enum"] = enum
+    return {**out, **extra}
+
+
+_GATE_NAME = _string("Name of the gate, unique in the Workload.")
+V1BETA2_EDITS: dict[str, tuple[Callable[[Schema], None], ...]] = {
+    "ClusterQueue": (
+        _rename(
+            "spec.cohort",
+            "cohortName",
+            "The Cohort this queue belongs to; queues of one Cohort may borrow each other's "
+            "unused quota. Empty: the queue stands alone.",
+        ),
+        # v1beta2 has only the strategy form (v1beta1's list becomes rules for every flavor).
+        _drop("spec.admissionChecks"),
+        _enum(
+            "spec.flavorFungibility.whenCanBorrow",
+            ["MayStopSearch", "TryNextFlavor"],
+            "MayStopSearch",
+        ),
+        _enum(
+            "spec.flavorFungibility.whenCanPreempt",
+            ["MayStopSearch", "TryNextFlavor"],
+            "TryNextFlavor",
+        ),
+        _add(
+            "spec.concurrentAdmissionPolicy",
+            _object(
+                "How a Workload admitted in one flavor may move to a preferred one.",
+                {
+                    "migration": _object(
+                        "Moving admitted Workloads between flavors.",
+                        {
+                            "mode": _string(
+                                "TryPreferredFlavors keeps looking for a better flavor; "
+                                "RetainFirstAdmission keeps the first one.",
+                                ["TryPreferredFlavors", "RetainFirstAdmission"],
+                            ),
+                            "constraints": _object(
+                                "Limits of the search for a better flavor.",
+                                {
+                                    "lastAcceptableFlavorName": _string(
+                                        "Flavors after this one are not worth moving to."
+                                    )
+                                },
+                            ),
+                        },
+                    )
+                },
+            ),
+        ),
+    ),
+    "Workload": (
+        _drop("spec.priorityClassSource"),
+        _drop("spec.priorityClassName"),
+        _add(
+            "spec.priorityClassRef",
+            _object(
+                "The priority class that gave the priority: a WorkloadPriorityClass "
+                "(kueue.x-k8s.io) or a pod PriorityClass (scheduling.k8s.io).",
+                {
+                    "group": _string(
+                        "API group of the class.", ["kueue.x-k8s.io", "scheduling.k8s.io"]
+                    ),
+                    "kind": _string(
+                        "Kind of the class.", ["WorkloadPriorityClass", "PriorityClass"]
+                    ),
+                    "name": _string("Name of the class."),
+                },
+                required=["group", "kind", "name"],
+            ),
+        ),
+        _add(
+            "spec.preemptionGates",
+            {
+                "description": "Gates that must all open before the Workload may preempt.",
+                "type": "array",
+                "items": _object("One gate.", {"name": _GATE_NAME}, required=["name"]),
+                "x-kubernetes-list-type": "map",
+                "x-kubernetes-list-map-keys": ["name"],
+            },
+        ),
+        _rename(
+            "status.accumulatedPastExexcutionTimeSeconds",
+            "accumulatedPastExecutionTimeSeconds",
+            "Seconds the Workload was admitted before its last eviction.",
+        ),
+        _enum(
+            "status.admission.podSetAssignments[].delayedTopologyRequest",
+            ["Pending", "Ready"],
+            None,
+        ),
+        _add(
+            "status.preemptionGates",
+            {
+                "description": "State of each preemption gate of the spec.",
+                "type": "array",
+                "items": _object(
+                    "One gate's state.",
+                    {
+                        "name": _GATE_NAME,
+                        "position": _string("Open or Closed.", ["Open", "Closed"]),
+                        "lastTransitionTime": _string(
+                            "When the position last changed.", format="date-time"
+                        ),
+                    },
+                    required=["name", "position"],
+                ),
+                "x-kubernetes-list-type": "map",
+                "x-kubernetes-list-map-keys": ["name"],
+            },
+        ),
+    ),
+}
+
+
+def v1beta2_schema(kind: str, v1beta1: Schema) -> Schema:
+    schema = copy.deepcopy(v1beta1)
+    for edit in V1BETA2_EDITS.get(kind, ()):
+        edit(schema)
+    return schema
 
 
 class _Dumper(yaml.SafeDumper):
@@ -528,7 +802,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out", type=Path, default=CRD_DIR, help="output directory")
     args = parser.parse_args(argv)
-    files = render()
+    try:
+        files = render()
+    except SchemaError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
     directory: Path = args.out
     if args.check:
         problems = _stale(directory, files)

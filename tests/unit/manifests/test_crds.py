@@ -24,15 +24,23 @@ from tests.unit.manifests.support import (
 
 CRDGEN = REPO / "tools" / "crdgen.py"
 
-# cluster.md §5: plural, scope, short names, status subresource.
+# Plural, scope, short names (Kueue v0.19.2's), status subresource.
 EXPECTED = {
     "ClusterQueue": ("clusterqueues", "Cluster", ["cq"], True),
     "LocalQueue": ("localqueues", "Namespaced", ["queue", "queues", "lq"], True),
-    "Workload": ("workloads", "Namespaced", ["wl"], True),
+    "Workload": (
+        "workloads",
+        "Namespaced",
+        ["kwl", "kueueworkload", "kueueworkloads"],
+        True,
+    ),
     "ResourceFlavor": ("resourceflavors", "Cluster", ["flavor", "flavors", "rf"], False),
-    "WorkloadPriorityClass": ("workloadpriorityclasses", "Cluster", [], False),
-    "Cohort": ("cohorts", "Cluster", [], True),
+    "WorkloadPriorityClass": ("workloadpriorityclasses", "Cluster", ["wpc"], False),
+    "Cohort": ("cohorts", "Cluster", ["co"], True),
 }
+VERSIONS = ("v1beta1", "v1beta2")
+# Converted through our webhook (the rest: strategy None), as Kueue does.
+CONVERTED = {"ClusterQueue", "LocalQueue", "Workload", "Cohort"}
 
 
 def _crdgen() -> ModuleType:
@@ -79,14 +87,98 @@ def test_every_kind_has_a_crd_named_as_the_spec_says() -> None:
         assert spec["names"]["listKind"] == f"{kind}List"
         assert spec["names"].get("shortNames", []) == short_names
         assert spec["scope"] == scope
-        # v1beta1 only, served and stored: v1alpha1 Cohorts are an embedded-mode input.
+        # v1beta2 stored; v1beta1 served and deprecated with Kueue's warning.
         assert [(v["name"], v["served"], v["storage"]) for v in spec["versions"]] == [
-            ("v1beta1", True, True)
+            ("v1beta1", True, False),
+            ("v1beta2", True, True),
         ]
-        version = spec["versions"][0]
-        assert ("status" in version.get("subresources", {})) == status
-        if status:
-            assert "status" in version["schema"]["openAPIV3Schema"]["properties"]
+        old, new = spec["versions"]
+        assert old["deprecated"] is True
+        assert old["deprecationWarning"] == "This version is deprecated. Use v1beta2 instead."
+        assert "deprecated" not in new
+        for version in spec["versions"]:
+            assert ("status" in version.get("subresources", {})) == status
+            if status:
+                assert "status" in version["schema"]["openAPIV3Schema"]["properties"]
+
+
+@pytest.mark.parametrize("kind", sorted(EXPECTED))
+def test_conversion_is_our_webhook_where_the_versions_differ(kind: str) -> None:
+    conversion = crds()[kind]["spec"]["conversion"]
+    if kind not in CONVERTED:
+        assert conversion == {"strategy": "None"}
+        assert served_schema(crds()[kind], "v1beta1") == served_schema(crds()[kind], "v1beta2")
+        return
+    assert conversion == {
+        "strategy": "Webhook",
+        "webhook": {
+            "clientConfig": {
+                "service": {
+                    "namespace": "queuescope-system",
+                    "name": "queuescope-visibility",
+                    "path": "/convert",
+                    "port": 443,
+                }
+            },
+            "conversionReviewVersions": ["v1"],
+        },
+    }
+
+
+def _undescribed(node: Schema, path: str) -> list[str]:
+    missing: list[str] = []
+    for name, prop in (node.get("properties") or {}).items():
+        if not prop.get("description"):
+            missing.append(f"{path}.{name}")
+        missing += _undescribed(prop, f"{path}.{name}")
+    if isinstance(node.get("items"), dict):
+        missing += _undescribed(node["items"], f"{path}[]")
+    if isinstance(node.get("additionalProperties"), dict):
+        missing += _undescribed(node["additionalProperties"], f"{path}{{}}")
+    return missing
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("kind", sorted(EXPECTED))
+def test_every_field_has_a_description(kind: str, version: str) -> None:
+    schema = served_schema(crds()[kind], version)
+    assert schema is not None
+    assert schema["description"]
+    assert _undescribed(schema, kind) == []
+
+
+def test_a_field_without_a_description_fails_the_check(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    crdgen = _crdgen()
+    assert crdgen.main(["--out", str(tmp_path)]) == 0
+    monkeypatch.delitem(crdgen.FIELDS, ("ResourceQuota", "lendingLimit"))
+    assert crdgen.main(["--check", "--out", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "no description for ('ResourceQuota', 'lendingLimit')" in err
+    assert "spec.resourceGroups[].flavors[].resources[].lendingLimit" in err
+
+
+def test_v1beta2_renames_what_kueue_renamed() -> None:
+    cq1 = served_schema(crds()["ClusterQueue"], "v1beta1")
+    cq2 = served_schema(crds()["ClusterQueue"], "v1beta2")
+    wl1 = served_schema(crds()["Workload"], "v1beta1")
+    wl2 = served_schema(crds()["Workload"], "v1beta2")
+    assert cq1 is not None and cq2 is not None and wl1 is not None and wl2 is not None
+    spec1, spec2 = _prop(cq1, "spec")["properties"], _prop(cq2, "spec")["properties"]
+    assert "cohort" in spec1 and "cohortName" not in spec1
+    assert "cohortName" in spec2 and "cohort" not in spec2
+    assert "admissionChecks" in spec1 and "admissionChecks" not in spec2
+    fungibility = _prop(cq2, "spec", "flavorFungibility", "whenCanBorrow")
+    assert fungibility["enum"] == ["MayStopSearch", "TryNextFlavor"]
+    assert fungibility["default"] == "MayStopSearch"
+    ref = _prop(wl2, "spec", "priorityClassRef")
+    assert ref["required"] == ["group", "kind", "name"]
+    assert _prop(ref, "kind")["enum"] == ["WorkloadPriorityClass", "PriorityClass"]
+    assert {"priorityClassName", "priorityClassSource"} <= set(_prop(wl1, "spec")["properties"])
+    assert not {"priorityClassName", "priorityClassSource"} & set(_prop(wl2, "spec")["properties"])
+    assert "accumulatedPastExecutionTimeSeconds" in _prop(wl2, "status")["properties"]
+    assert "accumulatedPastExexcutionTimeSeconds" in _prop(wl1, "status")["properties"]
 
 
 def test_every_file_is_in_the_kustomization() -> None:
@@ -95,44 +187,58 @@ def test_every_file_is_in_the_kustomization() -> None:
         assert f"- {path.name}" in kustomization
 
 
+@pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.parametrize("kind", sorted(EXPECTED))
-def test_schema_is_structural(kind: str) -> None:
-    schema = served_schema(crds()[kind], "v1beta1")
+def test_schema_is_structural(kind: str, version: str) -> None:
+    schema = served_schema(crds()[kind], version)
     assert schema is not None
     assert structural_errors(schema) == []
 
 
-def _columns(kind: str) -> dict[str, dict[str, Any]]:
-    version = crds()[kind]["spec"]["versions"][0]
-    return {c["name"]: c for c in version["additionalPrinterColumns"]}
+def _columns(kind: str, version: str = "v1beta1") -> dict[str, dict[str, Any]]:
+    (found,) = (v for v in crds()[kind]["spec"]["versions"] if v["name"] == version)
+    return {c["name"]: c for c in found.get("additionalPrinterColumns", [])}
 
 
-def test_printer_columns() -> None:
-    assert list(_columns("ClusterQueue")) == [
-        "Cohort",
-        "Strategy",
-        "Pending Workloads",
-        "Admitted Workloads",
-        "Age",
-    ]
-    assert list(_columns("LocalQueue")) == [
-        "ClusterQueue",
-        "Pending Workloads",
-        "Admitted Workloads",
-        "Age",
-    ]
-    assert list(_columns("Workload")) == ["Queue", "Reserved in", "Admitted", "Finished", "Age"]
-    assert _columns("Workload")["Reserved in"]["jsonPath"] == ".status.admission.clusterQueue"
-    assert _columns("Cohort")["Parent"]["jsonPath"] == ".spec.parentName"
-    for kind in EXPECTED:
-        for column in _columns(kind).values():
-            assert column["type"] in {"integer", "number", "string", "boolean", "date"}
-            assert column["jsonPath"].startswith(".")
-        assert _columns(kind)["Age"] == {
-            "name": "Age",
-            "type": "date",
-            "jsonPath": ".metadata.creationTimestamp",
-        }
+# Kueue v0.19.2's columns: (name, jsonPath, type, priority) per kind; the same in both
+# versions except ClusterQueue's renamed cohort field.
+COLUMNS = {
+    "ClusterQueue": [
+        ("Cohort", ".spec.cohort", "string", 0),
+        ("Strategy", ".spec.queueingStrategy", "string", 1),
+        ("Pending Workloads", ".status.pendingWorkloads", "integer", 0),
+        ("Admitted Workloads", ".status.admittedWorkloads", "integer", 1),
+    ],
+    "LocalQueue": [
+        ("ClusterQueue", ".spec.clusterQueue", "string", 0),
+        ("Pending Workloads", ".status.pendingWorkloads", "integer", 0),
+        ("Admitted Workloads", ".status.admittedWorkloads", "integer", 0),
+    ],
+    "Workload": [
+        ("Queue", ".spec.queueName", "string", 0),
+        ("Reserved in", ".status.admission.clusterQueue", "string", 0),
+        ("Admitted", ".status.conditions[?(@.type=='Admitted')].status", "string", 0),
+        ("Finished", ".status.conditions[?(@.type=='Finished')].status", "string", 0),
+        ("Age", ".metadata.creationTimestamp", "date", 0),
+    ],
+    "ResourceFlavor": [],
+    "WorkloadPriorityClass": [("Value", ".value", "integer", 0)],
+    "Cohort": [],
+}
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_printer_columns(version: str) -> None:
+    for kind, columns in COLUMNS.items():
+        wanted = columns
+        if kind == "ClusterQueue" and version == "v1beta2":
+            wanted = [("Cohort", ".spec.cohortName", "string", 0), *columns[1:]]
+        found = [
+            (c["name"], c["jsonPath"], c["type"], c.get("priority", 0))
+            for c in _columns(kind, version).values()
+        ]
+        assert found == wanted, kind
+        assert all(c["description"] for c in _columns(kind, version).values())
 
 
 def _spec_path_exists(schema: Schema, json_path: str) -> bool:
@@ -149,11 +255,12 @@ def _spec_path_exists(schema: Schema, json_path: str) -> bool:
     return True
 
 
-def test_printer_columns_point_at_fields_of_the_schema() -> None:
+@pytest.mark.parametrize("version", VERSIONS)
+def test_printer_columns_point_at_fields_of_the_schema(version: str) -> None:
     for kind in EXPECTED:
-        schema = served_schema(crds()[kind], "v1beta1")
+        schema = served_schema(crds()[kind], version)
         assert schema is not None
-        for column in _columns(kind).values():
+        for column in _columns(kind, version).values():
             if column["jsonPath"].startswith(".metadata."):
                 continue
             assert _spec_path_exists(schema, column["jsonPath"]), (kind, column)
@@ -187,7 +294,12 @@ def test_schema_choices() -> None:
     assert pod_sets["x-kubernetes-list-type"] == "map"
     assert pod_sets["x-kubernetes-list-map-keys"] == ["name"]
     assert _prop(pod_sets, "[]", "name")["default"] == "main"
-    assert _prop(pod_sets, "[]", "count") == {"type": "integer", "format": "int32", "default": 1}
+    assert _prop(pod_sets, "[]", "count") == {
+        "description": "Number of pods.",
+        "type": "integer",
+        "format": "int32",
+        "default": 1,
+    }
     template = _prop(pod_sets, "[]", "template")
     assert template["type"] == "object"
     assert template["x-kubernetes-preserve-unknown-fields"] is True
@@ -208,9 +320,10 @@ def test_nothing_under_status_is_defaulted() -> None:
         return False
 
     for kind in EXPECTED:
-        schema = served_schema(crds()[kind], "v1beta1")
-        assert schema is not None
-        assert not defaults(schema["properties"].get("status", {})), kind
+        for version in VERSIONS:
+            schema = served_schema(crds()[kind], version)
+            assert schema is not None
+            assert not defaults(schema["properties"].get("status", {})), kind
 
 
 # -- the checker itself catches what kube-apiserver would refuse ----------------------
@@ -282,9 +395,10 @@ def test_defaults_are_valid_against_their_schema() -> None:
     schema = _workload_schema()
     assert structural_errors(schema) == []
     for kind in EXPECTED:
-        root = served_schema(crds()[kind], "v1beta1")
-        assert root is not None
-        _assert_defaults_valid(root)
+        for version in VERSIONS:
+            root = served_schema(crds()[kind], version)
+            assert root is not None
+            _assert_defaults_valid(root)
 
 
 def _assert_defaults_valid(node: Any) -> None:
