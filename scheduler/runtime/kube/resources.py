@@ -32,18 +32,22 @@ class Resource:
 
 
 KUEUE = "kueue.x-k8s.io"
+# The version of Kueue's resources that cluster mode lists, watches and writes. Objects
+# of either version decode (scheduler.api.decode converts v1beta2 to the internal form);
+# switching the stored version of the CRDs is one change here (docs/api-versions.md).
+KUEUE_VERSION = "v1beta1"
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 PRIORITY_CLASSES = Resource(
     "scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", namespaced=False
 )
-RESOURCE_FLAVORS = Resource(KUEUE, "v1beta1", "resourceflavors", "ResourceFlavor", False)
-COHORTS = Resource(KUEUE, "v1beta1", "cohorts", "Cohort", False)
-CLUSTER_QUEUES = Resource(KUEUE, "v1beta1", "clusterqueues", "ClusterQueue", False)
-LOCAL_QUEUES = Resource(KUEUE, "v1beta1", "localqueues", "LocalQueue", True)
+RESOURCE_FLAVORS = Resource(KUEUE, KUEUE_VERSION, "resourceflavors", "ResourceFlavor", False)
+COHORTS = Resource(KUEUE, KUEUE_VERSION, "cohorts", "Cohort", False)
+CLUSTER_QUEUES = Resource(KUEUE, KUEUE_VERSION, "clusterqueues", "ClusterQueue", False)
+LOCAL_QUEUES = Resource(KUEUE, KUEUE_VERSION, "localqueues", "LocalQueue", True)
 WORKLOAD_PRIORITY_CLASSES = Resource(
-    KUEUE, "v1beta1", "workloadpriorityclasses", "WorkloadPriorityClass", False
+    KUEUE, KUEUE_VERSION, "workloadpriorityclasses", "WorkloadPriorityClass", False
 )
-WORKLOADS = Resource(KUEUE, "v1beta1", "workloads", "Workload", True)
+WORKLOADS = Resource(KUEUE, KUEUE_VERSION, "workloads", "Workload", True)
 JOBS = Resource("batch", "v1", "jobs", "Job", True)
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", True)
 
