@@ -5,11 +5,17 @@ cluster.md §6, with kubectl.
     python tools/deploy.py uninstall [--kubectl CMD] [--timeout SECONDS] [--delete-crds]
 
 install: refuse if an APIService v1beta{1,2}.visibility.kueue.x-k8s.io exists and points
-at another Service (Kueue: queuescope replaces it and must not run beside it); write
+at another Service, if admission webhooks of another server still intercept kueue.x-k8s.io
+objects, or if Kueue's controller Deployment still has replicas (Kueue: queuescope replaces
+it and must not run beside it; docs/operations.md, "Switching from Kueue", says how to stop
+it); refuse if an existing CRD has a stored version our CRDs do not serve (kube-apiserver
+would reject the CRD: the objects need a storage migration first); write
 manifests/overlays/default/certs with `queuescope certs generate` if it is absent (the
-folder is git-ignored) and verify it; apply overlays/default without the APIServices;
-wait for the rollout; apply the APIServices; wait until both are Available. The
-APIServices come last so that kube-apiserver never registers a group nobody serves yet.
+folder is git-ignored) and verify it; apply the CRDs with --force-conflicts (they take over
+the fields Kueue's installer owned) and wait until they are Established; apply the rest of
+overlays/default without the APIServices; wait for the rollout; apply the APIServices;
+wait until both are Available. The APIServices come last so that kube-apiserver never
+registers a group nobody serves yet.
 
 uninstall: delete our APIServices FIRST (an APIService whose backend is gone makes every
 namespace deletion in the cluster hang in Terminating), then everything of
@@ -44,6 +50,8 @@ from visibility_server.certs import (
     CA_BUNDLE_PATCH_FILE,
     DEFAULT_NAMESPACE,
     DEFAULT_SERVICE,
+    CertsError,
+    refresh_ca_bundle_patch,
 )
 
 REPO = Path(__file__).resolve().parents[1]
@@ -52,6 +60,9 @@ FIELD_MANAGER = "queuescope-deploy"
 # What `certs generate` writes that kustomize reads (ca.key stays local).
 CERT_FILES = ("ca.crt", "tls.crt", "tls.key", CA_BUNDLE_PATCH_FILE)
 DEFAULT_TIMEOUT = 300
+KUEUE_GROUP = "kueue.x-k8s.io"
+# The Deployment Kueue's manifests and Helm chart install (any namespace).
+KUEUE_DEPLOYMENT = "kueue-controller-manager"
 
 Doc = dict[str, Any]
 
@@ -92,15 +103,28 @@ class Kubectl:
     def render(self, overlay: Path) -> list[Doc]:
         return [d for d in yaml.safe_load_all(self.run("kustomize", str(overlay))) if d]
 
-    def apply(self, docs: Sequence[Doc]) -> None:
+    def apply(self, docs: Sequence[Doc], *, force_conflicts: bool = False) -> None:
+        force = ["--force-conflicts"] if force_conflicts else []
         self.run(
             "apply",
             "--server-side",
+            *force,
             f"--field-manager={FIELD_MANAGER}",
             "-f",
             "-",
             stdin=_yaml(docs),
         )
+
+    def items(self, *args: str) -> list[Doc]:
+        """`kubectl get ARGS -o json` as a list of objects (a List's items, or one object)."""
+        out = self.run("get", *args, "-o", "json")
+        if not out.strip():
+            return []
+        doc: Doc = json.loads(out)
+        found: list[Doc] = (
+            doc.get("items", [doc]) if doc.get("kind", "").endswith("List") else [doc]
+        )
+        return found
 
 
 @dataclass(frozen=True)
@@ -146,10 +170,25 @@ def install(kubectl: Kubectl, layout: Layout, *, timeout: int) -> None:
             "; ".join(foreign) + ". Another visibility server (Kueue?) is installed: "
             "queuescope replaces Kueue and must not be installed next to it. Uninstall it first."
         )
+    _refuse_running_kueue(kubectl)
     _ensure_certs(layout.certs)
     docs = kubectl.render(layout.default)
+    crds = [d for d in docs if d.get("kind") == "CustomResourceDefinition"]
     apiservices = [d for d in docs if d.get("kind") == "APIService"]
-    kubectl.apply([d for d in docs if d.get("kind") != "APIService"])
+    if crds:
+        _check_stored_versions(kubectl, crds)
+        # Kueue's installer (or an earlier kubectl apply) owns fields of these CRDs: take
+        # them over, or server-side apply stops at the first conflict.
+        kubectl.apply(crds, force_conflicts=True)
+        kubectl.run(
+            "wait",
+            "--for=condition=Established",
+            *(f"crd/{d['metadata']['name']}" for d in crds),
+            f"--timeout={timeout}s",
+        )
+    kubectl.apply(
+        [d for d in docs if d.get("kind") not in ("APIService", "CustomResourceDefinition")]
+    )
     kubectl.run(
         "-n",
         DEFAULT_NAMESPACE,
@@ -166,6 +205,64 @@ def install(kubectl: Kubectl, layout: Layout, *, timeout: int) -> None:
         f"--timeout={timeout}s",
     )
     print("queuescope is installed; both visibility APIServices are Available")
+
+
+def _webhooks_on_kueue_objects(config: Doc) -> bool:
+    for webhook in config.get("webhooks") or ():
+        service = (webhook.get("clientConfig") or {}).get("service") or {}
+        if (service.get("namespace"), service.get("name")) == (DEFAULT_NAMESPACE, DEFAULT_SERVICE):
+            continue
+        for rule in webhook.get("rules") or ():
+            if KUEUE_GROUP in (rule.get("apiGroups") or ()):
+                return True
+    return False
+
+
+def _refuse_running_kueue(kubectl: Kubectl) -> None:
+    """Kueue must be stopped first: its webhooks would reject or rewrite our writes (and,
+    with Kueue gone, fail every write), and its controller would fight ours."""
+    problems = [
+        f"{config['kind']} {config['metadata']['name']} sends kueue.x-k8s.io objects to "
+        "another server"
+        for config in kubectl.items("validatingwebhookconfigurations,mutatingwebhookconfigurations")
+        if _webhooks_on_kueue_objects(config)
+    ]
+    problems += [
+        f"Deployment {d['metadata'].get('namespace')}/{KUEUE_DEPLOYMENT} has "
+        f"{d['spec'].get('replicas')} replicas"
+        for d in kubectl.items(
+            "deployments", "-A", f"--field-selector=metadata.name={KUEUE_DEPLOYMENT}"
+        )
+        if (d.get("spec") or {}).get("replicas", 1) != 0
+    ]
+    if problems:
+        raise DeployError(
+            "; ".join(problems) + ". Kueue is still running: stop it first (scale its "
+            "controller to 0 and delete its webhook configurations and APIServices, "
+            'keeping its CRDs), as docs/operations.md "Switching from Kueue" describes.'
+        )
+
+
+def _check_stored_versions(kubectl: Kubectl, crds: Sequence[Doc]) -> None:
+    """kube-apiserver rejects a CRD whose spec.versions lacks a version still in
+    status.storedVersions: say which, and what to do, before applying anything."""
+    served = {d["metadata"]["name"]: {v["name"] for v in d["spec"]["versions"]} for d in crds}
+    problems: list[str] = []
+    for live in kubectl.items("crd", *served, "--ignore-not-found"):
+        name = live["metadata"]["name"]
+        stored = (live.get("status") or {}).get("storedVersions") or []
+        missing = [v for v in stored if v not in served.get(name, set())]
+        if missing:
+            problems.append(
+                f"CRD {name} has objects stored as {', '.join(missing)}, which queuescope "
+                f"does not serve ({', '.join(sorted(served[name]))})"
+            )
+    if problems:
+        raise DeployError(
+            "; ".join(problems) + ". Migrate those objects to v1beta1 or v1beta2 with the "
+            "Kueue release that serves both (rewrite every object, then drop the old version "
+            "from status.storedVersions), then install again."
+        )
 
 
 def uninstall(kubectl: Kubectl, layout: Layout, *, timeout: int, delete_crds: bool) -> None:
@@ -203,6 +300,11 @@ def _ensure_certs(folder: Path) -> None:
         raise DeployError(f"`queuescope certs generate --out {folder}` failed")
     if queuescope(["certs", "verify", "--dir", str(folder)]) != 0:
         raise DeployError(f"the certificates in {folder} do not pass `queuescope certs verify`")
+    try:
+        if refresh_ca_bundle_patch(folder):
+            print(f"added the CRDs' conversion caBundle to {folder / CA_BUNDLE_PATCH_FILE}")
+    except CertsError as err:
+        raise DeployError(str(err)) from None
 
 
 @contextmanager

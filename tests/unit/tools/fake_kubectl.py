@@ -2,8 +2,9 @@
 
 Reads and rewrites the JSON file named by FAKE_KUBECTL_STATE: appends every call (argv and
 stdin) to `calls`, fails calls whose joined argv starts with a key of `fail` (exit code
-the value), answers `get apiservice NAME` from `apiservices` and `kustomize DIR` from
-`rendered[<DIR's name>]`, and removes APIServices on `delete apiservice`.
+the value), answers `get apiservice NAME` from `apiservices`, any other `get WHAT ...` with
+a List of `objects[WHAT]`, and `kustomize DIR` from `rendered[<DIR's name>]`, and removes
+APIServices on `delete apiservice`.
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ def main() -> int:
     elif args[:2] == ["get", "apiservice"]:
         found = state["apiservices"].get(args[2])
         print(json.dumps(found) if found else "")
+    elif args[0] == "get":
+        items = state.get("objects", {}).get(args[1], [])
+        print(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
     elif args[:2] == ["delete", "apiservice"]:
         for name in args[2:]:
             state["apiservices"].pop(name, None)

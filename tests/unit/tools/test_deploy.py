@@ -59,7 +59,12 @@ APP = [
     _apiservice(V1BETA1),
     _apiservice(V1BETA2),
 ]
-CRD = _obj("CustomResourceDefinition", "clusterqueues.kueue.x-k8s.io")
+CRD = _obj(
+    "CustomResourceDefinition",
+    "clusterqueues.kueue.x-k8s.io",
+    spec={"versions": [{"name": "v1beta1"}, {"name": "v1beta2"}]},
+)
+WEBHOOKS = "validatingwebhookconfigurations,mutatingwebhookconfigurations"
 
 
 class Cluster:
@@ -126,17 +131,41 @@ def cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Cluster:
 
 def test_install_order(cluster: Cluster) -> None:
     assert cluster.run("install") == 0
+    default = str(cluster.manifests / "overlays" / "default")
     assert cluster.verbs() == [
         "get apiservice",
         "get apiservice",
-        "kustomize " + str(cluster.manifests / "overlays" / "default"),
+        f"get {WEBHOOKS}",
+        "get deployments",
+        f"kustomize {default}",
+        "get crd",
+        "apply --server-side",
+        "wait --for=condition=Established",
         "apply --server-side",
         "-n queuescope-system",
         "apply --server-side",
         "wait --for=condition=Available",
     ]
     calls = cluster.calls()
-    assert calls[4] == [
+    assert calls[3] == [
+        "get",
+        "deployments",
+        "-A",
+        "--field-selector=metadata.name=kueue-controller-manager",
+        "-o",
+        "json",
+    ]
+    assert calls[5] == ["get", "crd", CRD["metadata"]["name"], "--ignore-not-found", "-o", "json"]
+    # The CRDs alone, taking over the fields another manager (Kueue's installer) owns.
+    assert calls[6][:3] == ["apply", "--server-side", "--force-conflicts"]
+    assert calls[7] == [
+        "wait",
+        "--for=condition=Established",
+        f"crd/{CRD['metadata']['name']}",
+        "--timeout=7s",
+    ]
+    assert "--force-conflicts" not in calls[8] and "--force-conflicts" not in calls[10]
+    assert calls[9] == [
         "-n",
         "queuescope-system",
         "rollout",
@@ -144,16 +173,95 @@ def test_install_order(cluster: Cluster) -> None:
         "deployment/queuescope-controller",
         "--timeout=7s",
     ]
-    assert calls[6] == [
+    assert calls[11] == [
         "wait",
         "--for=condition=Available",
         f"apiservice/{V1BETA1}",
         f"apiservice/{V1BETA2}",
         "--timeout=7s",
     ]
-    first, second = cluster.stdin_kinds("apply")
-    assert first == [o["kind"] for o in (CRD, *APP) if o["kind"] != "APIService"]
-    assert second == ["APIService", "APIService"]
+    crds, app, apiservices = cluster.stdin_kinds("apply")
+    assert crds == ["CustomResourceDefinition"]
+    assert app == [o["kind"] for o in APP if o["kind"] != "APIService"]
+    assert apiservices == ["APIService", "APIService"]
+
+
+def _webhook_config(service: dict[str, Any], groups: list[str]) -> dict[str, Any]:
+    rule = {"apiGroups": groups, "resources": ["*"], "operations": ["CREATE"]}
+    webhook = {"name": "w.example", "clientConfig": {"service": service}, "rules": [rule]}
+    return _obj(
+        "ValidatingWebhookConfiguration",
+        "kueue-validating-webhook-configuration",
+        webhooks=[webhook],
+    )
+
+
+@pytest.mark.parametrize(
+    ("objects", "named"),
+    [
+        (
+            {
+                WEBHOOKS: [
+                    _webhook_config(
+                        {"namespace": "kueue-system", "name": "kueue-webhook-service"},
+                        ["kueue.x-k8s.io"],
+                    )
+                ]
+            },
+            "ValidatingWebhookConfiguration kueue-validating-webhook-configuration",
+        ),
+        (
+            {
+                "deployments": [
+                    _obj(
+                        "Deployment",
+                        "kueue-controller-manager",
+                        "kueue-system",
+                        spec={"replicas": 1},
+                    )
+                ]
+            },
+            "Deployment kueue-system/kueue-controller-manager has 1 replicas",
+        ),
+    ],
+)
+def test_install_refuses_while_kueue_runs(
+    cluster: Cluster, capsys: pytest.CaptureFixture[str], objects: Any, named: str
+) -> None:
+    cluster.set("objects", objects)
+    assert cluster.run("install") == 1
+    err = capsys.readouterr().err
+    assert named in err and "Kueue is still running: stop it first" in err
+    assert not any(v.startswith("apply") for v in cluster.verbs())
+
+
+def test_install_passes_a_stopped_kueue_and_other_webhooks(cluster: Cluster) -> None:
+    cluster.set(
+        "objects",
+        {
+            WEBHOOKS: [
+                _webhook_config({"namespace": "other", "name": "jobs"}, ["batch"]),
+                _webhook_config(OURS, ["kueue.x-k8s.io"]),
+            ],
+            "deployments": [
+                _obj("Deployment", "kueue-controller-manager", "kueue-system", spec={"replicas": 0})
+            ],
+        },
+    )
+    assert cluster.run("install") == 0
+
+
+def test_install_refuses_a_stored_version_it_does_not_serve(
+    cluster: Cluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    live = {**CRD, "status": {"storedVersions": ["v1alpha1", "v1beta1"]}}
+    cluster.set("objects", {"crd": [live]})
+    assert cluster.run("install") == 1
+    err = capsys.readouterr().err
+    assert "clusterqueues.kueue.x-k8s.io has objects stored as v1alpha1" in err
+    assert not any(v.startswith("apply") for v in cluster.verbs())
+    cluster.set("objects", {"crd": [{**CRD, "status": {"storedVersions": ["v1beta1", "v1beta2"]}}]})
+    assert cluster.run("install") == 0
 
 
 def test_install_generates_certificates_once(cluster: Cluster) -> None:

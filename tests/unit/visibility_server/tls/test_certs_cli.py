@@ -24,7 +24,14 @@ from tests.unit.visibility_server.tls.support import (
     load_cert,
     organizations,
 )
-from visibility_server.certs import create_ca, ensure_state_dir, issued_by, write_certified_key
+from visibility_server.certs import (
+    create_ca,
+    ensure_state_dir,
+    issued_by,
+    refresh_ca_bundle_patch,
+    write_certified_key,
+)
+from visibility_server.webhooks.conversion import CONVERTED_CRDS
 
 APISERVICES = ["v1beta1.visibility.kueue.x-k8s.io", "v1beta2.visibility.kueue.x-k8s.io"]
 
@@ -40,10 +47,18 @@ def run(*argv: str, days: int = 0) -> int:
 
 
 def bundles(directory: Path) -> dict[str, list[x509.Certificate]]:
-    docs = list(yaml.safe_load_all((directory / "apiservice-cabundle.yaml").read_text()))
+    """The APIServices' bundles; the CRDs' conversion webhook must carry the same one."""
+    everything = list(yaml.safe_load_all((directory / "apiservice-cabundle.yaml").read_text()))
+    docs = everything[: len(APISERVICES)]
+    crds = everything[len(APISERVICES) :]
     assert [d["metadata"]["name"] for d in docs] == APISERVICES
     assert all(d["apiVersion"] == "apiregistration.k8s.io/v1" for d in docs)
     assert all(d["kind"] == "APIService" for d in docs)
+    assert [d["metadata"]["name"] for d in crds] == list(CONVERTED_CRDS)
+    for crd in crds:
+        assert crd["kind"] == "CustomResourceDefinition"
+        webhook = crd["spec"]["conversion"]["webhook"]["clientConfig"]
+        assert webhook["caBundle"] == docs[0]["spec"]["caBundle"]
     return {
         d["metadata"]["name"]: x509.load_pem_x509_certificates(
             base64.b64decode(d["spec"]["caBundle"])
@@ -66,7 +81,9 @@ def test_generate_then_verify(out: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert issued_by(load_cert(out / "tls.crt"), ca)
     patch = (out / "apiservice-cabundle.yaml").read_text()
     encoded = base64.b64encode((out / "ca.crt").read_bytes()).decode()
-    assert patch.count(encoded) == 2, "caBundle is base64(ca.crt) on both APIServices"
+    assert patch.count(encoded) == 2 + len(CONVERTED_CRDS), (
+        "caBundle is base64(ca.crt) on both APIServices and every converting CRD"
+    )
     assert bundles(out) == {name: [ca] for name in APISERVICES}
     capsys.readouterr()
     assert run("verify", "--dir", str(out)) == 0
@@ -292,3 +309,24 @@ def test_certs_needs_a_command() -> None:
     with pytest.raises(SystemExit) as info:
         parse(["certs"])
     assert info.value.code == 2
+
+
+def test_a_patch_made_before_the_webhook_gets_the_crds_with_the_same_bundle(out: Path) -> None:
+    patch = out / "apiservice-cabundle.yaml"
+    apiservices_only = [
+        d for d in yaml.safe_load_all(patch.read_text()) if d["kind"] == "APIService"
+    ]
+    patch.write_text(yaml.safe_dump_all(apiservices_only))
+    before = bundles_of_apiservices(patch)
+    assert refresh_ca_bundle_patch(out) is True
+    assert bundles(out) == before
+    assert refresh_ca_bundle_patch(out) is False  # already complete: left alone
+
+
+def bundles_of_apiservices(patch: Path) -> dict[str, list[x509.Certificate]]:
+    return {
+        d["metadata"]["name"]: x509.load_pem_x509_certificates(
+            base64.b64decode(d["spec"]["caBundle"])
+        )
+        for d in yaml.safe_load_all(patch.read_text())
+    }
