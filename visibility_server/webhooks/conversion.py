@@ -30,6 +30,7 @@ from typing import Any, Final
 
 from starlette.types import Receive, Scope, Send
 
+from scheduler.api.conversion import convert_document
 from scheduler.api.errors import ApiError
 
 log = logging.getLogger(__name__)
@@ -66,12 +67,6 @@ class MalformedReviewError(ValueError):
     """The body is not a ConversionReview request we can answer."""
 
 
-def _default_converter() -> Converter:
-    from scheduler.api.conversion import convert_document  # noqa: PLC0415
-
-    return convert_document
-
-
 def review(body: bytes, convert: Converter | None = None) -> Answer:
     """Answer one ConversionReview request body (see the module docstring)."""
     try:
@@ -79,7 +74,7 @@ def review(body: bytes, convert: Converter | None = None) -> Answer:
     except MalformedReviewError as err:
         return Answer(400, _status_body(400, "BadRequest", f"malformed ConversionReview: {err}"))
     try:
-        converted = _convert_all(objects, desired, convert or _default_converter())
+        converted = _convert_all(objects, desired, convert or convert_document)
     except _RefusedError as err:
         result: dict[str, Any] = {"status": "Failure", "message": str(err)}
         return Answer(200, _review_body({"uid": uid, "result": result}))

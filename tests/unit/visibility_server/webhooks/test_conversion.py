@@ -194,3 +194,28 @@ def test_asgi_an_oversized_body_gets_413(monkeypatch: pytest.MonkeyPatch) -> Non
     code, _, out = _call("POST", [b"x" * 10, b"x" * 10])
     assert code == 413
     assert json.loads(out)["reason"] == "RequestEntityTooLarge"
+
+
+def test_the_real_converter_round_trips_through_reviews() -> None:
+    v1 = queue(V1, "real", cohort="team", admissionChecks=["prov"])
+    up = json.loads(review(body([v1])).body)["response"]
+    assert up["result"] == {"status": "Success"}
+    (stored,) = up["convertedObjects"]
+    assert stored["spec"]["cohortName"] == "team"
+    assert stored["spec"]["admissionChecksStrategy"] == {"admissionChecks": [{"name": "prov"}]}
+    down = json.loads(review(body([stored], desired=V1)).body)["response"]
+    (back,) = down["convertedObjects"]
+    assert back["spec"] == v1["spec"]
+
+
+def test_the_real_converter_refuses_an_unconvertible_object() -> None:
+    workload = {
+        "apiVersion": V2,
+        "kind": "Workload",
+        "metadata": {"name": "w", "namespace": "ns", "uid": "u"},
+        "spec": {"priorityClassRef": {"group": "example.com", "kind": "Other", "name": "x"}},
+    }
+    result = json.loads(review(body([workload], desired=V1)).body)["response"]["result"]
+    assert result["status"] == "Failure"
+    assert "objects[0] (Workload 'ns/w')" in result["message"]
+    assert "spec.priorityClassRef" in result["message"]
