@@ -66,23 +66,16 @@ def workload_down(doc: dict[str, Any], rec: Recorder) -> None:
 
 def _priority_up(spec: dict[str, Any], rec: Recorder) -> None:
     """priorityClassSource + priorityClassName become priorityClassRef {group, kind, name}."""
-    has_source, has_name = "priorityClassSource" in spec, "priorityClassName" in spec
-    if not has_source and not has_name:
+    source, name = spec.get("priorityClassSource"), spec.get("priorityClassName")
+    if source in _REFS and isinstance(name, str) and name:
+        group, kind = _REFS[source]
+        ref = {"group": group, "kind": kind, "name": name}
+        replace_key(spec, "priorityClassName", "priorityClassRef", ref)
+        del spec["priorityClassSource"]
         return
-    source = spec.get("priorityClassSource")
-    if source not in _REFS:
-        # An empty source names no class kind: v1beta2 has no place for such a name.
-        keep_field(spec, "priorityClassSource", ("spec",), rec)
-        keep_field(spec, "priorityClassName", ("spec",), rec)
-        return
-    group, kind = _REFS[source]
-    ref: dict[str, Any] = {"group": group, "kind": kind}
-    if has_name:
-        ref["name"] = spec["priorityClassName"]
-    replace_key(
-        spec, "priorityClassName" if has_name else "priorityClassSource", "priorityClassRef", ref
-    )
-    spec.pop("priorityClassSource", None)
+    # No class kind, or no name: v1beta2's reference needs both, so nothing maps.
+    keep_field(spec, "priorityClassSource", ("spec",), rec)
+    keep_field(spec, "priorityClassName", ("spec",), rec)
 
 
 def _priority_down(spec: dict[str, Any]) -> None:
