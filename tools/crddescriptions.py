@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from typing import Final
 
-# Shown for the root object's apiVersion, kind, metadata of every kind.
+# Shown for the root object's apiVersion and kind of every kind (metadata is described by
+# Kubernetes itself: a CRD may not say anything about it).
 ROOT: Final[dict[str, str]] = {
     "apiVersion": (
         "The versioned schema of this representation: kueue.x-k8s.io/v1beta2 (stored) or "
         "kueue.x-k8s.io/v1beta1 (served, deprecated)."
     ),
     "kind": "The REST resource this object represents, in CamelCase.",
-    "metadata": "Standard Kubernetes object metadata (name, labels, annotations, ...).",
 }
 
 _STOP_POLICY = (

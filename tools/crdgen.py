@@ -462,7 +462,8 @@ def root_schema(resource: Resource) -> Schema:
     properties: Schema = {
         "apiVersion": {"description": ROOT["apiVersion"], "type": "string"},
         "kind": {"description": ROOT["kind"], "type": "string"},
-        "metadata": {"description": ROOT["metadata"], "type": "object"},
+        # Nothing else: kube-apiserver refuses even a description of metadata.
+        "metadata": {"type": "object"},
     }
     required: list[str] = []
     inherited = set(KubeObject.model_fields)

@@ -1,7 +1,10 @@
 """queuescope in cluster mode against the real control plane (cluster.md §8 bootstrap).
 
 `install` applies what a cluster install applies, minus the Deployment: the CRDs (and
-waits for them to be Established), the namespace, and the RBAC of `manifests/rbac`.
+waits for them to be Established), the namespace, and the RBAC of `manifests/rbac`. Given
+a server's port and CA, the CRDs' conversion webhook points at that server (through the
+ExternalName Service, as the APIServices do); without, only v1beta2 requests (the stored
+version, which needs no conversion) work until a server is installed that way.
 `controller_kubeconfig` mints a token for our ServiceAccount with the TokenRequest
 API (`kubectl create token`, no controller needed) and writes the kubeconfig the
 server runs with, so every call it makes is checked by real RBAC.
@@ -18,13 +21,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.aggregated import NAMESPACE, VisibilityServer
+import yaml
+
+from scheduler.api.conversion import convert_document
+from tests.e2e.aggregated import NAMESPACE, SERVICE, VisibilityServer
 from tests.e2e.harness import ControlPlane, wait_for
 from visibility_server.certs import SECRET_MODE, write_atomic
 
 REPO = Path(__file__).resolve().parents[2]
-KUEUE = "kueue.x-k8s.io/v1beta1"
+# Objects the tests create before a server runs are written in the stored version: a
+# v1beta1 write needs the conversion webhook, which is our server.
+KUEUE = "kueue.x-k8s.io/v1beta2"
+KUEUE_V1BETA1 = "kueue.x-k8s.io/v1beta1"
 SERVICE_ACCOUNT = "queuescope-controller"
+EXTERNAL_SERVICE = {
+    "apiVersion": "v1",
+    "kind": "Service",
+    "metadata": {"name": SERVICE, "namespace": NAMESPACE},
+    "spec": {"type": "ExternalName", "externalName": "localhost"},
+}
 CRD_NAMES = (
     "clusterqueues",
     "cohorts",
@@ -35,11 +50,29 @@ CRD_NAMES = (
 )
 
 
-def install(plane: ControlPlane) -> None:
-    """CRDs, namespace and RBAC; idempotent (kubectl apply)."""
-    plane.kubectl("apply", "-k", str(REPO / "manifests" / "crds"))
-    plane.kubectl("apply", "-f", str(REPO / "manifests" / "deploy" / "namespace.yaml"))
-    plane.kubectl("apply", "-k", str(REPO / "manifests" / "rbac"))
+def crd_documents(port: int | None = None, ca_pem: bytes | None = None) -> list[dict[str, Any]]:
+    """Our CRDs; with `port` and `ca_pem`, their conversion webhook reaches that server."""
+    docs: list[dict[str, Any]] = []
+    for path in sorted((REPO / "manifests" / "crds").glob("kueue.x-k8s.io_*.yaml")):
+        doc = yaml.safe_load(path.read_text())
+        webhook = doc["spec"].get("conversion", {}).get("webhook")
+        if webhook is not None and port is not None and ca_pem is not None:
+            webhook["clientConfig"]["service"]["port"] = port
+            webhook["clientConfig"]["caBundle"] = base64.b64encode(ca_pem).decode()
+        docs.append(doc)
+    return docs
+
+
+def install_crds(plane: ControlPlane, port: int | None = None, ca_pem: bytes | None = None) -> None:
+    plane.kubectl(
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "--field-manager=queuescope-e2e",
+        "-f",
+        "-",
+        input="\n---\n".join(json.dumps(d) for d in crd_documents(port, ca_pem)),
+    )
     for name in CRD_NAMES:
         plane.kubectl(
             "wait",
@@ -47,6 +80,22 @@ def install(plane: ControlPlane) -> None:
             f"crd/{name}.kueue.x-k8s.io",
             "--timeout=60s",
         )
+
+
+def stored_version(manifest: str) -> str:
+    """`manifest` with every kueue.x-k8s.io/v1beta1 object converted to v1beta2."""
+    docs = [d for d in yaml.safe_load_all(manifest) if d]
+    return "\n---\n".join(
+        json.dumps(convert_document(d, KUEUE) if d.get("apiVersion") == KUEUE_V1BETA1 else d)
+        for d in docs
+    )
+
+
+def install(plane: ControlPlane, port: int | None = None, ca_pem: bytes | None = None) -> None:
+    """CRDs, namespace and RBAC; idempotent (kubectl apply)."""
+    install_crds(plane, port, ca_pem)
+    plane.kubectl("apply", "-f", str(REPO / "manifests" / "deploy" / "namespace.yaml"))
+    plane.kubectl("apply", "-k", str(REPO / "manifests" / "rbac"))
 
 
 def controller_kubeconfig(
@@ -105,9 +154,16 @@ class ClusterModeServer(VisibilityServer):
             )
         )
         super().prepare()
+        # The certificates exist now: the CRDs convert through this server from here on.
+        self.install_crds()
+
+    def install_crds(self) -> None:
+        # The webhook is reached as the APIServices are: the ExternalName Service, this port.
+        self.plane.apply(json.dumps(EXTERNAL_SERVICE))
+        install_crds(self.plane, self.port, self.certs.ca_cert.read_bytes())
 
     def apply_objects(self, name: str, manifest: str) -> None:
-        self.plane.apply(manifest)
+        self.plane.apply(stored_version(manifest))
 
     def apply_workloads(self, manifests: list[str]) -> None:
         # kube-apiserver sets creationTimestamp itself, to the second: create one per
@@ -115,7 +171,7 @@ class ClusterModeServer(VisibilityServer):
         for index, manifest in enumerate(manifests):
             if index:
                 time.sleep(1.1)
-            self.plane.apply(manifest)
+            self.plane.apply(stored_version(manifest))
 
     def command(self) -> list[str]:
         assert self.kubeconfig is not None, "prepare() first"

@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 
 from tests.e2e.aggregated import Aggregated
+from tests.e2e.cluster import install_crds
 from tests.e2e.harness import User
 
 PLUGIN_DIR = Path(sys.executable).parent
 REPO = Path(__file__).resolve().parents[2]
-LOCALQUEUE_CRD = REPO / "manifests" / "crds" / "kueue.x-k8s.io_localqueues.yaml"
 LABEL = "queuescope.io/e2e=kubectl-pending"
 # Kueue's LocalQueues as kube-apiserver holds them: the ones the server was started with.
 LOCAL_QUEUES = "\n---\n".join(
@@ -71,11 +71,8 @@ subjects:
 @pytest.fixture(scope="module")
 def kueue(aggregated: Aggregated) -> Iterator[Aggregated]:
     plane = aggregated.plane
-    plane.apply(LOCALQUEUE_CRD.read_text())
-    plane.kubectl(
-        "wait", "--for=condition=Established", "crd/localqueues.kueue.x-k8s.io", "--timeout=60s"
-    )
-    plane.apply(LOCAL_QUEUES)
+    install_crds(plane, aggregated.server.port, aggregated.server.certs.ca_cert.read_bytes())
+    plane.apply(LOCAL_QUEUES)  # v1beta1: through our conversion webhook
     plane.apply(ALICE_LISTS_TEAM_A)
     try:
         yield aggregated

@@ -355,8 +355,9 @@ def structural_errors(root: Schema) -> list[str]:
     metadata = (root.get("properties") or {}).get("metadata")
     if metadata is not None:
         if (
-            set(metadata) - {"type", "properties", "description"}
-            or metadata.get("type") != "object"
+            # kube-apiserver refuses even a description here ("metadata is implicitly
+            # specified"); only name and generateName may be restricted.
+            set(metadata) - {"type", "properties"} or metadata.get("type") != "object"
         ):
             errors.append("root.metadata: only `type: object` and name restrictions are allowed")
         for name, sub in (metadata.get("properties") or {}).items():
