@@ -67,6 +67,8 @@ def local_queue_up(doc: dict[str, Any], rec: Recorder) -> None:
     status = mapping(doc, "status")
     rename(status, "flavorUsage", "flavorsUsage")
     keep_field(status, "flavors", ("status",), rec)
+    # Older v1beta1 LocalQueues (and queuescope's queue visibility) carry it too.
+    keep_field(status, "pendingWorkloadsStatus", ("status",), rec)
 
 
 def local_queue_down(doc: dict[str, Any], rec: Recorder) -> None:

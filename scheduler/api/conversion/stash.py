@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Final
 
+from scheduler.api.base import format_timestamp
 from scheduler.api.conversion.paths import Path, get_path, is_missing, pop_path, set_path
 
 STASH_ANNOTATION: Final = "queuescope.io/conversion-data"
@@ -95,11 +97,18 @@ def parse_stash(text: str) -> Stash:
     return Stash(data["to"], tuple(kept), bool(data.get("createdAnnotations", False)))
 
 
+def _plain(value: Any) -> Any:
+    # YAML input may hold timestamps as datetime objects; in JSON they are RFC 3339 strings.
+    if isinstance(value, datetime):
+        return format_timestamp(value)
+    raise StashError(f"a value of type {type(value).__name__} cannot be kept")
+
+
 def render_stash(to: str, kept: list[Kept], created_annotations: bool) -> str:
     data: dict[str, Any] = {"to": to, "fields": [k.to_json() for k in kept]}
     if created_annotations:
         data["createdAnnotations"] = True
-    return json.dumps(data, separators=(",", ":"), sort_keys=True)
+    return json.dumps(data, separators=(",", ":"), sort_keys=True, default=_plain)
 
 
 def take_stash(document: dict[str, Any], from_version: str) -> Stash | None:

@@ -250,6 +250,13 @@ STRATEGY = Obj(
     },
     frozenset({"admissionChecks"}),
 )
+PENDING_WORKLOADS_STATUS = Obj(
+    {
+        "clusterQueuePendingWorkload": ListOf(Obj({"name": NAME, "namespace": NAME})),
+        "lastChangeTime": TIME,
+    },
+    frozenset({"lastChangeTime"}),
+)
 PREFERENCE = st.sampled_from(["BorrowingOverPreemption", "PreemptionOverBorrowing"])
 
 
@@ -308,6 +315,7 @@ def local_queue(api_version: str) -> Obj:
         ),
     }
     if old:
+        status["pendingWorkloadsStatus"] = PENDING_WORKLOADS_STATUS
         status["flavors"] = ListOf(
             Obj(
                 {
@@ -363,13 +371,7 @@ def cluster_queue(api_version: str) -> Obj:
     if old:
         spec["admissionChecks"] = st.lists(NAME, max_size=3)
         fair_sharing_status["admissionFairSharingStatus"] = ADMISSION_FAIR_SHARING_STATUS
-        status["pendingWorkloadsStatus"] = Obj(
-            {
-                "clusterQueuePendingWorkload": ListOf(Obj({"name": NAME, "namespace": NAME})),
-                "lastChangeTime": TIME,
-            },
-            frozenset({"lastChangeTime"}),
-        )
+        status["pendingWorkloadsStatus"] = PENDING_WORKLOADS_STATUS
     else:
         spec["concurrentAdmissionPolicy"] = Obj(
             {
