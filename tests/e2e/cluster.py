@@ -240,3 +240,19 @@ def flavor(name: str, **node_labels: str) -> str:
     return json.dumps(
         {"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": name}, "spec": spec}
     )
+
+
+def subset(given: Any, stored: Any) -> bool:
+    """Whether everything `given` says is in `stored` (which may add defaults; quantities
+    compared as text)."""
+    if isinstance(given, dict):
+        return isinstance(stored, dict) and all(
+            subset(value, stored.get(key)) for key, value in given.items()
+        )
+    if isinstance(given, list):
+        return (
+            isinstance(stored, list)
+            and len(given) == len(stored)
+            and all(subset(a, b) for a, b in zip(given, stored, strict=True))
+        )
+    return bool(given == stored or str(given) == str(stored))

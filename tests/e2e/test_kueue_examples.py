@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.e2e.cluster import install
+from tests.e2e.cluster import install, subset
 from tests.e2e.harness import ControlPlane
 
 pytestmark = pytest.mark.realcluster
@@ -96,20 +96,5 @@ def test_every_example_of_our_kinds_applies_unchanged(control_plane: ControlPlan
         created = json.loads(result.stdout)
         # Unchanged: every field given is kept as given (defaults may only add fields).
         given = {k: v for k, v in doc.items() if k != "metadata"}
-        assert _subset(given, created), (source, index, created)
+        assert subset(given, created), (source, index, created)
     assert refused == [], "\n".join(refused)
-
-
-def _subset(given: Any, stored: Any) -> bool:
-    """Whether everything `given` says is in `stored` (quantities compared as text)."""
-    if isinstance(given, dict):
-        return isinstance(stored, dict) and all(
-            _subset(value, stored.get(key)) for key, value in given.items()
-        )
-    if isinstance(given, list):
-        return (
-            isinstance(stored, list)
-            and len(given) == len(stored)
-            and all(_subset(a, b) for a, b in zip(given, stored, strict=True))
-        )
-    return bool(given == stored or str(given) == str(stored))

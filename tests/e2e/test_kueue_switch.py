@@ -1,0 +1,367 @@
+"""Switching an installed Kueue to queuescope, and back (issue 12; docs/operations.md,
+"Switching from Kueue").
+
+On the real kube-apiserver: Kueue v0.19.2's own CRDs (read from its Go module) are
+installed the way Kueue's manifests are (`kubectl apply --server-side`), objects are
+created in v1beta2 (admitted Workloads with the status Kueue writes, pending ones without),
+and then queuescope takes over the documented way: Kueue stopped (nothing runs here), the
+CRDs applied by `tools/deploy.py`'s own steps (stored versions checked, field-manager
+conflicts forced), then queuescope started in cluster mode. Every object must come through
+unchanged (same resourceVersion: the switch rewrites no object), v1beta1 clients read
+them through our conversion webhook, the admitted Workloads stay admitted and the pending
+ones pending, in the same order. Then back: queuescope stopped, Kueue's CRDs applied the
+same way, and every object is still there.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.e2e.aggregated import NAMESPACE, SERVICE
+from tests.e2e.cluster import (
+    CRD_NAMES,
+    EXTERNAL_SERVICE,
+    REPO,
+    ClusterModeServer,
+    controller_kubeconfig,
+    crd_documents,
+    subset,
+    wait_json,
+)
+from tests.e2e.harness import ADMIN_GROUPS, ADMIN_USER, ControlPlane, HarnessError, wait_for
+from visibility_server.certs import generate_cert_dir
+
+pytestmark = pytest.mark.realcluster
+
+KUEUE_MODULE = "sigs.k8s.io/kueue@v0.19.2"
+V2 = "kueue.x-k8s.io/v1beta2"
+NS = "switch-e2e"
+KINDS = ("resourceflavors", "cohorts", "clusterqueues", "workloadpriorityclasses", "localqueues")
+# (name, priority, admitted): the cluster queue has 2 CPUs and each Workload asks for 1,
+# so the two admitted ones hold all of it and the others wait, by priority then age.
+WORKLOADS = [
+    ("w-admitted-1", 0, True),
+    ("w-admitted-2", 0, True),
+    ("w-pending-low", 0, False),
+    ("w-pending-high", 100, False),
+    ("w-pending-low-2", 0, False),
+]
+PENDING_ORDER = ["w-pending-high", "w-pending-low", "w-pending-low-2"]
+
+
+def _deploy_module() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("deploy_tool_e2e", REPO / "tools" / "deploy.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("deploy_tool_e2e", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+deploy = _deploy_module()
+
+
+def kueue_crds() -> list[dict[str, Any]]:
+    """Kueue v0.19.2's CRDs of the kinds queuescope serves, from its Go module (Go's module
+    cache keeps the download; no other network)."""
+    go = os.environ.get("GO") or shutil.which("go")
+    if not go:
+        pytest.fail("Go is needed to read Kueue's CRDs from its module (go mod download)")
+    with tempfile.TemporaryDirectory() as tmp:
+        result = subprocess.run(
+            [go, "mod", "download", "-json", KUEUE_MODULE],
+            cwd=tmp,
+            capture_output=True,
+            text=True,
+            check=False,
+            env={**os.environ, "GOFLAGS": "-mod=mod", "GOWORK": "off"},
+        )
+    if result.returncode != 0:
+        pytest.fail(f"go mod download {KUEUE_MODULE}: {result.stderr or result.stdout}")
+    bases = Path(json.loads(result.stdout)["Dir"]) / "config" / "components" / "crd" / "bases"
+    return [
+        yaml.safe_load((bases / f"kueue.x-k8s.io_{name}.yaml").read_text()) for name in CRD_NAMES
+    ]
+
+
+def wait_established(plane: ControlPlane) -> None:
+    for name in CRD_NAMES:
+        plane.kubectl(
+            "wait", "--for=condition=Established", f"crd/{name}.kueue.x-k8s.io", "--timeout=60s"
+        )
+
+
+def objects() -> list[dict[str, Any]]:
+    pod_set = {
+        "name": "main",
+        "count": 1,
+        "template": {
+            "spec": {
+                "restartPolicy": "Never",
+                "containers": [
+                    {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}
+                ],
+            }
+        },
+    }
+    resources = [{"name": "cpu", "nominalQuota": "2"}]
+    return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}},
+        {"apiVersion": V2, "kind": "ResourceFlavor", "metadata": {"name": "switch-rf"}},
+        {"apiVersion": V2, "kind": "Cohort", "metadata": {"name": "switch-cohort"}},
+        {
+            "apiVersion": V2,
+            "kind": "WorkloadPriorityClass",
+            "metadata": {"name": "switch-high"},
+            "value": 100,
+        },
+        {
+            "apiVersion": V2,
+            "kind": "ClusterQueue",
+            "metadata": {"name": "switch-cq"},
+            "spec": {
+                "cohortName": "switch-cohort",
+                "namespaceSelector": {},
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["cpu"],
+                        "flavors": [{"name": "switch-rf", "resources": resources}],
+                    }
+                ],
+            },
+        },
+        {
+            "apiVersion": V2,
+            "kind": "LocalQueue",
+            "metadata": {"name": "switch-lq", "namespace": NS},
+            "spec": {"clusterQueue": "switch-cq"},
+        },
+    ] + [
+        {
+            "apiVersion": V2,
+            "kind": "Workload",
+            "metadata": {"name": name, "namespace": NS},
+            "spec": {
+                "queueName": "switch-lq",
+                "priority": priority,
+                **(
+                    {
+                        "priorityClassRef": {
+                            "group": "kueue.x-k8s.io",
+                            "kind": "WorkloadPriorityClass",
+                            "name": "switch-high",
+                        }
+                    }
+                    if priority
+                    else {}
+                ),
+                "podSets": [pod_set],
+            },
+        }
+        for name, priority, _ in WORKLOADS
+    ]
+
+
+def admitted_status(now: str) -> dict[str, Any]:
+    """What Kueue writes when it admits a Workload."""
+    condition = {"status": "True", "lastTransitionTime": now, "message": "admitted"}
+    return {
+        "status": {
+            "admission": {
+                "clusterQueue": "switch-cq",
+                "podSetAssignments": [
+                    {
+                        "name": "main",
+                        "flavors": {"cpu": "switch-rf"},
+                        "resourceUsage": {"cpu": "1"},
+                        "count": 1,
+                    }
+                ],
+            },
+            "conditions": [
+                {**condition, "type": "QuotaReserved", "reason": "QuotaReserved"},
+                {**condition, "type": "Admitted", "reason": "Admitted"},
+            ],
+        }
+    }
+
+
+def snapshot(plane: ControlPlane, version: str = "v1beta2") -> dict[tuple[str, str], Any]:
+    """Every object of ours, by (kind, name), as a client of `version` reads it."""
+    found: dict[tuple[str, str], Any] = {}
+    for kind in (*KINDS, "workloads"):
+        args = [f"{kind}.{version}.kueue.x-k8s.io"]
+        args += ["-n", NS] if kind in ("localqueues", "workloads") else []
+        for item in plane.get_json(*args)["items"]:
+            if item["metadata"]["name"].startswith(("switch-", "w-")):
+                item["metadata"].pop("managedFields", None)
+                found[(item["kind"], item["metadata"]["name"])] = item
+    return found
+
+
+@dataclass
+class SwitchServer(ClusterModeServer):
+    """queuescope in cluster mode over objects that are already there: the certificates,
+    namespace, RBAC and credentials of an install, but none of the fixture objects, and the
+    CRDs left to the switch itself."""
+
+    def prepare(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        generate_cert_dir(
+            self.certs.root, namespace=NAMESPACE, service=SERVICE, now=datetime.now(UTC)
+        )
+        self.plane.kubectl("apply", "-f", str(REPO / "manifests" / "deploy" / "namespace.yaml"))
+        self.plane.kubectl("apply", "-k", str(REPO / "manifests" / "rbac"))
+        self.plane.apply(json.dumps(EXTERNAL_SERVICE))
+        self.kubeconfig = controller_kubeconfig(self.plane, self.root / "controller.kubeconfig")
+
+
+def pending_names(server: ClusterModeServer) -> list[str]:
+    path = "/apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/switch-cq/pendingworkloads"
+    response = server.as_front_proxy(path, ADMIN_USER, ADMIN_GROUPS)
+    if response.status != 200:
+        raise HarnessError(f"{path}: {response.status} {response.body[:300]!r}")
+    return [item["metadata"]["name"] for item in response.json()["items"]]
+
+
+@pytest.fixture(scope="module")
+def kueue_installed(control_plane: ControlPlane) -> Iterator[ControlPlane]:
+    """A cluster that ran Kueue v0.19.2: its CRDs, installed as Kueue's manifests are, and
+    its objects. CRDs of earlier modules are removed first (with their objects)."""
+    plane = control_plane
+    plane.kubectl(
+        "delete", "crd", *(f"{n}.kueue.x-k8s.io" for n in CRD_NAMES), "--ignore-not-found"
+    )
+    plane.kubectl(
+        "apply",
+        "--server-side",
+        "-f",
+        "-",
+        input="\n---\n".join(json.dumps(d) for d in kueue_crds()),
+    )
+    wait_established(plane)
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    for doc in objects():
+        if doc["kind"] == "Workload":
+            time.sleep(1.1)  # creation order is the FIFO tie-breaker, to the second
+        plane.apply(json.dumps(doc))
+    for name, _, admitted in WORKLOADS:
+        if admitted:
+            plane.kubectl(
+                "patch",
+                "workload.v1beta2.kueue.x-k8s.io",
+                name,
+                "-n",
+                NS,
+                "--subresource=status",
+                "--type=merge",
+                "-p",
+                json.dumps(admitted_status(now)),
+            )
+    yield plane
+
+
+def test_switch_to_queuescope_and_back(kueue_installed: ControlPlane, tmp_path: Path) -> None:
+    plane = kueue_installed
+    before = snapshot(plane)
+    assert len(before) == 5 + len(WORKLOADS)
+    server = SwitchServer(plane, tmp_path / "server")
+    server.prepare()
+    ours = crd_documents(server.port, server.certs.ca_cert.read_bytes())
+    kubectl = deploy.Kubectl((str(plane.kubectl_binary), f"--kubeconfig={plane.admin.kubeconfig}"))
+
+    # Without taking over the fields Kueue's apply owns, server-side apply stops.
+    conflict = plane.kubectl(
+        "apply",
+        "--server-side",
+        f"--field-manager={deploy.FIELD_MANAGER}",
+        "-f",
+        "-",
+        input=json.dumps(ours[0]),
+        check=False,
+    )
+    assert conflict.returncode != 0 and "conflict" in conflict.stderr.lower(), conflict.stderr
+
+    # The documented switch: Kueue stopped, then make deploy's CRD steps.
+    deploy._refuse_running_kueue(kubectl)
+    deploy._check_stored_versions(kubectl, ours)
+    kubectl.apply(ours, force_conflicts=True)
+    wait_established(plane)
+    for name in CRD_NAMES:
+        crd = plane.get_json("crd", f"{name}.kueue.x-k8s.io")
+        assert set(crd["status"]["storedVersions"]) <= {"v1beta1", "v1beta2"}
+        assert crd["metadata"]["labels"]["app.kubernetes.io/name"] == "queuescope"
+
+    # Nothing was rewritten by the switch (same resourceVersion), and everything Kueue's
+    # CRDs showed is still shown (ours may default more fields on read).
+    switched = snapshot(plane)
+    assert set(switched) == set(before)
+    for key, obj in before.items():
+        assert switched[key]["metadata"]["resourceVersion"] == obj["metadata"]["resourceVersion"]
+        assert subset(obj, switched[key]), (key, obj, switched[key])
+
+    server.start()
+    try:
+        # v1beta1 clients read the same objects through our conversion webhook.
+        old = snapshot(plane, "v1beta1")
+        assert set(old) == set(before)
+        assert old[("ClusterQueue", "switch-cq")]["spec"]["cohort"] == "switch-cohort"
+        high = old[("Workload", "w-pending-high")]["spec"]
+        assert high["priorityClassName"] == "switch-high"
+        assert high["priorityClassSource"] == "kueue.x-k8s.io/workloadpriorityclass"
+
+        wait_json(
+            plane,
+            "switch-cq status written by queuescope: 2 admitted, 3 pending",
+            lambda cq: (
+                (cq.get("status") or {}).get("admittedWorkloads") == 2
+                and cq["status"].get("pendingWorkloads") == 3
+            ),
+            "clusterqueue.v1beta2.kueue.x-k8s.io",
+            "switch-cq",
+        )
+        wait_for(
+            lambda: True if pending_names(server) == PENDING_ORDER else None,
+            timeout=60,
+            what=f"the pending order {PENDING_ORDER} in the visibility API",
+        )
+        after = snapshot(plane)
+        for name, _, admitted in WORKLOADS:
+            wl = after[("Workload", name)]
+            status = wl.get("status") or {}
+            if admitted:
+                was = before[("Workload", name)]["status"]
+                assert status["admission"] == was["admission"], name
+                conditions = {c["type"]: c["status"] for c in status["conditions"]}
+                assert conditions["QuotaReserved"] == conditions["Admitted"] == "True", name
+            else:
+                assert "admission" not in status, name
+            assert subset(before[("Workload", name)]["spec"], wl["spec"]), name
+    finally:
+        server.stop()
+
+    # Back to Kueue: its CRDs applied the same way; every object and admission is there.
+    kubectl.apply(kueue_crds(), force_conflicts=True)
+    wait_established(plane)
+    back = snapshot(plane)
+    assert set(back) == set(before)
+    for key, obj in before.items():
+        assert subset(obj.get("spec"), back[key].get("spec")), key
+        if key[0] == "Workload" and "admission" in (obj.get("status") or {}):
+            assert back[key]["status"]["admission"] == obj["status"]["admission"], key
