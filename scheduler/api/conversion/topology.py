@@ -47,7 +47,7 @@ def domains_to_slices(domains: Any, at: Path) -> Any:
     ]
 
 
-def slices_to_domains(slices: Any, at: Path) -> Any:
+def slices_to_domains(slices: Any, at: Path, levels: int) -> Any:
     if not isinstance(slices, list):
         return slices
     domains: list[dict[str, Any]] = []
@@ -58,12 +58,18 @@ def slices_to_domains(slices: Any, at: Path) -> Any:
         count = piece.get("domainCount")
         if not isinstance(count, int) or isinstance(count, bool) or count < 0:
             raise ConversionError(path_text((*where, "domainCount")), "must be a count")
-        levels = piece.get("valuesPerLevel", [])
-        if not isinstance(levels, list):
+        per_level = piece.get("valuesPerLevel", [])
+        if not isinstance(per_level, list):
             raise ConversionError(path_text((*where, "valuesPerLevel")), "must be a list")
+        if len(per_level) != levels:
+            raise ConversionError(
+                path_text((*where, "valuesPerLevel")),
+                "valuesPerLevel must have the same length as the number of levels in this "
+                "TopologyAssignment",
+            )
         columns = [
             _level_values(level, count, (*where, "valuesPerLevel", n))
-            for n, level in enumerate(levels)
+            for n, level in enumerate(per_level)
         ]
         pods = _pod_counts(piece.get("podCounts"), count, (*where, "podCounts"))
         for i in range(count):

@@ -56,7 +56,8 @@ def workload_down(doc: dict[str, Any], rec: Recorder) -> None:
     for at, assignment in _topology_assignments(status):
         if "slices" in assignment:
             slices = assignment["slices"]
-            domains = slices_to_domains(slices, at)
+            levels = assignment.get("levels")
+            domains = slices_to_domains(slices, at, len(levels) if isinstance(levels, list) else 0)
             replace_key(assignment, "slices", "domains", domains)
             # Converting back unpacks the slices; the packed form is kept for that case.
             unpacked = domains_to_slices(domains, at)

@@ -12,6 +12,7 @@ from scheduler.api.errors import FieldError
 from scheduler.api.v1beta2 import (
     ClusterQueueV1Beta2,
     PriorityClassRef,
+    WorkloadPriorityClassV1Beta2,
     WorkloadV1Beta2,
 )
 from scheduler.api.validation.common import (
@@ -24,6 +25,8 @@ from scheduler.api.validation.common import (
 )
 
 MAX_PREEMPTION_GATES = 8
+MAX_DESCRIPTION = 2048  # WorkloadPriorityClass.description, v1beta2 only
+MAX_SLICE_CONSTRAINTS = 3
 MAX_GATE_NAME = 63
 
 # The (group, kind) pairs a priorityClassRef may name, with Kueue's message for the other.
@@ -46,6 +49,8 @@ def validate_v1beta2(obj: object) -> list[FieldError]:
         return _cluster_queue(obj)
     if isinstance(obj, WorkloadV1Beta2):
         return _workload(obj)
+    if isinstance(obj, WorkloadPriorityClassV1Beta2) and len(obj.description) > MAX_DESCRIPTION:
+        return [too_long("description", MAX_DESCRIPTION)]
     return []
 
 
@@ -69,6 +74,11 @@ def _workload(workload: WorkloadV1Beta2) -> list[FieldError]:
             errors.append(
                 FieldError("spec", "priority should not be nil when priorityClassRef is set")
             )
+    for i, pod_set in enumerate(spec.pod_sets):
+        constraints = (pod_set.topology_request or {}).get("podsetSliceRequiredTopologyConstraints")
+        if isinstance(constraints, list) and len(constraints) > MAX_SLICE_CONSTRAINTS:
+            path = f"spec.podSets[{i}].topologyRequest.podsetSliceRequiredTopologyConstraints"
+            errors.append(too_many(path, len(constraints), MAX_SLICE_CONSTRAINTS))
     errors += _gates("spec.preemptionGates", [g.name for g in spec.preemption_gates])
     errors += _gates("status.preemptionGates", [g.name for g in workload.status.preemption_gates])
     return errors
@@ -99,3 +109,7 @@ def _gates(path: str, names: Sequence[str]) -> list[FieldError]:
             errors.append(duplicate(here, name))
         seen.add(name)
     return errors
+
+
+def too_long(path: str, limit: int) -> FieldError:
+    return FieldError(path, f"Too long: may not be more than {limit} bytes")

@@ -388,26 +388,6 @@ def cluster_queue(api_version: str) -> Obj:
     return document(api_version, "ClusterQueue", False, spec=Obj(spec), status=Obj(status))
 
 
-def _topology_assignment(old: bool) -> Obj:
-    if old:
-        domains = st.integers(min_value=0, max_value=3).flatmap(
-            lambda levels: st.lists(
-                st.fixed_dictionaries(
-                    {"values": st.lists(NAME, min_size=levels, max_size=levels), "count": COUNT}
-                ),
-                max_size=3,
-            )
-        )
-        return Obj(
-            {"levels": st.lists(NAME, max_size=3), "domains": Opaque(domains, "checked")},
-            frozenset({"levels", "domains"}),
-        )
-    return Obj(
-        {"levels": st.lists(NAME, max_size=3), "slices": Opaque(SLICES, "checked")},
-        frozenset({"levels"}),
-    )
-
-
 @st.composite
 def _slice(draw: st.DrawFn, levels: int) -> dict[str, Any]:
     count = draw(st.integers(min_value=1, max_value=3))
@@ -416,13 +396,9 @@ def _slice(draw: st.DrawFn, levels: int) -> dict[str, Any]:
         if draw(BOOL):
             per_level.append({"universal": draw(NAME)})
         else:
-            individual: dict[str, Any] = {
-                "roots": draw(st.lists(NAME, min_size=count, max_size=count))
-            }
-            individual.update(
-                draw(st.fixed_dictionaries({}, optional={"prefix": NAME, "suffix": NAME}))
-            )
-            per_level.append({"individual": individual})
+            roots = draw(st.lists(NAME, min_size=count, max_size=count))
+            affixes = draw(st.fixed_dictionaries({}, optional={"prefix": NAME, "suffix": NAME}))
+            per_level.append({"individual": {"roots": roots, **affixes}})
     pods = (
         {"universal": draw(COUNT)}
         if draw(BOOL)
@@ -431,9 +407,23 @@ def _slice(draw: st.DrawFn, levels: int) -> dict[str, Any]:
     return {"domainCount": count, "valuesPerLevel": per_level, "podCounts": pods}
 
 
-SLICES = st.integers(min_value=0, max_value=3).flatmap(
-    lambda levels: st.lists(_slice(levels), max_size=3)
-)
+@st.composite
+def _topology_assignment(draw: st.DrawFn, old: bool) -> dict[str, Any]:
+    """levels, and domains (v1beta1) or slices (v1beta2) with one value per level."""
+    levels = draw(st.lists(NAME, max_size=3))
+    if old:
+        domain = st.fixed_dictionaries(
+            {"values": st.lists(NAME, min_size=len(levels), max_size=len(levels)), "count": COUNT}
+        )
+        return {"levels": levels, "domains": draw(st.lists(domain, max_size=3))}
+    out: dict[str, Any] = {"levels": levels}
+    if draw(BOOL):
+        out["slices"] = draw(st.lists(_slice(len(levels)), max_size=3))
+    return out
+
+
+def topology_assignment(old: bool) -> Opaque:
+    return Opaque(_topology_assignment(old), "levels/domains/slices: checked in test_conversion")
 
 
 def workload(api_version: str) -> Obj:
@@ -502,7 +492,7 @@ def workload(api_version: str) -> Obj:
                             "flavors": st.dictionaries(NAME, NAME, max_size=2),
                             "resourceUsage": RESOURCES,
                             "count": COUNT,
-                            "topologyAssignment": _topology_assignment(old),
+                            "topologyAssignment": topology_assignment(old),
                             "delayedTopologyRequest": st.sampled_from(["Pending", "Ready"]),
                         },
                         frozenset({"name"}),

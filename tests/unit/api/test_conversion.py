@@ -233,3 +233,22 @@ def test_v1beta2_names_of_error_paths() -> None:
     assert v1beta2_path("spec.cohort") == "spec.cohortName"
     assert v1beta2_path("spec.cohortX") == "spec.cohortX"
     assert v1beta2_path("status.flavorUsage[0].name") == "status.flavorsUsage[0].name"
+
+
+def test_slices_need_one_value_per_level() -> None:
+    packed = {
+        "levels": ["rack", "host"],
+        "slices": [
+            {
+                "domainCount": 1,
+                "valuesPerLevel": [{"universal": "r"}],
+                "podCounts": {"universal": 1},
+            }
+        ],
+    }
+    assignment = {"name": "m", "topologyAssignment": packed}
+    status = {"admission": {"clusterQueue": "cq", "podSetAssignments": [assignment]}}
+    with pytest.raises(ApiError) as info:
+        convert_document(doc(V2, "Workload", status=status), V1)
+    assert info.value.path.endswith("topologyAssignment.slices[0].valuesPerLevel")
+    assert "same length as the number of levels" in info.value.detail

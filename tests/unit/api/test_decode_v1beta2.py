@@ -172,3 +172,17 @@ def test_cluster_mode_decodes_v1beta2_as_the_server_serves_it() -> None:
     assert isinstance(cq, ClusterQueue)
     assert cq.spec.cohort == "team"
     assert wire_version(cq) == KUEUE_V1BETA2
+
+
+def test_v1beta2_length_limits() -> None:
+    wpc = "apiVersion: kueue.x-k8s.io/v1beta2\nkind: WorkloadPriorityClass\n"
+    wpc += "metadata: {name: p}\nvalue: 1\ndescription: %s\n"
+    has_error(wpc % ("x" * 2049), "description", "Too long: may not be more than 2048")
+    decode(wpc % ("x" * 2048))
+    constraints = ", ".join(["{topology: t, size: 1}"] * 4)
+    request = f"    topologyRequest: {{podsetSliceRequiredTopologyConstraints: [{constraints}]}}\n"
+    has_error(
+        WORKLOAD + request,  # the last pod set of WORKLOAD gets the request
+        "spec.podSets[0].topologyRequest.podsetSliceRequiredTopologyConstraints",
+        "Too many: 4",
+    )
