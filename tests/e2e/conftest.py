@@ -156,3 +156,16 @@ def aggregated(
     root = tmp_path_factory.mktemp("aggregated")
     with aggregated_server(control_plane, root, ClusterModeServer) as env:
         yield env
+
+
+@pytest.fixture(scope="session")
+def kueuectl(request: pytest.FixtureRequest) -> Path:
+    """kueuectl v0.19.2, built once from Kueue's module into the cache (build.py --kueuectl)."""
+    build = _load_build_module()
+    try:
+        path: Path = build.ensure_kueuectl(log=_terminal_writer(request.config))
+    except build.GoNotFoundError as err:
+        _unavailable(str(err))
+    except build.BuildError as err:
+        pytest.fail(f"building kueuectl failed: {err}")
+    return path
