@@ -8,10 +8,13 @@ transition rules live here; the new object itself is validated when decoded.
 from __future__ import annotations
 
 from scheduler.api.base import TypedObject
+from scheduler.api.conversion import v1beta2_path
 from scheduler.api.errors import FieldError
 from scheduler.api.flavor import ResourceFlavor
 from scheduler.api.localqueue import LocalQueue
+from scheduler.api.source import wire_version
 from scheduler.api.validation.common import child, key
+from scheduler.api.versions import KUEUE_V1BETA2
 from scheduler.api.workload import Workload
 
 IMMUTABLE = "field is immutable"
@@ -57,7 +60,15 @@ def _reclaimable_update(old: Workload, new: Workload) -> list[FieldError]:
 
 
 def validate_update(old: TypedObject, new: TypedObject) -> list[FieldError]:
-    """Immutability violations of replacing `old` by `new` (same kind and name)."""
+    """Immutability violations of replacing `old` by `new` (same kind and name), named
+    as in the version `new` was written in (docs/api-versions.md)."""
+    errors = _update_errors(old, new)
+    if wire_version(new) == KUEUE_V1BETA2:
+        return [FieldError(v1beta2_path(e.path), e.detail) for e in errors]
+    return errors
+
+
+def _update_errors(old: TypedObject, new: TypedObject) -> list[FieldError]:
     if isinstance(old, LocalQueue) and isinstance(new, LocalQueue):
         if old.spec.cluster_queue != new.spec.cluster_queue:
             return [FieldError("spec.clusterQueue", IMMUTABLE)]

@@ -77,6 +77,24 @@ def test_reserved_workload_fields_are_immutable() -> None:
     assert paths(old, workload(RESERVED_WORKLOAD.replace("priority: 10", "priority: 20"))) == []
 
 
+def test_update_errors_name_the_fields_of_the_version_written() -> None:
+    old = workload(RESERVED_WORKLOAD)
+    v1beta2 = (
+        RESERVED_WORKLOAD.replace("v1beta1", "v1beta2")
+        .replace("queueName: lq", "queueName: other")
+        .replace("  priorityClassName: high\n", "")
+        .replace(
+            "  priorityClassSource: kueue.x-k8s.io/workloadpriorityclass\n",
+            "  priorityClassRef: {group: scheduling.k8s.io, kind: PriorityClass, name: low}\n",
+        )
+    )
+    assert paths(old, workload(v1beta2)) == [
+        "spec.queueName",
+        "spec.priorityClassRef.name",
+        "spec.priorityClassRef",
+    ]
+
+
 def test_fields_are_mutable_without_reservation() -> None:
     pending = RESERVED_WORKLOAD.replace('status: "True"', 'status: "False"')
     old = workload(pending)
