@@ -15,8 +15,9 @@ webhook"):
   apiVersion; anything else is a Failure too, never passed on.
 
 `review` is a pure function of the request body; `serve_conversion` is the ASGI wiring. The
-caller is not authenticated: the webhook only transforms what it is sent, reads nothing of
-ours and changes nothing (docs/operations.md says what that implies for the network).
+caller is not authenticated: kube-apiserver calls conversion webhooks without credentials,
+and the webhook only transforms what it is sent, reads nothing of ours and changes nothing
+(docs/operations.md, "API versions and the conversion webhook").
 """
 
 from __future__ import annotations
