@@ -13,8 +13,8 @@ import copy
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
+from scheduler.api.conversion.fields import ConversionError
 from scheduler.api.conversion.queues import (
-    ConversionError,
     admission_check_up,
     cluster_queue_down,
     cluster_queue_up,

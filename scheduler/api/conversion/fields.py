@@ -1,4 +1,4 @@
-"""Small in-place edits of a JSON object shared by the kind converters."""
+"""Small in-place edits of a JSON object shared by the kind converters, and their error."""
 
 from __future__ import annotations
 
@@ -6,6 +6,15 @@ from typing import Any
 
 from scheduler.api.conversion.paths import Path
 from scheduler.api.conversion.stash import Recorder
+
+
+class ConversionError(ValueError):
+    """An object that cannot be converted; `path` names the field."""
+
+    def __init__(self, path: str, detail: str) -> None:
+        super().__init__(detail)
+        self.path = path
+        self.detail = detail
 
 
 def mapping(parent: Any, key: str) -> dict[str, Any] | None:

@@ -4,21 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler.api.conversion.fields import keep_field, mapping, rename, replace_key
+from scheduler.api.conversion.fields import (
+    ConversionError,
+    keep_field,
+    mapping,
+    rename,
+    replace_key,
+)
 from scheduler.api.conversion.stash import Recorder
 
 MAY_STOP_SEARCH = "MayStopSearch"
 # v1beta1's older spellings of "stop at this flavor"; v1beta2 knows only MayStopSearch.
 _FUNGIBILITY_SYNONYMS = (("whenCanBorrow", "Borrow"), ("whenCanPreempt", "Preempt"))
-
-
-class ConversionError(ValueError):
-    """An object that cannot be converted; `path` names the field."""
-
-    def __init__(self, path: str, detail: str) -> None:
-        super().__init__(detail)
-        self.path = path
-        self.detail = detail
 
 
 def cluster_queue_up(doc: dict[str, Any], rec: Recorder) -> None:

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from scheduler.api.conversion.fields import ConversionError
 from scheduler.api.conversion.paths import Path, path_text
-from scheduler.api.conversion.queues import ConversionError
 
 
 def domains_to_slices(domains: Any, at: Path) -> Any:

@@ -5,8 +5,13 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from scheduler.api.conversion.fields import keep_field, mapping, rename, replace_key
-from scheduler.api.conversion.queues import ConversionError
+from scheduler.api.conversion.fields import (
+    ConversionError,
+    keep_field,
+    mapping,
+    rename,
+    replace_key,
+)
 from scheduler.api.conversion.stash import Recorder
 from scheduler.api.conversion.topology import domains_to_slices, slices_to_domains
 
