@@ -23,6 +23,7 @@ import yaml
 
 from queuescope.cli import main as queuescope
 from tests.unit.manifests.support import MANIFESTS, NAMESPACE, POD_LABELS, crds, folder_objects
+from visibility_server.webhooks.conversion import CONVERTED_CRDS
 
 KUBECTL = os.environ.get("QUEUESCOPE_KUBECTL", "")
 REQUIRED = os.environ.get("QUEUESCOPE_E2E_REQUIRED") == "1"
@@ -189,6 +190,30 @@ def test_cabundle_is_the_generated_ca(
     for name in APISERVICES:
         spec = _one(rendered[overlay], "APIService", name)["spec"]
         assert base64.b64decode(spec["caBundle"]) == ca_pem
+
+
+def test_the_converting_crds_trust_the_generated_ca(
+    rendered: dict[str, Objects], ca_pem: bytes
+) -> None:
+    crds = {
+        o["metadata"]["name"]: o
+        for o in rendered["default"]
+        if o["kind"] == "CustomResourceDefinition"
+    }
+    assert set(CONVERTED_CRDS) < set(crds)
+    for name, crd in crds.items():
+        conversion = crd["spec"]["conversion"]
+        if name not in CONVERTED_CRDS:
+            assert conversion == {"strategy": "None"}
+            continue
+        client = conversion["webhook"]["clientConfig"]
+        assert base64.b64decode(client["caBundle"]) == ca_pem
+        assert client["service"] == {
+            "namespace": NAMESPACE,
+            "name": "queuescope-visibility",
+            "path": "/convert",
+            "port": 443,
+        }
 
 
 @pytest.mark.parametrize("overlay", ["default", "app-only"])
