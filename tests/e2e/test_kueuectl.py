@@ -200,3 +200,30 @@ def test_create_stop_resume_delete(aggregated: Aggregated, kueuectl: Path) -> No
         timeout=30,
         what="kctl-wl deleted",
     )
+
+
+def test_v1beta1_clients_are_warned_and_explain_documents_every_field(
+    aggregated: Aggregated,
+) -> None:
+    plane = aggregated.plane
+    old = plane.kubectl("get", "clusterqueues.v1beta1.kueue.x-k8s.io", "cq-a", "-o", "json")
+    assert "This version is deprecated. Use v1beta2 instead." in old.stderr
+    assert json.loads(old.stdout)["apiVersion"] == "kueue.x-k8s.io/v1beta1"
+    new = plane.kubectl("get", "clusterqueues", "cq-a", "-o", "json")
+    assert "deprecated" not in new.stderr
+    assert json.loads(new.stdout)["apiVersion"] == V2
+    explained = plane.kubectl("explain", "clusterqueue.spec.resourceGroups").stdout
+    assert "VERSION:    v1beta2" in explained
+    fields = re.findall(r"^  (\w+)\t", explained, re.MULTILINE)
+    assert fields == ["coveredResources", "flavors"]
+    for path in (
+        "clusterqueue.spec.resourceGroups",
+        "clusterqueue.spec.resourceGroups.flavors",
+        "clusterqueue.spec.resourceGroups.flavors.resources",
+    ):
+        text = plane.kubectl("explain", path).stdout
+        blocks = re.split(r"^  (?=\w+\t)", text.split("FIELDS:", 1)[1], flags=re.MULTILINE)[1:]
+        assert blocks, path
+        for block in blocks:
+            name, _, description = block.partition("\n")
+            assert description.strip(), f"{path}.{name.split()[0]} has no description"
