@@ -35,7 +35,7 @@ class FlavorFungibility(ApiModel):
     # printing `Borrow`, the same behaviour, so v1beta1 output stays as it was.
     when_can_borrow: WhenCanBorrow = "Borrow"
     when_can_preempt: WhenCanPreempt = "TryNextFlavor"
-    # Accepted and validated; the core's flavor search does not read it yet.
+    # Only with both policies TryNextFlavor: which flavor wins (docs/api-versions.md).
     preference: FlavorFungibilityPreference | None = None
 
 

@@ -58,20 +58,34 @@ class GranularMode:
     mode: Mode
     level: int
 
-    def preferred_over(self, other: GranularMode | None) -> bool:
-        """§7.5: preemption mode first, then the lower borrowing level."""
+    def preferred_over(
+        self, other: GranularMode | None, *, preemption_over_borrowing: bool = False
+    ) -> bool:
+        """§7.5: preemption mode first, then the lower borrowing level; with the
+        ClusterQueue's `flavorFungibility.preference: PreemptionOverBorrowing`, the
+        borrowing level first (a mode without preemption candidates still ranks below
+        every mode that can admit)."""
         if self.mode is Mode.NO_FIT:
             return False
         if other is None or other.mode is Mode.NO_FIT:
             return True
+        if preemption_over_borrowing:
+            if (self.mode is Mode.NO_CANDIDATES) != (other.mode is Mode.NO_CANDIDATES):
+                return other.mode is Mode.NO_CANDIDATES
+            if self.level != other.level:
+                return self.level < other.level
+            return self.mode > other.mode
         if self.mode != other.mode:
             return self.mode > other.mode
         return self.level < other.level
 
 
-def _worse(a: GranularMode, b: GranularMode) -> GranularMode:
+def _worse(
+    a: GranularMode, b: GranularMode, *, preemption_over_borrowing: bool = False
+) -> GranularMode:
     """The worse of two modes under §7.5's relation."""
-    return b if a.preferred_over(b) else a
+    better = a.preferred_over(b, preemption_over_borrowing=preemption_over_borrowing)
+    return b if better else a
 
 
 PreemptionOracle = Callable[[FlavorResource, int], GranularMode]
@@ -296,6 +310,7 @@ class FlavorAssigner:
         reasons: list[str] = []
         best: FlavorChoice | None = None
         last_idx = start
+        pob = self.cq.fungibility_preference == "PreemptionOverBorrowing"
         n = len(group.flavors)
         for idx in range(start, n):
             last_idx = idx
@@ -315,7 +330,7 @@ class FlavorAssigner:
             for r in requested:
                 fr = (name, r)
                 m = self._evaluate(fr, assumed.get(fr, 0), result.requests[r], reasons)
-                mode = m if mode is None else _worse(mode, m)
+                mode = m if mode is None else _worse(mode, m, preemption_over_borrowing=pob)
                 if m.mode is Mode.NO_FIT:
                     break
             if mode is None:
@@ -324,7 +339,7 @@ class FlavorAssigner:
             if not self._should_try_next(mode):
                 best = choice
                 break
-            if mode.preferred_over(best.mode if best else None):
+            if mode.preferred_over(best.mode if best else None, preemption_over_borrowing=pob):
                 best = choice
         if last_idx == n - 1:
             last_idx = -1

@@ -92,6 +92,7 @@ def cluster_queue_info(obj: ClusterQueue) -> ClusterQueueInfo:
         namespace_selector=spec.namespace_selector,
         when_can_borrow=spec.flavor_fungibility.when_can_borrow,
         when_can_preempt=spec.flavor_fungibility.when_can_preempt,
+        fungibility_preference=spec.flavor_fungibility.preference,
         preemption=PreemptionPolicy(
             within_cluster_queue=pre.within_cluster_queue,
             reclaim_within_cohort=pre.reclaim_within_cohort,

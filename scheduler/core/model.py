@@ -46,6 +46,8 @@ class ClusterQueueInfo:
     namespace_selector: dict[str, Any] | None = None
     when_can_borrow: str = "Borrow"
     when_can_preempt: str = "TryNextFlavor"
+    # flavorFungibility.preference: None behaves as BorrowingOverPreemption.
+    fungibility_preference: str | None = None
     preemption: PreemptionPolicy = field(default_factory=PreemptionPolicy)
     stop_policy: str = "None"
     weight: float = 1.0
