@@ -178,3 +178,27 @@ def test_unsupported_kueue_kinds_exit_2_naming_them(
     assert out == ""
     assert err.startswith(f'error: {tmp_path / "input.yaml"}: document 3 ({kind} "thing"): kind:')
     assert f"kind {kind} (kueue.x-k8s.io/v1beta2) is not supported by queuescope" in err
+
+
+def test_a_v1beta2_object_applied_by_a_scenario_counts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenario = """\
+---
+apiVersion: simulation.queuescope.io/v1alpha1
+kind: Scenario
+metadata: {name: s}
+spec:
+  events:
+  - at: 10s
+    apply:
+      apiVersion: kueue.x-k8s.io/v1beta2
+      kind: LocalQueue
+      metadata: {name: late, namespace: ns}
+      spec: {clusterQueue: cq}
+"""
+    code, out, err = simulate(tmp_path, capsys, setup("v1beta1") + scenario)
+    assert code == 0, err
+    queues = [i for i in json.loads(out)["items"] if i["kind"] == "LocalQueue"]
+    assert {q["metadata"]["name"] for q in queues} == {"lq", "late"}
+    assert {q["apiVersion"] for q in queues} == {"kueue.x-k8s.io/v1beta2"}
