@@ -181,7 +181,9 @@ def test_jobs_are_admitted_unsuspended_ready_finished_and_preempted(
     assert _condition(pending, "QuotaReserved") is None
     assert plane.get_json("job", "small-3", "-n", NS)["spec"]["suspend"] is True
 
-    # KEP-168 status visibility, written by the leader every updateInterval.
+    # KEP-168 status visibility, written by the leader every updateInterval. v1beta1 only:
+    # v1beta2 has no ClusterQueue status.pendingWorkloadsStatus, so read it as v1beta1 (the
+    # conversion webhook keeps it for v1beta1 readers).
     third_name = third["metadata"]["name"]
     cq = wait_json(
         plane,
@@ -193,7 +195,7 @@ def test_jobs_are_admitted_unsuspended_ready_finished_and_preempted(
             .get("clusterQueuePendingWorkload", [])
             if w["name"] == third_name
         ],
-        "clusterqueue",
+        "clusterqueues.v1beta1.kueue.x-k8s.io",
         "cq-jobs",
     )
     assert cq["status"]["pendingWorkloads"] == 1
@@ -202,7 +204,7 @@ def test_jobs_are_admitted_unsuspended_ready_finished_and_preempted(
         plane,
         "lq-jobs pendingWorkloadsStatus lists small-3",
         lambda q: (q.get("status") or {}).get("pendingWorkloadsStatus", {}).get("head"),
-        "localqueue",
+        "localqueues.v1beta1.kueue.x-k8s.io",
         "lq-jobs",
         "-n",
         NS,
