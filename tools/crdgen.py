@@ -698,6 +698,24 @@ V1BETA2_EDITS: dict[str, tuple[Callable[[Schema], None], ...]] = {
                     "name": _string("Name of the class."),
                 },
                 required=["group", "kind", "name"],
+                # Kueue's rules (and wording): with them every stored v1beta2 reference
+                # converts to v1beta1, so no object can break a v1beta1 list.
+                **{
+                    "x-kubernetes-validations": [
+                        {
+                            "message": "only the PriorityClass kind is allowed for the "
+                            "scheduling.k8s.io group",
+                            "rule": "(self.group == 'scheduling.k8s.io') ? "
+                            "self.kind == 'PriorityClass' : true",
+                        },
+                        {
+                            "message": "only the WorkloadPriorityClass kind is allowed for the "
+                            "kueue.x-k8s.io group",
+                            "rule": "(self.group == 'kueue.x-k8s.io') ? "
+                            "self.kind == 'WorkloadPriorityClass' : true",
+                        },
+                    ]
+                },
             ),
         ),
         _add(

@@ -227,3 +227,35 @@ def test_v1beta1_clients_are_warned_and_explain_documents_every_field(
         for block in blocks:
             name, _, description = block.partition("\n")
             assert description.strip(), f"{path}.{name.split()[0]} has no description"
+
+
+def test_a_failing_conversion_is_refused_and_stores_nothing(aggregated: Aggregated) -> None:
+    """A v1beta1 write our webhook cannot convert (both admissionChecks and
+    admissionChecksStrategy: v1beta2 has only the latter) is refused by kube-apiserver with
+    our reason, and the stored object stays exactly as it was."""
+    plane = aggregated.plane
+    before = plane.get_json("clusterqueues.v1beta2.kueue.x-k8s.io", "cq-b")
+    broken = {
+        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "kind": "ClusterQueue",
+        "metadata": {"name": "cq-b"},
+        "spec": {
+            "admissionChecks": ["check-a"],
+            "admissionChecksStrategy": {"admissionChecks": [{"name": "check-b"}]},
+        },
+    }
+    result = plane.kubectl(
+        "patch",
+        "clusterqueues.v1beta1.kueue.x-k8s.io",
+        "cq-b",
+        "--type=merge",
+        "-p",
+        json.dumps({"spec": broken["spec"]}),
+        check=False,
+    )
+    assert result.returncode != 0
+    assert "conversion webhook" in result.stderr, result.stderr
+    assert "Either AdmissionChecks or AdmissionCheckStrategy can be set" in result.stderr
+    after = plane.get_json("clusterqueues.v1beta2.kueue.x-k8s.io", "cq-b")
+    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+    assert after["spec"] == before["spec"]

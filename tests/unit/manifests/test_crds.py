@@ -177,6 +177,12 @@ def test_v1beta2_renames_what_kueue_renamed() -> None:
     ref = _prop(wl2, "spec", "priorityClassRef")
     assert ref["required"] == ["group", "kind", "name"]
     assert _prop(ref, "kind")["enum"] == ["WorkloadPriorityClass", "PriorityClass"]
+    # Every group/kind pair the schema lets through converts to v1beta1.
+    rules = [r["rule"] for r in ref["x-kubernetes-validations"]]
+    assert rules == [
+        "(self.group == 'scheduling.k8s.io') ? self.kind == 'PriorityClass' : true",
+        "(self.group == 'kueue.x-k8s.io') ? self.kind == 'WorkloadPriorityClass' : true",
+    ]
     assert {"priorityClassName", "priorityClassSource"} <= set(_prop(wl1, "spec")["properties"])
     assert not {"priorityClassName", "priorityClassSource"} & set(_prop(wl2, "spec")["properties"])
     assert "accumulatedPastExecutionTimeSeconds" in _prop(wl2, "status")["properties"]
