@@ -488,6 +488,13 @@ def _check_patch(
                 f"the caBundle for {name} does not include ca.crt: the next serving "
                 "certificate issued from it will not be trusted"
             )
+    text = cert_dir.ca_bundle_patch.read_text(errors="replace")
+    missing = [name for name in CONVERTED_CRDS if name not in text]
+    if missing:
+        found.warnings.append(
+            f"{CA_BUNDLE_PATCH_FILE} sets no conversion webhook caBundle for "
+            f"{', '.join(missing)} (made by an older release): `make deploy` adds it"
+        )
 
 
 def _reissue_serving(

@@ -311,12 +311,19 @@ def test_certs_needs_a_command() -> None:
     assert info.value.code == 2
 
 
-def test_a_patch_made_before_the_webhook_gets_the_crds_with_the_same_bundle(out: Path) -> None:
+def test_a_patch_made_before_the_webhook_gets_the_crds_with_the_same_bundle(
+    out: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     patch = out / "apiservice-cabundle.yaml"
     apiservices_only = [
         d for d in yaml.safe_load_all(patch.read_text()) if d["kind"] == "APIService"
     ]
     patch.write_text(yaml.safe_dump_all(apiservices_only))
+    capsys.readouterr()
+    run("verify", "--dir", str(out))
+    assert "sets no conversion webhook caBundle for clusterqueues.kueue.x-k8s.io" in (
+        capsys.readouterr().err
+    )
     before = bundles_of_apiservices(patch)
     assert refresh_ca_bundle_patch(out) is True
     assert bundles(out) == before
