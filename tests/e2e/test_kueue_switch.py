@@ -3,14 +3,17 @@
 
 On the real kube-apiserver: Kueue v0.19.2's own CRDs (read from its Go module) are
 installed the way Kueue's manifests are (`kubectl apply --server-side`), objects are
-created in v1beta2 (admitted Workloads with the status Kueue writes, pending ones without),
+created in v1beta2 (admitted Workloads with the status Kueue writes, pending ones without);
+and, for Kueue 0.14 and earlier, whose CRDs served and stored only v1beta1, the same with
+only the v1beta1 version of those CRDs and the objects written in v1beta1,
 and then queuescope takes over the documented way: Kueue stopped (nothing runs here), the
 CRDs applied by `tools/deploy.py`'s own steps (stored versions checked, field-manager
 conflicts forced), then queuescope started in cluster mode. Every object must come through
 unchanged (same resourceVersion: the switch rewrites no object), v1beta1 clients read
 them through our conversion webhook, the admitted Workloads stay admitted and the pending
-ones pending, in the same order. Then back: queuescope stopped, Kueue's CRDs applied the
-same way, and every object is still there.
+ones pending, in the same order. Then back: queuescope stopped, Kueue v0.19.2's CRDs
+applied the same way (a rollback goes to a Kueue that serves v1beta2: queuescope's writes
+are stored as v1beta2), and every object is still there.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from typing import Any
 import pytest
 import yaml
 
+from scheduler.api.conversion import convert_document
 from tests.e2e.aggregated import NAMESPACE, SERVICE
 from tests.e2e.cluster import (
     CRD_NAMES,
@@ -77,9 +81,25 @@ def _deploy_module() -> ModuleType:
 deploy = _deploy_module()
 
 
-def kueue_crds() -> list[dict[str, Any]]:
+V1BETA1_ONLY = "v1beta1-only"  # the layout of Kueue 0.14 and earlier
+V1BETA2_STORED = "v1beta2-stored"  # Kueue 0.15 and later
+
+
+def kueue_crds(layout: str = V1BETA2_STORED) -> list[dict[str, Any]]:
     """Kueue v0.19.2's CRDs of the kinds queuescope serves, from its Go module (Go's module
-    cache keeps the download; no other network)."""
+    cache keeps the download; no other network); with V1BETA1_ONLY, only their v1beta1
+    version, served and stored, as Kueue 0.14 had."""
+    crds = _kueue_v0192_crds()
+    if layout == V1BETA1_ONLY:
+        for crd in crds:
+            (old,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1beta1"]
+            old.pop("deprecated", None)
+            old.pop("deprecationWarning", None)
+            crd["spec"]["versions"] = [{**old, "storage": True}]
+    return crds
+
+
+def _kueue_v0192_crds() -> list[dict[str, Any]]:
     go = os.environ.get("GO") or shutil.which("go")
     if not go:
         pytest.fail("Go is needed to read Kueue's CRDs from its module (go mod download)")
@@ -240,11 +260,25 @@ def pending_names(server: ClusterModeServer) -> list[str]:
     return [item["metadata"]["name"] for item in response.json()["items"]]
 
 
-@pytest.fixture(scope="module")
-def kueue_installed(control_plane: ControlPlane) -> Iterator[ControlPlane]:
-    """A cluster that ran Kueue v0.19.2: its CRDs, installed as Kueue's manifests are, and
-    its objects. CRDs of earlier modules are removed first (with their objects)."""
+@dataclass(frozen=True)
+class Installed:
+    plane: ControlPlane
+    layout: str
+
+    @property
+    def version(self) -> str:
+        """The version Kueue's clients used: the only one served before the switch."""
+        return "v1beta1" if self.layout == V1BETA1_ONLY else "v1beta2"
+
+
+@pytest.fixture(scope="module", params=[V1BETA2_STORED, V1BETA1_ONLY])
+def kueue_installed(
+    control_plane: ControlPlane, request: pytest.FixtureRequest
+) -> Iterator[Installed]:
+    """A cluster that ran Kueue: its CRDs, installed as Kueue's manifests are, and its
+    objects. CRDs of earlier modules are removed first (with their objects)."""
     plane = control_plane
+    installed = Installed(plane, request.param)
     plane.kubectl(
         "delete", "crd", *(f"{n}.kueue.x-k8s.io" for n in CRD_NAMES), "--ignore-not-found"
     )
@@ -253,19 +287,21 @@ def kueue_installed(control_plane: ControlPlane) -> Iterator[ControlPlane]:
         "--server-side",
         "-f",
         "-",
-        input="\n---\n".join(json.dumps(d) for d in kueue_crds()),
+        input="\n---\n".join(json.dumps(d) for d in kueue_crds(installed.layout)),
     )
     wait_established(plane)
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     for doc in objects():
         if doc["kind"] == "Workload":
             time.sleep(1.1)  # creation order is the FIFO tie-breaker, to the second
-        plane.apply(json.dumps(doc))
+        old = installed.version == "v1beta1" and doc["apiVersion"] == V2
+        written = convert_document(doc, "kueue.x-k8s.io/v1beta1", keep=False) if old else doc
+        plane.apply(json.dumps(written))
     for name, _, admitted in WORKLOADS:
         if admitted:
             plane.kubectl(
                 "patch",
-                "workload.v1beta2.kueue.x-k8s.io",
+                f"workload.{installed.version}.kueue.x-k8s.io",
                 name,
                 "-n",
                 NS,
@@ -274,12 +310,12 @@ def kueue_installed(control_plane: ControlPlane) -> Iterator[ControlPlane]:
                 "-p",
                 json.dumps(admitted_status(now)),
             )
-    yield plane
+    yield installed
 
 
-def test_switch_to_queuescope_and_back(kueue_installed: ControlPlane, tmp_path: Path) -> None:
-    plane = kueue_installed
-    before = snapshot(plane)
+def test_switch_to_queuescope_and_back(kueue_installed: Installed, tmp_path: Path) -> None:
+    plane, version = kueue_installed.plane, kueue_installed.version
+    before = snapshot(plane, version)
     assert len(before) == 5 + len(WORKLOADS)
     server = SwitchServer(plane, tmp_path / "server")
     server.prepare()
@@ -308,14 +344,19 @@ def test_switch_to_queuescope_and_back(kueue_installed: ControlPlane, tmp_path: 
         assert set(crd["status"]["storedVersions"]) <= {"v1beta1", "v1beta2"}
         assert crd["metadata"]["labels"]["app.kubernetes.io/name"] == "queuescope"
 
-    # Nothing was rewritten by the switch (same resourceVersion), and everything Kueue's
-    # CRDs showed is still shown (ours may default more fields on read).
-    switched = snapshot(plane)
-    assert set(switched) == set(before)
-    for key, obj in before.items():
-        assert switched[key]["metadata"]["resourceVersion"] == obj["metadata"]["resourceVersion"]
-        assert subset(obj, switched[key]), (key, obj, switched[key])
+    def unchanged() -> None:
+        """Nothing was rewritten by the switch (same resourceVersion), and everything
+        Kueue's CRDs showed is still shown (ours may default more fields on read)."""
+        switched = snapshot(plane, version)
+        assert set(switched) == set(before)
+        for key, obj in before.items():
+            rv = switched[key]["metadata"]["resourceVersion"]
+            assert rv == obj["metadata"]["resourceVersion"], key
+            assert subset(obj, switched[key]), (key, obj, switched[key])
 
+    # In the version the objects are stored in: readable before any server runs, and
+    # before queuescope writes its first status.
+    unchanged()
     server.start()
     try:
         # v1beta1 clients read the same objects through our conversion webhook.
@@ -342,8 +383,9 @@ def test_switch_to_queuescope_and_back(kueue_installed: ControlPlane, tmp_path: 
             what=f"the pending order {PENDING_ORDER} in the visibility API",
         )
         after = snapshot(plane)
+        same_version = snapshot(plane, version)
         for name, _, admitted in WORKLOADS:
-            wl = after[("Workload", name)]
+            wl = same_version[("Workload", name)]
             status = wl.get("status") or {}
             if admitted:
                 was = before[("Workload", name)]["status"]
@@ -356,12 +398,35 @@ def test_switch_to_queuescope_and_back(kueue_installed: ControlPlane, tmp_path: 
     finally:
         server.stop()
 
-    # Back to Kueue: its CRDs applied the same way; every object and admission is there.
+    # Back to Kueue (v0.19.2: a rollback target must serve v1beta2, which queuescope's
+    # writes are stored as): its CRDs applied the same way; every object is there as
+    # queuescope last showed it, and every admission as Kueue made it.
     kubectl.apply(kueue_crds(), force_conflicts=True)
     wait_established(plane)
     back = snapshot(plane)
-    assert set(back) == set(before)
-    for key, obj in before.items():
-        assert subset(obj.get("spec"), back[key].get("spec")), key
-        if key[0] == "Workload" and "admission" in (obj.get("status") or {}):
-            assert back[key]["status"]["admission"] == obj["status"]["admission"], key
+    assert set(back) == set(after) == set(before)
+    for key, obj in after.items():
+        for path in KEY_FIELDS.get(key[0], ()):
+            assert dig(back[key], path) == dig(obj, path), (key, path)
+        if key[0] == "Workload" and "admission" in (before[key].get("status") or {}):
+            assert back[key]["status"]["admission"] == before[key]["status"]["admission"], key
+
+
+# What each kind is for, compared after the roll-back (defaults of either CRD aside).
+KEY_FIELDS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "ClusterQueue": (("spec", "cohortName"), ("spec", "resourceGroups")),
+    "LocalQueue": (("spec", "clusterQueue"),),
+    "WorkloadPriorityClass": (("value",),),
+    "Workload": (
+        ("spec", "queueName"),
+        ("spec", "priority"),
+        ("spec", "priorityClassRef"),
+        ("spec", "podSets"),
+    ),
+}
+
+
+def dig(obj: Any, path: tuple[str, ...]) -> Any:
+    for key in path:
+        obj = obj.get(key) if isinstance(obj, dict) else None
+    return obj
