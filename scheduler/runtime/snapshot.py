@@ -61,7 +61,8 @@ class WhyPending:
     blockers: tuple[Blocker, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+# Weakly referenceable: the visibility server memoizes renderings by entry identity.
+@dataclass(frozen=True, slots=True, weakref_slot=True)
 class PendingEntry:
     """One pending workload as visibility shows it; built once per workload revision."""
 
@@ -77,11 +78,6 @@ class PendingEntry:
     # attempt. Like `why_pending`, not part of the fingerprint (it does not move the
     # order), so lookups that show it hash it into their ETag themselves.
     why: WhyPending | None = None
-    # The visibility server's memo of this entry's compact JSON up to the positions
-    # (set once, on first render, through `object.__setattr__`). An entry is shared by
-    # every snapshot until its workload changes, so a republish renders nothing anew;
-    # a pure function of the fields above, hence outside equality.
-    json_head: bytes | None = field(default=None, compare=False, repr=False)
     # (namespace, name), made once: every map of a snapshot keyed by workload (chunk
     # indexes, cells, the workload -> ClusterQueue map) shares this one tuple.
     key: WorkloadKey = field(init=False, compare=False, repr=False)
@@ -247,6 +243,7 @@ class ClusterQueueView:
     """
 
     __slots__ = (
+        "__weakref__",  # the visibility server memoizes renderings by view identity
         "_cells",
         "_chunk_at",
         "_lq_before",
@@ -255,7 +252,6 @@ class ClusterQueueView:
         "chunks",
         "digest",
         "name",
-        "rendered",
     )
 
     def __init__(
@@ -278,9 +274,6 @@ class ClusterQueueView:
         # per LocalQueue: (chunk numbers holding it, cumulative counts up to each)
         self._lq_runs = lq_runs
         self.digest = digest
-        # The server's memo of whole item fragments by index (positions included), for
-        # pages asked again of the same view; entries memoize the rest across views.
-        self.rendered: dict[int, bytes] = {}
 
     def __len__(self) -> int:
         return self._starts[-1]

@@ -15,6 +15,7 @@ from scheduler.runtime.snapshot import ClusterQueueView, PageItem, Snapshot, bui
 from visibility_server.http import status
 from visibility_server.http.bodies import BodyCache
 from visibility_server.http.etag import tag_of
+from visibility_server.http.memo import RenderMemo
 from visibility_server.http.negotiation import Media
 from visibility_server.http.position import (
     NotPendingLookup,
@@ -77,6 +78,7 @@ class Answers:
         self._clock = clock
         self._not_pending = not_pending
         self._bodies = BodyCache()
+        self.memo = RenderMemo()
 
     def answer(
         self, route: Route, media: Media, pretty: bool, page: PageQuery, include: str
@@ -144,7 +146,7 @@ class Answers:
     ) -> Iterator[bytes]:
         if route.kind is Kind.CLUSTER_QUEUE and media is not Media.TABLE:
             document = cluster_queue_summary(
-                api_version, resource_version, view, select.offset, select.count
+                api_version, resource_version, view, select.offset, select.count, self.memo
             )
         else:
             items = select()
@@ -188,8 +190,8 @@ class Answers:
     ) -> ListDocument:
         if media is Media.TABLE:
             now = int(self._clock() * 1_000_000)
-            return table_document(resource_version, view, items, include, now)
-        return summary_document(api_version, resource_version, view, items)
+            return table_document(resource_version, view, items, include, now, self.memo)
+        return summary_document(api_version, resource_version, view, items, self.memo)
 
     def _position(
         self, snapshot: Snapshot, route: Route, api_version: str, media: Media, pretty: bool

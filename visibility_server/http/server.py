@@ -55,6 +55,7 @@ from visibility_server.http.etag import none_match
 from visibility_server.http.health import CONTENT_TYPE as HEALTH_CONTENT_TYPE
 from visibility_server.http.health import Health
 from visibility_server.http.longpoll import ChangeNotifier, Gate, wait_until_changed
+from visibility_server.http.memo import RenderMemo
 from visibility_server.http.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from visibility_server.http.metrics import HttpMetrics
 from visibility_server.http.negotiation import (
@@ -238,6 +239,10 @@ class VisibilityServer:
     @property
     def waiters(self) -> int:
         return self._waiters.count
+
+    @property
+    def memo(self) -> RenderMemo:
+        return self._answers.memo
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
