@@ -23,32 +23,13 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import NamedTuple, overload
 
+from scheduler.core.blockers import Blocker
 from scheduler.core.workload import OwnerRef
 from scheduler.runtime.persistent import MapEditor, ShardedMap
 
 Instant = int  # microseconds since the epoch, as in the core
 LocalQueueKey = tuple[str, str]  # (namespace, name)
 WorkloadKey = tuple[str, str]  # (namespace, name)
-
-
-@dataclass(frozen=True, slots=True)
-class Blocker:
-    """One thing that kept a workload from being admitted at its last attempt.
-
-    `kind` is one of `Quota` (not enough unused quota: `amount` more is needed),
-    `Capacity` (the request exceeds what the ClusterQueue could ever get: `amount` is
-    that maximum), `Taint`, `NodeAffinity`, `FlavorNotFound`, `Policy` (the
-    ClusterQueue, its namespace selector, resource validation, all-or-nothing
-    admission), `Preemption` (waiting for victims to leave) or `Other`. `flavor`,
-    `resource` and `amount` are empty where they do not apply; `amount` is a
-    Kubernetes quantity as the message prints it.
-    """
-
-    kind: str
-    message: str
-    flavor: str = ""
-    resource: str = ""
-    amount: str = ""
 
 
 @dataclass(frozen=True, slots=True)
