@@ -80,6 +80,11 @@ class Answers:
         self._bodies = BodyCache()
         self.memo = RenderMemo()
 
+    def forget(self) -> None:
+        """Drop every rendered body and item (the server is stopping)."""
+        self._bodies.clear()
+        self.memo = RenderMemo()
+
     def answer(
         self, route: Route, media: Media, pretty: bool, page: PageQuery, include: str
     ) -> Answer:

@@ -1,16 +1,20 @@
-"""Writing answers on a raw ASGI `send`.
+"""The server's responses: pre-rendered bytes, exact headers, streamed chunks.
 
-The server speaks ASGI directly instead of through framework responses: it needs
-exact bytes, exact headers, bodies streamed in chunks with a loop turn between them,
-and no framework behaviour (redirects, default error pages) in the way.
+Every answer is a Starlette `Response` the routes return, but one that writes exactly
+the headers it is given (no Content-Type or charset added, header order kept), sends no
+body to HEAD (with the GET's Content-Length), and streams long pages chunk by chunk
+with a loop turn between them (visibility-api.md §4.4). No response model is validated.
+`done` runs once the answer has been sent (or failed): a data answer gives its
+in-flight slot back there, since it holds it while it is written.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
-from starlette.types import Receive, Send
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
 
 Headers = Sequence[tuple[str, str]]
 
@@ -19,23 +23,66 @@ def _encode(headers: Headers) -> list[tuple[bytes, bytes]]:
     return [(name.encode("latin-1"), value.encode("latin-1")) for name, value in headers]
 
 
-async def send_body(send: Send, status: int, headers: Headers, body: bytes, *, head: bool) -> None:
+class BytesResponse(Response):
     """A complete answer with Content-Length (a HEAD answer gets the headers only)."""
-    all_headers = [*headers, ("content-length", str(len(body)))] if status != 304 else headers
-    await send({"type": "http.response.start", "status": status, "headers": _encode(all_headers)})
-    await send({"type": "http.response.body", "body": b"" if head else body})
+
+    def __init__(
+        self,
+        status: int,
+        headers: Headers,
+        body: bytes = b"",
+        *,
+        done: Callable[[], None] | None = None,
+    ) -> None:
+        # Not Response.__init__: it would add headers of its own.
+        self.status_code = status
+        self.body = body
+        self.background = None
+        self.done = done
+        if status != 304:
+            headers = [*headers, ("content-length", str(len(body)))]
+        self.raw_headers = _encode(headers)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            start = {"type": "http.response.start", "status": self.status_code}
+            await send({**start, "headers": self.raw_headers})
+            head = scope["method"] == "HEAD" or self.status_code == 304
+            await send({"type": "http.response.body", "body": b"" if head else self.body})
+        finally:
+            if self.done is not None:
+                self.done()
 
 
-async def send_chunks(
-    send: Send, status: int, headers: Headers, chunks: Iterable[bytes], *, head: bool
-) -> None:
+class ChunkedResponse(Response):
     """A streamed answer: each chunk is sent, then the loop gets a turn (§4.4)."""
-    await send({"type": "http.response.start", "status": status, "headers": _encode(headers)})
-    if not head:
-        for chunk in chunks:
-            await send({"type": "http.response.body", "body": chunk, "more_body": True})
-            await asyncio.sleep(0)
-    await send({"type": "http.response.body", "body": b""})
+
+    def __init__(
+        self,
+        status: int,
+        headers: Headers,
+        chunks: Callable[[], Iterable[bytes]],
+        *,
+        done: Callable[[], None] | None = None,
+    ) -> None:
+        self.status_code = status
+        self.chunks = chunks
+        self.background = None
+        self.done = done
+        self.raw_headers = _encode(headers)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            start = {"type": "http.response.start", "status": self.status_code}
+            await send({**start, "headers": self.raw_headers})
+            if scope["method"] != "HEAD":
+                for chunk in self.chunks():
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                    await asyncio.sleep(0)
+            await send({"type": "http.response.body", "body": b""})
+        finally:
+            if self.done is not None:
+                self.done()
 
 
 async def wait_for_disconnect(receive: Receive) -> None:
