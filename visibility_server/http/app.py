@@ -135,6 +135,10 @@ def create_app(
         redoc_url=None,
         openapi_url=None,
         lifespan=_lifespan(server),
+        # The server exports its own Prometheus metrics (http/metrics.py) and sets up no
+        # OpenTelemetry; FastAPI's native telemetry would only look for providers on
+        # every request.
+        telemetry={"tracing": False, "metrics": False, "logs": False, "operation_spans": False},
     )
     app.state.visibility_server = server
     install_error_handlers(app)

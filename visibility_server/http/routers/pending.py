@@ -68,7 +68,7 @@ class _DataEndpoint:
         self._offered = OBJECT_MEDIA if kind is Kind.POSITION else SUMMARY_MEDIA
         self._longpoll = server.config.longpoll
 
-    async def __call__(self, request: Request) -> Response:
+    async def serve(self, request: Request) -> Response:
         params = request.path_params
         route = Route(self._kind, self._version, params.get("namespace", ""), params["name"])
         info = info_of(request.scope)
@@ -146,14 +146,14 @@ class _DataEndpoint:
 def pending_routes(server: VisibilityServer, table: RouteTable) -> None:
     for version in server.config.versions:
         base = f"{GROUP_PATH}/{version}"
-        endpoint: Endpoint = _DataEndpoint(server, Kind.CLUSTER_QUEUE, version)
+        endpoint: Endpoint = _DataEndpoint(server, Kind.CLUSTER_QUEUE, version).serve
         table.get(
             f"{base}/clusterqueues/{{name}}/pendingworkloads", endpoint, "clusterqueue", version
         )
-        endpoint = _DataEndpoint(server, Kind.LOCAL_QUEUE, version)
+        endpoint = _DataEndpoint(server, Kind.LOCAL_QUEUE, version).serve
         path = f"{base}/namespaces/{{namespace}}/localqueues/{{name}}/pendingworkloads"
         table.get(path, endpoint, "localqueue", version)
         if server.config.pendingposition:
-            endpoint = _DataEndpoint(server, Kind.POSITION, version)
+            endpoint = _DataEndpoint(server, Kind.POSITION, version).serve
             path = f"{base}/namespaces/{{namespace}}/workloads/{{name}}/pendingposition"
             table.get(path, endpoint, "pendingposition", version)
