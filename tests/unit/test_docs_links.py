@@ -88,3 +88,64 @@ def test_contract_pages_exist_with_their_headings() -> None:
     for page, headings in expected.items():
         missing = headings - anchors_of(ROOT / "docs" / page)
         assert not missing, f"docs/{page} lacks {sorted(missing)}"
+
+
+SOURCES = [
+    "scheduler",
+    "visibility_server",
+    "queuescope",
+    "tools",
+    "tests",
+    "benchmarks",
+    "manifests",
+    "Makefile",
+    "pyproject.toml",
+    "Dockerfile",
+]
+POINTER = re.compile(r"docs/(?P<page>[\w-]+\.md)#(?P<anchor>[\w-]+)|(?<=, )#(?P<more>[\w-]+)")
+
+
+def source_files() -> list[Path]:
+    out: list[Path] = []
+    for name in SOURCES:
+        path = ROOT / name
+        if path.is_file():
+            out.append(path)
+        elif path.is_dir():
+            out.extend(
+                p
+                for p in sorted(path.rglob("*"))
+                if p.is_file()
+                and p.suffix in {".py", ".yaml", ".yml", ".toml", ".md", ""}
+                and "__pycache__" not in p.parts
+            )
+    return out
+
+
+def test_pointers_in_code_name_existing_headings() -> None:
+    """`docs/<page>.md#<anchor>` in comments, docstrings, YAML and the Makefile (and the
+    `, #<anchor>` that continues such a list) names a heading that exists."""
+    known: dict[str, set[str]] = {}
+    broken = []
+    for path in source_files():
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            continue
+        for number, line in enumerate(text.splitlines(), 1):
+            page = None
+            for match in POINTER.finditer(line):
+                if match.group("page"):
+                    page = match.group("page")
+                    name = match.group("anchor")
+                elif page is not None:
+                    name = match.group("more")
+                else:
+                    continue
+                doc = ROOT / "docs" / page
+                if page not in known:
+                    known[page] = anchors_of(doc) if doc.exists() else set()
+                if name not in known[page]:
+                    where = path.relative_to(ROOT).as_posix()
+                    broken.append(f"{where}:{number}: docs/{page}#{name}")
+    assert not broken, "\n".join(broken)
