@@ -39,6 +39,9 @@ def build_server(app: Any, listener: ListenerTLS, host: str, port: int) -> uvico
         server_header=False,
         date_header=True,
         access_log=False,
+        # No handlers of uvicorn's own: its records propagate to the root logger, so
+        # `--log-format json` covers them too (queuescope/logformat.py).
+        log_config=None,
         log_level="warning",
         timeout_keep_alive=120,
         timeout_graceful_shutdown=20,

@@ -95,26 +95,43 @@ def test_unknown_format_is_refused() -> None:
         formatter("xml")
 
 
-def test_configure_logging_on_a_fresh_process() -> None:
-    """What `serve --log-format json` installs: the root logger of a new interpreter."""
-    program = (
-        "import logging\n"
-        "from queuescope.logformat import configure_logging\n"
-        "configure_logging('info', 'json')\n"
-        "logging.getLogger('queuescope.serve').debug('hidden')\n"
-        f"logging.getLogger('queuescope.serve').info({NASTY!r})\n"
-        "try:\n"
-        "    1 / 0\n"
-        "except ZeroDivisionError:\n"
-        "    logging.getLogger('x').exception('boom')\n"
-    )
+def json_lines_of(*statements: str) -> list[dict[str, Any]]:
+    """Run the statements in a fresh interpreter after `configure_logging('info', 'json')`
+    (what `serve --log-format json` does); its standard error parsed line by line."""
+    setup = "import logging\nfrom queuescope.logformat import configure_logging\n"
+    program = setup + "\n".join(["configure_logging('info', 'json')", *statements])
     run = subprocess.run(
         [sys.executable, "-c", program], capture_output=True, text=True, check=True
     )
     assert run.stdout == ""
-    lines = run.stderr.splitlines()
-    assert len(lines) == 2
-    info, error = (json.loads(line) for line in lines)
+    return [json.loads(line) for line in run.stderr.splitlines()]
+
+
+def test_configure_logging_on_a_fresh_process() -> None:
+    """The root logger of a new interpreter, with a traceback among the records."""
+    info, error = json_lines_of(
+        "logging.getLogger('queuescope.serve').debug('hidden')",
+        f"logging.getLogger('queuescope.serve').info({NASTY!r})",
+        "try:\n    1 / 0\nexcept ZeroDivisionError:\n    logging.getLogger('x').exception('boom')",
+    )
     assert info == {"level": "INFO", "logger": "queuescope.serve", "msg": NASTY}
     assert error["level"] == "ERROR" and error["msg"] == "boom"
     assert "ZeroDivisionError: division by zero" in error["exc_info"]
+
+
+def test_uvicorn_records_go_through_the_same_json_lines() -> None:
+    """The HTTPS server's own records (`uvicorn`, `uvicorn.error`) reach the root handler
+    instead of a text handler of uvicorn's, so a JSON log stays JSON throughout."""
+    records = json_lines_of(
+        "import types",
+        "from visibility_server.serving import build_server",
+        "listener = types.SimpleNamespace(ssl_context_factory=lambda *a, **k: None)",
+        "build_server(lambda *a: None, listener, '127.0.0.1', 0)",
+        "logging.getLogger('uvicorn.error').warning('Invalid HTTP request received.')",
+        "logging.getLogger('uvicorn').warning('a \"quoted\" record')",
+        "logging.getLogger('uvicorn.error').info('below the server level: dropped')",
+    )
+    assert records == [
+        {"level": "WARNING", "logger": "uvicorn.error", "msg": "Invalid HTTP request received."},
+        {"level": "WARNING", "logger": "uvicorn", "msg": 'a "quoted" record'},
+    ]
