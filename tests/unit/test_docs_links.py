@@ -78,16 +78,16 @@ def test_relative_links_resolve(page: Path) -> None:
 def test_contract_pages_exist_with_their_headings() -> None:
     """The pages code comments point into, with a few of the headings they name."""
     expected = {
-        "visibility-api.md": {"paths-served", "order-and-positions", "errors", "long-poll"},
-        "cluster.md": {"decision-pipeline", "tls-in-python", "manifests", "high-availability"},
-        "scheduling.md": {"admission-loop", "flavor-scan-resumption", "condition-messages"},
-        "simulate.md": {"command", "input-documents", "scenario", "output"},
-        "performance.md": {"benchmarks-and-targets", "rules-for-the-harness"},
-        "product.md": {"layers", "command-line", "set-up", "conventions"},
+        "docs/visibility-api.md": {"paths-served", "order-and-positions", "errors", "long-poll"},
+        "docs/cluster.md": {"decision-pipeline", "tls-in-python", "manifests", "high-availability"},
+        "docs/scheduling.md": {"admission-loop", "flavor-scan-resumption", "condition-messages"},
+        "docs/simulate.md": {"command", "input-documents", "scenario", "output"},
+        "docs/performance.md": {"benchmarks-and-targets", "rules-for-the-harness"},
+        "docs/product.md": {"layers", "command-line", "set-up", "conventions"},
     }
     for page, headings in expected.items():
-        missing = headings - anchors_of(ROOT / "docs" / page)
-        assert not missing, f"docs/{page} lacks {sorted(missing)}"
+        missing = headings - anchors_of(ROOT / page)
+        assert not missing, f"{page} lacks {sorted(missing)}"
 
 
 SOURCES = [
