@@ -56,7 +56,7 @@ from scheduler.runtime.commands import (
 from scheduler.runtime.estimates import AdmissionRates
 from scheduler.runtime.publisher import DEFAULT_SLICE, QueueMarks, SnapshotPublisher
 from scheduler.runtime.snapshot import Snapshot
-from scheduler.runtime.stepclock import Stamp, since, stamp
+from scheduler.runtime.stepclock import Stamp, TimeBox, since, stamp
 
 log = logging.getLogger(__name__)
 
@@ -172,7 +172,7 @@ class Engine:
         self.touched_event = asyncio.Event()
         # When the engine last gave the loop a turn (a stretch of cycles is measured
         # from it; `_settle` resets it when it yields between command slices).
-        self._stretch: Stamp = (0.0, 0.0)
+        self._stretch = TimeBox(command_budget)
         self.stats = EngineStats()
 
     # -- reading ---------------------------------------------------------------------
@@ -338,18 +338,15 @@ class Engine:
         workloads in 30 s that way, with the quota free."""
         changed = False
         if not self._commands.empty() and not self._stopping:
-            started = stamp()
-            while (
-                not self._commands.empty()
-                and time.perf_counter() - started[0] < self.command_budget
-            ):
+            box = TimeBox(self.command_budget)
+            while not self._commands.empty() and not box.spent():
                 changed = self._apply(self._commands.get_nowait()) or changed
             self._after_changes()
             self._drain()
-            self._record_step(started, "commands")
+            self._record_step(box.started, "commands")
             if not self._commands.empty():
-                await asyncio.sleep(0)
-                self._stretch = stamp()
+                await box.yield_()
+                self._stretch.restart()
         if self._scheduling:
             started = stamp()
             changed = self._fire_deadlines() or changed
@@ -483,7 +480,7 @@ class Engine:
         whole turn of a busy loop, and admissions fell behind the finishes."""
         s = self.scheduler
         seen: set[object] = set()
-        self._stretch = stamp()
+        self._stretch = TimeBox(self.command_budget)
         while not self._stopping:
             started = stamp()
             self._drain()  # so that what the next drain holds is this cycle's
@@ -491,7 +488,7 @@ class Engine:
             s.observe_conditions()
             heads = self._drain().heads
             self._record_step(started, "cycle")
-            self._record_step(self._stretch, "cycles")
+            self._record_step(self._stretch.started, "cycles")
             if not stats.ran:
                 return
             self.stats.cycles += 1
@@ -509,9 +506,8 @@ class Engine:
                 if fingerprint in seen:
                     return
                 seen.add(fingerprint)
-            if time.perf_counter() - self._stretch[0] >= self.command_budget:
-                await asyncio.sleep(0)
-                self._stretch = stamp()
+            if self._stretch.spent():
+                await self._stretch.yield_()
             if await self._settle():
                 seen.clear()
 

@@ -66,7 +66,7 @@ from scheduler.runtime.snapshot import (
     ViewChunk,
     WorkloadKey,
 )
-from scheduler.runtime.stepclock import since, stamp
+from scheduler.runtime.stepclock import TimeBox
 
 log = logging.getLogger(__name__)
 
@@ -109,36 +109,6 @@ class PublishStats:
         self.max_step_seconds = 0.0
         self.max_step_cpu_seconds = 0.0
         self.max_capture_seconds = 0.0
-
-
-class _Steps:
-    """Measures each synchronous stretch between yields to the loop."""
-
-    def __init__(self, budget: float) -> None:
-        self.started = stamp()
-        self.max = 0.0
-        self.max_cpu = 0.0
-        self.budget = budget
-
-    def elapsed(self) -> float:
-        return time.perf_counter() - self.started[0]
-
-    def end(self) -> float:
-        elapsed, cpu = since(self.started)
-        self.max = max(self.max, elapsed)
-        self.max_cpu = max(self.max_cpu, cpu)
-        return elapsed
-
-    async def yield_(self) -> None:
-        self.end()
-        await asyncio.sleep(0)
-        self.started = stamp()
-
-    async def pause(self, ahead: float = 0.0) -> None:
-        """Yield if this stretch has used its budget, or would with `ahead` seconds
-        more of work."""
-        if self.elapsed() + ahead > self.budget:
-            await self.yield_()
 
 
 @dataclass(slots=True)
@@ -337,7 +307,7 @@ class SnapshotPublisher:
     async def _publish_once(self) -> bool:
         s = self.scheduler
         started = time.perf_counter()
-        steps = _Steps(self.step_budget)
+        steps = TimeBox(self.step_budget)
         self.stats.attempts += 1
         previous = self._snapshot
 
@@ -360,7 +330,7 @@ class SnapshotPublisher:
         synced = self._synced()
         quota = capture_quota(s)
         velocities = self.rates.velocities(existing, s.now())
-        capture = steps.end()
+        capture = steps.end()[0]
         self.stats.last_capture_seconds = capture
         self.stats.max_capture_seconds = max(self.stats.max_capture_seconds, capture)
 
@@ -466,7 +436,7 @@ class SnapshotPublisher:
         item: _Captured,
         old_view: ClusterQueueView | None,
         moves: _Moves,
-        steps: _Steps,
+        steps: TimeBox,
     ) -> ClusterQueueView:
         """The view of a captured ClusterQueue: old chunks where the run is unchanged,
         new ones elsewhere; the old view itself if no chunk changed."""
@@ -538,7 +508,7 @@ class SnapshotPublisher:
         return assembly.view
 
     async def _entries(
-        self, raw: Sequence[QueueEntry], item: _Captured, state: _QueueState, steps: _Steps
+        self, raw: Sequence[QueueEntry], item: _Captured, state: _QueueState, steps: TimeBox
     ) -> tuple[PendingEntry, ...]:
         """Snapshot entries of a captured run, reusing unchanged ones, in slices.
 
@@ -581,7 +551,7 @@ class SnapshotPublisher:
                 append(entry)
         return tuple(entries)
 
-    def _finish(self, steps: _Steps, started: float) -> None:
+    def _finish(self, steps: TimeBox, started: float) -> None:
         steps.end()
         self.stats.last_max_step_seconds = steps.max
         self.stats.last_max_step_cpu_seconds = steps.max_cpu
