@@ -42,8 +42,7 @@ class WhyPending:
     blockers: tuple[Blocker, ...] = ()
 
 
-# Weakly referenceable: the visibility server memoizes renderings by entry identity.
-@dataclass(frozen=True, slots=True, weakref_slot=True)
+@dataclass(frozen=True, slots=True)
 class PendingEntry:
     """One pending workload as visibility shows it; built once per workload revision."""
 
@@ -113,7 +112,15 @@ class ViewChunk:
     between cells.
     """
 
-    __slots__ = ("by_lq", "cell", "entries", "fingerprints", "index_of", "lq_local")
+    __slots__ = (
+        "__weakref__",  # the visibility server memoizes renderings by chunk identity
+        "by_lq",
+        "cell",
+        "entries",
+        "fingerprints",
+        "index_of",
+        "lq_local",
+    )
 
     def __init__(self, entries: tuple[PendingEntry, ...], cell: int) -> None:
         by_lq: dict[LocalQueueKey, list[int]] = {}

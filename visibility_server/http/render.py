@@ -87,31 +87,36 @@ def item_object(item: PageItem) -> dict[str, Any]:
 _HEAD_END: Final = b',"positionInClusterQueue":'
 
 
-def entry_head(memo: RenderMemo, entry: PendingEntry) -> bytes:
-    """The compact JSON of an item up to its first position, memoized by the entry.
-
-    Positions move with every admission, the rest of an item only when its workload
-    changes; entries are shared by consecutive snapshots, so after a publish a page
-    renders only the entries that are new, not every item of the new view.
-    """
-    head = memo.heads.get(entry)
-    if head is None:
-        shown = {
-            "metadata": item_metadata(entry),
-            "priority": entry.priority,
-            "localQueueName": entry.local_queue,
-        }
-        head = memo.heads.put(entry, orjson.dumps(shown)[:-1] + _HEAD_END)
-    return head
+def _head(entry: PendingEntry) -> bytes:
+    shown = {
+        "metadata": item_metadata(entry),
+        "priority": entry.priority,
+        "localQueueName": entry.local_queue,
+    }
+    return orjson.dumps(shown)[:-1] + _HEAD_END
 
 
-def item_fragment(memo: RenderMemo, item: PageItem) -> bytes:
-    """The compact JSON of one item: `item_object(item)` as orjson writes it."""
+def _fragment(head: bytes, item: PageItem) -> bytes:
     return b'%b%d,"positionInLocalQueue":%d}' % (
-        entry_head(memo, item.entry),
+        head,
         item.position_in_cluster_queue,
         item.position_in_local_queue,
     )
+
+
+def item_fragment(memo: RenderMemo, view: ClusterQueueView, item: PageItem) -> bytes:
+    """The compact JSON of one item of `view`: `item_object(item)` as orjson writes it.
+
+    Its head (everything up to the positions) is memoized by the item's chunk: positions
+    move with every admission, the rest of an item only when its workload changes, and
+    chunks are shared by consecutive views, so a publish does not make pages render anew.
+    """
+    heads, start, _ = memo.chunk_heads(view, item.position_in_cluster_queue)
+    local = item.position_in_cluster_queue - start
+    head = heads[local]
+    if head is None:
+        head = heads[local] = _head(item.entry)
+    return _fragment(head, item)
 
 
 def view_fragment(memo: RenderMemo, view: ClusterQueueView, item: PageItem) -> bytes:
@@ -121,22 +126,32 @@ def view_fragment(memo: RenderMemo, view: ClusterQueueView, item: PageItem) -> b
     index = item.position_in_cluster_queue
     fragment = rendered.get(index)
     if fragment is None:
-        fragment = rendered[index] = item_fragment(memo, item)
+        fragment = rendered[index] = item_fragment(memo, view, item)
     return fragment
 
 
 def fragments(memo: RenderMemo, view: ClusterQueueView, start: int, stop: int) -> list[bytes]:
     """Items [start, stop) of the ClusterQueue order as compact JSON, memoized by the
-    view and index (a view is immutable, so an index's fragment never changes)."""
+    view and index (a view is immutable, so an index's fragment never changes).
+
+    Missing fragments are rendered walking the chunks once, not locating each item."""
     rendered = memo.fragments_of(view)
     out: list[bytes] = []
     items: list[PageItem] | None = None  # taken only if some index is not memoized
+    heads: list[bytes | None] = []
+    chunk_start = chunk_stop = 0
     for k, index in enumerate(range(start, stop)):
         fragment = rendered.get(index)
         if fragment is None:
             if items is None:
                 items = view.page(start, stop - start)
-            fragment = rendered[index] = item_fragment(memo, items[k])
+            if not chunk_start <= index < chunk_stop:
+                heads, chunk_start, chunk_stop = memo.chunk_heads(view, index)
+            item = items[k]
+            head = heads[index - chunk_start]
+            if head is None:
+                head = heads[index - chunk_start] = _head(item.entry)
+            fragment = rendered[index] = _fragment(head, item)
         out.append(fragment)
     return out
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import json
+from types import MappingProxyType
 from typing import Any
 
 import orjson
@@ -11,7 +12,14 @@ import pytest
 from fastapi import FastAPI
 
 from scheduler.core.workload import OwnerRef
-from scheduler.runtime.snapshot import ClusterQueueView, PendingEntry
+from scheduler.runtime.snapshot import (
+    ClusterQueueView,
+    PendingEntry,
+    Snapshot,
+    ViewAssembly,
+    ViewBuilder,
+    ViewChunk,
+)
 from tests.unit.visibility_server.http.support import (
     ADMIN,
     SECOND,
@@ -246,17 +254,17 @@ def _memo(app: FastAPI) -> RenderMemo:
 
 
 def _memoized(memo: RenderMemo, view: ClusterQueueView) -> list[int]:
-    return [i for i, entry in enumerate(view.entries) if memo.heads.get(entry) is not None]
+    return [i for i in range(len(view)) if memo.head(view, i) is not None]
 
 
-async def test_items_are_memoized_by_their_entries() -> None:
+async def test_items_are_memoized_by_their_chunks() -> None:
     snap = example_snapshot()
     app = app_for(snap)
     memo = _memo(app)
     first = await get(app, CQ + "?limit=2")
     view = snap.views["cq-a"]
     assert _memoized(memo, view) == [0, 1]
-    head = memo.heads.get(view.entries[0])
+    head = memo.head(view, 0)
     assert head is not None and head.startswith(b'{"metadata":{"name":"a-high"')
     assert head.endswith(b',"positionInClusterQueue":')
     assert sorted(memo.fragments_of(view)) == [0, 1]
@@ -264,25 +272,39 @@ async def test_items_are_memoized_by_their_entries() -> None:
     second = await get(app, lq("lq-a"))
     assert _memoized(memo, view) == [0, 1, 2]
     assert sorted(memo.fragments_of(view)) == [0, 1, 2]
-    assert memo.heads.get(view.entries[0]) is head
+    assert memo.head(view, 0) is head
     assert first.json()["items"][0] == second.json()["items"][0]
 
 
-async def test_a_new_snapshot_reuses_the_heads_of_unchanged_entries() -> None:
-    """Positions move with every publish; an entry's rendering does not."""
+def _published(view: ClusterQueueView, generation: int) -> Snapshot:
+    return Snapshot(
+        generation=generation,
+        synced=True,
+        views=MappingProxyType({view.name: view}),
+        local_queues=MappingProxyType({("ns", "lq"): view.name}),
+        workloads=MappingProxyType({e.key: view.name for e in view.entries}),
+    )
+
+
+async def test_a_publish_reuses_the_heads_of_unchanged_chunks() -> None:
+    """Positions move with every publish; the rendering of an unchanged chunk does not."""
     entries = _many(5)
-    holder = Holder(make_snapshot({"cq-a": entries}))
+    before = ViewBuilder("cq-a", entries, chunk=2).view  # chunks: 0-1, 2-3, 4
+    holder = Holder(_published(before, 1))
     app = app_for(holder)
     memo = _memo(app)
     await get(app, CQ)
-    heads = [memo.heads.get(e) for e in entries]
+    heads = [memo.head(before, i) for i in range(5)]
     assert all(h is not None for h in heads)
-    # The head of the queue leaves: every other item moves up one position.
-    holder.current = make_snapshot({"cq-a": entries[1:]}, generation=2)
+    # The head of the queue leaves: its chunk is rebuilt, the other two are shared.
+    chunks = [ViewChunk(entries[1:2], 0), *before.chunks[1:]]
+    after = ViewAssembly("cq-a", chunks, before.cells).view
+    holder.current = _published(after, 2)
     body = (await get(app, CQ)).json()
-    assert all(memo.heads.get(e) is h for e, h in zip(entries[1:], heads[1:], strict=True))
+    assert [memo.head(after, i) for i in range(1, 4)] == heads[2:]
+    assert all(memo.head(after, i) is heads[i + 1] for i in range(1, 4))
     assert [i["positionInClusterQueue"] for i in body["items"]] == [0, 1, 2, 3]
-    assert body["items"][0]["metadata"]["name"] == entries[1].name
+    assert [i["metadata"]["name"] for i in body["items"]] == [e.name for e in entries[1:]]
 
 
 async def test_memos_go_with_the_objects_they_describe() -> None:
@@ -291,12 +313,12 @@ async def test_memos_go_with_the_objects_they_describe() -> None:
     app = app_for(holder)
     memo = _memo(app)
     await get(app, CQ)
-    assert (len(memo.heads), len(memo.views)) == (3, 1)
+    assert (len(memo.chunks), len(memo.views)) == (1, 1)
     holder.current = make_snapshot({"cq-a": _many(2)}, generation=2)
     gc.collect()
-    assert (len(memo.heads), len(memo.views)) == (0, 0)
+    assert (len(memo.chunks), len(memo.views)) == (0, 0)
     await get(app, CQ)
-    assert (len(memo.heads), len(memo.views)) == (2, 1)
+    assert (len(memo.chunks), len(memo.views)) == (1, 1)
 
 
 async def test_large_page_streams_the_same_bytes() -> None:
@@ -356,7 +378,7 @@ def test_a_view_memoizes_whole_fragments_by_index() -> None:
     memo.fragments_of(view)[3] = b"memo"  # proves the next call reads the memo, not the entry
     again = fragments(memo, view, 1, 6)
     assert again[2] == b"memo"
-    assert again[0] == item_fragment(memo, view.item(1))
+    assert again[0] == item_fragment(memo, view, view.item(1))
     assert sorted(memo.fragments_of(view)) == [1, 2, 3, 4, 5]
     other = make_snapshot({"cq-a": _many(10)}).views["cq-a"]
     assert memo.fragments_of(other) == {}  # another view, even of equal content
