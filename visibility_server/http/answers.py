@@ -111,7 +111,19 @@ class Answers:
         # does not cover; every other summary is the same bytes for the same key.
         key = None
         if media is not Media.TABLE and select.count <= STREAM_ABOVE_ITEMS:
-            key = (route, resource_version, page, media, pretty)
+            # Plain strings and integers: the cache hashes its key several times per
+            # request, and a dataclass or an enum hashes in Python.
+            key = (
+                route.kind.value,
+                route.version,
+                route.namespace,
+                route.name,
+                resource_version,
+                page.offset,
+                page.limit,
+                media.value,
+                pretty,
+            )
 
         # Rendering is deferred: a 304 (the common case for pollers) costs O(1).
         def chunks() -> Iterator[bytes]:
