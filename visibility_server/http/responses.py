@@ -23,7 +23,30 @@ def _encode(headers: Headers) -> list[tuple[bytes, bytes]]:
     return [(name.encode("latin-1"), value.encode("latin-1")) for name, value in headers]
 
 
-class BytesResponse(Response):
+class _Written(Response):
+    """Writes its status and exactly its headers, then `_body`; runs `done` at the end."""
+
+    def __init__(self, status: int, headers: Headers, done: Callable[[], None] | None) -> None:
+        # Not Response.__init__: it would add headers of its own.
+        self.status_code = status
+        self.background = None
+        self.done = done
+        self.raw_headers = _encode(headers)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            start = {"type": "http.response.start", "status": self.status_code}
+            await send({**start, "headers": self.raw_headers})
+            await self._body(send, head=scope["method"] == "HEAD")
+        finally:
+            if self.done is not None:
+                self.done()
+
+    async def _body(self, send: Send, *, head: bool) -> None:
+        raise NotImplementedError
+
+
+class BytesResponse(_Written):
     """A complete answer with Content-Length (a HEAD answer gets the headers only)."""
 
     def __init__(
@@ -34,27 +57,17 @@ class BytesResponse(Response):
         *,
         done: Callable[[], None] | None = None,
     ) -> None:
-        # Not Response.__init__: it would add headers of its own.
-        self.status_code = status
-        self.body = body
-        self.background = None
-        self.done = done
         if status != 304:
             headers = [*headers, ("content-length", str(len(body)))]
-        self.raw_headers = _encode(headers)
+        super().__init__(status, headers, done)
+        self.body = body
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        try:
-            start = {"type": "http.response.start", "status": self.status_code}
-            await send({**start, "headers": self.raw_headers})
-            head = scope["method"] == "HEAD" or self.status_code == 304
-            await send({"type": "http.response.body", "body": b"" if head else self.body})
-        finally:
-            if self.done is not None:
-                self.done()
+    async def _body(self, send: Send, *, head: bool) -> None:
+        head = head or self.status_code == 304
+        await send({"type": "http.response.body", "body": b"" if head else self.body})
 
 
-class ChunkedResponse(Response):
+class ChunkedResponse(_Written):
     """A streamed answer: each chunk is sent, then the loop gets a turn (§4.4)."""
 
     def __init__(
@@ -65,24 +78,15 @@ class ChunkedResponse(Response):
         *,
         done: Callable[[], None] | None = None,
     ) -> None:
-        self.status_code = status
+        super().__init__(status, headers, done)
         self.chunks = chunks
-        self.background = None
-        self.done = done
-        self.raw_headers = _encode(headers)
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        try:
-            start = {"type": "http.response.start", "status": self.status_code}
-            await send({**start, "headers": self.raw_headers})
-            if scope["method"] != "HEAD":
-                for chunk in self.chunks():
-                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
-                    await asyncio.sleep(0)
-            await send({"type": "http.response.body", "body": b""})
-        finally:
-            if self.done is not None:
-                self.done()
+    async def _body(self, send: Send, *, head: bool) -> None:
+        if not head:
+            for chunk in self.chunks():
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                await asyncio.sleep(0)
+        await send({"type": "http.response.body", "body": b""})
 
 
 async def wait_for_disconnect(receive: Receive) -> None:
