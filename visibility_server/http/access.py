@@ -1,6 +1,6 @@
 """The access middleware: who is asking and may they, before any route is looked up.
 
-The contract fixes the order of checks (visibility-api.md §5), and the first two come
+The contract fixes the order of checks (docs/visibility-api.md, "Errors"), and the first two come
 before routing so that an unauthenticated or forbidden caller cannot probe for paths or
 queue names (authentication before the 404 of an unknown path):
 

@@ -1,4 +1,4 @@
-"""Errors as Kubernetes `Status` answers (visibility-api.md §5): the exception handlers.
+"""Errors as Kubernetes `Status` answers (docs/visibility-api.md, "Errors"): the exception handlers.
 
 Every stage raises a `StatusError`; the framework's own 404 (no route) and 405 (a route
 without that method) become the contract's `Status` bodies too, so no error page of the

@@ -3,9 +3,10 @@
 Every answer is a Starlette `Response` the routes return, but one that writes exactly
 the headers it is given (no Content-Type or charset added, header order kept), sends no
 body to HEAD (with the GET's Content-Length), and streams long pages chunk by chunk
-with a loop turn between them (visibility-api.md §4.4). No response model is validated.
-`done` runs once the answer has been sent (or failed): a data answer gives its
-in-flight slot back there, since it holds it while it is written.
+with a loop turn between them (docs/visibility-api.md, "Large responses and
+backpressure"). No response model is validated. `done` runs once the answer has been
+sent (or failed): a data answer gives its in-flight slot back there, since it holds it
+while it is written.
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ class BytesResponse(_Written):
 
 
 class ChunkedResponse(_Written):
-    """A streamed answer: each chunk is sent, then the loop gets a turn (§4.4)."""
+    """A streamed answer: each chunk is sent, then the loop gets a turn."""
 
     def __init__(
         self,

@@ -1,6 +1,6 @@
 """What a routed request asks for: the kind of endpoint and its path parameters.
 
-The paths themselves (visibility-api.md §1) are FastAPI routes in `routers/`; the
+The paths themselves (docs/visibility-api.md, "Paths served") are FastAPI routes in `routers/`; the
 answers and the static documents are decided by `Route`.
 """
 

@@ -1,4 +1,4 @@
-"""`VisibilityServer`: what the routes of one app share (visibility-api.md §1, §4, §5).
+"""`VisibilityServer`: what the routes of one app share (docs/visibility-api.md).
 
 The configuration, the answers of the data endpoints and the server's caches, the
 in-flight and long-poll gates, the dashboard, and the two access decisions every

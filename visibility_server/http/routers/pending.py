@@ -1,5 +1,6 @@
 """The data endpoints: pending workloads of a ClusterQueue or a LocalQueue, and the
-`pendingposition` extension of one Workload (visibility-api.md §3, §4, §9).
+`pendingposition` extension of one Workload (docs/visibility-api.md, "Pending
+workloads endpoints" and "Extensions").
 
 After routing: Accept 406 -> query 400 -> in-flight 429 -> (answers) initial sync 503 ->
 queue lookup 404 -> If-None-Match 304 (or the long poll). A data answer holds an
@@ -106,7 +107,7 @@ class _DataEndpoint:
         return BytesResponse(200, headers, b"".join(answer.chunks()), done=leave)
 
     async def _long_poll(self, asked: _Asked, wait: int) -> Answer:
-        """Hold a matching conditional GET until its ETag changes (§9.2).
+        """Hold a matching conditional GET until its ETag changes ("Long poll").
 
         The in-flight slot is given back while waiting (a waiter costs nothing) and a
         waiter slot taken instead; the answer is re-evaluated on each new snapshot.
