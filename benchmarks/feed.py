@@ -28,9 +28,9 @@ import yaml
 
 from scheduler.api import Workload, decode_object
 from scheduler.core.ingest import apply_object, workload_state
+from scheduler.core.metadata import fill_metadata
 from scheduler.core.scheduler import Scheduler
 from scheduler.core.workload import WorkloadState
-from scheduler.runtime.manifests import fill_metadata
 
 KUEUE = "kueue.x-k8s.io/v1beta1"
 CLUSTER_QUEUE = "bench"

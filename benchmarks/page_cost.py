@@ -3,15 +3,28 @@
 In-process through the real app (authentication, authorization, negotiation, rendering),
 without TLS or sockets, so the figure isolates what depends on queue depth. The full
 benchmarks with a separate load generator are `python -m benchmarks` (performance.md).
+
+`--asgi` instead calls the app's ASGI callable directly (no HTTP client at all) and
+reports the CPU time (`time.process_time`) per request of a few kinds of request, the
+lowest of several rounds: the cost of the server's own pipeline, which is what a change
+of routing or middleware moves. `--against DIR` runs the same measurement on another
+checkout too (its own interpreter, `DIR/.venv/bin/python`, nothing written there),
+alternating the two, so both are measured in one run on the same machine state.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import os
 import statistics
+import subprocess
 import time
+from collections.abc import Sequence
+from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 import httpx
 
@@ -67,10 +80,119 @@ async def _measure(depth: int, requests: int) -> list[float]:
     return timings
 
 
+def _app(snap: Snapshot) -> Any:
+    return create_app(
+        snapshot=lambda: snap,
+        authenticator=_Admin(),
+        authorizer=Authorizer(EmbeddedBackend(RBACAuthorizer())),
+        version_info={"gitVersion": "bench"},
+    )
+
+
+async def _call(
+    app: Any, path: str, query: bytes, headers: Sequence[tuple[bytes, bytes]]
+) -> tuple[int, dict[bytes, bytes]]:
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "https",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": query,
+        "root_path": "",
+        "headers": [(b"host", b"bench"), *headers],
+        "server": ("127.0.0.1", 8443),
+        "client": ("127.0.0.1", 5555),
+        "extensions": {},
+    }
+    start: dict[str, Any] = {}
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            start.update(message)
+
+    await app(scope, receive, send)
+    return start["status"], dict(start["headers"])
+
+
+async def _asgi_cpu(depth: int, requests: int, rounds: int) -> dict[str, float]:
+    """CPU µs per request of each kind, the lowest of `rounds` rounds."""
+    app = _app(_snapshot(depth))
+    etag = (await _call(app, PATH, b"limit=100", []))[1][b"etag"]
+    offsets = [b"limit=100&offset=%d" % ((i * 7919) % max(1, depth - 100)) for i in range(2000)]
+    kinds: dict[str, Any] = {
+        "page, same page again (200)": lambda i: (PATH, b"limit=100", []),
+        "page, 2000 offsets in turn (200)": lambda i: (PATH, offsets[i % len(offsets)], []),
+        "If-None-Match (304)": lambda i: (PATH, b"limit=100", [(b"if-none-match", etag)]),
+        "/healthz (200)": lambda i: ("/healthz", b"", []),
+        "unknown path (404)": lambda i: ("/apis/nope", b"", []),
+    }
+    best: dict[str, float] = {}
+    for _ in range(rounds):
+        for kind, request in kinds.items():
+            for i in range(len(offsets)):  # warm: every page's fragments are memoized
+                await _call(app, *request(i))
+            start = time.process_time()
+            for i in range(requests):
+                code, _ = await _call(app, *request(i))
+                assert code in (200, 304, 404), (kind, code)
+            per = (time.process_time() - start) / requests * 1e6
+            best[kind] = min(best.get(kind, per), per)
+    return best
+
+
+def _asgi_child(checkout: Path, depth: int, requests: int, rounds: int) -> dict[str, float]:
+    """The same measurement in `checkout`, with its own interpreter; writes nothing there."""
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": str(checkout)}
+    command = [str(checkout / ".venv" / "bin" / "python"), str(Path(__file__).resolve())]
+    command += ["--asgi", "--json", "--depth", str(depth), "--requests", str(requests)]
+    command += ["--rounds", str(rounds)]
+    out = subprocess.run(command, env=env, cwd=checkout, check=True, capture_output=True)
+    result: dict[str, float] = json.loads(out.stdout.decode().strip().splitlines()[-1])
+    return result
+
+
+def _asgi_main(args: argparse.Namespace) -> None:
+    if args.json:
+        print(json.dumps(asyncio.run(_asgi_cpu(args.depth, args.requests, args.rounds))))
+        return
+    here = Path(__file__).resolve().parent.parent
+    sides = {"this checkout": here}
+    if args.against:
+        sides["--against"] = Path(args.against).resolve()
+    best: dict[str, dict[str, float]] = {}
+    for _ in range(args.alternations):
+        for side, checkout in sides.items():
+            got = _asgi_child(checkout, args.depth, args.requests, args.rounds)
+            mine = best.setdefault(side, {})
+            for kind, value in got.items():
+                mine[kind] = min(mine.get(kind, value), value)
+    names = list(sides)
+    print(f"depth={args.depth} CPU µs per request (lowest of all rounds): " + " | ".join(names))
+    for kind in best[names[0]]:
+        values = [best[side][kind] for side in names]
+        ratio = f"  ({values[0] / values[1] - 1:+.0%})" if len(values) == 2 else ""
+        print(f"{kind:34} " + " | ".join(f"{v:7.1f}" for v in values) + ratio)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--requests", type=int, default=400)
+    parser.add_argument("--asgi", action="store_true", help="CPU per request, no HTTP client")
+    parser.add_argument("--against", help="another checkout to measure side by side (--asgi)")
+    parser.add_argument("--depth", type=int, default=100_000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--alternations", type=int, default=2)
+    parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.asgi:
+        _asgi_main(args)
+        return
     for depth in (1_000, 100_000):
         t = sorted(asyncio.run(_measure(depth, args.requests))[20:])  # skip warm-up
         p50 = statistics.median(t) * 1000

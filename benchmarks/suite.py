@@ -25,8 +25,8 @@ from scheduler.api import decode_object
 from scheduler.core.clock import ManualClock
 from scheduler.core.cycle import run_cycle
 from scheduler.core.ingest import apply_object, scheduler_config
+from scheduler.core.metadata import fill_metadata
 from scheduler.core.scheduler import Scheduler
-from scheduler.runtime.manifests import fill_metadata
 
 KIB = 1024
 FEED_LABEL = {"decode": "decoded", "bulk": "template copies"}

@@ -17,6 +17,7 @@ from prometheus_client import CollectorRegistry
 
 from queuescope import eventloop
 from queuescope.lifecycle import ChangeNotifier, drain, run_until_stopped
+from queuescope.logformat import configure_logging
 from queuescope.serve_cluster import add_cluster_flags, run_cluster
 from scheduler.api.decode import ApiError, load_documents
 from scheduler.core.ingest import scheduler_config
@@ -228,12 +229,7 @@ async def _run_embedded(args: argparse.Namespace) -> int:
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    logging.basicConfig(
-        level=args.log_level.upper(),
-        format='{"level":"%(levelname)s","logger":"%(name)s","msg":"%(message)s"}'
-        if args.log_format == "json"
-        else "%(levelname)s %(name)s %(message)s",
-    )
+    configure_logging(args.log_level, args.log_format)
     try:
         host, port = _listen(args.listen)
         loop_name, factory = eventloop.loop_factory(args.loop)

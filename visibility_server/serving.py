@@ -1,8 +1,8 @@
 """Run the visibility app on uvicorn with our TLS listener (cluster.md §3.4).
 
-The settings here are the ones the spec fixes: our protocol class so requests see the
-peer certificate, our SSL context factory, no lifespan (the caller owns startup and
-shutdown), no websockets, no proxy headers, no server header, no access log.
+The settings: our protocol class so requests see the peer certificate, our SSL context
+factory, the app's lifespan (its startup and shutdown; the process still owns the
+engine's), no websockets, no proxy headers, no server header, no access log.
 """
 
 from __future__ import annotations
@@ -33,12 +33,15 @@ def build_server(app: Any, listener: ListenerTLS, host: str, port: int) -> uvico
         port=port,
         http=PeerCertHttpToolsProtocol,
         ws="none",
-        lifespan="off",
+        lifespan="on",
         ssl_context_factory=listener.ssl_context_factory,
         proxy_headers=False,
         server_header=False,
         date_header=True,
         access_log=False,
+        # No handlers of uvicorn's own: its records propagate to the root logger, so
+        # `--log-format json` covers them too (queuescope/logformat.py).
+        log_config=None,
         log_level="warning",
         timeout_keep_alive=120,
         timeout_graceful_shutdown=20,

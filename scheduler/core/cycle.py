@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from scheduler.core import nomination
+from scheduler.core.blockers import NOT_TRIED, PendingWhy, other, policy
 from scheduler.core.fair_sharing import FairItem, FairPreemptor, FairSharingOrder
 from scheduler.core.flavor_assigner import (
     FIT,
@@ -44,6 +45,7 @@ SKIPPED = "skipped"
 NOMINATED = "nominated"
 WAITING = "waiting"  # blocked by waitForPodsReady.blockAdmission (§10.2)
 WAITING_MESSAGE = "waiting for all admitted workloads to be in PodsReady condition"
+WAITING_WHY = policy(WAITING_MESSAGE)
 
 
 @dataclass(slots=True)
@@ -53,7 +55,7 @@ class Entry:
     queue_entry: QueueEntry
     assignment: Assignment | None = None
     targets: list[Target] = field(default_factory=list)
-    message: str = ""
+    why: PendingWhy = NOT_TRIED
     status: str = NOT_NOMINATED
     reason: RequeueReason = RequeueReason.GENERIC
     admitted: bool = False
@@ -151,15 +153,15 @@ def _nominate(
     cq = e.cq
     wl = e.wl
     if cq.name not in active:
-        e.message = f"ClusterQueue {cq.name} is inactive"
+        e.why = policy(f"ClusterQueue {cq.name} is inactive")
         return
     if not s.namespace_matches(cq.name, wl.namespace):
-        e.message = "Workload namespace doesn't match ClusterQueue selector"
+        e.why = policy("Workload namespace doesn't match ClusterQueue selector")
         e.reason = RequeueReason.NAMESPACE_MISMATCH
         return
     exceeded = [d for ps in wl.pod_sets for d in ps.limits_exceeded]
     if exceeded:
-        e.message = f"resources validation failed: {'; '.join(exceeded)}"
+        e.why = policy(f"resources validation failed: {'; '.join(exceeded)}")
         return
     cache = s.nominations
     key = cache.key(s, cq, wl)
@@ -174,7 +176,7 @@ def _nominate(
     wl.last_assignment = found.last_state
     e.assignment = found.assignment
     e.targets = list(found.targets)
-    e.message = found.message
+    e.why = found.why
     e.counts = None if found.counts is None else dict(found.counts)
 
 
@@ -201,7 +203,7 @@ def _compute_nomination(
         partial = _partial_admission(wl, assigner, targets_for)
         if partial is not None:
             chosen, targets, counts = partial
-    return Nomination(chosen, tuple(targets), chosen.message(), counts, full.last_state)
+    return Nomination(chosen, tuple(targets), chosen.why(), counts, full.last_state)
 
 
 def _partial_admission(
@@ -289,7 +291,7 @@ def _admission_step(
 def _wait_until_unblocked(s: Scheduler, e: Entry) -> bool:
     """§10.2: mark the entry Waiting, then let events and timers run (without a new
     snapshot) until every quota holder is ready; False if nothing can unblock it."""
-    e.wl.conditions.set(QUOTA_RESERVED, "False", "Waiting", WAITING_MESSAGE, s.now())
+    e.wl.set_pending("Waiting", WAITING_WHY, s.now())
     while admission_blocked(s):
         if s.block_waiter is None or not s.block_waiter():
             e.status = WAITING
@@ -326,14 +328,14 @@ def _issue_preemptions(s: Scheduler, e: Entry, stats: CycleStats) -> None:
         victim.conditions.set(PREEMPTED, "True", t.reason, message, now)
         s.evict(victim, "Preempted", message, requeued_status="True")
         stats.preempted.append(t.key)
-    e.message += f". Pending the preemption of {len(e.targets)} workload(s)"
+    e.why = e.why.with_preemptions(len(e.targets))
     e.reason = RequeueReason.PENDING_PREEMPTION
     e.wl.last_assignment = None
 
 
 def _skip(e: Entry, message: str) -> None:
     e.status = SKIPPED
-    e.message = message
+    e.why = other(message)
     e.wl.last_assignment = None
 
 
@@ -386,6 +388,8 @@ def _admit(s: Scheduler, e: Entry, usage: FRAmounts) -> None:
             wl.conditions.set(type_, "False", "QuotaReserved", message, now)
     wl.last_assignment = None
     e.admitted = True
+    if s.feed is not None:
+        s.feed.admitted(wl.key)
     s.queues.release_in_flight(e.cq.name, wl.key)
     s.hold(wl, e.cq.name, usage)
 
@@ -414,5 +418,5 @@ def _requeue_and_update(s: Scheduler, e: Entry) -> None:
     else:
         s.queues.release_in_flight(e.cq.name, wl.key)
     if e.status in {NOT_NOMINATED, SKIPPED}:
-        wl.conditions.set(QUOTA_RESERVED, "False", "Pending", e.message, now)
+        wl.set_pending("Pending", e.why, now)
         wl.resource_requests = s.nominations.resource_requests(e.cq, wl)

@@ -12,6 +12,7 @@ from enum import IntEnum
 from functools import lru_cache
 
 from scheduler.api.quantity import format_resource
+from scheduler.core.blockers import Blocker, BlockerKind, PendingWhy, PodSetBlockers
 from scheduler.core.model import ClusterQueueInfo, FlavorInfo, ResourceGroupInfo
 from scheduler.core.quota import QuotaTree
 from scheduler.core.resources import FlavorResource, FRAmounts
@@ -104,7 +105,7 @@ class PodSetAssignmentResult:
     count: int
     requests: dict[str, int]  # totals for `count` pods, with `pods` when covered
     flavors: dict[str, FlavorChoice] = field(default_factory=dict)
-    reasons: list[str] = field(default_factory=list)
+    reasons: list[Blocker] = field(default_factory=list)
     error: str | None = None
 
     @property
@@ -122,10 +123,14 @@ class PodSetAssignmentResult:
                 worst = m
         return worst
 
-    def message(self) -> str:
+    def blockers(self) -> PodSetBlockers:
+        """Why this pod set got no flavors, reasons in the order of their text."""
         if self.error is not None:
-            return f"failed to assign flavors to pod set {self.name}: {self.error}"
-        return f"couldn't assign flavors to pod set {self.name}: {', '.join(sorted(self.reasons))}"
+            return PodSetBlockers(self.name, (Blocker(BlockerKind.OTHER, self.error),), error=True)
+        return PodSetBlockers(self.name, tuple(sorted(self.reasons, key=_message_of)))
+
+    def message(self) -> str:
+        return self.blockers().render()
 
 
 @dataclass(slots=True)
@@ -186,8 +191,16 @@ class Assignment:
             if c.mode.mode.public == PREEMPT
         }
 
+    def why(self) -> PendingWhy:
+        """The pod sets that did not fit, with their blockers."""
+        return PendingWhy(tuple(ps.blockers() for ps in self.pod_sets if ps.public_mode != FIT))
+
     def message(self) -> str:
-        return "; ".join(ps.message() for ps in self.pod_sets if ps.public_mode != FIT)
+        return self.why().message
+
+
+def _message_of(blocker: Blocker) -> str:
+    return blocker.message
 
 
 def pod_set_requests(
@@ -266,7 +279,9 @@ class FlavorAssigner:
             group = self.cq.group_for(resource)
             if group is None:
                 result.flavors.clear()
-                result.reasons = [f"resource {resource} unavailable in ClusterQueue"]
+                result.reasons = [
+                    Blocker(BlockerKind.OTHER, f"resource {resource} unavailable in ClusterQueue")
+                ]
                 return False
             start = 0
             if last is not None:
@@ -299,7 +314,7 @@ class FlavorAssigner:
         result: PodSetAssignmentResult,
         assumed: FRAmounts,
         start: int,
-    ) -> tuple[FlavorChoice | None, list[str], int]:
+    ) -> tuple[FlavorChoice | None, list[Blocker], int]:
         requested = sorted(r for r in group.covered if r in result.requests)
         label_keys = {
             key
@@ -307,7 +322,7 @@ class FlavorAssigner:
             if (info := self.flavors.get(name)) is not None
             for key in info.node_labels
         }
-        reasons: list[str] = []
+        reasons: list[Blocker] = []
         best: FlavorChoice | None = None
         last_idx = start
         pob = self.cq.fungibility_preference == "PreemptionOverBorrowing"
@@ -317,14 +332,18 @@ class FlavorAssigner:
             name = group.flavors[idx]
             info = self.flavors.get(name)
             if info is None:
-                reasons.append(f"flavor {name} not found")
+                reasons.append(
+                    Blocker(BlockerKind.FLAVOR_NOT_FOUND, f"flavor {name} not found", name)
+                )
                 continue
             taint = first_untolerated_taint(info.taints, [*ps.tolerations, *info.tolerations])
             if taint is not None:
-                reasons.append(f"untolerated taint {format_taint(taint)} in flavor {name}")
+                text = f"untolerated taint {format_taint(taint)} in flavor {name}"
+                reasons.append(Blocker(BlockerKind.TAINT, text, name))
                 continue
             if not flavor_matches_pod(ps.pod_spec, info.node_labels, label_keys):
-                reasons.append(f"flavor {name} doesn't match node affinity")
+                text = f"flavor {name} doesn't match node affinity"
+                reasons.append(Blocker(BlockerKind.NODE_AFFINITY, text, name))
                 continue
             mode: GranularMode | None = None
             for r in requested:
@@ -354,7 +373,7 @@ class FlavorAssigner:
         return m.level > 0 and self.cq.when_can_borrow == "TryNextFlavor"
 
     def _evaluate(
-        self, fr: FlavorResource, assumed: int, request: int, reasons: list[str]
+        self, fr: FlavorResource, assumed: int, request: int, reasons: list[Blocker]
     ) -> GranularMode:
         """§7.4 for one FR."""
         flavor, resource = fr
@@ -362,21 +381,23 @@ class FlavorAssigner:
         val = assumed + request
         potential = self.tree.potential_available(cq, fr)
         if val > potential:
-            reasons.append(
+            maximum = _quantity(resource, potential)
+            text = (
                 f"insufficient quota for {resource} in flavor {flavor}, previously considered "
                 f"podsets requests ({_quantity(resource, assumed)}) + current podset "
-                f"request ({_quantity(resource, request)}) > maximum capacity "
-                f"({_quantity(resource, potential)})"
+                f"request ({_quantity(resource, request)}) > maximum capacity ({maximum})"
+            )
+            reasons.append(
+                Blocker(BlockerKind.CAPACITY, text, flavor, resource, maximum, val, potential)
             )
             return GranularMode(Mode.NO_FIT, 0)
         level, may_reclaim = self.tree.borrowing_level(cq, fr, val)
         available = self.tree.available(cq, fr)
         if val <= available:
             return GranularMode(Mode.FIT, level)
-        reasons.append(
-            f"insufficient unused quota for {resource} in flavor {flavor}, "
-            f"{_quantity(resource, val - available)} more needed"
-        )
+        more = _quantity(resource, val - available)
+        text = f"insufficient unused quota for {resource} in flavor {flavor}, {more} more needed"
+        reasons.append(Blocker(BlockerKind.QUOTA, text, flavor, resource, more, val, available))
         nominal = self.tree.nominal(cq, fr)
         if val <= nominal or may_reclaim or self._can_preempt_while_borrowing():
             return self.oracle(fr, val)

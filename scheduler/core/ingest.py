@@ -348,6 +348,7 @@ def _carry_status(old: WorkloadState, new: WorkloadState) -> None:
     new.resource_requests = old.resource_requests
     new.finished = old.finished
     new.accumulated_execution_seconds = old.accumulated_execution_seconds
+    new.why = old.why
     new.last_assignment = None
     if not new.reclaimable:
         new.reclaimable = dict(old.reclaimable)

@@ -29,6 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from scheduler.core.blockers import PendingWhy
 from scheduler.core.flavor_assigner import Assignment, pod_set_requests
 from scheduler.core.model import ClusterQueueInfo
 from scheduler.core.preemption import Target
@@ -52,7 +53,7 @@ class Nomination:
 
     assignment: Assignment
     targets: tuple[Target, ...]
-    message: str
+    why: PendingWhy  # why the head stays pending if it is not admitted
     counts: dict[int, int] | None
     last_state: LastAssignment
     # Objects whose id() is part of the key, kept alive so no id is ever reused.
@@ -145,7 +146,7 @@ class NominationCache:
         self._entries[key] = Nomination(
             nomination.assignment,
             nomination.targets,
-            nomination.message,
+            nomination.why,
             nomination.counts,
             nomination.last_state,
             tuple(refs),

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from scheduler.core.blockers import other, policy
+from scheduler.core.changes import ChangeFeed, Changes
 from scheduler.core.clock import Clock, Instant
 from scheduler.core.config import SchedulerConfig
 from scheduler.core.holders import Holders
@@ -27,7 +29,6 @@ from scheduler.core.workload import (
     EVICTED,
     FINISHED,
     PODS_READY,
-    QUOTA_RESERVED,
     REQUEUED,
     WorkloadState,
 )
@@ -66,8 +67,6 @@ class Scheduler:
         self,
         clock: Clock,
         config: SchedulerConfig | None = None,
-        *,
-        queues: QueueManager | None = None,
     ) -> None:
         self.clock = clock
         self.config = config or SchedulerConfig()
@@ -82,8 +81,9 @@ class Scheduler:
         # runtime shows only what snapshots hold and turns this off).
         self.keep_objects = True
         self.tree = QuotaTree()
-        # A runtime may pass a manager that also tracks which queues changed.
-        self.queues = queues if queues is not None else QueueManager()
+        self.queues = QueueManager()
+        # What changed since the reader last drained it; None until one asks.
+        self.feed: ChangeFeed | None = None
         # quota-holding workloads per ClusterQueue name, whether or not the CQ exists
         self.holders = Holders()
         # usage each holder currently contributes to the tree (exact removal later)
@@ -104,6 +104,19 @@ class Scheduler:
         self._inactive: dict[str, tuple[tuple[object, ...], tuple[str, ...], object]] = {}
         # (kind, name) -> (condition state, instant it took that state)
         self._condition_states: dict[tuple[str, str], tuple[str, Instant]] = {}
+
+    # ------------------------------------------------------------------ changes
+    def follow_changes(self) -> ChangeFeed:
+        """Start recording what changes (idempotent): the queues whose pending order
+        may have changed, the heads cycles examine, admissions and evictions."""
+        if self.feed is None:
+            self.feed = ChangeFeed()
+            self.queues.record_to(self.feed)
+        return self.feed
+
+    def take_changes(self) -> Changes:
+        """Everything recorded since the previous call (nothing unless followed)."""
+        return self.feed.drain() if self.feed is not None else Changes()
 
     # ------------------------------------------------------------------ helpers
     def now(self) -> Instant:
@@ -248,12 +261,10 @@ class Scheduler:
         if cq is None:
             self.queues.delete(wl.key)
             assert problem is not None
-            wl.conditions.set(QUOTA_RESERVED, "False", "Inadmissible", problem, now)
+            wl.set_pending("Inadmissible", policy(problem), now)
             return
         if not self.cq_active(cq):
-            wl.conditions.set(
-                QUOTA_RESERVED, "False", "Inadmissible", f"ClusterQueue {cq} is inactive", now
-            )
+            wl.set_pending("Inadmissible", policy(f"ClusterQueue {cq} is inactive"), now)
         self.queues.push(cq, self.queue_entry(wl), now)
 
     def sync_workloads(self, keys: Iterable[str] | None = None) -> None:
@@ -344,6 +355,8 @@ class Scheduler:
         now = self.now()
         wl.conditions.set(EVICTED, "True", reason, message, now)
         wl.revision += 1
+        if self.feed is not None:
+            self.feed.evicted(wl.key)
         self.holders.touch(wl.key)  # an evicted holder sorts first in a preemption search
         self.pending_evictions.append(
             PendingEviction(wl.key, reason, message, requeued_status, requeued_reason or reason)
@@ -358,7 +371,7 @@ class Scheduler:
             if wl is None or wl.admission is None:
                 continue
             wl.conditions.set(REQUEUED, ev.requeued_status, ev.requeued_reason, ev.message, now)
-            wl.conditions.set(QUOTA_RESERVED, "False", "Pending", ev.message, now)
+            wl.set_pending("Pending", other(ev.message), now)
             cq = self.release_quota(wl)
             wl.admission = None
             wl.conditions.set(
@@ -504,7 +517,7 @@ class Scheduler:
                 continue
             cq = self.release_quota(wl)
             wl.admission = None
-            wl.conditions.set(QUOTA_RESERVED, "False", "Inadmissible", message, now)
+            wl.set_pending("Inadmissible", policy(message), now)
             wl.revision += 1
             if cq is not None:
                 released.append(cq)

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from scheduler.core.blockers import PendingWhy
 from scheduler.core.clock import Instant
 from scheduler.core.conditions import Conditions
 
@@ -170,6 +171,9 @@ class WorkloadState:
     # bookkeeping, never rendered
     revision: int = 0
     last_assignment: LastAssignment | None = None
+    # The blockers of the last QuotaReserved=False condition the core set (its message
+    # is rendered from them); a condition read from elsewhere has none here.
+    why: PendingWhy | None = None
     raw: StoredObject | None = None  # the object as last applied (spec/metadata output)
     # "namespace/name", made once: the scheduler's maps and queues all hold this one
     # string. namespace and name are a workload's identity and are never reassigned
@@ -221,6 +225,21 @@ class WorkloadState:
             ),
         )
         return (spec, tuple(sorted(self.reclaimable.items())), cond(EVICTED), cond(REQUEUED))
+
+    def set_pending(self, reason: str, why: PendingWhy, now: Instant) -> bool:
+        """Set `QuotaReserved=False` with the message rendered from `why`; returns
+        whether anything observable changed."""
+        self.why = why
+        return self.conditions.set(QUOTA_RESERVED, "False", reason, why.message, now)
+
+    def pending_why(self) -> PendingWhy | None:
+        """The blockers of the current `QuotaReserved=False` condition, if the core set
+        it (None when it is not False, or came with the object from elsewhere)."""
+        reserved = self.conditions.get(QUOTA_RESERVED)
+        why = self.why
+        if reserved is None or reserved.status != "False" or why is None:
+            return None
+        return why if reserved.message == why.message else None
 
     @property
     def is_admitted(self) -> bool:

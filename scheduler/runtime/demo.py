@@ -24,10 +24,10 @@ from typing import Any
 from scheduler.api import Workload, decode_object
 from scheduler.api.workload import WORKLOAD_PRIORITY_CLASS_SOURCE
 from scheduler.core.clock import Instant
+from scheduler.core.metadata import fill_metadata
 from scheduler.core.workload import ADMITTED
 from scheduler.runtime.commands import ApplyObject, DeleteObject, Finish, PodsReady
 from scheduler.runtime.engine import Engine
-from scheduler.runtime.manifests import fill_metadata
 
 log = logging.getLogger(__name__)
 

@@ -20,9 +20,10 @@ flavor scan position of the heads), and each such state is tried once. After tha
 the core is idle until an event arrives: it is deterministic, so retrying an
 unchanged state on a timer would only repeat the same decision.
 
-Create the engine before loading anything into the scheduler: it installs change
-tracking on the scheduler's (still empty) queue manager, which is what lets a publish
-capture only the ClusterQueues that changed (:mod:`scheduler.runtime.changes`).
+The engine drains the core's change feed (:mod:`scheduler.core.changes`) after every
+step: the workloads admitted, evicted or examined as heads are touched for the status
+writer, the heads also decide whether another cycle can make progress, and the
+ClusterQueues whose order may have changed are kept for the publisher's next capture.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from scheduler.api import ClusterQueue, Workload
+from scheduler.core.changes import Changes
 from scheduler.core.clock import MICROS_PER_SECOND, Instant
 from scheduler.core.cycle import run_cycle
 from scheduler.core.ingest import apply_object, delete_object
@@ -52,9 +54,9 @@ from scheduler.runtime.commands import (
     SetActive,
 )
 from scheduler.runtime.estimates import AdmissionRates
-from scheduler.runtime.publisher import DEFAULT_SLICE, SnapshotPublisher
+from scheduler.runtime.publisher import DEFAULT_SLICE, QueueMarks, SnapshotPublisher
 from scheduler.runtime.snapshot import Snapshot
-from scheduler.runtime.stepclock import Stamp, since, stamp
+from scheduler.runtime.stepclock import Stamp, TimeBox, since, stamp
 
 log = logging.getLogger(__name__)
 
@@ -136,6 +138,9 @@ class Engine:
         # Runs the cyclic collector between steps while the engine runs (the servers
         # pass one; tests and the simulator keep CPython's own schedule).
         self.gc_pacer = gc_pacer
+        # The queue marks drained from the core's feed, until the publisher takes them.
+        scheduler.follow_changes()
+        self._marks = Changes()
         self.publisher = SnapshotPublisher(
             scheduler,
             interval=publish_interval,
@@ -143,6 +148,7 @@ class Engine:
             synced=lambda: self._synced,
             rates=self.rates,
             collector=collector if collector is not None else FreezePolicy(ENGINE_FREEZE_AFTER),
+            changes=self._marks_for_publisher,
         )
         scheduler.block_waiter = _admission_stays_blocked
         self._commands: asyncio.Queue[Command] = asyncio.Queue()
@@ -166,7 +172,7 @@ class Engine:
         self.touched_event = asyncio.Event()
         # When the engine last gave the loop a turn (a stretch of cycles is measured
         # from it; `_settle` resets it when it yields between command slices).
-        self._stretch: Stamp = (0.0, 0.0)
+        self._stretch = TimeBox(command_budget)
         self.stats = EngineStats()
 
     # -- reading ---------------------------------------------------------------------
@@ -211,6 +217,22 @@ class Engine:
         self.touched_event.clear()
         return keys
 
+    def _drain(self) -> Changes:
+        """Take what the core recorded since the last drain: touch the workloads it
+        names, keep the queue marks for the publisher."""
+        changes = self.scheduler.take_changes()
+        if changes:
+            self._marks.merge(Changes(queues=changes.queues))
+            self._touch(changes.admitted)
+            self._touch(changes.evicted)
+            self._touch(key for _, key in changes.heads)
+        return changes
+
+    def _marks_for_publisher(self) -> QueueMarks:
+        self._drain()
+        marks, self._marks = self._marks.queues, Changes()
+        return marks
+
     def _touch(self, keys: Iterable[str]) -> None:
         keys = list(keys)
         self._touched.update(keys)
@@ -247,6 +269,7 @@ class Engine:
             applied += 1
         if applied:
             self._after_changes()
+            self._drain()
         if changed:
             self._needs_cycle = True
             self.publisher.request()
@@ -315,21 +338,20 @@ class Engine:
         workloads in 30 s that way, with the quota free."""
         changed = False
         if not self._commands.empty() and not self._stopping:
-            started = stamp()
-            while (
-                not self._commands.empty()
-                and time.perf_counter() - started[0] < self.command_budget
-            ):
+            box = TimeBox(self.command_budget)
+            while not self._commands.empty() and not box.spent():
                 changed = self._apply(self._commands.get_nowait()) or changed
             self._after_changes()
-            self._record_step(started, "commands")
+            self._drain()
+            self._record_step(box.started, "commands")
             if not self._commands.empty():
-                await asyncio.sleep(0)
-                self._stretch = stamp()
+                await box.yield_()
+                self._stretch.restart()
         if self._scheduling:
             started = stamp()
             changed = self._fire_deadlines() or changed
             changed = self._unblock() or changed
+            self._drain()
             self._record_step(started, "deadlines")
         if changed:
             self.publisher.request()
@@ -458,36 +480,34 @@ class Engine:
         whole turn of a busy loop, and admissions fell behind the finishes."""
         s = self.scheduler
         seen: set[object] = set()
-        self._stretch = stamp()
+        self._stretch = TimeBox(self.command_budget)
         while not self._stopping:
             started = stamp()
+            self._drain()  # so that what the next drain holds is this cycle's
             stats = run_cycle(s)
             s.observe_conditions()
+            heads = self._drain().heads
             self._record_step(started, "cycle")
-            self._record_step(self._stretch, "cycles")
+            self._record_step(self._stretch.started, "cycles")
             if not stats.ran:
                 return
             self.stats.cycles += 1
             self.stats.admitted += len(stats.admitted)
             self._observe_admissions(stats.admitted)
             self.stats.preempted += len(stats.preempted)
-            self._touch(stats.admitted)
-            self._touch(stats.preempted)
-            self._touch(key for _, key in self._last_heads())
             self.publisher.request()
             if stats.blocked:
-                self._blocked_heads.update(cq for cq, _ in self._last_heads())
+                self._blocked_heads.update(cq for cq, _ in heads)
                 return  # wait for an event: see _admission_stays_blocked
             if stats.admitted or stats.preempted:
                 seen.clear()
             else:
-                fingerprint = self._fingerprint()
+                fingerprint = self._fingerprint(heads)
                 if fingerprint in seen:
                     return
                 seen.add(fingerprint)
-            if time.perf_counter() - self._stretch[0] >= self.command_budget:
-                await asyncio.sleep(0)
-                self._stretch = stamp()
+            if self._stretch.spent():
+                await self._stretch.yield_()
             if await self._settle():
                 seen.clear()
 
@@ -499,13 +519,9 @@ class Engine:
             if cq is not None:
                 self.rates.observe(cq, now)
 
-    def _last_heads(self) -> list[tuple[str, str]]:
-        tracking = self.publisher.tracking
-        return tracking.last_heads if tracking is not None else []
-
-    def _fingerprint(self) -> object:
+    def _fingerprint(self, heads: list[tuple[str, str]]) -> object:
         """What decides whether another cycle can do something different: every
-        queue's sizes and the flavor scan position of the last heads (§7.7). O(#CQs)."""
+        queue's sizes and the flavor scan position of the cycle's heads (§7.7). O(#CQs)."""
         s = self.scheduler
         sizes = []
         for name in s.queues.cluster_queues():
@@ -513,7 +529,7 @@ class Engine:
             if queue is not None:
                 sizes.append((name, queue.counts()))
         attempts = []
-        for _, key in self._last_heads():
+        for _, key in heads:
             wl = s.workloads.get(key)
             last = wl.last_assignment if wl is not None else None
             attempts.append(

@@ -1,11 +1,12 @@
 """Manifest objects as the scheduler receives them, the way the simulator prepares them.
 
 A Workload without a uid gets the simulator's deterministic uid (a UUID-5 of
-``namespace/name``) and, without a creationTimestamp, the real time at which the
-runtime first saw it; Jobs with the queue-name label become the Workload Kueue's Job
-integration would create (`job_to_workload`), after the same defaults are filled on
-the Job. Several objects seen together get timestamps 1 ms apart in document order,
-as the simulator spaces them, so their queue order follows the manifests.
+``namespace/name``, :mod:`scheduler.core.metadata`) and, without a creationTimestamp,
+the real time at which the runtime first saw it; Jobs with the queue-name label become
+the Workload Kueue's Job integration would create (`job_to_workload`), after the same
+defaults are filled on the Job. Several objects seen together get timestamps 1 ms
+apart in document order, as the simulator spaces them, so their queue order follows
+the manifests.
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ from scheduler.api import (
     WorkloadPriorityClass,
     job_to_workload,
 )
-from scheduler.core.clock import Clock, Instant, datetime_from_instant
-from scheduler.sim.runner import deterministic_uid
+from scheduler.core.clock import Clock, Instant
+from scheduler.core.metadata import fill_metadata
 
 ObjectKey = tuple[str, str, str]
 """(kind, namespace or "", name)."""
@@ -54,22 +55,6 @@ def object_key(obj: Any) -> ObjectKey:
     namespaced = bool(getattr(type(obj), "namespaced", False))
     namespace = (meta.namespace or "default") if namespaced else ""
     return (str(obj.kind), namespace, str(meta.name))
-
-
-def fill_metadata(obj: Any, first_seen: Instant) -> Any:
-    """The simulator's defaults for a Workload or Job: uid and creationTimestamp."""
-    meta = obj.metadata
-    updates: dict[str, Any] = {}
-    namespace = meta.namespace or "default"
-    if meta.namespace is None:
-        updates["namespace"] = namespace
-    if not meta.uid:
-        updates["uid"] = deterministic_uid(namespace, meta.name)
-    if meta.creation_timestamp is None:
-        updates["creation_timestamp"] = datetime_from_instant(first_seen)
-    if not updates:
-        return obj
-    return obj.model_copy(update={"metadata": meta.model_copy(update=updates)})
 
 
 def prepare(

@@ -5,11 +5,12 @@ A publish:
 1. **captures**, in one synchronous step, the order of every ClusterQueue that may
    have changed, plus the LocalQueue table, the quota tree with its usage and the
    admission rates (O(#ClusterQueues + #Cohorts)), so all parts of one snapshot come
-   from the same instant. The order is captured as runs: a FIFO queue's sorted list is
-   already stored as runs of about a thousand items (:meth:`FifoQueue.ordered_runs`);
-   each run is compared with the copy kept from the last capture (pointer comparisons
-   in C, about 0.2 ms per 100k) and only runs that differ are copied. Other queues
-   are listed and cut into runs of ``slice_size``;
+   from the same instant. The order is captured as the queue's runs
+   (:meth:`PendingQueue.ordered_runs`: a FIFO queue stores its order as runs of about a
+   thousand entries, any other queue gets runs cut where its content says, so a change
+   leaves the other runs equal); each run is compared with the copy kept from the last
+   capture (pointer comparisons in C, about 0.2 ms per 100k) and only runs that differ
+   are copied;
 2. **builds**, in slices separated by ``await asyncio.sleep(0)``, a
    :class:`ViewChunk` for each changed run only (snapshot entries cached per workload
    and rebuilt only when something they show changed), updates the persistent
@@ -22,14 +23,14 @@ So a republish after k changes costs O(k × run size + #chunks), not O(n), and
 allocates little: at 100k entries, rebuilding every container on every publish was
 what kept the cyclic garbage collector busy.
 
-Copy-on-write: only ClusterQueues marked dirty by the tracking queue manager
-(:mod:`scheduler.runtime.changes`) are captured; a captured ClusterQueue whose chunks
+Copy-on-write: only ClusterQueues the core's change feed names
+(:mod:`scheduler.core.changes`) are captured; a captured ClusterQueue whose chunks
 are all unchanged keeps its view object, so an unchanged queue keeps its identity
 (and its memoized renderings). A publish in which nothing changed does not bump the
 generation. A run that compares equal may still hold replaced queue entries (a
 requeue builds a new, equal entry); what the snapshot shows of those workloads (the
-pending message) is re-checked for the keys the tracking manager saw pushed or
-requeued, and their chunk is rebuilt if it differs.
+pending message) is re-checked for the keys the feed names as pushed or requeued,
+and their chunk is rebuilt if it differs.
 
 Publishes are coalesced: at most one starts per ``interval`` seconds, however many
 changes were requested in between; and none is made before the initial sync. Details
@@ -47,15 +48,11 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from operator import itemgetter
 from types import MappingProxyType
-from typing import Any
 
-from scheduler.core.queue.fifo import FifoQueue
 from scheduler.core.queue.interface import PendingQueue, QueueEntry
 from scheduler.core.scheduler import Scheduler
 from scheduler.runtime.capture import capture_quota, entry_is_current, make_entry
-from scheduler.runtime.changes import TrackingQueueManager, install_tracking
 from scheduler.runtime.collector import FreezePolicy
 from scheduler.runtime.estimates import AdmissionRates
 from scheduler.runtime.persistent import MapEditor, ShardedMap
@@ -69,7 +66,7 @@ from scheduler.runtime.snapshot import (
     ViewChunk,
     WorkloadKey,
 )
-from scheduler.runtime.stepclock import since, stamp
+from scheduler.runtime.stepclock import TimeBox
 
 log = logging.getLogger(__name__)
 
@@ -82,14 +79,10 @@ _KEYS = 512  # map writes per stretch (about 0.2-0.5 ms)
 # About what building a ViewChunk costs per entry (2,000 entries: 1.3-4 ms here).
 _CHUNK_SECONDS_PER_ENTRY = 2e-6
 
-_ENTRY = itemgetter(2)  # a FifoQueue item: (order key, workload key, entry)
+# ClusterQueue -> the workload keys pushed or requeued there (Changes.queues)
+QueueMarks = dict[str, set[str]]
 
-
-def _same(entry: QueueEntry) -> QueueEntry:
-    return entry
-
-
-# workload key -> (the QueueEntry an entry was made for, its display token, the entry)
+# workload key -> (the QueueEntry an entry was made for, the entry)
 _Cached = tuple[QueueEntry, PendingEntry]
 
 
@@ -118,42 +111,12 @@ class PublishStats:
         self.max_capture_seconds = 0.0
 
 
-class _Steps:
-    """Measures each synchronous stretch between yields to the loop."""
-
-    def __init__(self, budget: float) -> None:
-        self.started = stamp()
-        self.max = 0.0
-        self.max_cpu = 0.0
-        self.budget = budget
-
-    def elapsed(self) -> float:
-        return time.perf_counter() - self.started[0]
-
-    def end(self) -> float:
-        elapsed, cpu = since(self.started)
-        self.max = max(self.max, elapsed)
-        self.max_cpu = max(self.max_cpu, cpu)
-        return elapsed
-
-    async def yield_(self) -> None:
-        self.end()
-        await asyncio.sleep(0)
-        self.started = stamp()
-
-    async def pause(self, ahead: float = 0.0) -> None:
-        """Yield if this stretch has used its budget, or would with `ahead` seconds
-        more of work."""
-        if self.elapsed() + ahead > self.budget:
-            await self.yield_()
-
-
 @dataclass(slots=True)
 class _Run:
-    """A captured run of a ClusterQueue's order (a private copy: queue items or
-    QueueEntries) and the chunk built from it, once built."""
+    """A captured run of a ClusterQueue's order (a private copy of its QueueEntries)
+    and the chunk built from it, once built."""
 
-    raw: Sequence[Any]
+    raw: Sequence[QueueEntry]
     chunk: ViewChunk | None = None
 
 
@@ -170,8 +133,7 @@ class _QueueState:
 class _Captured:
     name: str
     runs: list[_Run]  # chunk None where the run changed
-    entry_of: Callable[[Any], QueueEntry]
-    touched: set[str] | None  # keys to re-check; None: every key (no tracking)
+    touched: set[str] | None  # keys to re-check; None: every key (rebuilding all)
 
 
 @dataclass(slots=True)
@@ -182,19 +144,15 @@ class _Moves:
     added: list[tuple[WorkloadKey, str]] = field(default_factory=list)
 
 
-def _runs_of(
-    queue: PendingQueue | None, size: int
-) -> tuple[Sequence[Sequence[Any]], bool, Callable[[Any], QueueEntry]]:
-    """The queue's order as runs of at most `size` items; whether the runs are the
-    queue's own lists (to be copied if kept); how to get the QueueEntry of an item."""
-    if isinstance(queue, FifoQueue):
-        live = queue.ordered_runs()
-        if all(len(run) <= size for run in live):
-            return live, True, _ENTRY
-        pieces = [run[i : i + size] for run in live for i in range(0, len(run), size)]
-        return pieces, False, _ENTRY
-    listing = tuple(queue.listing()) if queue is not None else ()
-    return [listing[i : i + size] for i in range(0, len(listing), size)], False, _same
+def _runs_of(queue: PendingQueue | None, size: int) -> Sequence[Sequence[QueueEntry]]:
+    """The queue's order as runs of at most `size` entries (possibly the queue's own
+    live lists: copy what is kept)."""
+    if queue is None:
+        return ()
+    live = queue.ordered_runs()
+    if all(len(run) <= size for run in live):
+        return live
+    return [run[i : i + size] for run in live for i in range(0, len(run), size)]
 
 
 def _reused_cell(
@@ -214,7 +172,7 @@ def _reused_cell(
     return None
 
 
-def _signature(run: Sequence[Any]) -> tuple[int, int, int]:
+def _signature(run: Sequence[QueueEntry]) -> tuple[int, int, int]:
     return (id(run[0]), id(run[-1]), len(run))
 
 
@@ -236,6 +194,7 @@ class SnapshotPublisher:
         wait_for_sync: bool = True,
         rates: AdmissionRates | None = None,
         collector: FreezePolicy | None = None,
+        changes: Callable[[], QueueMarks] | None = None,
     ) -> None:
         self.scheduler = scheduler
         # Freezes the heap after enough new snapshot entries (see collector.py).
@@ -247,12 +206,12 @@ class SnapshotPublisher:
         self._synced = synced
         # Admission rates for the wait estimates; whoever admits feeds them.
         self.rates = rates if rates is not None else AdmissionRates()
-        self._tracking: TrackingQueueManager | None = install_tracking(scheduler)
-        if self._tracking is None:
-            log.warning(
-                "msg=%r",
-                "scheduler already had queues: every publish captures every ClusterQueue",
-            )
+        # Where the queue marks come from: the core's change feed, drained here unless
+        # someone who drains it for other needs too (the engine) hands them over.
+        # ClusterQueues published before the feed was followed have no view yet, so
+        # the first publish captures them all.
+        scheduler.follow_changes()
+        self._changes = changes if changes is not None else self._drain_feed
         self._snapshot: Snapshot = EMPTY_SNAPSHOT
         # per ClusterQueue: its last capture and chunks, its cells, its entry cache
         self._queues: dict[str, _QueueState] = {}
@@ -275,10 +234,8 @@ class SnapshotPublisher:
     def generation(self) -> int:
         return self._snapshot.generation
 
-    @property
-    def tracking(self) -> TrackingQueueManager | None:
-        """The scheduler's tracking queue manager, if it could be installed."""
-        return self._tracking
+    def _drain_feed(self) -> QueueMarks:
+        return self.scheduler.take_changes().queues
 
     async def wait_for_change(self, timeout: float, *, after: int | None = None) -> Snapshot:
         """The first snapshot whose generation differs from `after` (by default the
@@ -350,7 +307,7 @@ class SnapshotPublisher:
     async def _publish_once(self) -> bool:
         s = self.scheduler
         started = time.perf_counter()
-        steps = _Steps(self.step_budget)
+        steps = TimeBox(self.step_budget)
         self.stats.attempts += 1
         previous = self._snapshot
 
@@ -358,14 +315,9 @@ class SnapshotPublisher:
         existing = set(s.cluster_queues)
         rebuild_all = self._forget_views
         self._forget_views = False
-        if self._tracking is not None and not rebuild_all:
-            dirty = self._tracking.take_dirty()
-            touched: dict[str, set[str]] | None = self._tracking.take_touched()
-        else:
-            if self._tracking is not None:
-                self._tracking.take_dirty()
-                self._tracking.take_touched()
-            dirty, touched = set(existing), None
+        marks = self._changes()
+        touched: QueueMarks | None = None if rebuild_all else marks
+        dirty = set(existing) if rebuild_all else marks.keys()
         targets = sorted((dirty & existing) | (existing - previous.views.keys()))
         captured = [
             self._capture(name, None if touched is None else touched.get(name, set()))
@@ -378,7 +330,7 @@ class SnapshotPublisher:
         synced = self._synced()
         quota = capture_quota(s)
         velocities = self.rates.velocities(existing, s.now())
-        capture = steps.end()
+        capture = steps.end()[0]
         self.stats.last_capture_seconds = capture
         self.stats.max_capture_seconds = max(self.stats.max_capture_seconds, capture)
 
@@ -442,8 +394,7 @@ class SnapshotPublisher:
     def _capture(self, name: str, touched: set[str] | None) -> _Captured:
         """The runs of one ClusterQueue's order, reusing unchanged runs (synchronous)."""
         state = self._queues.get(name)
-        all_runs, copy, entry_of = _runs_of(self.scheduler.queues.queue(name), self.slice_size)
-        live = [run for run in all_runs if run]
+        live = [run for run in _runs_of(self.scheduler.queues.queue(name), self.slice_size) if run]
         old_runs: dict[tuple[int, int, int], _Run] = {}
         if state is not None and touched is not None:
             old_runs = {_signature(r.raw): r for r in state.runs if r.raw and r.chunk}
@@ -453,17 +404,16 @@ class SnapshotPublisher:
             if old is not None and run == old.raw:
                 runs.append(old)
             else:
-                runs.append(_Run(list(run) if copy else run))
+                runs.append(_Run(list(run)))
         if state is not None and touched:
-            self._recheck(state, runs, live, copy, touched)
-        return _Captured(name, runs, entry_of, touched)
+            self._recheck(state, runs, live, touched)
+        return _Captured(name, runs, touched)
 
     def _recheck(
         self,
         state: _QueueState,
         runs: list[_Run],
-        live: Sequence[Sequence[Any]],
-        copy: bool,
+        live: Sequence[Sequence[QueueEntry]],
         touched: set[str],
     ) -> None:
         """Touched workloads in kept runs: if what the snapshot shows of one changed,
@@ -479,14 +429,14 @@ class SnapshotPublisher:
             namespace, _, name = key.partition("/")
             i = kept.get(state.cells.get((namespace, name), -1))
             if i is not None and runs[i].chunk is not None:
-                runs[i] = _Run(list(live[i]) if copy else live[i])
+                runs[i] = _Run(list(live[i]))
 
     async def _build(
         self,
         item: _Captured,
         old_view: ClusterQueueView | None,
         moves: _Moves,
-        steps: _Steps,
+        steps: TimeBox,
     ) -> ClusterQueueView:
         """The view of a captured ClusterQueue: old chunks where the run is unchanged,
         new ones elsewhere; the old view itself if no chunk changed."""
@@ -558,7 +508,7 @@ class SnapshotPublisher:
         return assembly.view
 
     async def _entries(
-        self, raw: Sequence[Any], item: _Captured, state: _QueueState, steps: _Steps
+        self, raw: Sequence[QueueEntry], item: _Captured, state: _QueueState, steps: TimeBox
     ) -> tuple[PendingEntry, ...]:
         """Snapshot entries of a captured run, reusing unchanged ones, in slices.
 
@@ -571,14 +521,12 @@ class SnapshotPublisher:
         """
         workloads = self.scheduler.workloads
         cache = state.cache
-        entry_of = item.entry_of
         touched = item.touched
         entries: list[PendingEntry] = []
         append = entries.append
         for start in range(0, len(raw), _BATCH):
             await steps.pause()
-            for x in raw[start : start + _BATCH]:
-                qe = entry_of(x)
+            for qe in raw[start : start + _BATCH]:
                 key = qe.key
                 cached = cache.get(key)
                 if (
@@ -603,7 +551,7 @@ class SnapshotPublisher:
                 append(entry)
         return tuple(entries)
 
-    def _finish(self, steps: _Steps, started: float) -> None:
+    def _finish(self, steps: TimeBox, started: float) -> None:
         steps.end()
         self.stats.last_max_step_seconds = steps.max
         self.stats.last_max_step_cpu_seconds = steps.max_cpu

@@ -23,32 +23,13 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import NamedTuple, overload
 
+from scheduler.core.blockers import Blocker
 from scheduler.core.workload import OwnerRef
 from scheduler.runtime.persistent import MapEditor, ShardedMap
 
 Instant = int  # microseconds since the epoch, as in the core
 LocalQueueKey = tuple[str, str]  # (namespace, name)
 WorkloadKey = tuple[str, str]  # (namespace, name)
-
-
-@dataclass(frozen=True, slots=True)
-class Blocker:
-    """One thing that kept a workload from being admitted at its last attempt.
-
-    `kind` is one of `Quota` (not enough unused quota: `amount` more is needed),
-    `Capacity` (the request exceeds what the ClusterQueue could ever get: `amount` is
-    that maximum), `Taint`, `NodeAffinity`, `FlavorNotFound`, `Policy` (the
-    ClusterQueue, its namespace selector, resource validation, all-or-nothing
-    admission), `Preemption` (waiting for victims to leave) or `Other`. `flavor`,
-    `resource` and `amount` are empty where they do not apply; `amount` is a
-    Kubernetes quantity as the message prints it.
-    """
-
-    kind: str
-    message: str
-    flavor: str = ""
-    resource: str = ""
-    amount: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,11 +58,6 @@ class PendingEntry:
     # attempt. Like `why_pending`, not part of the fingerprint (it does not move the
     # order), so lookups that show it hash it into their ETag themselves.
     why: WhyPending | None = None
-    # The visibility server's memo of this entry's compact JSON up to the positions
-    # (set once, on first render, through `object.__setattr__`). An entry is shared by
-    # every snapshot until its workload changes, so a republish renders nothing anew;
-    # a pure function of the fields above, hence outside equality.
-    json_head: bytes | None = field(default=None, compare=False, repr=False)
     # (namespace, name), made once: every map of a snapshot keyed by workload (chunk
     # indexes, cells, the workload -> ClusterQueue map) shares this one tuple.
     key: WorkloadKey = field(init=False, compare=False, repr=False)
@@ -136,7 +112,15 @@ class ViewChunk:
     between cells.
     """
 
-    __slots__ = ("by_lq", "cell", "entries", "fingerprints", "index_of", "lq_local")
+    __slots__ = (
+        "__weakref__",  # the visibility server memoizes renderings by chunk identity
+        "by_lq",
+        "cell",
+        "entries",
+        "fingerprints",
+        "index_of",
+        "lq_local",
+    )
 
     def __init__(self, entries: tuple[PendingEntry, ...], cell: int) -> None:
         by_lq: dict[LocalQueueKey, list[int]] = {}
@@ -247,6 +231,7 @@ class ClusterQueueView:
     """
 
     __slots__ = (
+        "__weakref__",  # the visibility server memoizes renderings by view identity
         "_cells",
         "_chunk_at",
         "_lq_before",
@@ -255,7 +240,6 @@ class ClusterQueueView:
         "chunks",
         "digest",
         "name",
-        "rendered",
     )
 
     def __init__(
@@ -278,9 +262,6 @@ class ClusterQueueView:
         # per LocalQueue: (chunk numbers holding it, cumulative counts up to each)
         self._lq_runs = lq_runs
         self.digest = digest
-        # The server's memo of whole item fragments by index (positions included), for
-        # pages asked again of the same view; entries memoize the rest across views.
-        self.rendered: dict[int, bytes] = {}
 
     def __len__(self) -> int:
         return self._starts[-1]

@@ -7,7 +7,6 @@ the same output.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -29,15 +28,15 @@ from scheduler.api import (
 )
 from scheduler.api.decode import ApiError, Decoded, decode_object
 from scheduler.api.validation.update import validate_update
-from scheduler.core.clock import Instant, ManualClock, datetime_from_instant, instant_from_datetime
+from scheduler.core.clock import Instant, ManualClock, instant_from_datetime
 from scheduler.core.cycle import run_cycle
 from scheduler.core.ingest import apply_object, delete_object, scheduler_config
+from scheduler.core.metadata import fill_metadata
 from scheduler.core.pods_ready import fire_due, next_deadline
 from scheduler.core.queue_status import QueueStatusTracker
 from scheduler.core.scheduler import QUEUE_PLUGIN_ANNOTATION, Scheduler
 
 DEFAULT_START = datetime(2026, 1, 1, tzinfo=UTC)
-UID_NAMESPACE = uuid.UUID("6f1f8e8e-3b7a-4c1e-9a43-0d7c55c1a001")
 MAX_CYCLES = 1_000_000
 
 # Objects are applied in dependency order so the first cycle sees a settled cluster;
@@ -56,10 +55,6 @@ _APPLY_ORDER: dict[type[Any], int] = {
 
 class SimulationError(Exception):
     """An internal failure of the run (exit 1), as opposed to bad input (ApiError, exit 2)."""
-
-
-def deterministic_uid(namespace: str, name: str) -> str:
-    return str(uuid.uuid5(UID_NAMESPACE, f"{namespace}/{name}"))
 
 
 @dataclass(slots=True)
@@ -151,18 +146,7 @@ class Simulation:
         return obj
 
     def _fill_meta(self, obj: Any, ordinal: int) -> Any:
-        meta = obj.metadata
-        updates: dict[str, Any] = {}
-        namespace = meta.namespace or "default"
-        if meta.namespace is None:
-            updates["namespace"] = namespace
-        if not meta.uid:
-            updates["uid"] = deterministic_uid(namespace, meta.name)
-        if meta.creation_timestamp is None:
-            updates["creation_timestamp"] = datetime_from_instant(self.start + ordinal * 1000)
-        if not updates:
-            return obj
-        return obj.model_copy(update={"metadata": meta.model_copy(update=updates)})
+        return fill_metadata(obj, self.start + ordinal * 1000)
 
     def _remember(self, obj: Any) -> None:
         kind = obj.kind

@@ -68,13 +68,13 @@ Headers = list[tuple[str, str]]
 
 
 def is_dashboard_path(path: str) -> bool:
+    """Every path the dashboard answers, 404s included: the access middleware authorizes
+    none of them (the dashboard decides per object it shows)."""
     return path == DASHBOARD_PREFIX or path.startswith(DASHBOARD_PREFIX + "/")
 
 
 @dataclass(frozen=True, slots=True)
 class DashboardRequest:
-    method: str
-    path: str  # percent-decoded
     params: Mapping[str, str]  # first value of each query parameter
     if_none_match: tuple[str, ...]
     user: UserInfo
@@ -152,7 +152,7 @@ class _Rights:
 
 
 class Dashboard:
-    """Answers every path under `/dashboard` from the current snapshot."""
+    """The answers of the dashboard's routes (`routes.py`), from the current snapshot."""
 
     def __init__(
         self,
@@ -168,19 +168,14 @@ class Dashboard:
         self._version = version
         self._assets = _load_assets()
 
-    async def answer(self, request: DashboardRequest) -> DashboardResponse:
-        if request.method not in ("GET", "HEAD"):
-            raise status.method_not_allowed()
-        path = request.path
-        if path in (DASHBOARD_PREFIX, DASHBOARD_PREFIX + "/"):
-            return self._asset("index.html", request)
-        if path.startswith(STATIC_PREFIX):
-            name = path.removeprefix(STATIC_PREFIX)
-            if name in self._assets and name != "index.html":
-                return self._asset(name, request)
-            raise status.path_not_found()
-        if path.startswith(API_PREFIX):
-            return await self._api(path.removeprefix(API_PREFIX).split("/"), request)
+    # -- the page and its assets ----------------------------------------------------------
+
+    async def page(self, request: DashboardRequest) -> DashboardResponse:
+        return self._asset("index.html", request)
+
+    async def static(self, name: str, request: DashboardRequest) -> DashboardResponse:
+        if name in self._assets and name != "index.html":
+            return self._asset(name, request)
         raise status.path_not_found()
 
     def _asset(self, name: str, request: DashboardRequest) -> DashboardResponse:
@@ -194,25 +189,41 @@ class Dashboard:
 
     # -- JSON ----------------------------------------------------------------------------
 
-    async def _api(self, parts: list[str], request: DashboardRequest) -> DashboardResponse:
-        if any(not p for p in parts):
-            raise status.path_not_found()
+    async def overview(self, request: DashboardRequest) -> DashboardResponse:
+        rights = self._rights(request)
+        return self._json(
+            await self._overview(rights, request.params.get("namespace", "")), request
+        )
+
+    async def cluster_queue(self, name: str, request: DashboardRequest) -> DashboardResponse:
+        rights = self._rights(request)
+        return self._json(await self._cluster_queue(rights, name, request.params), request)
+
+    async def local_queue(
+        self, namespace: str, name: str, request: DashboardRequest
+    ) -> DashboardResponse:
+        rights = self._rights(request)
+        document = await self._local_queue(rights, namespace, name, request.params)
+        return self._json(document, request)
+
+    async def api_not_found(self, rest: str, request: DashboardRequest) -> DashboardResponse:
+        """Any other path under the JSON prefix: 404, but 401 first for anonymous callers
+        (unless the path has an empty segment, which is never a resource)."""
+        if all(rest.split("/")):
+            self._rights(request)
+        raise status.path_not_found()
+
+    @staticmethod
+    async def not_found() -> DashboardResponse:
+        raise status.path_not_found()
+
+    def _rights(self, request: DashboardRequest) -> _Rights:
         if is_anonymous(request.user):
             raise status.unauthorized()
-        rights = _Rights(request.user, self._allowed, self._version)
-        if parts == ["overview"]:
-            document = await self._overview(rights, request.params.get("namespace", ""))
-        elif len(parts) == 3 and parts[0] == "clusterqueues" and parts[2] == "pending":
-            document = await self._cluster_queue(rights, parts[1], request.params)
-        elif (
-            len(parts) == 5
-            and parts[0] == "namespaces"
-            and parts[2] == "localqueues"
-            and parts[4] == "pending"
-        ):
-            document = await self._local_queue(rights, parts[1], parts[3], request.params)
-        else:
-            raise status.path_not_found()
+        return _Rights(request.user, self._allowed, self._version)
+
+    @staticmethod
+    def _json(document: data.Json, request: DashboardRequest) -> DashboardResponse:
         body = json_compact(document)
         etag = tag_of_bytes(body)
         headers: Headers = [*_DATA_HEADERS, ("etag", etag)]

@@ -15,6 +15,7 @@ from scheduler.runtime.snapshot import ClusterQueueView, PageItem, Snapshot, bui
 from visibility_server.http import status
 from visibility_server.http.bodies import BodyCache
 from visibility_server.http.etag import tag_of
+from visibility_server.http.memo import RenderMemo
 from visibility_server.http.negotiation import Media
 from visibility_server.http.position import (
     NotPendingLookup,
@@ -77,6 +78,12 @@ class Answers:
         self._clock = clock
         self._not_pending = not_pending
         self._bodies = BodyCache()
+        self.memo = RenderMemo()
+
+    def forget(self) -> None:
+        """Drop every rendered body and item (the server is stopping)."""
+        self._bodies.clear()
+        self.memo = RenderMemo()
 
     def answer(
         self, route: Route, media: Media, pretty: bool, page: PageQuery, include: str
@@ -104,7 +111,19 @@ class Answers:
         # does not cover; every other summary is the same bytes for the same key.
         key = None
         if media is not Media.TABLE and select.count <= STREAM_ABOVE_ITEMS:
-            key = (route, resource_version, page, media, pretty)
+            # Plain strings and integers: the cache hashes its key several times per
+            # request, and a dataclass or an enum hashes in Python.
+            key = (
+                route.kind.value,
+                route.version,
+                route.namespace,
+                route.name,
+                resource_version,
+                page.offset,
+                page.limit,
+                media.value,
+                pretty,
+            )
 
         # Rendering is deferred: a 304 (the common case for pollers) costs O(1).
         def chunks() -> Iterator[bytes]:
@@ -144,7 +163,7 @@ class Answers:
     ) -> Iterator[bytes]:
         if route.kind is Kind.CLUSTER_QUEUE and media is not Media.TABLE:
             document = cluster_queue_summary(
-                api_version, resource_version, view, select.offset, select.count
+                api_version, resource_version, view, select.offset, select.count, self.memo
             )
         else:
             items = select()
@@ -188,8 +207,8 @@ class Answers:
     ) -> ListDocument:
         if media is Media.TABLE:
             now = int(self._clock() * 1_000_000)
-            return table_document(resource_version, view, items, include, now)
-        return summary_document(api_version, resource_version, view, items)
+            return table_document(resource_version, view, items, include, now, self.memo)
+        return summary_document(api_version, resource_version, view, items, self.memo)
 
     def _position(
         self, snapshot: Snapshot, route: Route, api_version: str, media: Media, pretty: bool

@@ -1,55 +1,68 @@
 """`create_app`: the visibility server as a FastAPI application.
 
-The contract (visibility-api.md §1) requires a FastAPI app with `redirect_slashes=False`
-and no docs or OpenAPI routes of FastAPI's own. Every HTTP request is answered by
-`VisibilityServer`, which the app hands each `http` scope to before anything of the
-framework runs, so no framework behaviour (slash redirects, default 404/405 pages,
-FastAPI's OpenAPI 3.1 document) can ever answer instead: the pipeline needs exact bytes
-and a fixed check order, and no 3xx may ever be sent. Skipping the framework's
-middleware stack (error middleware, body limit, telemetry, router) also takes several
-layers of per-request work off every answer; other scopes (lifespan) go to FastAPI.
+The API, health, metrics and dashboard paths are FastAPI routes (`routers/`, one module
+per concern), each a GET/HEAD route returning a `Response` of pre-rendered bytes (no
+response model, no validation). Authentication and authorization run in a small ASGI
+middleware before routing (`access.py`: the contract checks them before a 404), and
+errors are exception handlers that render Kubernetes `Status` objects (`errors.py`).
+The framework's own behaviours that the contract forbids are off: no slash redirects
+(no 3xx is ever sent), no docs or OpenAPI routes of FastAPI's own, no default error
+pages. Startup and shutdown go through the lifespan.
 """
 
 from __future__ import annotations
 
+import logging
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 from fastapi import FastAPI
 from prometheus_client import CollectorRegistry
-from starlette.types import Receive, Scope, Send
 
 from scheduler.runtime.snapshot import Snapshot
 from visibility_server.authn.interface import Authenticator
 from visibility_server.authz.pipeline import Authorizer
+from visibility_server.dashboard.routes import dashboard_routes
+from visibility_server.http.access import AccessMiddleware
 from visibility_server.http.documents import StaticDocuments
+from visibility_server.http.errors import install_error_handlers
 from visibility_server.http.health import NOT_LIVENESS, Health, HealthCheck, SyncLatch
 from visibility_server.http.longpoll import ChangeNotifier
 from visibility_server.http.metrics import http_metrics
 from visibility_server.http.position import NotPendingLookup
+from visibility_server.http.routers.discovery import discovery_routes, openapi_routes
+from visibility_server.http.routers.health import health_routes
+from visibility_server.http.routers.pending import pending_routes
+from visibility_server.http.routers.table import RouteTable, match_whole_paths
 from visibility_server.http.server import ServerConfig, VisibilityServer
-from visibility_server.webhooks.conversion import is_conversion_request, serve_conversion
+from visibility_server.webhooks.routes import webhook_routes
+
+log = logging.getLogger(__name__)
 
 DEFAULT_VERSIONS = ("v1beta2", "v1beta1")
 DEFAULT_EXTENSIONS = frozenset({"pendingposition", "longpoll"})
 KNOWN_EXTENSIONS = frozenset({"pendingposition", "longpoll"})
 
 
-class _VisibilityApp(FastAPI):
-    """FastAPI whose every HTTP request is answered by the visibility server itself."""
+def _lifespan(
+    server: VisibilityServer,
+) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        config = server.config
+        log.info(
+            "visibility server started: versions=%s pendingposition=%s longpoll=%s",
+            ",".join(config.versions),
+            config.pendingposition,
+            config.longpoll,
+        )
+        yield
+        # Rendered bodies and items are only worth keeping while the server answers.
+        server.answers.forget()
+        log.info("visibility server stopped")
 
-    def __init__(self, server: VisibilityServer) -> None:
-        super().__init__(redirect_slashes=False, docs_url=None, redoc_url=None, openapi_url=None)
-        self._visibility_server = server
-        self.state.visibility_server = server
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if is_conversion_request(scope):  # kube-apiserver's CRD conversion, unauthenticated
-            await serve_conversion(scope, receive, send)
-        elif scope["type"] == "http":
-            await self._visibility_server(scope, receive, send)
-        else:
-            await super().__call__(scope, receive, send)
+    return lifespan
 
 
 def create_app(
@@ -116,4 +129,29 @@ def create_app(
         not_pending=not_pending,
         dashboard=dashboard,
     )
-    return _VisibilityApp(VisibilityServer(config))
+    server = VisibilityServer(config)
+    app = FastAPI(
+        redirect_slashes=False,
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+        lifespan=_lifespan(server),
+        # The server exports its own Prometheus metrics (http/metrics.py) and sets up no
+        # OpenTelemetry; FastAPI's native telemetry would only look for providers on
+        # every request.
+        telemetry={"tracing": False, "metrics": False, "logs": False, "operation_spans": False},
+    )
+    app.state.visibility_server = server
+    install_error_handlers(app)
+    table = RouteTable(app.router)
+    # The data routes first: they are the hot path, and routes are matched in order.
+    pending_routes(server, table)
+    discovery_routes(server, table)
+    openapi_routes(server, table)
+    health_routes(server, table)
+    if server.dashboard is not None:
+        dashboard_routes(server.dashboard, table)
+    open_paths = webhook_routes(app.router, table.labels)
+    match_whole_paths(app.router.routes)
+    app.add_middleware(AccessMiddleware, server=server, labels=table.labels, open_paths=open_paths)
+    return app

@@ -6,7 +6,8 @@ write the head around a stream of items, so a page is produced in chunks of
 `CHUNK_ITEMS` items and the server can give the event loop a turn between chunks.
 For compact JSON an item is its entry's memoized head (everything but the two
 positions, the same on both endpoints and versions) with the positions appended, so a
-page is a join.
+page is a join; the memo is the server's own (`memo.RenderMemo`), never the runtime's
+objects.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import orjson
 
 from scheduler.runtime.snapshot import ClusterQueueView, PageItem, PendingEntry
 from visibility_server.http.encode import json_compact, json_pretty, to_yaml
+from visibility_server.http.memo import RenderMemo
 from visibility_server.http.negotiation import Media
 
 CHUNK_ITEMS: Final = 1000
@@ -85,56 +87,71 @@ def item_object(item: PageItem) -> dict[str, Any]:
 _HEAD_END: Final = b',"positionInClusterQueue":'
 
 
-def entry_head(entry: PendingEntry) -> bytes:
-    """The compact JSON of an item up to its first position, memoized on the entry.
-
-    Positions move with every admission, the rest of an item only when its workload
-    changes; entries are shared by consecutive snapshots, so after a publish a page
-    renders only the entries that are new, not every item of the new view.
-    """
-    head = entry.json_head
-    if head is None:
-        shown = {
-            "metadata": item_metadata(entry),
-            "priority": entry.priority,
-            "localQueueName": entry.local_queue,
-        }
-        head = orjson.dumps(shown)[:-1] + _HEAD_END
-        object.__setattr__(entry, "json_head", head)  # a memo: see PendingEntry
-    return head
+def _head(entry: PendingEntry) -> bytes:
+    shown = {
+        "metadata": item_metadata(entry),
+        "priority": entry.priority,
+        "localQueueName": entry.local_queue,
+    }
+    return orjson.dumps(shown)[:-1] + _HEAD_END
 
 
-def item_fragment(item: PageItem) -> bytes:
-    """The compact JSON of one item: `item_object(item)` as orjson writes it."""
+def _fragment(head: bytes, item: PageItem) -> bytes:
     return b'%b%d,"positionInLocalQueue":%d}' % (
-        entry_head(item.entry),
+        head,
         item.position_in_cluster_queue,
         item.position_in_local_queue,
     )
 
 
-def view_fragment(view: ClusterQueueView, item: PageItem) -> bytes:
-    """`item_fragment(item)`, memoized on the item's view by its ClusterQueue index (a
-    view is immutable, so an index's fragment never changes; both endpoints share it)."""
+def item_fragment(memo: RenderMemo, view: ClusterQueueView, item: PageItem) -> bytes:
+    """The compact JSON of one item of `view`: `item_object(item)` as orjson writes it.
+
+    Its head (everything up to the positions) is memoized by the item's chunk: positions
+    move with every admission, the rest of an item only when its workload changes, and
+    chunks are shared by consecutive views, so a publish does not make pages render anew.
+    """
+    heads, start, _ = memo.chunk_heads(view, item.position_in_cluster_queue)
+    local = item.position_in_cluster_queue - start
+    head = heads[local]
+    if head is None:
+        head = heads[local] = _head(item.entry)
+    return _fragment(head, item)
+
+
+def view_fragment(memo: RenderMemo, view: ClusterQueueView, item: PageItem) -> bytes:
+    """`item_fragment(item)`, memoized by the item's view and ClusterQueue index (a view
+    is immutable, so an index's fragment never changes; both endpoints share it)."""
+    rendered = memo.fragments_of(view)
     index = item.position_in_cluster_queue
-    fragment = view.rendered.get(index)
+    fragment = rendered.get(index)
     if fragment is None:
-        fragment = view.rendered[index] = item_fragment(item)
+        fragment = rendered[index] = item_fragment(memo, view, item)
     return fragment
 
 
-def fragments(view: ClusterQueueView, start: int, stop: int) -> list[bytes]:
-    """Items [start, stop) of the ClusterQueue order as compact JSON, memoized on the
-    view by index (a view is immutable, so an index's fragment never changes)."""
-    rendered = view.rendered
+def fragments(memo: RenderMemo, view: ClusterQueueView, start: int, stop: int) -> list[bytes]:
+    """Items [start, stop) of the ClusterQueue order as compact JSON, memoized by the
+    view and index (a view is immutable, so an index's fragment never changes).
+
+    Missing fragments are rendered walking the chunks once, not locating each item."""
+    rendered = memo.fragments_of(view)
     out: list[bytes] = []
     items: list[PageItem] | None = None  # taken only if some index is not memoized
+    heads: list[bytes | None] = []
+    chunk_start = chunk_stop = 0
     for k, index in enumerate(range(start, stop)):
         fragment = rendered.get(index)
         if fragment is None:
             if items is None:
                 items = view.page(start, stop - start)
-            fragment = view_fragment(view, items[k])
+            if not chunk_start <= index < chunk_stop:
+                heads, chunk_start, chunk_stop = memo.chunk_heads(view, index)
+            item = items[k]
+            head = heads[index - chunk_start]
+            if head is None:
+                head = heads[index - chunk_start] = _head(item.entry)
+            fragment = rendered[index] = _fragment(head, item)
         out.append(fragment)
     return out
 
@@ -220,26 +237,35 @@ def _summary_head(version_api: str, resource_version: str) -> dict[str, Any]:
 
 
 def summary_document(
-    version_api: str, resource_version: str, view: ClusterQueueView, items: list[PageItem]
+    version_api: str,
+    resource_version: str,
+    view: ClusterQueueView,
+    items: list[PageItem],
+    memo: RenderMemo,
 ) -> ListDocument:
     return ListDocument(
         _summary_head(version_api, resource_version),
         "items",
         len(items),
-        lambda indexes: [view_fragment(view, items[i]) for i in indexes],
+        lambda indexes: [view_fragment(memo, view, items[i]) for i in indexes],
         lambda i: item_object(items[i]),
     )
 
 
 def cluster_queue_summary(
-    version_api: str, resource_version: str, view: ClusterQueueView, offset: int, count: int
+    version_api: str,
+    resource_version: str,
+    view: ClusterQueueView,
+    offset: int,
+    count: int,
+    memo: RenderMemo,
 ) -> ListDocument:
     """Items [offset, offset+count) of the ClusterQueue order, walked chunk by chunk."""
     return ListDocument(
         _summary_head(version_api, resource_version),
         "items",
         count,
-        lambda indexes: fragments(view, offset + indexes.start, offset + indexes.stop),
+        lambda indexes: fragments(memo, view, offset + indexes.start, offset + indexes.stop),
         lambda i: item_object(view.item(offset + i)),
     )
 

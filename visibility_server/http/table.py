@@ -13,6 +13,7 @@ from typing import Any, Final
 import orjson
 
 from scheduler.runtime.snapshot import ClusterQueueView, PageItem
+from visibility_server.http.memo import RenderMemo
 from visibility_server.http.render import (
     ListDocument,
     item_object,
@@ -117,6 +118,7 @@ def table_document(
     items: list[PageItem],
     include_object: str,
     now_micros: int,
+    memo: RenderMemo,
 ) -> ListDocument:
     def row(i: int, *, compact: bool) -> dict[str, Any]:
         item = items[i]
@@ -126,7 +128,7 @@ def table_document(
         elif include_object == "Object":
             # Compact output reuses the memoized item; pretty/YAML render it normally.
             built["object"] = (
-                orjson.Fragment(view_fragment(view, item)) if compact else item_object(item)
+                orjson.Fragment(view_fragment(memo, view, item)) if compact else item_object(item)
             )
         return built
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from enum import Enum
-from operator import itemgetter
 
 from sortedcontainers import SortedList
 
@@ -29,17 +28,16 @@ from scheduler.core.queue.interface import (
     RequeueReason,
 )
 from scheduler.core.queue.ordering import fifo_order_key
+from scheduler.core.queue.runs import SortedRuns
 
 STRICT_FIFO = "StrictFIFO"
 BEST_EFFORT_FIFO = "BestEffortFIFO"
 
 # The workload key is appended to the order key so that items are unique and the key
 # can be recovered from a sorted item, whatever a subclass's order key looks like.
-# (order key, workload key, entry): the entry rides along so a listing is one C-level
-# pass over the sorted list (about 5 ms at 100k instead of 40+ ms of dict lookups).
-# Order keys end with the workload key, so comparisons never reach the entry.
+# (order key, workload key, entry): the heap pops an item and has its entry at hand.
+# Items are unique by their first two fields, so comparisons never reach the entry.
 _Item = tuple[OrderKey, str, QueueEntry]
-_ENTRY = itemgetter(2)
 
 # Under BestEffortFIFO only these reasons go straight back to the heap (§5.5); every
 # other reason parks the workload until a cluster event may have made it admissible.
@@ -71,7 +69,8 @@ class FifoQueue(PendingQueue):
         self._entries: dict[str, QueueEntry] = {}
         self._items: dict[str, _Item] = {}  # the item currently stored for each key
         self._where: dict[str, _Where] = {}
-        self._ordered: SortedList[_Item] = SortedList()  # heap + parked + in-flight
+        # heap + parked + in-flight, item -> entry, kept as runs (ordered_runs)
+        self._ordered: SortedRuns[_Item, QueueEntry] = SortedRuns()
         self._heap: SortedList[_Item] = SortedList()  # pop = smallest
         # dicts rather than sets: insertion order keeps iteration independent of
         # string hashing, so runs are reproducible.
@@ -191,25 +190,18 @@ class FifoQueue(PendingQueue):
         return self._entries.get(key)
 
     def listing(self) -> Sequence[QueueEntry]:
-        return tuple(map(_ENTRY, self._ordered))
+        return tuple(self._ordered)
 
-    def ordered_runs(self) -> Sequence[Sequence[_Item]]:
-        """The ordered view as its sorted list stores it: consecutive runs of
-        (order key, workload key, entry) items, in listing order.
-
-        Live, not copies: read them in one synchronous step and copy what you keep. A
-        change to the queue rewrites one or two runs and leaves the item objects of all
-        the others as they were, so comparing with copies taken earlier finds the
-        changed runs without allocating (the snapshot publisher's incremental capture).
-        """
-        runs: list[list[_Item]] = self._ordered._lists  # type: ignore[attr-defined]
-        return runs
+    def ordered_runs(self) -> Sequence[Sequence[QueueEntry]]:
+        """The ordered view as it is stored: live runs of about a thousand entries
+        (:mod:`scheduler.core.queue.runs`); a change rewrites one or two of them."""
+        return self._ordered.runs()
 
     def iter_ordered(self, offset: int = 0) -> Iterator[QueueEntry]:
         """Lazy; the queue must not be mutated while the iterator is in use."""
         if offset < 0:
             raise ValueError(f"offset must be >= 0, got {offset}")
-        return map(_ENTRY, self._ordered.islice(offset))
+        return self._ordered.islice(offset)
 
     def position(self, key: str) -> int | None:
         item = self._items.get(key)
@@ -276,7 +268,7 @@ class FifoQueue(PendingQueue):
         self._entries[entry.key] = entry
         self._items[entry.key] = item
         self._where[entry.key] = where
-        self._ordered.add(item)
+        self._ordered.add(item, entry)
         if where is _Where.HEAP:
             self._heap.add(item)
         elif where is _Where.PARKED:

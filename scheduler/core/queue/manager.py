@@ -2,13 +2,16 @@
 
 A thin, deterministic coordinator: the scheduler decides which workloads are queued,
 which ClusterQueues are active and which form a tree to flush; the manager keeps every
-workload in at most one queue and iterates ClusterQueues in name order.
+workload in at most one queue and iterates ClusterQueues in name order. With a change
+feed attached (:meth:`QueueManager.record_to`) it records every call that can change a
+ClusterQueue's pending order, and the heads it pops (:mod:`scheduler.core.changes`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from scheduler.core.changes import ChangeFeed
 from scheduler.core.clock import Instant
 from scheduler.core.queue.interface import (
     PendingQueue,
@@ -31,6 +34,11 @@ class QueueManager:
         self._factories: dict[str, QueueFactory] = {}
         self._where: dict[str, str] = {}  # workload key -> ClusterQueue holding it
         self._lq_to_cq: dict[str, str] = {}  # "namespace/name" -> ClusterQueue
+        self._feed: ChangeFeed | None = None
+
+    def record_to(self, feed: ChangeFeed) -> None:
+        """Record from now on what changes in `feed`."""
+        self._feed = feed
 
     # -- ClusterQueues -----------------------------------------------------------------
     def set_cluster_queue(
@@ -49,6 +57,8 @@ class QueueManager:
         if ``plugin or settings.strategy`` does not resolve; the old queue then stays.
         """
         factory = resolve_queue_factory(plugin or settings.strategy)
+        if self._feed is not None:
+            self._feed.mark(name)
         old = self._queues.get(name)
         if old is not None and self._factories[name] is factory:
             old.update_settings(settings)
@@ -67,6 +77,8 @@ class QueueManager:
         self._factories.pop(name, None)
         if queue is None:
             return []
+        if self._feed is not None:
+            self._feed.mark(name)
         orphans = list(queue.listing())
         for entry in orphans:
             if self._where.get(entry.key) == name:
@@ -135,13 +147,19 @@ class QueueManager:
             self.delete(entry.key)
         queue.push(entry, now)
         self._where[entry.key] = cq
+        if self._feed is not None:
+            self._feed.touch(cq, entry.key)
 
     def delete(self, key: str) -> QueueEntry | None:
         cq = self._where.pop(key, None)
         if cq is None:
             return None
         queue = self._queues.get(cq)
-        return queue.delete(key) if queue is not None else None
+        if queue is None:
+            return None
+        if self._feed is not None:
+            self._feed.mark(cq)
+        return queue.delete(key)
 
     def requeue(
         self,
@@ -166,6 +184,8 @@ class QueueManager:
             return False
         queue.requeue(entry, reason, now, has_untried_flavors=has_untried_flavors)
         self._where[entry.key] = cq
+        if self._feed is not None:
+            self._feed.touch(cq, entry.key)
         return True
 
     def release_in_flight(self, cq: str, key: str) -> QueueEntry | None:
@@ -174,8 +194,11 @@ class QueueManager:
         if queue is None:
             return None
         entry = queue.release_in_flight(key)
-        if entry is not None and self._where.get(key) == cq:
-            del self._where[key]
+        if entry is not None:
+            if self._where.get(key) == cq:
+                del self._where[key]
+            if self._feed is not None:
+                self._feed.mark(cq)
         return entry
 
     # -- cycle -------------------------------------------------------------------------
@@ -188,6 +211,8 @@ class QueueManager:
             entry = self._queues[cq].pop(now)
             if entry is not None:
                 heads.append((cq, entry))
+                if self._feed is not None:
+                    self._feed.head(cq, entry.key)
         return heads
 
     def flush(

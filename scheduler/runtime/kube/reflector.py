@@ -17,13 +17,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
 from scheduler.runtime.kube.resources import Resource, object_key, resource_version
 from scheduler.runtime.kube.rest import Json, KubeError, KubeRest
+from scheduler.runtime.stepclock import TimeBox
 
 log = logging.getLogger(__name__)
 
@@ -107,23 +107,16 @@ class Reflector:
         old_cache, self.cache = self.cache, items
         # Nothing else of this resource runs until the dispatch is done (the watch
         # starts after it), so yielding between objects changes no order.
-        stretch = time.perf_counter()
-
-        async def breathe() -> None:
-            nonlocal stretch
-            if time.perf_counter() - stretch >= self.dispatch_budget:
-                await asyncio.sleep(0)
-                stretch = time.perf_counter()
-
+        box = TimeBox(self.dispatch_budget)
         for key, obj in items.items():
             old = old_cache.get(key)
             if old is None or resource_version(old) != resource_version(obj):
                 self._dispatch_upsert(obj, old)
-                await breathe()
+                await box.pause()
         for key, old in old_cache.items():
             if key not in items:
                 self._dispatch_delete(old)
-                await breathe()
+                await box.pause()
         self.synced = True
 
     # -- watching --------------------------------------------------------------------

@@ -30,10 +30,13 @@ from scheduler.runtime.kube.ratelimit import TokenBucket
 from scheduler.runtime.kube.resources import CLUSTER_QUEUES, LOCAL_QUEUES, WORKLOADS, Resource
 from scheduler.runtime.kube.rest import Json, KubeError, KubeRest
 from scheduler.runtime.kube.store import KubeStore
+from scheduler.runtime.stepclock import TimeBox
 
 log = logging.getLogger(__name__)
 
-SWEEP_SLICE = 500
+# The sweep compares rendered statuses in stretches of at most 3 ms, in batches of 32.
+SWEEP_BUDGET = 0.003
+SWEEP_BATCH = 32
 
 
 @dataclass(slots=True)
@@ -104,9 +107,10 @@ class WorkloadStatusWriter:
         while True:
             await asyncio.sleep(self.sweep_interval)
             keys = list(self.engine.scheduler.workloads)
-            for start in range(0, len(keys), SWEEP_SLICE):
-                self.enqueue(k for k in keys[start : start + SWEEP_SLICE] if self._differs(k))
-                await asyncio.sleep(0)
+            box = TimeBox(SWEEP_BUDGET)
+            for start in range(0, len(keys), SWEEP_BATCH):
+                self.enqueue(k for k in keys[start : start + SWEEP_BATCH] if self._differs(k))
+                await box.pause()
 
     async def _work(self) -> None:
         while True:

@@ -13,10 +13,10 @@ import pytest
 from scheduler.api import ApiError
 from scheduler.core.clock import MICROS_PER_SECOND, ManualClock, instant_from_datetime
 from scheduler.core.cycle import run_cycle
+from scheduler.core.metadata import deterministic_uid
 from scheduler.core.scheduler import Scheduler
 from scheduler.runtime.embedded import EmbeddedStore, RbacObject, find_configuration
 from scheduler.runtime.engine import Engine
-from scheduler.sim.runner import deterministic_uid
 from tests.unit.runtime.support import (
     KUEUE,
     cluster_queue,

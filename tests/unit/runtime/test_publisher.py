@@ -16,7 +16,6 @@ from scheduler.core.ingest import delete_object
 from scheduler.core.scheduler import Scheduler
 from scheduler.core.visibility import pending_workloads
 from scheduler.runtime import publisher as publisher_module
-from scheduler.runtime.changes import TrackingQueueManager, install_tracking
 from scheduler.runtime.collector import FreezePolicy
 from scheduler.runtime.publisher import SnapshotPublisher
 from scheduler.runtime.snapshot import build_view
@@ -68,7 +67,7 @@ def assert_agrees_with_core(s: Scheduler, publisher: SnapshotPublisher) -> None:
 async def test_publish_agrees_with_the_core_and_skips_unchanged() -> None:
     s = manual()
     publisher = SnapshotPublisher(s, slice_size=2)
-    assert isinstance(s.queues, TrackingQueueManager)
+    assert s.feed is not None  # the publisher follows the core's change feed
     two_queues(s)
     for i in range(5):
         cluster(s, workload("a" if i % 2 else "b", f"w{i}", "main", priority=i % 3))
@@ -161,20 +160,21 @@ async def test_local_queue_table_change_publishes_without_rebuilding() -> None:
     assert publisher.stats.views_built == built
 
 
-async def test_without_tracking_every_queue_is_compared() -> None:
+async def test_queues_made_before_the_publisher_are_published_then_followed() -> None:
     s = manual()
-    two_queues(s)  # queues exist before the publisher: tracking cannot be installed
-    assert install_tracking(s) is None
-    publisher = SnapshotPublisher(s)
+    two_queues(s)  # queues and workloads exist before the publisher follows the feed
     cluster(s, workload("a", "w0", "main", cpu="5"))
+    publisher = SnapshotPublisher(s)
     await publisher.publish()
     first = publisher.snapshot()
+    assert_agrees_with_core(s, publisher)
     cluster(s, workload("b", "x", "other"))
+    built = publisher.stats.views_built
     await publisher.publish()
     second = publisher.snapshot()
-    assert second.views["cq-1"] is first.views["cq-1"]  # compared, found equal, kept
+    assert second.views["cq-1"] is first.views["cq-1"]  # not named by the feed: kept
+    assert publisher.stats.views_built == built + 1  # cq-2 only
     assert_agrees_with_core(s, publisher)
-    assert publisher.stats.views_reused >= 1
 
 
 async def test_synced_flag_alone_publishes() -> None:

@@ -1,8 +1,9 @@
 from __future__ import annotations
 
+import asyncio
 import time
 
-from scheduler.runtime.stepclock import since, stamp
+from scheduler.runtime.stepclock import TimeBox, since, stamp
 
 
 def test_a_sleeping_stretch_costs_wall_time_but_no_cpu() -> None:
@@ -21,3 +22,40 @@ def test_a_busy_stretch_costs_cpu() -> None:
     wall, cpu = since(started)
     assert cpu >= 0.02
     assert wall >= cpu - 0.001
+
+
+async def _count_turns(box: TimeBox, pauses: int) -> int:
+    """How many turns another task got while a loop paused `pauses` times."""
+    turns = 0
+
+    async def other() -> None:
+        nonlocal turns
+        while True:
+            turns += 1
+            await asyncio.sleep(0)
+
+    task = asyncio.create_task(other())
+    await asyncio.sleep(0)  # let it start
+    started = turns
+    for _ in range(pauses):
+        await box.pause()
+    task.cancel()
+    return turns - started
+
+
+async def test_a_spent_box_yields_at_every_pause_and_measures_each_stretch() -> None:
+    box = TimeBox(0.0)
+    assert box.spent()
+    assert await _count_turns(box, 5) == 5
+    wall, cpu = box.end()
+    assert box.max >= wall >= 0 and box.max_cpu >= cpu >= 0
+
+
+async def test_a_box_with_budget_left_keeps_the_stretch() -> None:
+    box = TimeBox(3600.0)
+    assert not box.spent()
+    assert box.spent(ahead=3600.0)  # the work announced would use it up
+    assert await _count_turns(box, 5) == 0
+    before = box.started
+    await box.yield_()
+    assert box.started != before

@@ -1,15 +1,15 @@
-"""Why pending: the blockers of the core's QuotaReserved=False messages."""
+"""Why pending: the blockers the core recorded with its QuotaReserved=False condition."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from scheduler.core.blockers import Blocker
 from scheduler.core.clock import ManualClock, instant_from_datetime
 from scheduler.core.cycle import run_cycle
 from scheduler.core.scheduler import Scheduler
 from scheduler.runtime.capture import EntryCache, capture_quota, capture_snapshot
-from scheduler.runtime.snapshot import Blocker
-from scheduler.runtime.why import blockers
+from scheduler.runtime.why import why_pending
 from tests.unit.runtime.support import (
     cluster,
     cluster_queue,
@@ -22,68 +22,77 @@ from tests.unit.runtime.support import (
 START = instant_from_datetime(datetime(2026, 1, 1, tzinfo=UTC))
 
 
-def test_quota_shortfall_names_flavor_resource_and_amount() -> None:
-    message = (
-        "couldn't assign flavors to pod set main: insufficient unused quota for cpu in "
-        "flavor on-demand, 2500m more needed, insufficient unused quota for memory in "
-        "flavor spot, 1Gi more needed"
+def test_quota_shortfall_names_flavor_resource_and_amounts() -> None:
+    s = Scheduler(ManualClock(START))
+    cluster(
+        s,
+        namespace("team"),
+        flavor(),
+        cluster_queue("cq", "4"),
+        local_queue("team", "main", "cq"),
+        workload("team", "first", "main", "2500m", priority=1),
+        workload("team", "second", "main", "3"),
     )
-    assert blockers(message) == (
+    assert run_cycle(s).admitted == ["team/first"]
+    run_cycle(s)
+    why = why_pending(s.workloads["team/second"])
+    assert why is not None and why.reason == "Pending"
+    assert why.message == (
+        "couldn't assign flavors to pod set main: insufficient unused quota for cpu in "
+        "flavor default, 1500m more needed"
+    )
+    assert why.blockers == (
         Blocker(
             "Quota",
-            "insufficient unused quota for cpu in flavor on-demand, 2500m more needed",
-            "on-demand",
+            "insufficient unused quota for cpu in flavor default, 1500m more needed",
+            "default",
             "cpu",
-            "2500m",
-        ),
-        Blocker(
-            "Quota",
-            "insufficient unused quota for memory in flavor spot, 1Gi more needed",
-            "spot",
-            "memory",
-            "1Gi",
+            "1500m",
+            requested=3000,
+            available=1500,
         ),
     )
 
 
-def test_capacity_taint_affinity_and_missing_flavor() -> None:
-    message = (
-        "couldn't assign flavors to pod set main: flavor gone not found, "
-        "flavor arm doesn't match node affinity, untolerated taint "
-        "{gpu=true:NoSchedule} in flavor a100, insufficient quota for cpu in flavor x86, "
-        "previously considered podsets requests (0) + current podset request (64) > "
-        "maximum capacity (32); couldn't assign flavors to pod set side: insufficient "
-        "unused quota for cpu in flavor x86, 1 more needed"
+def test_a_policy_blocks_as_a_whole() -> None:
+    s = Scheduler(ManualClock(START))
+    stopped = cluster_queue("cq", "4")
+    stopped["spec"]["stopPolicy"] = "Hold"
+    cluster(
+        s,
+        namespace("team"),
+        flavor(),
+        stopped,
+        local_queue("team", "main", "cq"),
+        workload("team", "w", "main"),
     )
-    found = blockers(message)
-    assert [(b.kind, b.flavor, b.resource, b.amount) for b in found] == [
-        ("FlavorNotFound", "gone", "", ""),
-        ("NodeAffinity", "arm", "", ""),
-        ("Taint", "a100", "", ""),
-        ("Capacity", "x86", "cpu", "32"),
-        ("Quota", "x86", "cpu", "1"),
-    ]
+    why = why_pending(s.workloads["team/w"])
+    assert why is not None and why.reason == "Inadmissible"
+    assert why.blockers == (Blocker("Policy", "ClusterQueue cq is inactive"),)
 
 
-def test_policies_and_preemption() -> None:
-    assert blockers("ClusterQueue cq is inactive") == (
-        Blocker("Policy", "ClusterQueue cq is inactive"),
-    )
-    assert [b.kind for b in blockers("Workload namespace doesn't match ClusterQueue selector")] == [
-        "Policy"
-    ]
-    waiting = "waiting for all admitted workloads to be in PodsReady condition"
-    assert blockers(waiting) == (Blocker("Policy", waiting),)
-    preempting = (
-        "couldn't assign flavors to pod set main: insufficient unused quota for cpu in "
-        "flavor default, 1 more needed. Pending the preemption of 2 workload(s)"
-    )
-    assert [(b.kind, b.message) for b in blockers(preempting)] == [
-        ("Quota", "insufficient unused quota for cpu in flavor default, 1 more needed"),
-        ("Preemption", "Pending the preemption of 2 workload(s)"),
-    ]
-    assert blockers("") == ()
-    assert blockers("something new") == (Blocker("Other", "something new"),)
+def test_a_condition_the_core_did_not_set_is_one_other_blocker() -> None:
+    s = Scheduler(ManualClock(START))
+    written = workload("team", "w", "main")
+    message = "couldn't assign flavors to pod set main: written by another replica"
+    written["status"] = {
+        "conditions": [
+            {
+                "type": "QuotaReserved",
+                "status": "False",
+                "reason": "Pending",
+                "message": message,
+                "lastTransitionTime": "2026-01-01T00:00:00Z",
+            }
+        ]
+    }
+    cluster(s, namespace("team"), flavor(), cluster_queue("cq", "0"))
+    cluster(s, local_queue("team", "main", "cq"), written)
+    why = why_pending(s.workloads["team/w"])
+    assert why is not None and why.blockers == (Blocker("Other", message),)
+    run_cycle(s)  # the core tries it: its own blockers replace the stand-in
+    why = why_pending(s.workloads["team/w"])
+    assert why is not None and [b.kind for b in why.blockers] == ["Capacity"]
 
 
 def test_entries_carry_the_condition_of_a_real_cycle() -> None:
@@ -111,6 +120,7 @@ def test_entries_carry_the_condition_of_a_real_cycle() -> None:
     assert [(b.kind, b.flavor, b.resource, b.amount) for b in why.blockers] == [
         ("Capacity", "default", "cpu", "1")
     ]
+    assert (why.blockers[0].requested, why.blockers[0].available) == (2000, 1000)
 
 
 def test_quota_capture_reads_the_tree() -> None:

@@ -623,7 +623,7 @@ def test_ordered_runs_are_the_listing_and_a_change_rewrites_one_run() -> None:
         q.push(entry(f"w{i:05d}", ts=i), now=0)
     runs = q.ordered_runs()
     assert len(runs) > 2
-    assert [item[2] for run in runs for item in run] == list(q.listing())
+    assert [e for run in runs for e in run] == list(q.listing())
     copies = [list(run) for run in runs]
     q.push(entry("late", ts=10_000), now=0)  # the newest: lands in the last run
     after = q.ordered_runs()
@@ -632,11 +632,11 @@ def test_ordered_runs_are_the_listing_and_a_change_rewrites_one_run() -> None:
         for a, b in zip(after, copies, strict=False)
     ]
     assert same[:-1] == [True] * (len(same) - 1) and not same[-1]
-    assert [item[2] for run in after for item in run] == list(q.listing())
+    assert [e for run in after for e in run] == list(q.listing())
 
 
 def _item_ids(q: FifoQueue) -> list[int]:
-    return [id(item) for run in q.ordered_runs() for item in run]
+    return [id(e) for run in q.ordered_runs() for e in run]
 
 
 def test_pop_requeue_and_flush_of_the_same_entry_keep_its_item_in_place() -> None:

@@ -93,5 +93,24 @@ async def test_lifespan_scopes_reach_the_framework() -> None:
     assert sent == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
 
 
+async def test_lifespan_shutdown_forgets_what_was_rendered() -> None:
+    app = app_for()
+    server = app.state.visibility_server
+    assert (await get(app, f"{V2}/clusterqueues/cq-a/pendingworkloads")).status_code == 200
+    assert (len(server.memo.chunks), len(server.memo.views)) == (1, 1)
+    messages = [{"type": "lifespan.startup"}, {"type": "lifespan.shutdown"}]
+
+    async def receive() -> dict[str, str]:
+        return messages.pop(0)
+
+    async def send(message: object) -> None:
+        pass
+
+    await app({"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}, receive, send)
+    assert (len(server.memo.chunks), len(server.memo.views)) == (0, 0)
+    # Still answers (a server that is stopping may get one more request).
+    assert (await get(app, f"{V2}/clusterqueues/cq-a/pendingworkloads")).status_code == 200
+
+
 async def test_admin_is_allowed_everything_known() -> None:
     assert (await get(app_for(), "/metrics", ADMIN)).status_code == 200

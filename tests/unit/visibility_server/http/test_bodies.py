@@ -29,7 +29,7 @@ TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
 
 
 def test_the_least_recently_used_body_goes_first() -> None:
-    cache = BodyCache(max_entries=2)
+    cache = BodyCache(max_bytes=2, entry_overhead=0)
     cache.put("a", b"1")
     cache.put("b", b"2")
     assert cache.get("a") == b"1"  # now b is the oldest
@@ -39,16 +39,26 @@ def test_the_least_recently_used_body_goes_first() -> None:
 
 
 def test_bodies_are_bounded_by_bytes_and_an_oversized_body_is_not_kept() -> None:
-    cache = BodyCache(max_bytes=10)
+    cache = BodyCache(max_bytes=10, entry_overhead=0)
     cache.put("a", b"12345")
     cache.put("b", b"1234")
     cache.put("c", b"123")  # 12 bytes: a goes
     assert (cache.get("a"), cache.get("b"), cache.get("c")) == (None, b"1234", b"123")
-    assert cache.size_bytes == 7
+    assert cache.currsize == 7
     cache.put("d", b"x" * 11)
-    assert cache.get("d") is None and cache.size_bytes == 7
+    assert cache.get("d") is None and cache.currsize == 7
     cache.put("b", b"12")  # replacing an entry counts its new size only
-    assert cache.size_bytes == 5
+    assert cache.currsize == 5
+
+
+def test_every_entry_weighs_its_key_too() -> None:
+    """Many tiny bodies are bounded as well: each costs the overhead on top of its bytes."""
+    cache = BodyCache(max_bytes=3 * 100, entry_overhead=100)
+    for key in "abcd":
+        cache.put(key, b"")
+    assert len(cache) == 3 and cache.get("a") is None
+    cache.put("e", b"x" * 201)  # 301 with its overhead: more than the whole cache
+    assert cache.get("e") is None and len(cache) == 3
 
 
 @pytest.fixture

@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.visibility_server.http.support import ADMIN, V2, G, app_for, call_raw, client, get
+from tests.unit.visibility_server.http.support import (
+    ADMIN,
+    ADMIN_RAW,
+    V2,
+    G,
+    app_for,
+    call_raw,
+    client,
+    get,
+)
 from visibility_server.http.credentials import bearer_token, request_credentials
-from visibility_server.http.routes import Kind, Router
-
-ROUTER = Router(("v1beta2", "v1beta1"), pendingposition=True)
 
 PROBES = [
     "/",
@@ -112,23 +118,26 @@ async def test_names_are_percent_decoded_and_not_validated() -> None:
     assert (await get(app, f"{V2}/clusterqueues/a%2Fb/pendingworkloads")).status_code == 404
 
 
-def test_router_table() -> None:
-    match = ROUTER.match
-    assert match(f"{V2}/clusterqueues/x/pendingworkloads") == (
-        match(f"{V2}/clusterqueues/x/pendingworkloads")
-    )
-    route = match(f"{V2}/namespaces/ns/localqueues/q/pendingworkloads")
-    assert route is not None and route.kind is Kind.LOCAL_QUEUE
-    assert (route.version, route.namespace, route.name) == ("v1beta2", "ns", "q")
-    route = match("/readyz/informer-sync")
-    assert route is not None and (route.name, route.check) == ("readyz", "informer-sync")
-    assert match("") is None and match("*") is None
-    assert (
-        Router(("v1beta2",), pendingposition=False).match(
-            f"{V2}/namespaces/n/workloads/w/pendingposition"
-        )
-        is None
-    )
+async def test_route_table() -> None:
+    """Each path reaches its route with its parameters and metric labels; nothing else."""
+    app = app_for()
+    r = await get(app, f"{V2}/namespaces/team-a/localqueues/lq-a/pendingworkloads")
+    assert r.status_code == 200
+    assert [i["metadata"]["name"] for i in r.json()["items"]] == ["a-high", "a-low"]
+    r = await get(app, "/readyz/informer-sync?verbose")
+    assert r.text == "[+]informer-sync ok\nreadyz check passed\n"
+    # Paths match whole: not a prefix, not up to a final newline.
+    for path in ("", "*", "/healthz\n", "/healthz%0A", "/metrics\n", f"{V2}\n", "/dashboard%0A"):
+        raw = await call_raw(app, path, ADMIN_RAW)
+        assert raw.status == 404, path
+        assert b"the server could not find the requested resource" in raw.body
+    metrics = (await get(app, "/metrics")).text
+    counter = "queuescope_visibility_requests_total"
+    assert f'{counter}{{code="200",endpoint="localqueue",version="v1beta2"}} 1.0' in metrics
+    assert f'{counter}{{code="404",endpoint="unknown",version=""}} 7.0' in metrics
+    without = app_for(extensions=frozenset({"longpoll"}))
+    path = f"{V2}/namespaces/team-a/workloads/a-low/pendingposition"
+    assert (await get(without, path)).status_code == 404
 
 
 @pytest.mark.parametrize(

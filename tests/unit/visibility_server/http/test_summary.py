@@ -2,26 +2,38 @@
 
 from __future__ import annotations
 
+import gc
 import json
+from types import MappingProxyType
 from typing import Any
 
 import orjson
 import pytest
+from fastapi import FastAPI
 
 from scheduler.core.workload import OwnerRef
-from scheduler.runtime.snapshot import ClusterQueueView, PendingEntry
+from scheduler.runtime.snapshot import (
+    ClusterQueueView,
+    PendingEntry,
+    Snapshot,
+    ViewAssembly,
+    ViewBuilder,
+    ViewChunk,
+)
 from tests.unit.visibility_server.http.support import (
     ADMIN,
     SECOND,
     T0,
     V1,
     V2,
+    Holder,
     app_for,
     entry,
     example_snapshot,
     get,
     make_snapshot,
 )
+from visibility_server.http.memo import RenderMemo
 from visibility_server.http.render import fragments, item_fragment, rfc3339_seconds
 
 CQ = f"{V2}/clusterqueues/cq-a/pendingworkloads"
@@ -235,41 +247,78 @@ async def test_empty_cluster_queue_and_idle_local_queue() -> None:
     assert (await get(app, lq("lq-idle"))).json()["items"] == []
 
 
-def _memoized(view: ClusterQueueView) -> list[int]:
-    return [i for i, entry in enumerate(view.entries) if entry.json_head is not None]
+def _memo(app: FastAPI) -> RenderMemo:
+    memo = app.state.visibility_server.memo
+    assert isinstance(memo, RenderMemo)
+    return memo
 
 
-async def test_items_are_memoized_on_their_entries() -> None:
+def _memoized(memo: RenderMemo, view: ClusterQueueView) -> list[int]:
+    return [i for i in range(len(view)) if memo.head(view, i) is not None]
+
+
+async def test_items_are_memoized_by_their_chunks() -> None:
     snap = example_snapshot()
     app = app_for(snap)
+    memo = _memo(app)
     first = await get(app, CQ + "?limit=2")
     view = snap.views["cq-a"]
-    assert _memoized(view) == [0, 1]
-    head = view.entries[0].json_head
+    assert _memoized(memo, view) == [0, 1]
+    head = memo.head(view, 0)
     assert head is not None and head.startswith(b'{"metadata":{"name":"a-high"')
     assert head.endswith(b',"positionInClusterQueue":')
-    assert sorted(view.rendered) == [0, 1]
+    assert sorted(memo.fragments_of(view)) == [0, 1]
     # The LocalQueue endpoint reuses the same fragments and heads (lq-a: indexes 0 and 2).
     second = await get(app, lq("lq-a"))
-    assert _memoized(view) == [0, 1, 2]
-    assert sorted(view.rendered) == [0, 1, 2]
-    assert view.entries[0].json_head is head
+    assert _memoized(memo, view) == [0, 1, 2]
+    assert sorted(memo.fragments_of(view)) == [0, 1, 2]
+    assert memo.head(view, 0) is head
     assert first.json()["items"][0] == second.json()["items"][0]
 
 
-async def test_a_new_snapshot_reuses_the_heads_of_unchanged_entries() -> None:
-    """Positions move with every publish; an entry's rendering does not."""
+def _published(view: ClusterQueueView, generation: int) -> Snapshot:
+    return Snapshot(
+        generation=generation,
+        synced=True,
+        views=MappingProxyType({view.name: view}),
+        local_queues=MappingProxyType({("ns", "lq"): view.name}),
+        workloads=MappingProxyType({e.key: view.name for e in view.entries}),
+    )
+
+
+async def test_a_publish_reuses_the_heads_of_unchanged_chunks() -> None:
+    """Positions move with every publish; the rendering of an unchanged chunk does not."""
     entries = _many(5)
-    app = app_for(make_snapshot({"cq-a": entries}))
+    before = ViewBuilder("cq-a", entries, chunk=2).view  # chunks: 0-1, 2-3, 4
+    holder = Holder(_published(before, 1))
+    app = app_for(holder)
+    memo = _memo(app)
     await get(app, CQ)
-    heads = [e.json_head for e in entries]
+    heads = [memo.head(before, i) for i in range(5)]
     assert all(h is not None for h in heads)
-    # The head of the queue leaves: every other item moves up one position.
-    moved = make_snapshot({"cq-a": entries[1:]})
-    body = (await get(app_for(moved), CQ)).json()
-    assert [e.json_head for e in entries[1:]] == heads[1:]
+    # The head of the queue leaves: its chunk is rebuilt, the other two are shared.
+    chunks = [ViewChunk(entries[1:2], 0), *before.chunks[1:]]
+    after = ViewAssembly("cq-a", chunks, before.cells).view
+    holder.current = _published(after, 2)
+    body = (await get(app, CQ)).json()
+    assert [memo.head(after, i) for i in range(1, 4)] == heads[2:]
+    assert all(memo.head(after, i) is heads[i + 1] for i in range(1, 4))
     assert [i["positionInClusterQueue"] for i in body["items"]] == [0, 1, 2, 3]
-    assert body["items"][0]["metadata"]["name"] == entries[1].name
+    assert [i["metadata"]["name"] for i in body["items"]] == [e.name for e in entries[1:]]
+
+
+async def test_memos_go_with_the_objects_they_describe() -> None:
+    """Runtime objects are never written to; the server forgets what the runtime drops."""
+    holder = Holder(make_snapshot({"cq-a": _many(3)}))
+    app = app_for(holder)
+    memo = _memo(app)
+    await get(app, CQ)
+    assert (len(memo.chunks), len(memo.views)) == (1, 1)
+    holder.current = make_snapshot({"cq-a": _many(2)}, generation=2)
+    gc.collect()
+    assert (len(memo.chunks), len(memo.views)) == (0, 0)
+    await get(app, CQ)
+    assert (len(memo.chunks), len(memo.views)) == (1, 1)
 
 
 async def test_large_page_streams_the_same_bytes() -> None:
@@ -298,7 +347,7 @@ async def test_pages_do_not_touch_the_whole_view() -> None:
     snap = make_snapshot({"cq-a": _many(50_000)})
     app = app_for(snap)
     await get(app, CQ + "?offset=40000&limit=10", ADMIN)
-    assert _memoized(snap.views["cq-a"]) == list(range(40_000, 40_010))
+    assert _memoized(_memo(app), snap.views["cq-a"]) == list(range(40_000, 40_010))
 
 
 @pytest.mark.parametrize(
@@ -322,11 +371,14 @@ def test_creation_timestamp_rendering(micros: int, text: str) -> None:
 
 def test_a_view_memoizes_whole_fragments_by_index() -> None:
     view = make_snapshot({"cq-a": _many(10)}).views["cq-a"]
-    first = fragments(view, 2, 5)
-    assert sorted(view.rendered) == [2, 3, 4]
+    memo = RenderMemo()
+    first = fragments(memo, view, 2, 5)
+    assert sorted(memo.fragments_of(view)) == [2, 3, 4]
     assert first[0].endswith(b'"positionInClusterQueue":2,"positionInLocalQueue":2}')
-    view.rendered[3] = b"memo"  # proves the next call reads the memo, not the entry
-    again = fragments(view, 1, 6)
+    memo.fragments_of(view)[3] = b"memo"  # proves the next call reads the memo, not the entry
+    again = fragments(memo, view, 1, 6)
     assert again[2] == b"memo"
-    assert again[0] == item_fragment(view.item(1))
-    assert sorted(view.rendered) == [1, 2, 3, 4, 5]
+    assert again[0] == item_fragment(memo, view, view.item(1))
+    assert sorted(memo.fragments_of(view)) == [1, 2, 3, 4, 5]
+    other = make_snapshot({"cq-a": _many(10)}).views["cq-a"]
+    assert memo.fragments_of(other) == {}  # another view, even of equal content
