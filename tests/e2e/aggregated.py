@@ -302,9 +302,11 @@ class VisibilityServer:
         assert self.process is not None
         self.process.stop(signal.SIGKILL)
 
-    def stop(self) -> None:
+    def stop(self) -> int | None:
+        """SIGTERM, then SIGKILL if it has not exited in time; the exit code."""
         if self.process is not None:
-            self.process.stop()
+            return self.process.stop()
+        return None
 
     def check_alive(self) -> None:
         if self.process is not None:

@@ -14,7 +14,8 @@ written only when
   reason differ, or the message differs by more than its quantities ("3 more needed"
   becoming "5 more needed" is not news; another resource or flavor is), or
   `resourceRequests` differ; a different `lastTransitionTime` or
-  `observedGeneration` alone is never a reason to write; and
+  `observedGeneration` alone is never a reason to write, nor is a core that says less
+  than the server (a new leader whose cycles have not reached the workload yet); and
 * the workload is near the head: queued at a position below the window in its
   ClusterQueue, or not in any queue (inadmissible: nothing else would tell the user).
 
@@ -72,6 +73,17 @@ def _gist(condition: dict[str, Any] | None) -> tuple[str, str, str] | None:
     )
 
 
+def _news(desired: dict[str, Any], current: dict[str, Any]) -> bool:
+    """Whether the core's pending condition or resourceRequests tell a reader something
+    the server's copy does not. A core that says less than the server (a new leader
+    whose cycles have not looked at the workload yet) is no reason to erase it."""
+    mine = _pending_condition(desired)
+    requests = desired.get("resourceRequests")
+    if mine is not None and _gist(mine) != _gist(_pending_condition(current)):
+        return True
+    return requests is not None and requests != current.get("resourceRequests")
+
+
 @dataclass(frozen=True, slots=True)
 class Verdict:
     """What to do with one workload's difference."""
@@ -93,10 +105,7 @@ def judge(desired: Any, current: Any, position: int | None, window: int) -> Verd
         return NOTHING
     if _without_pending(d) != _without_pending(c):
         return DECIDE
-    material = _gist(_pending_condition(d)) != _gist(_pending_condition(c)) or (
-        d.get("resourceRequests") != c.get("resourceRequests")
-    )
-    if not material:
+    if not _news(d, c):
         return Verdict(write=False, pending_only=True)
     if position is not None and position >= window:
         return Verdict(write=False, pending_only=True, deferred=True)

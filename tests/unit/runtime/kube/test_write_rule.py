@@ -80,3 +80,12 @@ def test_decisions_are_written_whatever_the_position() -> None:
     assert judge(evicted, pending(NEEDED), 10_000, WINDOW).write
     # Losing a reservation: the server still says QuotaReserved=True.
     assert judge(pending(NEEDED), admitted, 10_000, WINDOW).write
+
+
+def test_a_core_that_says_less_than_the_server_erases_nothing() -> None:
+    # A new leader rebuilt from the server: its cycles have not reached the workload
+    # yet, so it has the condition (from the server) but no resourceRequests.
+    bare = pending(NEEDED)
+    del bare["resourceRequests"]
+    assert not judge(bare, pending(NEEDED), 0, WINDOW).write
+    assert not judge({}, pending(NEEDED), 0, WINDOW).write
