@@ -92,11 +92,20 @@ def _start(server: ClusterModeServer, admin: Admin, timeout: float) -> Start:
         watch.close()
 
 
-def _sigterm(server: ClusterModeServer) -> tuple[float, int | None]:
-    """Seconds from SIGTERM to exit, and the exit code (negative: killed)."""
+def _sigterm(server: ClusterModeServer) -> tuple[float, int | None, str]:
+    """Seconds from SIGTERM to exit, the exit code (negative: killed), and the server's
+    own account of its shutdown steps (seconds since SIGTERM at the end of each)."""
     started = time.monotonic()
     code = server.stop()
-    return time.monotonic() - started, code
+    took = time.monotonic() - started
+    steps: list[str] = []
+    for line in (server.root / "serve.log").read_text(errors="replace").splitlines():
+        if "event=shutdown-start" in line:
+            steps = []
+        elif "event=shutdown-step" in line:
+            fields = dict(f.split("=", 1) for f in line.split() if "=" in f)
+            steps.append(f"{fields.get('step')} {fields.get('elapsed')}")
+    return took, code, ", ".join(steps)
 
 
 def cluster_sync(args: argparse.Namespace) -> Result:
@@ -133,7 +142,7 @@ def cluster_sync(args: argparse.Namespace) -> Result:
             create_seconds = create_workloads(admin, NS, LQ, args.workloads)
 
             first = _start(server, admin, quiet_timeout)
-            first_exit, first_code = _sigterm(server)
+            first_exit, first_code, first_steps = _sigterm(server)
             again = _start(server, admin, quiet_timeout)
 
             watch = WorkloadWatch(admin, NS)
@@ -153,7 +162,7 @@ def cluster_sync(args: argparse.Namespace) -> Result:
             admit_seconds = watch.last_admitted_at - changed
             admission_writes = watch.count()
             watch.close()
-            last_exit, last_code = _sigterm(server)
+            last_exit, last_code, last_steps = _sigterm(server)
             server = None
         finally:
             if server is not None:
@@ -207,7 +216,10 @@ def cluster_sync(args: argparse.Namespace) -> Result:
             "the time to admission is measured from the quota change to the watch event "
             "of the last Workload whose Admitted condition is in the API. Writes are "
             "counted from one watch on the Workloads (one event per write). SIGTERM to "
-            "exit includes the 5 s the server keeps answering so endpoints drop the pod."
+            "exit includes the 5 s the server keeps answering so endpoints drop the pod.",
+            f"Shutdown steps, pending only (since SIGTERM): {first_steps}; "
+            f"with {args.admit:,} admitted: {last_steps}; the rest to exit is the "
+            "interpreter's own teardown.",
         ],
         figures={
             "ready_seconds": first.ready,

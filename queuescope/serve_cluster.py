@@ -67,6 +67,7 @@ NAMESPACE = "queuescope-system"
 SERVICE = "queuescope-visibility"
 LEASE_NAME = "queuescope-controller-leader"
 SHUTDOWN_GRACE = 5.0
+DRAIN_SECONDS = 5.0  # uvicorn's wait for open requests at shutdown (docs/operations.md)
 
 
 def _env(name: str, default: str) -> str:
@@ -383,6 +384,9 @@ async def run_cluster(
         service=SERVICE,
     )
     server = build_server(app, listener, host, port)
+    # By the drain the endpoints have dropped this pod (SHUTDOWN_GRACE): what is still
+    # open is long-polls, which clients re-issue elsewhere, and a few slow requests.
+    server.config.timeout_graceful_shutdown = int(DRAIN_SECONDS)
 
     tasks: list[asyncio.Task[Any]] = [
         asyncio.create_task(engine.run(), name="engine"),
