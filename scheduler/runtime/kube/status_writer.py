@@ -25,6 +25,7 @@ import asyncio
 import heapq
 import itertools
 import logging
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -40,7 +41,7 @@ from scheduler.runtime.kube.write_rule import DECIDE, DECISION, NOTHING, Verdict
 
 log = logging.getLogger(__name__)
 
-SWEEP_SLICE = 500
+PLAN_BUDGET = 0.003  # seconds of judging between two yields to the loop
 PENDING_WINDOW = 100
 
 
@@ -150,19 +151,20 @@ class WorkloadStatusWriter:
         return rank
 
     async def _plan(self, keys: list[str]) -> None:
-        """Enqueue many keys in slices, yielding between them: judging a key renders
-        its status, and a start can name 100k at once."""
-        left = len(keys)
-        self._planning += left
+        """Judge and enqueue many keys in time-boxed stretches, yielding between them:
+        judging a key renders its status, and a start can name 100k at once."""
+        done = 0
+        self._planning += len(keys)
         try:
-            for start in range(0, len(keys), SWEEP_SLICE):
-                chunk = keys[start : start + SWEEP_SLICE]
-                self.enqueue(chunk)
-                self._planning -= len(chunk)
-                left -= len(chunk)
+            while done < len(keys):
+                started = time.perf_counter()
+                while done < len(keys) and time.perf_counter() - started < PLAN_BUDGET:
+                    self.enqueue((keys[done],))
+                    done += 1
+                    self._planning -= 1
                 await asyncio.sleep(0)
         finally:
-            self._planning -= left
+            self._planning -= len(keys) - done
 
     # -- the tasks ------------------------------------------------------------------
     async def run(self) -> None:
@@ -175,7 +177,7 @@ class WorkloadStatusWriter:
 
     async def _feed(self) -> None:
         while True:
-            keys = sorted(self.engine.take_touched())
+            keys = list(self.engine.take_touched())
             if keys:
                 await self._plan(keys)
             else:
