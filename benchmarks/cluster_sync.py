@@ -127,6 +127,7 @@ def cluster_sync(args: argparse.Namespace) -> Result:
                 plane,
                 root / "server",
                 leader_elect=True,
+                ready_seconds=max(60.0, args.workloads / 500),
                 extra_args=[
                     "--kube-api-qps",
                     str(args.qps),
