@@ -113,7 +113,9 @@ class ClusterRuntime:
             asyncio.create_task(self.queue_writer.run(), name="queue-status"),
         ]
 
-    async def _stop_leading(self) -> None:
+    async def _stop_leading(self, *, follow: bool = True) -> None:
+        """Cancel the leader's tasks; with `follow` (the process goes on as a follower)
+        take the server's status again where the core's differs."""
         if not self._leader_tasks:
             return
         log.info("event=leading-stop")
@@ -130,6 +132,9 @@ class ClusterRuntime:
         self.store.set_leading(False)
         if pending:
             raise LeadershipLost(f"{len(pending)} writer task(s) did not stop within 5 s")
+        if follow:
+            taken = await self.store.take_server_status()
+            log.info("event=following workloads-retaken=%d", taken)
 
     async def shutdown(self) -> None:
         """Stop campaigning, stop writing (in-flight writes are cancelled: each is one
@@ -143,7 +148,9 @@ class ClusterRuntime:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._campaign
         try:
-            await self._stop_leading()
+            # No re-reading of the server's status: the process is about to exit, and
+            # the next leader derives everything from what the server holds.
+            await self._stop_leading(follow=False)
         finally:
             if self.elector is not None:
                 await self.elector.release()

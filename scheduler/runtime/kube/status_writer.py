@@ -158,7 +158,10 @@ class WorkloadStatusWriter:
         try:
             while done < len(keys):
                 started = time.perf_counter()
-                while done < len(keys) and time.perf_counter() - started < PLAN_BUDGET:
+                first = done  # at least one key per stretch
+                while done < len(keys) and (
+                    done == first or time.perf_counter() - started < PLAN_BUDGET
+                ):
                     self.enqueue((keys[done],))
                     done += 1
                     self._planning -= 1
