@@ -107,9 +107,12 @@ def test_restart_and_failover_over_10k_workloads_write_nothing_stored(
         heads = pending_names(first, 0, PENDING_WINDOW)
         assert len(heads) == PENDING_WINDOW
         assert watch.written <= set(heads)
-        metrics = server_metrics(first)
-        assert writes_made(metrics) == watch.count()
-        assert metrics['queuescope_workload_status_writes_total{result="deferred"}'] > 0
+        # The rest waited for the window (the server also writes the fixture's own
+        # Workloads in other namespaces, which this watch does not see).
+        deferred = server_metrics(first)[
+            'queuescope_workload_status_writes_total{result="deferred"}'
+        ]
+        assert deferred >= WORKLOADS - PENDING_WINDOW
         stored = resource_versions(admin, NS)
         assert len(stored) == WORKLOADS
 
