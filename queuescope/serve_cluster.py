@@ -94,6 +94,17 @@ def _duration(value: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a duration like 10s, got {value!r}") from None
 
 
+def _count(value: str) -> int:
+    """A whole number, zero or more."""
+    try:
+        number = int(value)
+    except ValueError:
+        number = -1
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {value!r}")
+    return number
+
+
 def add_cluster_flags(p: argparse.ArgumentParser) -> None:
     """The flags of cluster mode (cluster.md §3.5), each with a QUEUESCOPE_* twin."""
     g = p.add_argument_group("cluster mode")
@@ -174,8 +185,8 @@ def add_cluster_flags(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--pending-condition-window",
-        type=int,
-        default=int(_env("PENDING_CONDITION_WINDOW", str(PENDING_WINDOW))),
+        type=_count,
+        default=_count(_env("PENDING_CONDITION_WINDOW", str(PENDING_WINDOW))),
         metavar="N",
         help="a queued Workload's QuotaReserved=False condition is written only while it "
         "is among the first N of its ClusterQueue (docs/operations.md)",
