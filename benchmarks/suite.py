@@ -820,7 +820,8 @@ _LIST: Sequence[Benchmark] = (
     ),
     Benchmark(
         "cluster-sync",
-        "time to ready with 10k Workloads in a real kube-apiserver; admissions/s end to end",
+        "cluster mode on a real kube-apiserver: writes and time to quiet after a start and "
+        "a restart, SIGTERM to exit, admissions/s end to end",
         (
             Size("workloads", 10_000, 2_000, "Workloads in kube-apiserver before the start"),
             Size("admit", 2_000, 500, "admissions measured end to end"),

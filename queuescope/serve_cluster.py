@@ -6,9 +6,9 @@ and writers (the Lease holder), the delegated authentication and authorization
 start: the front-proxy CA must be known before the listener binds (§3.1), while the
 informers' first sync is awaited by `/readyz`, never by discovery.
 
-Shutdown (SIGTERM): `/readyz` fails at once, the server keeps answering for a short
-grace so endpoints drop the pod, the leader stops writing and releases its Lease,
-then uvicorn drains.
+Shutdown (SIGTERM): `/readyz` fails at once, the leader stops writing and releases
+its Lease, the server keeps answering reads for a short grace so endpoints drop the
+pod, then uvicorn drains.
 """
 
 from __future__ import annotations
@@ -19,11 +19,15 @@ import gc
 import logging
 import os
 import socket
+import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Gauge
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 from queuescope.kubeclient import ClusterClients
 from queuescope.lifecycle import ChangeNotifier, drain, run_until_stopped
@@ -36,6 +40,7 @@ from scheduler.runtime.engine import Engine
 from scheduler.runtime.kube.cluster import ClusterRuntime
 from scheduler.runtime.kube.leader import LeaderElector, new_identity
 from scheduler.runtime.kube.rest import KubeRest
+from scheduler.runtime.kube.status_writer import PENDING_WINDOW
 from visibility_server.authn.config import (
     DEFAULT_EXTRA_HEADERS_PREFIXES,
     DEFAULT_GROUP_HEADERS,
@@ -62,6 +67,7 @@ NAMESPACE = "queuescope-system"
 SERVICE = "queuescope-visibility"
 LEASE_NAME = "queuescope-controller-leader"
 SHUTDOWN_GRACE = 5.0
+DRAIN_SECONDS = 5.0  # uvicorn's wait for open requests at shutdown (docs/operations.md)
 
 
 def _env(name: str, default: str) -> str:
@@ -86,6 +92,17 @@ def _duration(value: str) -> float:
         return float(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a duration like 10s, got {value!r}") from None
+
+
+def _count(value: str) -> int:
+    """A whole number, zero or more."""
+    try:
+        number = int(value)
+    except ValueError:
+        number = -1
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {value!r}")
+    return number
 
 
 def add_cluster_flags(p: argparse.ArgumentParser) -> None:
@@ -167,10 +184,56 @@ def add_cluster_flags(p: argparse.ArgumentParser) -> None:
         help="how often queue status is written (default: the configuration's updateInterval)",
     )
     g.add_argument(
+        "--pending-condition-window",
+        type=_count,
+        default=_count(_env("PENDING_CONDITION_WINDOW", str(PENDING_WINDOW))),
+        metavar="N",
+        help="a queued Workload's QuotaReserved=False condition is written only while it "
+        "is among the first N of its ClusterQueue (docs/operations.md)",
+    )
+    g.add_argument(
         "--status-sweep-interval",
         type=_duration,
         default=_duration(_env("STATUS_SWEEP_INTERVAL", "60s")),
     )
+
+
+class WriterCollector(Collector):
+    """The Workload status writer's figures: what it wrote, skipped and deferred, and
+    whether anything is left to do (the e2e suite and `cluster-sync` wait for quiet)."""
+
+    def __init__(self, runtime: ClusterRuntime) -> None:
+        self.runtime = runtime
+
+    def collect(self) -> Iterator[Metric]:
+        writer = self.runtime.workload_writer
+        stats = writer.stats
+        counter = CounterMetricFamily(
+            "queuescope_workload_status_writes",
+            "Workload status differences by outcome: written, skipped (nothing a reader "
+            "would notice), deferred (a pending condition beyond the head window), "
+            "conflict, error",
+            labels=["result"],
+        )
+        for result, value in (
+            ("written", stats.writes),
+            ("skipped", stats.skipped),
+            ("deferred", stats.deferred),
+            ("conflict", stats.conflicts),
+            ("error", stats.errors),
+        ):
+            counter.add_metric([result], value)
+        yield counter
+        yield GaugeMetricFamily(
+            "queuescope_workload_status_backlog",
+            "Workload status writes queued or in flight, and touched Workloads not yet judged",
+            value=writer.backlog,
+        )
+        yield GaugeMetricFamily(
+            "queuescope_engine_idle",
+            "1 while the engine has nothing to apply and no cycle to run",
+            value=1.0 if self.runtime.engine.idle else 0.0,
+        )
 
 
 def _names(value: str, default: tuple[str, ...]) -> tuple[str, ...]:
@@ -297,7 +360,9 @@ async def run_cluster(
         burst=args.kube_api_burst,
         queue_status_interval=args.queue_status_interval,
         sweep_interval=args.status_sweep_interval,
+        pending_window=args.pending_condition_window,
     )
+    registry.register(WriterCollector(runtime))
     leader_gauge = Gauge(
         "queuescope_leader", "1 on the replica that holds the Lease", registry=registry
     )
@@ -330,6 +395,9 @@ async def run_cluster(
         service=SERVICE,
     )
     server = build_server(app, listener, host, port)
+    # By the drain the endpoints have dropped this pod (SHUTDOWN_GRACE): what is still
+    # open is long-polls, which clients re-issue elsewhere, and a few slow requests.
+    server.config.timeout_graceful_shutdown = int(DRAIN_SECONDS)
 
     tasks: list[asyncio.Task[Any]] = [
         asyncio.create_task(engine.run(), name="engine"),
@@ -354,21 +422,38 @@ async def run_cluster(
     )
     failed = await run_until_stopped(tasks)
     freezer.cancel()
-    # Not ready at once, keep serving briefly so endpoints drop this pod, then stop
-    # writing and hand the Lease over, then drain.
+    steps = ShutdownSteps()
+    # Not ready at once; stop writing and hand the Lease over at once (the other
+    # replica takes over while this one still answers reads), keep serving briefly so
+    # endpoints drop this pod, then drain (docs/operations.md, "Shutdown").
     stopping.set()
-    if not failed:
-        await asyncio.sleep(min(SHUTDOWN_GRACE, float(_env("SHUTDOWN_GRACE", str(SHUTDOWN_GRACE)))))
     exit_code = 1 if failed else 0
     try:
         await runtime.shutdown()
     except Exception as err:
         log.error("event=shutdown-failed error=%r", err)
         exit_code = 1
+    steps.done("lease-released")
+    if not failed:
+        await asyncio.sleep(min(SHUTDOWN_GRACE, float(_env("SHUTDOWN_GRACE", str(SHUTDOWN_GRACE)))))
+        steps.done("endpoint-grace")
     await drain(tasks, server, engine, failed)
+    steps.done("drained")
     await rest.close()
     await kube.close()
+    steps.done("clients-closed")
     return exit_code
+
+
+class ShutdownSteps:
+    """Logs how long each shutdown step took since SIGTERM (`event=shutdown-step`)."""
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+        log.info("event=shutdown-start")
+
+    def done(self, step: str) -> None:
+        log.info("event=shutdown-step step=%s elapsed=%.3fs", step, time.monotonic() - self.started)
 
 
 __all__ = ["add_cluster_flags", "delegated_auth", "run_cluster"]

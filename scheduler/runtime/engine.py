@@ -255,6 +255,11 @@ class Engine:
             self.apply_pending()
         await done
 
+    @property
+    def idle(self) -> bool:
+        """True while the running engine waits for work (see :meth:`wait_idle`)."""
+        return self._idle.is_set()
+
     async def wait_idle(self) -> None:
         """Wait until the running engine has applied everything and has nothing left
         to try (it then waits for a command or a deadline)."""

@@ -218,6 +218,7 @@ class VisibilityServer:
     root: Path
     port: int = field(default_factory=free_port)
     process: ManagedProcess | None = None
+    ready_seconds: float = SERVER_READY_SECONDS  # the initial sync of 100k objects takes longer
 
     @property
     def manifests(self) -> Path:
@@ -292,7 +293,7 @@ class VisibilityServer:
         self.process.start()
         wait_for(
             lambda: True if self.get_status("/readyz") == 200 else None,
-            timeout=SERVER_READY_SECONDS,
+            timeout=self.ready_seconds,
             what="queuescope serve /readyz",
             alive=self.check_alive,
         )
@@ -302,9 +303,11 @@ class VisibilityServer:
         assert self.process is not None
         self.process.stop(signal.SIGKILL)
 
-    def stop(self) -> None:
+    def stop(self) -> int | None:
+        """SIGTERM, then SIGKILL if it has not exited in time; the exit code."""
         if self.process is not None:
-            self.process.stop()
+            return self.process.stop()
+        return None
 
     def check_alive(self) -> None:
         if self.process is not None:

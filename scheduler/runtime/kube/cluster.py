@@ -20,7 +20,11 @@ from scheduler.runtime.kube.jobs import JobController
 from scheduler.runtime.kube.leader import LeaderElector
 from scheduler.runtime.kube.ratelimit import TokenBucket
 from scheduler.runtime.kube.rest import KubeRest
-from scheduler.runtime.kube.status_writer import QueueStatusWriter, WorkloadStatusWriter
+from scheduler.runtime.kube.status_writer import (
+    PENDING_WINDOW,
+    QueueStatusWriter,
+    WorkloadStatusWriter,
+)
 from scheduler.runtime.kube.store import KubeStore
 
 log = logging.getLogger(__name__)
@@ -44,6 +48,7 @@ class ClusterRuntime:
         burst: int = 100,
         queue_status_interval: float | None = None,
         sweep_interval: float = 60.0,
+        pending_window: int = PENDING_WINDOW,
     ) -> None:
         self.rest = rest
         self.engine = engine
@@ -53,12 +58,19 @@ class ClusterRuntime:
         self.limiter = TokenBucket(qps, burst)
         self.jobs = JobController(rest, engine, self.store, self.limiter)
         self.workload_writer = WorkloadStatusWriter(
-            rest, engine, self.store, self.limiter, sweep_interval=sweep_interval
+            rest,
+            engine,
+            self.store,
+            self.limiter,
+            sweep_interval=sweep_interval,
+            pending_window=pending_window,
         )
         self.queue_writer = QueueStatusWriter(
             rest, engine, self.store, self.limiter, interval=queue_status_interval
         )
         self._leader_tasks: list[asyncio.Task[Any]] = []
+        self._campaign: asyncio.Task[None] | None = None
+        self._closing = False
 
     @property
     def leading(self) -> bool:
@@ -68,7 +80,7 @@ class ClusterRuntime:
         async with asyncio.TaskGroup() as group:
             group.create_task(self.store.run(), name="kube-store")
             if self.elector is not None:
-                group.create_task(self.elector.run(), name="leader-election")
+                self._campaign = group.create_task(self.elector.run(), name="leader-election")
             group.create_task(self._follow_leadership(), name="leadership")
 
     async def _follow_leadership(self) -> None:
@@ -90,6 +102,8 @@ class ClusterRuntime:
             await self._stop_leading()
 
     def _start_leading(self) -> None:
+        if self._closing:
+            return
         log.info("event=leading-start")
         self.store.set_leading(True)
         self.engine.set_scheduling(True)
@@ -99,7 +113,9 @@ class ClusterRuntime:
             asyncio.create_task(self.queue_writer.run(), name="queue-status"),
         ]
 
-    async def _stop_leading(self) -> None:
+    async def _stop_leading(self, *, follow: bool = True) -> None:
+        """Cancel the leader's tasks; with `follow` (the process goes on as a follower)
+        take the server's status again where the core's differs."""
         if not self._leader_tasks:
             return
         log.info("event=leading-stop")
@@ -116,9 +132,25 @@ class ClusterRuntime:
         self.store.set_leading(False)
         if pending:
             raise LeadershipLost(f"{len(pending)} writer task(s) did not stop within 5 s")
+        if follow:
+            taken = await self.store.take_server_status()
+            log.info("event=following workloads-retaken=%d", taken)
 
     async def shutdown(self) -> None:
-        """Stop writing, then hand the Lease over."""
-        await self._stop_leading()
+        """Stop campaigning, stop writing (in-flight writes are cancelled: each is one
+        whole request the server applies or not, and the next leader re-derives from
+        what the server holds), then hand the Lease over. Never leads again."""
+        self._closing = True
         if self.elector is not None:
-            await self.elector.release()
+            self.elector.resigned = True
+        if self._campaign is not None:
+            self._campaign.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._campaign
+        try:
+            # No re-reading of the server's status: the process is about to exit, and
+            # the next leader derives everything from what the server holds.
+            await self._stop_leading(follow=False)
+        finally:
+            if self.elector is not None:
+                await self.elector.release()

@@ -66,6 +66,8 @@ class LeaderElector:
         self._observed: tuple[str, str, str] | None = None  # (holder, renewTime, rv)
         self._observed_at = 0.0
         self._last_renew = 0.0
+        # Set by `release`: this process is shutting down and never campaigns again.
+        self.resigned = False
 
     @property
     def path(self) -> str:
@@ -85,8 +87,8 @@ class LeaderElector:
             self.changed.set()
 
     async def run(self) -> None:
-        """Campaign and renew until cancelled."""
-        while True:
+        """Campaign and renew until cancelled or released."""
+        while not self.resigned:
             try:
                 await self.try_acquire_or_renew()
             except KubeError as err:
@@ -109,6 +111,8 @@ class LeaderElector:
 
     async def try_acquire_or_renew(self) -> bool:
         """One round; True if this candidate holds the Lease afterwards."""
+        if self.resigned:
+            return False
         try:
             lease = await self.rest.get(self.path)
         except KubeError as err:
@@ -163,13 +167,16 @@ class LeaderElector:
 
     def _renewed(self) -> None:
         self._last_renew = self._monotonic()
-        self._set_leading(True)
+        # A round that began before `release` and won its write must not lead again;
+        # `release` reads the Lease after it and gives it up.
+        self._set_leading(not self.resigned)
 
     async def release(self) -> None:
         """Give the Lease up at shutdown, so a standby takes over in about one retry
-        period instead of a whole lease duration."""
-        if not self.leading:
-            return
+        period instead of a whole lease duration; never campaign again afterwards (a
+        process that re-took the Lease during its last seconds would leave it to
+        expire: a whole lease duration without a leader)."""
+        self.resigned = True
         self._set_leading(False)
         try:
             lease = await self.rest.get(self.path)

@@ -2,11 +2,15 @@
 
 Workloads: the engine names the workloads whose status may have changed; a writer
 renders the core's status for each, compares it with what the server holds, and
-writes only a difference, through the status subresource with the object's
-resourceVersion as a precondition. A conflict re-reads the object (which goes back
-to the engine: a changed spec is re-decided) and the key is tried again; a write
-that is already in the server is never repeated. A slow sweep re-checks every
-workload, so a change the engine did not name is still written, late.
+writes the difference when `write_rule.judge` says it is worth it (a decision always;
+a pending condition only when it is news and the workload is near the head of its
+queue), through the status subresource with the object's resourceVersion as a
+precondition. Writes go in order: decisions first, then pending conditions by queue
+position, nearest the head first. A conflict re-reads the object (which goes back to
+the engine: a changed spec is re-decided) and the key is tried again; a write that is
+already in the server is never repeated. A slow sweep re-checks every workload, so a
+change the engine did not name is still written, late, and a workload that moved into
+the head window gets its condition.
 
 Queues: every `updateInterval` the ClusterQueue and LocalQueue statuses (usage,
 conditions, and the KEP-168 `pendingWorkloadsStatus` heads) are rendered and written
@@ -18,6 +22,8 @@ Every write takes a token from the shared :class:`TokenBucket` first.
 from __future__ import annotations
 
 import asyncio
+import heapq
+import itertools
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -30,13 +36,13 @@ from scheduler.runtime.kube.ratelimit import TokenBucket
 from scheduler.runtime.kube.resources import CLUSTER_QUEUES, LOCAL_QUEUES, WORKLOADS, Resource
 from scheduler.runtime.kube.rest import Json, KubeError, KubeRest
 from scheduler.runtime.kube.store import KubeStore
+from scheduler.runtime.kube.write_rule import DECIDE, DECISION, NOTHING, Verdict, judge
 from scheduler.runtime.stepclock import TimeBox
 
 log = logging.getLogger(__name__)
 
-# The sweep compares rendered statuses in stretches of at most 3 ms, in batches of 32.
-SWEEP_BUDGET = 0.003
-SWEEP_BATCH = 32
+PLAN_BUDGET = 0.003  # seconds of judging between two yields to the loop
+PENDING_WINDOW = 100
 
 
 @dataclass(slots=True)
@@ -44,7 +50,8 @@ class WriterStats:
     writes: int = 0
     conflicts: int = 0
     errors: int = 0
-    skipped: int = 0  # already what the server holds
+    skipped: int = 0  # already what the server holds, or nothing a reader would notice
+    deferred: int = 0  # a pending condition beyond the head window: not written now
 
 
 def _split(key: str) -> tuple[str, str]:
@@ -63,6 +70,7 @@ class WorkloadStatusWriter:
         workers: int = 16,
         sweep_interval: float = 60.0,
         retry_delay: float = 1.0,
+        pending_window: int = PENDING_WINDOW,
     ) -> None:
         self.rest = rest
         self.engine = engine
@@ -71,27 +79,95 @@ class WorkloadStatusWriter:
         self.workers = workers
         self.sweep_interval = sweep_interval
         self.retry_delay = retry_delay
+        self.pending_window = pending_window
         self.stats = WriterStats()
-        self._queue: asyncio.Queue[str] = asyncio.Queue()
+        # (rank, arrival, key): decisions rank -1, pending conditions their position.
+        self._heap: list[tuple[int, int, str]] = []
+        self._arrivals = itertools.count()
         self._queued: set[str] = set()
+        self._ready = asyncio.Event()
         self._inflight = 0
         self._drained = asyncio.Event()
         self._drained.set()
+        self._planning = 0
 
+    # -- what to write, in which order -------------------------------------------------
     def enqueue(self, keys: Iterable[str]) -> None:
+        """Queue the keys whose difference is worth a write, ranked; others are counted
+        as skipped or deferred."""
         for key in keys:
-            if key not in self._queued:
-                self._queued.add(key)
-                self._queue.put_nowait(key)
-                self._drained.clear()
+            if key in self._queued:
+                continue
+            rank = self._rank(key)
+            if rank is None:
+                continue
+            self._queued.add(key)
+            heapq.heappush(self._heap, (rank, next(self._arrivals), key))
+            self._ready.set()
+            self._drained.clear()
+
+    def queued(self) -> list[str]:
+        """The keys waiting to be written, in write order."""
+        return [key for _, _, key in sorted(self._heap)]
+
+    @property
+    def backlog(self) -> int:
+        """Writes queued or in flight, and touched workloads not yet looked at."""
+        return len(self._heap) + self._inflight + self._planning
 
     async def drained(self) -> None:
         """Wait until nothing is queued or being written (tests, shutdown)."""
         await self._drained.wait()
 
+    def _position(self, key: str) -> int | None:
+        queues = self.engine.scheduler.queues
+        cq = queues.locate(key)
+        queue = queues.queue(cq) if cq is not None else None
+        return queue.position(key) if queue is not None else None
+
+    def _verdict(self, key: str) -> tuple[Verdict, int, Json | None, Json | None]:
+        """(the verdict, its rank, the server's object, the status the core wants)."""
+        wl = self.engine.scheduler.workloads.get(key)
+        server = self.store.get(WORKLOADS, key)
+        if wl is None or server is None:
+            return NOTHING, DECISION, None, None
+        desired = workload_status(wl)
+        if (server.get("spec") or {}).get("active", True) != wl.active:
+            return DECIDE, DECISION, server, desired
+        position = self._position(key)
+        verdict = judge(desired, server.get("status"), position, self.pending_window)
+        rank = (position or 0) if verdict.pending_only else DECISION
+        return verdict, rank, server, desired
+
+    def _count_unwritten(self, verdict: Verdict) -> None:
+        self.stats.skipped += not verdict.deferred
+        self.stats.deferred += verdict.deferred
+
+    def _rank(self, key: str) -> int | None:
+        verdict, rank, _, _ = self._verdict(key)
+        if not verdict.write:
+            self._count_unwritten(verdict)
+            return None
+        return rank
+
+    async def _plan(self, keys: list[str]) -> None:
+        """Judge and enqueue many keys in time-boxed stretches, yielding between them:
+        judging a key renders its status, and a start can name 100k at once."""
+        done = 0
+        self._planning += len(keys)
+        box = TimeBox(PLAN_BUDGET)
+        try:
+            for key in keys:  # at least one key per stretch: pause() comes after it
+                self.enqueue((key,))
+                done += 1
+                self._planning -= 1
+                await box.pause()
+        finally:
+            self._planning -= len(keys) - done
+
+    # -- the tasks ------------------------------------------------------------------
     async def run(self) -> None:
         """Write until cancelled (the leader runs this; followers never do)."""
-        self.enqueue(self.engine.take_touched())
         async with asyncio.TaskGroup() as group:
             group.create_task(self._feed(), name="status-feed")
             group.create_task(self._sweep(), name="status-sweep")
@@ -100,21 +176,23 @@ class WorkloadStatusWriter:
 
     async def _feed(self) -> None:
         while True:
-            await self.engine.touched_event.wait()
-            self.enqueue(self.engine.take_touched())
+            keys = list(self.engine.take_touched())
+            if keys:
+                await self._plan(keys)
+            else:
+                await self.engine.touched_event.wait()
 
     async def _sweep(self) -> None:
         while True:
             await asyncio.sleep(self.sweep_interval)
-            keys = list(self.engine.scheduler.workloads)
-            box = TimeBox(SWEEP_BUDGET)
-            for start in range(0, len(keys), SWEEP_BATCH):
-                self.enqueue(k for k in keys[start : start + SWEEP_BATCH] if self._differs(k))
-                await box.pause()
+            await self._plan(list(self.engine.scheduler.workloads))
 
     async def _work(self) -> None:
         while True:
-            key = await self._queue.get()
+            while not self._heap:
+                self._ready.clear()
+                await self._ready.wait()
+            _, _, key = heapq.heappop(self._heap)
             self._queued.discard(key)
             self._inflight += 1
             try:
@@ -125,35 +203,16 @@ class WorkloadStatusWriter:
                 asyncio.get_running_loop().call_later(self.retry_delay, self.enqueue, (key,))
             finally:
                 self._inflight -= 1
-                if self._queue.empty() and self._inflight == 0:
+                if not self._heap and self._inflight == 0:
                     self._drained.set()
 
-    def _desired(self, key: str) -> tuple[Json, Json] | None:
-        """(the server's object, the status the core wants), or None if either side
-        does not know the workload."""
-        wl = self.engine.scheduler.workloads.get(key)
-        server = self.store.get(WORKLOADS, key)
-        if wl is None or server is None:
-            return None
-        return server, workload_status(wl)
-
-    def _differs(self, key: str) -> bool:
-        found = self._desired(key)
-        if found is None:
-            return False
-        server, desired = found
-        wl = self.engine.scheduler.workloads[key]
-        spec = server.get("spec") or {}
-        return not same_status(desired, server.get("status")) or spec.get("active", True) != (
-            wl.active
-        )
-
     async def write(self, key: str) -> bool:
-        """Bring one workload's server copy in line with the core; True if written."""
-        found = self._desired(key)
-        if found is None:
+        """Bring one workload's server copy in line with the core, if the difference is
+        worth it (:func:`judge`); True if written."""
+        verdict, _, server, desired = self._verdict(key)
+        if not verdict.write or server is None or desired is None:
+            self._count_unwritten(verdict)
             return False
-        server, desired = found
         namespace, name = _split(key)
         wl = self.engine.scheduler.workloads[key]
         wrote = False

@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from scheduler.api import Workload
 from scheduler.api.decode import ApiError
+from scheduler.core.status import workload_status
 from scheduler.runtime.commands import (
     ApplyObject,
     DeleteObject,
@@ -33,6 +35,7 @@ from scheduler.runtime.commands import (
 )
 from scheduler.runtime.engine import Engine
 from scheduler.runtime.kube.decode import decode_live
+from scheduler.runtime.kube.normalize import same_status
 from scheduler.runtime.kube.reflector import Reflector
 from scheduler.runtime.kube.resources import (
     CLUSTER_QUEUES,
@@ -51,6 +54,7 @@ from scheduler.runtime.kube.rest import Json, KubeError, KubeRest
 log = logging.getLogger(__name__)
 
 # The kinds the scheduling core models; the others are read by listeners only.
+RESYNC_BUDGET = 0.003  # seconds of work between two yields when taking server status
 CORE_KINDS = frozenset(
     r.kind for r in (NAMESPACES, RESOURCE_FLAVORS, COHORTS, CLUSTER_QUEUES, LOCAL_QUEUES, WORKLOADS)
 )
@@ -179,14 +183,42 @@ class KubeStore:
                 group.create_task(reflector.run(), name=f"watch-{kind}")
 
     def set_leading(self, leading: bool) -> None:
-        """Leadership changed. A replica that stops leading takes the server's status
-        for every Workload again, dropping decisions it did not get to write."""
-        if leading == self.leading:
-            return
+        """Leadership changed: from now on a Workload's status is the core's (leading)
+        or the server's (following). A replica that stops leading and keeps running
+        then calls :meth:`take_server_status`; one that is shutting down does not."""
         self.leading = leading
-        if not leading:
-            for obj in self.items(WORKLOADS):
-                self._apply_core(WORKLOADS, obj, replace=True)
+
+    async def take_server_status(self, budget: float = RESYNC_BUDGET) -> int:
+        """After losing the Lease: take the server's copy again for every Workload whose
+        status in the core differs from it, dropping decisions that were never written;
+        the number taken. Re-decoding all of 100k Workloads in one step blocked the
+        loop for tens of seconds, so this compares first (rendering is far cheaper than
+        decoding) and works in `budget`-long stretches."""
+        keys = [object_key(obj) for obj in self.items(WORKLOADS)]
+        taken = 0
+        done = 0
+        while done < len(keys):
+            started = time.perf_counter()
+            stretch_end = done + 1  # at least one key per stretch
+            while done < len(keys) and (
+                done < stretch_end or time.perf_counter() - started < budget
+            ):
+                key = keys[done]
+                done += 1
+                raw = self.get(WORKLOADS, key)
+                if raw is not None and not self.leading and self._differs_from_core(key, raw):
+                    self._apply_core(WORKLOADS, raw, replace=True)
+                    taken += 1
+            await asyncio.sleep(0)
+        return taken
+
+    def _differs_from_core(self, key: str, raw: Json) -> bool:
+        wl = self.engine.scheduler.workloads.get(key)
+        if wl is None:
+            return True
+        if (raw.get("spec") or {}).get("active", True) != wl.active:
+            return True
+        return not same_status(workload_status(wl), raw.get("status"))
 
     # -- reflector handler -----------------------------------------------------------
     def upsert(self, resource: Resource, obj: Json, old: Json | None) -> None:

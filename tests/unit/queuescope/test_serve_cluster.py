@@ -73,3 +73,18 @@ def test_the_flags_have_environment_twins(monkeypatch: pytest.MonkeyPatch) -> No
     parsed = _parser().parse_args(["serve"])
     assert parsed.authentication_kubeconfig == "/etc/authn"
     assert parsed.authorization_kubeconfig == "/etc/authz"
+
+
+def test_the_pending_condition_window_flag(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _parser().parse_args(["serve"]).pending_condition_window == 100
+    assert (
+        _parser().parse_args(["serve", "--pending-condition-window", "0"]).pending_condition_window
+        == 0
+    )
+    with pytest.raises(SystemExit):
+        _parser().parse_args(["serve", "--pending-condition-window", "-1"])
+    assert "expected a whole number >= 0, got '-1'" in capsys.readouterr().err
+    monkeypatch.setenv("QUEUESCOPE_PENDING_CONDITION_WINDOW", "2500")
+    assert _parser().parse_args(["serve"]).pending_condition_window == 2500

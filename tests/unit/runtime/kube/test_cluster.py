@@ -161,7 +161,8 @@ async def test_writers_that_do_not_stop_in_time_end_the_process(
 
 async def test_shutdown_stops_leading_then_releases_the_lease(engine: Engine) -> None:
     fake = FakeKube()
-    elector = LeaderElector(fake.rest, namespace=NS, name=LEASE, identity="me")
+    # Retrying at once: a campaign still running after the release would re-take it.
+    elector = LeaderElector(fake.rest, namespace=NS, name=LEASE, identity="me", retry_period=0)
     runtime = ClusterRuntime(fake.rest, engine, elector=elector, queue_status_interval=3600)
     task = asyncio.create_task(runtime.run())
     try:
@@ -171,6 +172,12 @@ async def test_shutdown_stops_leading_then_releases_the_lease(engine: Engine) ->
         assert not engine.scheduling
         stored = fake.stored(LEASES, f"{NS}/{LEASE}")
         assert stored is not None and stored["spec"]["holderIdentity"] == ""
+        # The process serves on for its shutdown grace: it never leads again.
+        for _ in range(200):
+            await asyncio.sleep(0)
+        stored = fake.stored(LEASES, f"{NS}/{LEASE}")
+        assert stored is not None and stored["spec"]["holderIdentity"] == ""
+        assert not runtime.leading and not elector.leading
     finally:
         await stop(task)
 

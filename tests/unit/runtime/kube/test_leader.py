@@ -150,20 +150,22 @@ async def test_a_lost_race_is_a_409_not_an_error() -> None:
     assert not await b.try_acquire_or_renew()
     assert not b.leading
     assert await a.try_acquire_or_renew()
-    # Both find it released; A writes first, B's write carries a stale version.
+    # A released it (and never campaigns again); B and C find it free, C writes
+    # first, B's write carries a stale version.
     await a.release()
+    c = elector(fake, "c", clocks)
     original_get = fake.get
 
-    async def get_then_a_wins(path: str, query: object = None) -> Json:
+    async def get_then_c_wins(path: str, query: object = None) -> Json:
         fake.get = original_get  # type: ignore[method-assign]
         read = await original_get(path)
-        assert await a.try_acquire_or_renew()
+        assert await c.try_acquire_or_renew()
         return read
 
-    fake.get = get_then_a_wins  # type: ignore[method-assign]
+    fake.get = get_then_c_wins  # type: ignore[method-assign]
     assert not await b.try_acquire_or_renew()
     assert not b.leading
-    assert lease(fake)["holderIdentity"] == "a"
+    assert lease(fake)["holderIdentity"] == "c"
 
 
 async def test_other_read_errors_are_raised() -> None:
@@ -240,3 +242,35 @@ async def test_a_failed_release_is_logged_not_raised() -> None:
     await a.release()
     assert not a.leading
     assert lease(fake)["holderIdentity"] == "a"  # expires the slow way
+
+
+async def test_a_released_candidate_never_campaigns_again() -> None:
+    # The process keeps running for its shutdown grace after the release; re-taking
+    # the Lease then would leave it to expire (a whole lease duration leaderless).
+    fake, clocks = FakeKube(), Clocks(T0)
+    a = elector(fake, "a", clocks, retry_period=0.0)
+    assert await a.try_acquire_or_renew()
+    await a.release()
+    writes = len(fake.writes())
+    assert not await a.try_acquire_or_renew()
+    assert len(fake.writes()) == writes
+    assert lease(fake)["holderIdentity"] == ""
+    await asyncio.wait_for(a.run(), 5)  # returns at once: no campaign
+    assert not a.leading and len(fake.writes()) == writes
+
+
+async def test_a_round_that_wins_after_the_release_does_not_lead() -> None:
+    fake, clocks = FakeKube(), Clocks(T0)
+    a = elector(fake, "a", clocks)
+    assert await a.try_acquire_or_renew()
+    original_get = fake.get
+
+    async def read_then_release(path: str, query: object = None) -> Json:
+        fake.get = original_get  # type: ignore[method-assign]
+        read = await original_get(path)
+        a.resigned = True  # SIGTERM: released while this round is between read and write
+        return read
+
+    fake.get = read_then_release  # type: ignore[method-assign]
+    assert await a.try_acquire_or_renew()  # the renewal went through ...
+    assert not a.leading  # ... but the released process does not lead on it

@@ -9,6 +9,7 @@ import logging
 
 import pytest
 
+from scheduler.core.cycle import run_cycle
 from scheduler.core.status import workload_status
 from scheduler.runtime.commands import ApplyObject, SetActive
 from scheduler.runtime.kube.ratelimit import TokenBucket
@@ -110,7 +111,7 @@ async def test_a_conflict_rereads_observes_and_requeues() -> None:
     engine.apply_pending()
     assert engine.scheduler.workloads[KEY].is_admitted  # the leader keeps its decision
     # ... and the key is queued again; the retry writes against the fresh version.
-    assert writer._queue.get_nowait() == KEY
+    assert writer.queued() == [KEY]
     assert await writer.write(KEY)
     stored = fake.stored(WORKLOADS, KEY)
     assert stored is not None and stored["status"]["admission"]["clusterQueue"] == "cq"
@@ -122,7 +123,7 @@ async def test_a_deleted_workload_is_not_an_error() -> None:
     fake.server_delete(WORKLOADS, KEY)
     assert not await writer.write(KEY)
     assert writer.stats.errors == 0
-    assert writer._queue.empty()
+    assert writer.queued() == []
 
 
 async def test_other_failures_are_raised_for_the_worker_to_retry() -> None:
@@ -270,3 +271,60 @@ async def test_queue_status_conflicts_and_errors_wait_for_the_next_round(
     assert await writer.write_all() == 1  # the ClusterQueue; the deleted LocalQueue: 404
     assert writer.stats.errors == 2
     assert sum("queue-status-write-failed" in r.getMessage() for r in caplog.records) == 1
+
+
+# -- pending conditions: only news, nearest the head first -----------------------------
+async def pending_cluster(workloads: int) -> tuple[FakeKube, KubeStore, RecordingEngine]:
+    """`workloads` Workloads in a ClusterQueue without quota, each examined by a cycle
+    (so each carries a QuotaReserved=False condition in the core)."""
+    fake = FakeKube()
+    seed_cluster(fake, cpu="0", workloads=workloads)
+    store, engine = await synced_store(fake)
+    store.set_leading(True)
+    while run_cycle(engine.scheduler).ran:
+        pass
+    assert all(
+        wl.conditions.is_false("QuotaReserved") for wl in engine.scheduler.workloads.values()
+    )
+    return fake, store, engine
+
+
+async def test_pending_conditions_go_nearest_the_head_first_within_the_window() -> None:
+    fake, store, engine = await pending_cluster(6)
+    writer = WorkloadStatusWriter(fake.rest, engine, store, CountingBucket(), pending_window=4)
+    # Announced in reverse order; queued in queue order; the two beyond the window wait.
+    writer.enqueue([f"team/w{i}" for i in range(6, 0, -1)])
+    assert writer.queued() == [f"team/w{i}" for i in range(1, 5)]
+    assert writer.stats.deferred == 2
+    for key in writer.queued():
+        assert await writer.write(key)
+    assert [p for _, p, _ in fake.writes()] == [
+        WORKLOADS.item(f"w{i}", "team", "status") for i in range(1, 5)
+    ]
+
+
+async def test_a_restart_over_unchanged_pending_workloads_writes_nothing() -> None:
+    fake, store, engine = await pending_cluster(3)
+    writer = WorkloadStatusWriter(fake.rest, engine, store, CountingBucket())
+    for key in sorted(engine.scheduler.workloads):
+        assert await writer.write(key)
+    # A new leader: the core is rebuilt from what the server holds, and the cycles
+    # reach the same verdicts later (another instant).
+    store2, engine2 = await synced_store(fake)
+    store2.set_leading(True)
+    while run_cycle(engine2.scheduler).ran:
+        pass
+    writer2 = WorkloadStatusWriter(fake.rest, engine2, store2, CountingBucket())
+    writer2.enqueue(sorted(engine2.scheduler.workloads))
+    assert writer2.queued() == []
+    assert writer2.stats.skipped == 3
+    assert len(fake.writes()) == 3
+
+
+async def test_a_decision_beyond_the_window_goes_before_pending_conditions() -> None:
+    fake, store, engine = await pending_cluster(5)
+    writer = WorkloadStatusWriter(fake.rest, engine, store, CountingBucket(), pending_window=2)
+    engine.submit(SetActive("team/w5", False))
+    engine.apply_pending()
+    writer.enqueue(sorted(engine.scheduler.workloads))
+    assert writer.queued() == ["team/w5", "team/w1", "team/w2"]

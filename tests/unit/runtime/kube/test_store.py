@@ -188,6 +188,8 @@ async def test_stepping_down_takes_the_servers_status_again() -> None:
     store.set_leading(True)  # no change: nothing re-applied
     assert engine.take() == []
     store.set_leading(False)
+    assert engine.take() == []  # the flag alone re-applies nothing (shutdown)
+    assert await store.take_server_status() == 1
     # The server copy carries no status, which alone would keep the core's: the
     # workload is forgotten first, then taken as the server has it.
     forget, apply = engine.take()
@@ -215,6 +217,7 @@ async def test_stepping_down_with_a_server_status_applies_it_over_the_core() -> 
     assert engine.scheduler.workloads[KEY].is_admitted  # the leader keeps its own
     engine.take()
     store.set_leading(False)
+    assert await store.take_server_status() == 1
     [apply] = engine.take()
     assert isinstance(apply, ApplyObject) and not apply.keep_status
     engine.apply_pending()
@@ -355,3 +358,16 @@ async def test_listeners_see_every_kind_and_a_failing_one_does_not_stop_the_rest
         ("Job", True, False),
     ]
     assert engine.take() == []  # none of these are the core's
+
+
+async def test_stepping_down_takes_only_the_workloads_the_core_sees_otherwise() -> None:
+    fake = FakeKube()
+    seed_cluster(fake, workloads=3)
+    store, engine = await synced_store(fake)
+    store.set_leading(True)
+    admit(engine)  # one admission, never written; the two others agree with the server
+    engine.take()
+    store.set_leading(False)
+    assert await store.take_server_status(budget=0.0) == 1  # one key per stretch
+    applied = [c for c in engine.take() if isinstance(c, ApplyObject)]
+    assert [c.obj.metadata.name for c in applied] == ["w1"]
