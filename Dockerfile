@@ -1,5 +1,5 @@
 # syntax=docker/dockerfile:1
-# queuescope: one process, scheduler and visibility server (cluster.md §5).
+# queuescope: one process, scheduler and visibility server (docs/cluster.md#manifests).
 #
 #   docker build -t queuescope:0.1.0 .
 #

@@ -51,12 +51,12 @@ $(BENCH_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
 	touch $(BENCH_STAMP)
 
-# Every benchmark of performance.md at its full size (a few minutes); rewrites the
+# Every benchmark of docs/performance.md at its full size (a few minutes); rewrites the
 # generated part of docs/benchmarks.md, docs/benchmarks.json and the latency plot.
 bench: $(BENCH_STAMP)
 	$(BIN)/python -m benchmarks all
 
-# Install on / remove from the cluster KUBECTL talks to (cluster.md §6, docs/operations.md):
+# Install on / remove from the cluster KUBECTL talks to (docs/cluster.md#install-upgrade-and-uninstall, docs/operations.md):
 # certificates into the git-ignored manifests/overlays/default/certs if absent, everything but
 # the APIServices, the rollout, then the APIServices. undeploy deletes the APIServices first;
 # the CRDs (and every queue and Workload) only with DELETE_CRDS=yes.

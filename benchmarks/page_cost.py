@@ -1,8 +1,9 @@
-"""How much does one 100-item page cost at 1k and at 100k pending? (visibility-api.md §4.1)
+"""How much does one 100-item page cost at 1k and at 100k pending?
+(docs/visibility-api.md#one-immutable-snapshot-per-response)
 
 In-process through the real app (authentication, authorization, negotiation, rendering),
 without TLS or sockets, so the figure isolates what depends on queue depth. The full
-benchmarks with a separate load generator are `python -m benchmarks` (performance.md).
+benchmarks with a separate load generator are `python -m benchmarks` (docs/performance.md).
 
 `--asgi` instead calls the app's ASGI callable directly (no HTTP client at all) and
 reports the CPU time (`time.process_time`) per request of a few kinds of request, the

@@ -36,7 +36,9 @@ def render(runs: Mapping[str, Any], pending: Mapping[str, str], plot: str | None
             limit = f"{t.relation} {format_number(t.limit)} {t.unit}".strip()
             summary_rows.append([name, t.what, limit, value, t.verdict])
     for name, why in pending.items():
-        summary_rows.append([name, "all", "see performance.md", "not run", f"not built yet: {why}"])
+        summary_rows.append(
+            [name, "all", "see docs/performance.md", "not run", f"not built yet: {why}"]
+        )
     out += ["## Targets: met or missed", ""]
     out += _table(["benchmark", "figure", "target", "measured", "verdict"], summary_rows)
     out.append("")

@@ -18,7 +18,7 @@ _RELATIONS: dict[str, Callable[[float, float], bool]] = {
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    """One target of performance.md: `value relation limit` (e.g. p99 < 5 ms)."""
+    """One target of docs/performance.md: `value relation limit` (e.g. p99 < 5 ms)."""
 
     what: str
     value: float | None  # None: not measured in this run (size not run)

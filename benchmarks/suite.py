@@ -1,4 +1,4 @@
-"""The benchmarks of performance.md, each a function of its parsed arguments.
+"""The benchmarks of docs/performance.md, each a function of its parsed arguments.
 
 Sizes are flags; each flag's default depends on `--quick` (a size that finishes in
 under a minute) or not (the size `make bench` runs). See `python -m benchmarks NAME

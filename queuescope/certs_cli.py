@@ -1,6 +1,6 @@
 """`queuescope certs`: the CA, serving certificates and caBundle patch of a cluster install,
-their rotation and verification (cluster.md §2), and client certificates for the embedded
-server (product.md, cluster.md §4.4).
+their rotation and verification (docs/cluster.md#tls-and-certificates), and client certificates for
+the embedded server (docs/product.md, docs/cluster.md#embedded-mode).
 
 Exit codes: 0 done, 2 unusable input (one message on stderr), 1 the operation failed.
 """

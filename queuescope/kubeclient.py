@@ -1,12 +1,12 @@
 """The kubernetes-asyncio `ApiClient` of cluster mode, and how it re-reads its token.
 
 Bound ServiceAccount tokens rotate (about hourly in a pod); a client that read its
-token once fails with 401 after a while (cluster.md §9). So the credentials are
+token once fails with 401 after a while (docs/operations.md#troubleshooting). So the credentials are
 loaded again every minute and at once after any 401 (`refresh`).
 
-Cluster mode has up to three of them (cluster.md §3.5, as k8s.io/apiserver's delegating
-servers): `--kubeconfig` (or the in-cluster configuration) for everything, and
-`--authentication-kubeconfig` / `--authorization-kubeconfig` for the delegated
+Cluster mode has up to three of them (docs/cluster.md#authentication-and-authorization-flags, as
+k8s.io/apiserver's delegating servers): `--kubeconfig` (or the in-cluster configuration) for
+everything, and `--authentication-kubeconfig` / `--authorization-kubeconfig` for the delegated
 authentication and authorization calls when given (`ClusterClients`).
 """
 

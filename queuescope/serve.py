@@ -61,7 +61,7 @@ VERSION = {
 
 
 def _env(name: str, default: str) -> str:
-    """Every flag has a QUEUESCOPE_* environment twin (product.md)."""
+    """Every flag has a QUEUESCOPE_* environment twin (docs/product.md)."""
     return os.environ.get(f"QUEUESCOPE_{name}", default)
 
 

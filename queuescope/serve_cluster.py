@@ -2,9 +2,10 @@
 
 One asyncio loop runs the store and engine (every replica), the leader's controllers
 and writers (the Lease holder), the delegated authentication and authorization
-(cluster.md §3, §4), certificate reloading, and the HTTPS listener. Order matters at
-start: the front-proxy CA must be known before the listener binds (§3.1), while the
-informers' first sync is awaited by `/readyz`, never by discovery.
+(docs/cluster.md#authentication, #authorization), certificate reloading, and the HTTPS listener.
+Order matters at start: the front-proxy CA must be known before the listener binds
+(docs/cluster.md#the-authentication-configmap), while the informers' first sync is awaited by
+`/readyz`, never by discovery.
 
 Shutdown (SIGTERM): `/readyz` fails at once, the leader stops writing and releases
 its Lease, the server keeps answering reads for a short grace so endpoints drop the
@@ -106,7 +107,8 @@ def _count(value: str) -> int:
 
 
 def add_cluster_flags(p: argparse.ArgumentParser) -> None:
-    """The flags of cluster mode (cluster.md §3.5), each with a QUEUESCOPE_* twin."""
+    """The flags of cluster mode (docs/cluster.md#authentication-and-authorization-flags), each with
+    a QUEUESCOPE_* twin."""
     g = p.add_argument_group("cluster mode")
     g.add_argument(
         "--authentication-kubeconfig",
@@ -272,7 +274,7 @@ def delegated_auth(
     args: argparse.Namespace, clients: ClusterClients, registry: CollectorRegistry
 ) -> DelegatedAuth:
     """Delegated authentication and authorization on opened `clients`: each call through
-    the client its flag names (cluster.md §3.5)."""
+    the client its flag names (docs/cluster.md#authentication-and-authorization-flags)."""
     main = clients.main.as_identity()
     return DelegatedAuth(
         main.api,
@@ -328,7 +330,8 @@ async def run_cluster(
     registry = CollectorRegistry()
     delegated = delegated_auth(args, kube, registry)
     try:
-        auth_config = await delegated.load()  # before the listener binds (§3.1)
+        # before the listener binds (docs/cluster.md#the-authentication-configmap)
+        auth_config = await delegated.load()
     except AuthenticationLookupError as err:
         await kube.close()
         log.error("event=authentication-lookup-failed error=%s", err)

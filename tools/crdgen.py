@@ -6,7 +6,7 @@ scheduler accepts; the CRDs are derived from them so that the two never drift:
     python tools/crdgen.py           # rewrite manifests/crds/
     python tools/crdgen.py --check   # exit 1 (with a diff) if the committed files are stale
 
-Mapping from the model to OpenAPI v3 (every schema is structural, cluster.md §5):
+Mapping from the model to OpenAPI v3 (every schema is structural, docs/cluster.md#manifests):
 
 * `str`, `bool`, `int`, `float` -> `string`, `boolean`, `integer`, `number`; `Int32`/`Int64`
   add `format: int32`/`int64`; `Timestamp` is a `date-time` string.

@@ -1,5 +1,5 @@
 """`make deploy` and `make undeploy`: install and remove queuescope in the order of
-cluster.md §6, with kubectl.
+docs/cluster.md#install-upgrade-and-uninstall, with kubectl.
 
     python tools/deploy.py install   [--kubectl CMD] [--timeout SECONDS]
     python tools/deploy.py uninstall [--kubectl CMD] [--timeout SECONDS] [--delete-crds]

@@ -1,4 +1,4 @@
-"""The TLS client certificate in the ASGI scope (cluster.md §3.4).
+"""The TLS client certificate in the ASGI scope (docs/cluster.md#tls-in-python).
 
 uvicorn ≤ 0.54 does not expose the peer certificate to the app. This protocol subclass
 reads it once per connection, right after the handshake, and wraps the app for that
@@ -45,7 +45,7 @@ def uvicorn_version_problem(version: str) -> str | None:
         f"httptools protocol and reads its internal `app` attribute, checked against "
         f"uvicorn {wanted}.x only. Install uvicorn>={wanted},<0.{SUPPORTED_UVICORN_MINOR[1] + 1} "
         "or re-check the subclass against the new release and move the pin "
-        "(see cluster.md §3.4, Python TLS specifics)."
+        "(see docs/cluster.md#tls-in-python, Python TLS specifics)."
     )
 
 

@@ -1,4 +1,4 @@
-"""Run the visibility app on uvicorn with our TLS listener (cluster.md §3.4).
+"""Run the visibility app on uvicorn with our TLS listener (docs/cluster.md#tls-in-python).
 
 The settings: our protocol class so requests see the peer certificate, our SSL context
 factory, the app's lifespan (its startup and shutdown; the process still owns the

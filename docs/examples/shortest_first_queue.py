@@ -1,7 +1,7 @@
 """Example queue plugin: shortest wait first (newest first within a priority).
 
-The built-in queues serve equal-priority workloads oldest first (§5.2). This plugin
-serves them newest first (LIFO), e.g. for interactive work where a fresh submission
+The built-in queues serve equal-priority workloads oldest first (docs/scheduling.md#queue-order).
+This plugin serves them newest first (LIFO), e.g. for interactive work where a fresh submission
 is more likely to still be wanted than one that has waited for hours. Everything
 else is inherited from :class:`FifoQueue`: the sticky preemptor still goes first,
 priority still dominates, and the requeue, backoff and flush rules are those of the

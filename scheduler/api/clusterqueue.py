@@ -1,4 +1,4 @@
-"""ClusterQueue (`kueue.x-k8s.io/v1beta1`, cluster-scoped, scheduling.md §3.2).
+"""ClusterQueue (`kueue.x-k8s.io/v1beta1`, cluster-scoped, docs/scheduling.md#clusterqueue).
 
 Every optional sub-object that Kueue defaults (`flavorFungibility`, `preemption`,
 `borrowWithinCohort`, `fairSharing`) is always present here with its defaults, so
@@ -60,7 +60,8 @@ class AdmissionChecksStrategy(ApiModel):
 
 
 class AdmissionScope(ApiModel):
-    """Accepted, ignored: Admission Fair Sharing is off (§14); only the enum is checked."""
+    """Accepted, ignored: Admission Fair Sharing is off (docs/scheduling.md#out-of-scope); only the
+    enum is checked."""
 
     admission_mode: Literal["UsageBasedAdmissionFairSharing", "NoAdmissionFairSharing"]
 

@@ -1,4 +1,4 @@
-"""Cohort (cluster-scoped, scheduling.md §3.4), in its two accepted API versions.
+"""Cohort (cluster-scoped, docs/scheduling.md#cohort), in its two accepted API versions.
 
 `kueue.x-k8s.io/v1beta1` names the parent `spec.parentName`, `v1alpha1` names it
 `spec.parent`. Both decode to `Cohort` with `spec.parent`; `CohortV1Alpha1` is a

@@ -1,4 +1,4 @@
-"""Kueue's Configuration (`config.kueue.x-k8s.io/v1beta1`, scheduling.md §3.7).
+"""Kueue's Configuration (`config.kueue.x-k8s.io/v1beta1`, docs/scheduling.md#configuration).
 
 Defaults are applied here, so the core reads plain values. Two of them depend on
 presence rather than on a value, as upstream: `waitForPodsReady.blockAdmission`
@@ -69,7 +69,7 @@ class ClusterQueueVisibility(ApiModel):
 
 
 class LocalQueueVisibility(ApiModel):
-    """Extension D8 (§13.3.3): per-LocalQueue pending lists."""
+    """Extension D8 (docs/scheduling.md#localqueue-pending-list): per-LocalQueue pending lists."""
 
     max_count: Int32 = 10
     max_position: Int32 = 10

@@ -5,7 +5,7 @@ kind), applies what the API server would do before validation (explicit nulls ar
 "unset"; namespaced objects without a namespace land in "default", as with
 `kubectl apply`; cluster-scoped ones lose a stray namespace), decodes strictly
 (JSON names only, unknown fields rejected) and then runs the semantic rules of
-scheduling.md §3. Every failure is an ApiError naming file, document, object and
+docs/scheduling.md#api-objects. Every failure is an ApiError naming file, document, object and
 field path.
 
 A `kueue.x-k8s.io/v1beta2` document is checked with the v1beta2 wire models and

@@ -1,6 +1,6 @@
 """Errors of the API layer: a field error, and the input error that names where it is.
 
-The simulator's contract (simulate.md) is "exit 2 with a message that names the file,
+The simulator's contract (docs/simulate.md) is "exit 2 with a message that names the file,
 the document index and the field", and a server must say the same for a bad manifest,
 so one error type carries all of those and renders them on one line.
 """

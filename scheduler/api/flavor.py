@@ -1,4 +1,4 @@
-"""ResourceFlavor (`kueue.x-k8s.io/v1beta1`, cluster-scoped, scheduling.md §3.1)."""
+"""ResourceFlavor (`kueue.x-k8s.io/v1beta1`, cluster-scoped, docs/scheduling.md#resourceflavor)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ class ResourceFlavorSpec(ApiModel):
     node_labels: dict[str, str] = Field(default_factory=dict)
     node_taints: list[Taint] = Field(default_factory=list)
     tolerations: list[Toleration] = Field(default_factory=list)
-    # Accepted, ignored: topology-aware scheduling is out of scope (§14).
+    # Accepted, ignored: topology-aware scheduling is out of scope
+    # (docs/scheduling.md#out-of-scope).
     topology_name: str | None = None
 
 

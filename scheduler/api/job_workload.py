@@ -1,4 +1,5 @@
-"""The Workload that Kueue's Job integration creates for a batch/v1 Job (scheduling.md §3.6).
+"""The Workload that Kueue's Job integration creates for a batch/v1 Job
+(docs/scheduling.md#priority-resolution).
 
 Naming: Kueue names the Workload `job-<job name>-<5 hex digits of a hash>`; the hash
 only has to be stable and to tell apart Jobs that reuse a name. Ours is the first 5
@@ -82,7 +83,8 @@ def resolve_priority(
     workload_priority_classes: Mapping[str, WorkloadPriorityClass],
     priority_classes: Mapping[str, PriorityClass],
 ) -> ResolvedPriority:
-    """§3.6, in order: WorkloadPriorityClass label, pod PriorityClass, global default, 0."""
+    """docs/scheduling.md#priority-resolution, in order: WorkloadPriorityClass label, pod
+    PriorityClass, global default, 0."""
     wpc_name = job.metadata.labels.get(PRIORITY_CLASS_LABEL, "")
     if wpc_name:
         wpc = workload_priority_classes.get(wpc_name)

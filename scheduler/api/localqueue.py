@@ -1,4 +1,4 @@
-"""LocalQueue (`kueue.x-k8s.io/v1beta1`, namespaced, scheduling.md §3.3)."""
+"""LocalQueue (`kueue.x-k8s.io/v1beta1`, namespaced, docs/scheduling.md#localqueue)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ class LocalQueueSpec(ApiModel):
     # Empty behaves like a missing ClusterQueue (the queue is inactive), not an error.
     cluster_queue: str = ""
     stop_policy: StopPolicy = "None"
-    # Accepted, ignored: Admission Fair Sharing is off (§14).
+    # Accepted, ignored: Admission Fair Sharing is off (docs/scheduling.md#out-of-scope).
     fair_sharing: dict[str, Any] | None = None
 
 

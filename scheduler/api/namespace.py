@@ -1,4 +1,5 @@
-"""Namespace (v1, scheduling.md §3.8): only its name and labels matter (namespaceSelector)."""
+"""Namespace (v1, docs/scheduling.md#namespaces): only its name and labels matter
+(namespaceSelector)."""
 
 from __future__ import annotations
 

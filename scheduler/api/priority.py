@@ -1,4 +1,5 @@
-"""Priority classes (scheduling.md §3.6): WorkloadPriorityClass and Kubernetes' PriorityClass.
+"""Priority classes (docs/scheduling.md#priority-resolution): WorkloadPriorityClass and Kubernetes'
+PriorityClass.
 
 Both carry `value` at the top level (no spec), as upstream.
 """

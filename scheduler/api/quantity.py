@@ -1,4 +1,4 @@
-"""Kubernetes resource quantities (scheduling.md §2).
+"""Kubernetes resource quantities (docs/scheduling.md#quantities).
 
 Values are exact rationals so that parsing, comparison and the conversion to the
 scheduler's integer values never lose precision. Like the Go apimachinery, a

@@ -1,4 +1,5 @@
-"""Quota declarations shared by ClusterQueues and Cohorts (scheduling.md §3.2, §3.4)."""
+"""Quota declarations shared by ClusterQueues and Cohorts (docs/scheduling.md#clusterqueue,
+#cohort)."""
 
 from __future__ import annotations
 

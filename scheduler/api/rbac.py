@@ -1,6 +1,6 @@
 """RBAC objects (`rbac.authorization.k8s.io/v1`).
 
-The simulator ignores them; `serve --embedded` evaluates them (cluster.md §4.4).
+The simulator ignores them; `serve --embedded` evaluates them (docs/cluster.md#embedded-mode).
 They are modelled fully enough to be evaluated and validated loosely.
 """
 

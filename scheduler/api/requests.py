@@ -1,4 +1,4 @@
-"""Effective pod requests (scheduling.md §2) and the requests-over-limits check.
+"""Effective pod requests (docs/scheduling.md#quantities) and the requests-over-limits check.
 
 These are the numbers quota is charged with, so they follow Kubernetes' own
 definition of a pod's request exactly, including sidecar (restartable init)
@@ -73,7 +73,7 @@ def limits_exceeded(spec: PodSpec) -> list[str]:
     """One line per container resource whose request exceeds its limit, in spec order.
 
     Used for the nomination message `resources validation failed: {details}`
-    (Appendix A), joined with "; ".
+    (docs/scheduling.md#condition-messages), joined with "; ".
     """
     problems: list[str] = []
     containers = [("init container", c) for c in spec.init_containers]

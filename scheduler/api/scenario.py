@@ -1,7 +1,7 @@
-"""The simulator's Scenario (`simulation.queuescope.io/v1alpha1`, simulate.md).
+"""The simulator's Scenario (`simulation.queuescope.io/v1alpha1`, docs/simulate.md).
 
 Events reference workloads as "namespace/name" ("name" alone means the "default"
-namespace, as for objects without a namespace). Two additions to simulate.md, both
+namespace, as for objects without a namespace). Two additions to docs/simulate.md, both
 optional: `failed: true` on a `finish` event (the workload finishes with
 Finished=True reason Failed instead of Succeeded), and `activate` (the reverse of
 `deactivate`: sets spec.active=true).

@@ -1,4 +1,4 @@
-"""Workload (`kueue.x-k8s.io/v1beta1`, namespaced, scheduling.md §3.5)."""
+"""Workload (`kueue.x-k8s.io/v1beta1`, namespaced, docs/scheduling.md#workload)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,8 @@ class PodSet(ApiModel):
     count: Int32 = 1
     min_count: Int32 | None = None
     template: PodTemplateSpec
-    # Accepted, ignored: topology-aware scheduling is out of scope (§14).
+    # Accepted, ignored: topology-aware scheduling is out of scope
+    # (docs/scheduling.md#out-of-scope).
     topology_request: dict[str, Any] | None = None
 
 

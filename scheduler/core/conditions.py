@@ -1,4 +1,4 @@
-"""Kubernetes condition bookkeeping with Kueue's update rule (scheduling.md §12.1)."""
+"""Kubernetes condition bookkeeping with Kueue's update rule (docs/scheduling.md#status-fields)."""
 
 from __future__ import annotations
 

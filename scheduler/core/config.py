@@ -36,5 +36,6 @@ class SchedulerConfig:
 
     @property
     def eviction_ordering(self) -> bool:
-        """§5.3: PodsReadyTimeout evictions reorder by eviction time under `Eviction`."""
+        """docs/scheduling.md#queue-order-timestamp: PodsReadyTimeout evictions reorder by eviction
+        time under `Eviction`."""
         return self.wait_for_pods_ready.timestamp == "Eviction"

@@ -1,4 +1,5 @@
-"""One scheduling cycle (scheduling.md §6): heads, snapshot, nominate, order, admit, requeue."""
+"""One scheduling cycle (docs/scheduling.md#the-scheduling-cycle): heads, snapshot, nominate, order,
+admit, requeue."""
 
 from __future__ import annotations
 
@@ -43,7 +44,8 @@ from scheduler.core.workload import (
 NOT_NOMINATED = "not_nominated"
 SKIPPED = "skipped"
 NOMINATED = "nominated"
-WAITING = "waiting"  # blocked by waitForPodsReady.blockAdmission (§10.2)
+# blocked by waitForPodsReady.blockAdmission (docs/scheduling.md#blocking-admission)
+WAITING = "waiting"
 WAITING_MESSAGE = "waiting for all admitted workloads to be in PodsReady condition"
 WAITING_WHY = policy(WAITING_MESSAGE)
 
@@ -94,7 +96,7 @@ def run_cycle(s: Scheduler) -> CycleStats:
     for cq_name, qe in heads:
         wl = s.workloads.get(qe.key)
         if wl is None or wl.holds_quota:
-            # §6.4 check 1: dropped silently, never requeued.
+            # docs/scheduling.md#nomination-checks check 1: dropped silently, never requeued.
             s.queues.release_in_flight(cq_name, qe.key)
             continue
         entry = Entry(wl=wl, cq=s.cluster_queues[cq_name], queue_entry=qe)
@@ -120,8 +122,9 @@ def run_cycle(s: Scheduler) -> CycleStats:
 
 
 def _ordered(s: Scheduler, candidates: list[Entry], snapshot: QuotaTree) -> Iterator[Entry]:
-    """§6.5 classic order, or the §9.2 fair-sharing tournament, which re-ranks after
-    every admission because the snapshot's usage changes between yields."""
+    """docs/scheduling.md#classic-entry-order classic order, or the
+    docs/scheduling.md#fair-sharing-tournament fair-sharing tournament, which re-ranks after every
+    admission because the snapshot's usage changes between yields."""
     if not s.config.fair_sharing:
         yield from sorted(candidates, key=_entry_order)
         return
@@ -142,7 +145,8 @@ def _ordered(s: Scheduler, candidates: list[Entry], snapshot: QuotaTree) -> Iter
 
 
 def _entry_order(e: Entry) -> tuple[int, int, int, str, str]:
-    """§6.5 classic order; borrowing level first, so preemptors without borrowing lead."""
+    """docs/scheduling.md#classic-entry-order classic order; borrowing level first, so preemptors
+    without borrowing lead."""
     assert e.assignment is not None
     return (e.assignment.borrowing, -e.wl.priority, e.queue_entry.timestamp, e.wl.uid, e.wl.key)
 
@@ -211,7 +215,8 @@ def _partial_admission(
     assigner: FlavorAssigner,
     targets_for: Callable[[Assignment], list[Target]],
 ) -> tuple[Assignment, list[Target], dict[int, int]] | None:
-    """§7.8: the smallest reduction k whose assignment fits (or preempts with targets)."""
+    """docs/scheduling.md#partial-admission: the smallest reduction k whose assignment fits (or
+    preempts with targets)."""
     deltas = [
         (wl.current_count(ps) - ps.min_count) if ps.min_count is not None else 0
         for ps in wl.pod_sets
@@ -254,7 +259,7 @@ def _admission_step(
     cycle_targets: dict[str, Target],
     stats: CycleStats,
 ) -> None:
-    """§6.6, one entry."""
+    """docs/scheduling.md#admission-loop, one entry."""
     assert e.assignment is not None
     assignment = e.assignment
     cq = e.cq.name
@@ -289,8 +294,8 @@ def _admission_step(
 
 
 def _wait_until_unblocked(s: Scheduler, e: Entry) -> bool:
-    """§10.2: mark the entry Waiting, then let events and timers run (without a new
-    snapshot) until every quota holder is ready; False if nothing can unblock it."""
+    """docs/scheduling.md#blocking-admission: mark the entry Waiting, then let events and timers run
+    (without a new snapshot) until every quota holder is ready; False if nothing can unblock it."""
     e.wl.set_pending("Waiting", WAITING_WHY, s.now())
     while admission_blocked(s):
         if s.block_waiter is None or not s.block_waiter():
@@ -306,7 +311,8 @@ def _fits_without(
     usage: FRAmounts,
     removed_keys: list[str],
 ) -> bool:
-    """§6.6 step 4: does the entry fit once every preemption target is gone?"""
+    """docs/scheduling.md#admission-loop step 4: does the entry fit once every preemption target is
+    gone?"""
     removed = [a for key in removed_keys if (a := admitted_by_cq.by_key(key)) is not None]
     for a in removed:
         snapshot.withdraw_usage(a.cluster_queue, a.usage)
@@ -318,7 +324,8 @@ def _fits_without(
 
 
 def _issue_preemptions(s: Scheduler, e: Entry, stats: CycleStats) -> None:
-    """§8.6: evict every target now; their quota is released when the cycle ends."""
+    """docs/scheduling.md#issuing-preemptions: evict every target now; their quota is released when
+    the cycle ends."""
     now = s.now()
     for t in e.targets:
         victim = s.workloads[t.key]
@@ -342,7 +349,8 @@ def _skip(e: Entry, message: str) -> None:
 def _reservation(
     snapshot: QuotaTree, cq: str, assignment: Assignment, usage: FRAmounts
 ) -> FRAmounts:
-    """§6.6 step 2: hold capacity a preemptor without targets may reclaim later.
+    """docs/scheduling.md#admission-loop step 2: hold capacity a preemptor without targets may
+    reclaim later.
 
     Clamped at zero: a negative reservation (possible only after a quota decrease)
     would free capacity that does not exist.

@@ -1,17 +1,17 @@
-"""Fair sharing (scheduling.md §9): Dominant Resource Share, the admission tournament
+"""Fair sharing (docs/scheduling.md#fair-sharing): Dominant Resource Share, the admission tournament
 and fair-sharing preemption.
 
 Everything here runs on the cycle's snapshot (a :class:`QuotaTree`). Usage is only
 ever changed temporarily and put back before control returns, by exact inverse
 operations, so the tree (usages *and* allocatable generations) is unchanged after
 every public call. Temporary removals go through ``add_usage`` with negated amounts,
-which propagates exactly like ``remove_usage`` (§4.3) but does not bump the CQ's
-generation: a simulation is not a workload leaving the CQ.
+which propagates exactly like ``remove_usage`` (docs/scheduling.md#changing-usage) but does not bump
+the CQ's generation: a simulation is not a workload leaving the CQ.
 
-Floating point appears only in DRS values, with the operation order of §9.1, so
-every result equals IEEE-754 double arithmetic. Every iteration over CQs and cohorts
-is by name (D3); remaining ties fall back to UID then ``namespace/name`` (D2) or to
-the smaller cohort name (D10).
+Floating point appears only in DRS values, with the operation order of
+docs/scheduling.md#dominant-resource-share, so every result equals IEEE-754 double arithmetic. Every
+iteration over CQs and cohorts is by name (D3); remaining ties fall back to UID then
+``namespace/name`` (D2) or to the smaller cohort name (D10).
 """
 
 from __future__ import annotations
@@ -52,12 +52,12 @@ _VALID_STRATEGIES: frozenset[tuple[str, ...]] = frozenset(
 )
 
 
-# --------------------------------------------------------------------------- §9.1 DRS
+# --------------------------------------------------- docs/scheduling.md#dominant-resource-share DRS
 
 
 @dataclass(frozen=True, slots=True)
 class Share:
-    """A node's Dominant Resource Share (§9.1).
+    """A node's Dominant Resource Share (docs/scheduling.md#dominant-resource-share).
 
     ``ratio`` is the unweighted share (borrowed * 1000 / lendable of the dominant
     resource), ``resource`` that resource (``None`` when the node does not borrow
@@ -92,7 +92,8 @@ def _cmp_float(a: float, b: float) -> int:
 
 
 def compare(a: Share, b: Share) -> int:
-    """-1, 0 or 1 as share ``a`` is better (lower), equal to or worse than ``b`` (§9.1).
+    """-1, 0 or 1 as share ``a`` is better (lower), equal to or worse than ``b``
+    (docs/scheduling.md#dominant-resource-share).
 
     A weight-0 node with a positive share is worse than any other; two such nodes
     compare by their unweighted ratios; all others compare ``ratio / weight``.
@@ -108,8 +109,9 @@ def compare(a: Share, b: Share) -> int:
 
 
 def weighted_share(share: Share) -> int:
-    """``status.fairSharing.weightedShare`` (§9.1, §13): 0 without a share, max int64
-    for weight 0, else ``ceil(ratio / weight)`` (clamped to max int64)."""
+    """``status.fairSharing.weightedShare`` (docs/scheduling.md#dominant-resource-share,
+    # queue-and-cohort-status): 0 without a share, max int64 for weight 0, else ``ceil(ratio /
+    # weight)`` (clamped to max int64)."""
     if share.ratio == 0.0:
         return 0
     if share.weight == 0.0:
@@ -122,7 +124,8 @@ def weighted_share(share: Share) -> int:
 
 def lendable(tree: QuotaTree, cohort: NodeRef) -> dict[str, int]:
     """Per resource: Σ over the FRs of that resource present in the root's SQ of
-    ``pot(cohort, fr)`` (§9.1, with ``cohort`` the parent of the node being measured)."""
+    ``pot(cohort, fr)`` (docs/scheduling.md#dominant-resource-share, with ``cohort`` the parent of
+    the node being measured)."""
     root = tree.root(cohort)
     out: dict[str, int] = {}
     for fr in sorted(tree.subtree_quotas(root)):
@@ -133,8 +136,8 @@ def lendable(tree: QuotaTree, cohort: NodeRef) -> dict[str, int]:
 def dominant_resource_share(
     tree: QuotaTree, node: NodeRef, extra: Mapping[FlavorResource, int] | None = None
 ) -> Share:
-    """DRS of ``node`` (§9.1), optionally with the extra request ``extra`` added to the
-    node's *own* usage, literally ``U(n, fr) + R[fr]``.
+    """DRS of ``node`` (docs/scheduling.md#dominant-resource-share), optionally with the extra
+    request ``extra`` added to the node's *own* usage, literally ``U(n, fr) + R[fr]``.
 
     For a CQ that is exactly "the CQ with this workload". For a cohort, ``extra`` must
     be the amount that would reach the cohort; to measure a CQ's ancestors with a
@@ -171,7 +174,8 @@ def _add(tree: QuotaTree, cq: str, amounts: Mapping[FlavorResource, int]) -> Non
 
 
 def _sub(tree: QuotaTree, cq: str, amounts: Mapping[FlavorResource, int]) -> None:
-    # add_usage with negative amounts is the §4.3 removal without a generation bump.
+    # add_usage with negative amounts is the docs/scheduling.md#changing-usage removal without a
+    # generation bump.
     tree.add_usage(cq, {fr: -v for fr, v in amounts.items()})
 
 
@@ -179,7 +183,8 @@ def shares_with_usage(
     tree: QuotaTree, cq: str, amounts: Mapping[FlavorResource, int]
 ) -> list[tuple[NodeRef, Share]]:
     """DRS of ``cq`` and of each of its ancestors (bottom-up, root included) with
-    ``amounts`` temporarily added to the CQ as the tree propagates it (§4.3)."""
+    ``amounts`` temporarily added to the CQ as the tree propagates it
+    (docs/scheduling.md#changing-usage)."""
     _add(tree, cq, amounts)
     try:
         return [(n, dominant_resource_share(tree, n)) for n in tree.path_to_root(NodeRef.cq(cq))]
@@ -187,7 +192,7 @@ def shares_with_usage(
         _sub(tree, cq, amounts)
 
 
-# --------------------------------------------------------------------------- §9.2 tournament
+# -------------------------------------------- docs/scheduling.md#fair-sharing-tournament tournament
 
 
 class FairEntry(Protocol):
@@ -201,7 +206,7 @@ class FairEntry(Protocol):
 
     @property
     def timestamp(self) -> int:
-        """Queue-order timestamp (§5.3)."""
+        """Queue-order timestamp (docs/scheduling.md#queue-order-timestamp)."""
         ...
 
     @property
@@ -236,10 +241,11 @@ class FairItem(Generic[T]):
 
 
 class FairSharingOrder(Generic[E]):
-    """§9.2: yields the cycle's entries one at a time, recomputing every DRS at each
-    yield on the (possibly mutated) tree, so usage admitted between yields counts.
+    """docs/scheduling.md#fair-sharing-tournament: yields the cycle's entries one at a time,
+    recomputing every DRS at each yield on the (possibly mutated) tree, so usage admitted between
+    yields counts.
 
-    At most one entry per CQ (one head per CQ per cycle, §6.2).
+    At most one entry per CQ (one head per CQ per cycle, docs/scheduling.md#heads).
     """
 
     __slots__ = ("_by_cq", "_tree")
@@ -325,13 +331,14 @@ def _cmp_str(a: tuple[str, ...], b: tuple[str, ...]) -> int:
     return (a > b) - (a < b)
 
 
-# --------------------------------------------------------------------------- §9.3 preemption
+# -------------------------------------------- docs/scheduling.md#fair-sharing-preemption preemption
 
 
 def _policy_allows(
     policy: str, p: int, preemptor_ts: Instant, candidate: WorkloadState, eviction_ordering: bool
 ) -> bool:
-    """§8.2: may a preemptor of priority ``p`` preempt ``candidate`` under ``policy``?"""
+    """docs/scheduling.md#preemption-policy: may a preemptor of priority ``p`` preempt ``candidate``
+    under ``policy``?"""
     c = candidate.priority
     if policy == "LowerPriority":
         return c < p
@@ -345,9 +352,9 @@ def _policy_allows(
 def _candidate_key(
     a: Admitted, preemptor_cq: str, now: Instant
 ) -> tuple[bool, bool, int, int, str, str, str]:
-    """§8.4 keys (1)-(5): evicted first, other CQs first, lower priority, most recent
-    ``QuotaReserved=True`` transition (missing: now), UID; then CQ and key, which only
-    matter if two candidates share a UID."""
+    """docs/scheduling.md#candidate-order keys (1)-(5): evicted first, other CQs first, lower
+    priority, most recent ``QuotaReserved=True`` transition (missing: now), UID; then CQ and key,
+    which only matter if two candidates share a UID."""
     wl = a.wl
     reserved = wl.conditions.get(QUOTA_RESERVED)
     since = reserved.last_transition if reserved is not None and reserved.is_true else now
@@ -363,7 +370,7 @@ def _candidate_key(
 
 
 class _TargetOrdering:
-    """§9.3 step 3: which CQ to take candidates from next.
+    """docs/scheduling.md#fair-sharing-preemption step 3: which CQ to take candidates from next.
 
     ``next_target`` re-evaluates every DRS on the current tree, so removals made by
     the caller between calls count. Candidates keep the order they were given in.
@@ -462,10 +469,12 @@ class _SortKey(Protocol):
 
 
 class FairPreemptor:
-    """The §9.3 target search for one preemptor on one snapshot.
+    """The docs/scheduling.md#fair-sharing-preemption target search for one preemptor on one
+    snapshot.
 
     Same constructor and entry points as :class:`~scheduler.core.preemption.ClassicPreemptor`
-    plus the configured ``strategies`` (empty: the default pair of §3.7).
+    plus the configured ``strategies`` (empty: the default pair of
+    docs/scheduling.md#configuration).
     """
 
     def __init__(
@@ -487,7 +496,7 @@ class FairPreemptor:
 
     # --------------------------------------------------------------- oracle
     def oracle(self, wl: WorkloadState, cq: ClusterQueueInfo) -> PreemptionOracle:
-        """§8.7 with the fair-sharing search."""
+        """docs/scheduling.md#preemption-oracle with the fair-sharing search."""
         return targets_oracle(self, self.tree, self.admitted_by_cq, wl, cq)
 
     # --------------------------------------------------------------- search
@@ -552,8 +561,8 @@ class FairPreemptor:
 
 
 class _Search:
-    """One §9.3 search (steps 2-7). Every usage change is recorded so that ``run``
-    leaves the tree exactly as it found it, whatever happens."""
+    """One docs/scheduling.md#fair-sharing-preemption search (steps 2-7). Every usage change is
+    recorded so that ``run`` leaves the tree exactly as it found it, whatever happens."""
 
     def __init__(
         self, tree: QuotaTree, cq: str, requests: Mapping[FlavorResource, int], sort_key: _SortKey
@@ -662,7 +671,8 @@ class _Search:
         self.targets.append(Target(a.wl.key, a.cluster_queue, reason))
 
     def _fits(self) -> bool:
-        """§8.5 fit with borrowing allowed: every request <= Available(CQ)."""
+        """docs/scheduling.md#runs-removal-and-fill-back fit with borrowing allowed: every request
+        <= Available(CQ)."""
         return all(v <= self.tree.available(self.cq, fr) for fr, v in self.requests.items())
 
     def _fits_simulated(self) -> bool:
@@ -674,9 +684,9 @@ class _Search:
             _add(self.tree, self.cq, self.requests)
 
     def _fill_back(self) -> list[Target]:
-        """§8.5 fill-back (borrowing allowed): from the second-to-last target back to
-        the first, put the target back and keep it out of the list if the preemptor
-        still fits. The targets keep their relative order."""
+        """docs/scheduling.md#runs-removal-and-fill-back fill-back (borrowing allowed): from the
+        second-to-last target back to the first, put the target back and keep it out of the list if
+        the preemptor still fits. The targets keep their relative order."""
         for i in range(len(self.targets) - 2, -1, -1):
             a = self.removed[i]
             _add(self.tree, a.cluster_queue, a.usage)

@@ -1,4 +1,5 @@
-"""Flavor assignment (scheduling.md §7): which flavor each pod set's resources use.
+"""Flavor assignment (docs/scheduling.md#flavor-assignment): which flavor each pod set's resources
+use.
 
 The assigner is a pure function of the ClusterQueue, the quota snapshot, the
 workload and a preemption oracle. It never mutates the snapshot.
@@ -26,7 +27,7 @@ from scheduler.core.workload import LastAssignment, PodSetSpec, WorkloadState
 
 
 class Mode(IntEnum):
-    """Internal preemption modes, worst to best (§7.3)."""
+    """Internal preemption modes, worst to best (docs/scheduling.md#assignment-modes)."""
 
     NO_FIT = 0
     NO_CANDIDATES = 1
@@ -62,10 +63,10 @@ class GranularMode:
     def preferred_over(
         self, other: GranularMode | None, *, preemption_over_borrowing: bool = False
     ) -> bool:
-        """§7.5: preemption mode first, then the lower borrowing level; with the
-        ClusterQueue's `flavorFungibility.preference: PreemptionOverBorrowing`, the
-        borrowing level first (a mode without preemption candidates still ranks below
-        every mode that can admit)."""
+        """docs/scheduling.md#preference-between-modes: preemption mode first, then the lower
+        borrowing level; with the ClusterQueue's `flavorFungibility.preference:
+        PreemptionOverBorrowing`, the borrowing level first (a mode without preemption candidates
+        still ranks below every mode that can admit)."""
         if self.mode is Mode.NO_FIT:
             return False
         if other is None or other.mode is Mode.NO_FIT:
@@ -84,13 +85,14 @@ class GranularMode:
 def _worse(
     a: GranularMode, b: GranularMode, *, preemption_over_borrowing: bool = False
 ) -> GranularMode:
-    """The worse of two modes under §7.5's relation."""
+    """The worse of two modes under docs/scheduling.md#preference-between-modes's relation."""
     better = a.preferred_over(b, preemption_over_borrowing=preemption_over_borrowing)
     return b if better else a
 
 
 PreemptionOracle = Callable[[FlavorResource, int], GranularMode]
-"""§8.7: given one FR and the value that does not fit, what preemption could do."""
+"""docs/scheduling.md#preemption-oracle: given one FR and the value that does not fit, what
+preemption could do."""
 
 
 @dataclass(slots=True)
@@ -206,7 +208,8 @@ def _message_of(blocker: Blocker) -> str:
 def pod_set_requests(
     wl: WorkloadState, cq: ClusterQueueInfo, counts: Mapping[int, int] | None = None
 ) -> list[tuple[PodSetSpec, int, dict[str, int]]]:
-    """Per pod set: (spec, count, totals) with reclaimable pods and `pods` applied (§2)."""
+    """Per pod set: (spec, count, totals) with reclaimable pods and `pods` applied
+    (docs/scheduling.md#quantities)."""
     out: list[tuple[PodSetSpec, int, dict[str, int]]] = []
     for i, ps in enumerate(wl.pod_sets):
         count = wl.current_count(ps)
@@ -271,7 +274,8 @@ class FlavorAssigner:
         last: LastAssignment | None,
         tried: dict[tuple[int, str], int],
     ) -> bool:
-        # Resume indices count only for pod sets that end up with flavors (§7.7).
+        # Resume indices count only for pod sets that end up with flavors
+        # (docs/scheduling.md#flavor-scan-resumption).
         pending_tried: dict[tuple[int, str], int] = {}
         for resource in sorted(result.requests):
             if resource in result.flavors:
@@ -365,7 +369,7 @@ class FlavorAssigner:
         return best, reasons, last_idx
 
     def _should_try_next(self, m: GranularMode) -> bool:
-        """§7.6 flavor fungibility."""
+        """docs/scheduling.md#fungibility flavor fungibility."""
         if m.mode in (Mode.NO_FIT, Mode.NO_CANDIDATES):
             return True
         if m.mode in (Mode.PREEMPT, Mode.RECLAIM) and self.cq.when_can_preempt == "TryNextFlavor":
@@ -375,7 +379,7 @@ class FlavorAssigner:
     def _evaluate(
         self, fr: FlavorResource, assumed: int, request: int, reasons: list[Blocker]
     ) -> GranularMode:
-        """§7.4 for one FR."""
+        """docs/scheduling.md#evaluating-one-flavor-and-resource for one FR."""
         flavor, resource = fr
         cq = self.cq.name
         val = assumed + request

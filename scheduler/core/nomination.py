@@ -1,4 +1,5 @@
-"""Nomination results kept across heads and cycles (scheduling.md §6.3, §7, §8).
+"""Nomination results kept across heads and cycles (docs/scheduling.md#cycle-snapshot,
+#flavor-assignment, #classic-preemption).
 
 A nomination (flavor assignment, then the preemption target search when it says
 Preempt) is a pure function of the ClusterQueue's spec, the flavors, the quota and the
@@ -16,7 +17,7 @@ those inputs:
 * of the head: priority, its queue-order timestamp where a policy compares it, per pod
   set its identity (pod sets are never changed once built, and ingest interns them by
   content, so the pod sets of equal specs are one object) and its current count, and
-  its flavor-scan resume state (§7.7) while that is valid.
+  its flavor-scan resume state (docs/scheduling.md#flavor-scan-resumption) while that is valid.
 
 A head that itself holds quota (it would be excluded from its own candidates) is never
 cached. Fair sharing is never cached: its target search reads shares of the whole

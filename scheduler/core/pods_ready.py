@@ -1,5 +1,6 @@
-"""Timed rules: waitForPodsReady timeouts and requeue backoff (§10), maximum execution
-time and Kueue-initiated deactivation (§11.2).
+"""Timed rules: waitForPodsReady timeouts and requeue backoff
+(docs/scheduling.md#waiting-for-pods-ready), maximum execution time and Kueue-initiated deactivation
+(docs/scheduling.md#deactivation).
 
 Every rule is a deadline computed from the workload's conditions, so nothing needs
 a timer object: the driver asks for the next deadline, moves its clock there, and
@@ -133,7 +134,7 @@ def _finish_backoff(s: Scheduler, wl: WorkloadState) -> None:
 
 
 def backoff_delay_seconds(s: Scheduler, attempt: int) -> int:
-    """§10.4: min(base × 2^(n−1), max), no jitter (D5)."""
+    """docs/scheduling.md#backoff-formula: min(base × 2^(n−1), max), no jitter (D5)."""
     cfg = s.config.wait_for_pods_ready
     delay: int = cfg.backoff_base_seconds * (1 << (attempt - 1))
     return min(delay, cfg.backoff_max_seconds)
@@ -152,7 +153,8 @@ def _pods_ready_timeout(s: Scheduler, wl: WorkloadState) -> None:
 
 
 def deactivate_by_kueue(s: Scheduler, wl: WorkloadState, reason: str) -> None:
-    """§11.2: DeactivationTarget, then spec.active=false and an eviction that says why."""
+    """docs/scheduling.md#deactivation: DeactivationTarget, then spec.active=false and an eviction
+    that says why."""
     now = s.now()
     detail = _DEACTIVATION_MESSAGES[reason]
     wl.conditions.set(DEACTIVATION_TARGET, "True", reason, detail, now)
@@ -169,7 +171,7 @@ def deactivate_by_kueue(s: Scheduler, wl: WorkloadState, reason: str) -> None:
 
 
 def admission_blocked(s: Scheduler) -> bool:
-    """§10.2: some quota holder, anywhere, lacks PodsReady=True."""
+    """docs/scheduling.md#blocking-admission: some quota holder, anywhere, lacks PodsReady=True."""
     cfg = s.config.wait_for_pods_ready
     if not (cfg.enable and cfg.block_admission):
         return False

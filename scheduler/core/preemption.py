@@ -1,4 +1,5 @@
-"""Classic preemption (scheduling.md §8): which admitted workloads make room for a head.
+"""Classic preemption (docs/scheduling.md#classic-preemption): which admitted workloads make room
+for a head.
 
 The search runs on the cycle's snapshot: candidates' usage is removed from the cloned
 quota tree while testing, and always put back before returning, so the snapshot is
@@ -31,7 +32,7 @@ _WHY = {
     IN_COHORT_RECLAIM_WHILE_BORROWING: "reclamation within the cohort while borrowing",
 }
 
-# Candidate classes (§8.3).
+# Candidate classes (docs/scheduling.md#preemption-candidates).
 WITHIN_CQ = "WithinCQ"
 HIERARCHICAL_RECLAIM = "HierarchicalReclaim"
 RECLAIM_WITHOUT_BORROWING = "ReclaimWithoutBorrowing"
@@ -53,7 +54,9 @@ def preemption_message(preemptor: WorkloadState, reason: str) -> str:
 
 
 class Preemptor(Protocol):
-    """A target search (classic §8, or fair sharing §9.3) and its §8.7 oracle."""
+    """A target search (classic docs/scheduling.md#classic-preemption, or fair sharing
+    docs/scheduling.md#fair-sharing-preemption) and its docs/scheduling.md#preemption-oracle
+    oracle."""
 
     @property
     def tree(self) -> QuotaTree: ...
@@ -141,9 +144,9 @@ class AdmittedIndex(Mapping[str, Sequence[Admitted]]):
 class OneStateSearch:
     """A target search for one nomination, during which the snapshot does not change.
 
-    The §8.7 oracle searches per FR while flavors are assigned, and the assignment it
-    leads to is searched again for its targets; for a head needing one FR both ask the
-    same question, so each distinct question is answered once.
+    The docs/scheduling.md#preemption-oracle oracle searches per FR while flavors are assigned, and
+    the assignment it leads to is searched again for its targets; for a head needing one FR both ask
+    the same question, so each distinct question is answered once.
     """
 
     def __init__(self, inner: Preemptor) -> None:
@@ -190,8 +193,9 @@ def targets_oracle(
     wl: WorkloadState,
     cq: ClusterQueueInfo,
 ) -> PreemptionOracle:
-    """§8.7 for any target search: no targets -> noPreemptionCandidates; otherwise the
-    borrowing level with the targets gone, and preempt (own CQ) or reclaim (others)."""
+    """docs/scheduling.md#preemption-oracle for any target search: no targets ->
+    noPreemptionCandidates; otherwise the borrowing level with the targets gone, and preempt (own
+    CQ) or reclaim (others)."""
 
     def evaluate(fr: FlavorResource, value: int) -> GranularMode:
         targets = search.find_targets(wl, cq, {fr}, {fr: value})
@@ -215,7 +219,8 @@ def targets_oracle(
 
 
 def no_candidates_oracle(tree: QuotaTree, cq: str) -> PreemptionOracle:
-    """The oracle when no workload may be preempted: §8.7 with an empty target list."""
+    """The oracle when no workload may be preempted: docs/scheduling.md#preemption-oracle with an
+    empty target list."""
 
     def oracle(fr: FlavorResource, value: int) -> GranularMode:
         level, _ = tree.borrowing_level(cq, fr, value)
@@ -225,7 +230,7 @@ def no_candidates_oracle(tree: QuotaTree, cq: str) -> PreemptionOracle:
 
 
 class ClassicPreemptor:
-    """The §8 target search for one preemptor on one snapshot."""
+    """The docs/scheduling.md#classic-preemption target search for one preemptor on one snapshot."""
 
     def __init__(
         self,
@@ -366,7 +371,8 @@ class ClassicPreemptor:
         candidate: WorkloadState,
         eviction_ordering: bool,
     ) -> bool:
-        """§8.2: may a preemptor of priority p preempt this candidate under `policy`?"""
+        """docs/scheduling.md#preemption-policy: may a preemptor of priority p preempt this
+        candidate under `policy`?"""
         c = candidate.priority
         if policy == "LowerPriority":
             return c < p
@@ -388,7 +394,8 @@ class ClassicPreemptor:
         return RECLAIM_WHILE_BORROWING
 
     def _sort_key(self, preemptor_cq: str, c: _Candidate) -> tuple[bool, bool, int, int, str]:
-        """§8.4: evicted first, other CQs first, lower priority, most recently admitted, uid."""
+        """docs/scheduling.md#candidate-order: evicted first, other CQs first, lower priority, most
+        recently admitted, uid."""
         wl = c.admitted.wl
         reserved = wl.conditions.get(QUOTA_RESERVED)
         since = reserved.last_transition if reserved is not None and reserved.is_true else self.now
@@ -446,7 +453,7 @@ class ClassicPreemptor:
 
     def _protected(self, cq: str, lca: str | None, frs: set[FlavorResource]) -> bool:
         """An other-CQ candidate is skipped while its CQ, or a cohort on its path strictly
-        below the LCA, is within nominal quota (§8.5)."""
+        below the LCA, is within nominal quota (docs/scheduling.md#runs-removal-and-fill-back)."""
         node = NodeRef.cq(cq)
         if self.tree.within_nominal(node, frs):
             return True
@@ -473,7 +480,8 @@ class ClassicPreemptor:
         requests: FRAmounts,
         allow_borrowing: bool,
     ) -> list[Target]:
-        """Put back every target that is not needed, newest-but-one first (§8.5)."""
+        """Put back every target that is not needed, newest-but-one first
+        (docs/scheduling.md#runs-removal-and-fill-back)."""
         keep = [True] * len(chosen)
         for i in range(len(chosen) - 2, -1, -1):
             a = chosen[i].admitted

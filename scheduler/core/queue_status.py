@@ -1,14 +1,16 @@
-"""Status-based visibility of pending workloads (KEP-168, scheduling.md §13.3).
+"""Status-based visibility of pending workloads (KEP-168,
+docs/scheduling.md#pending-workloads-in-status).
 
 Each ClusterQueue's ``status.pendingWorkloadsStatus`` lists the first ``maxCount``
-workloads of its listing snapshot (§5.8: heap + parked + in-flight in queue order);
-with the LocalQueue extension (D8, §13.3.3) each LocalQueue lists its own workloads
-among the first ``maxPosition`` of its ClusterQueue's listing, with their positions.
+workloads of its listing snapshot (docs/scheduling.md#pluggable-queues: heap + parked + in-flight in
+queue order); with the LocalQueue extension (D8, docs/scheduling.md#localqueue-pending-list) each
+LocalQueue lists its own workloads among the first ``maxPosition`` of its ClusterQueue's listing,
+with their positions.
 
 Upstream refreshes these from periodic in-memory snapshots and throttles the status
-writes. The deterministic model (§13.3.2) is what :class:`QueueStatusTracker`
-implements: snapshots are taken at ``start + k × updateIntervalSeconds`` and once at
-the end of a run; the published list is the latest snapshot's, and
+writes. The deterministic model (docs/scheduling.md#snapshots-and-throttling) is what
+:class:`QueueStatusTracker` implements: snapshots are taken at ``start + k × updateIntervalSeconds``
+and once at the end of a run; the published list is the latest snapshot's, and
 ``lastChangeTime`` is the snapshot instant at which that list last changed. A queue
 seen for the first time publishes at its first snapshot (upstream writes the status
 when it is absent), so ``lastChangeTime`` is then that instant even for an empty list.
@@ -48,7 +50,8 @@ class ClusterQueuePendingStatus:
     last_change_time: Instant
 
     def to_json(self) -> Json:
-        # The list's JSON name is `clusterQueuePendingWorkload`, not `head` (§13.3.1).
+        # The list's JSON name is `clusterQueuePendingWorkload`, not `head`
+        # (docs/scheduling.md#enablement-and-shape).
         return {
             "clusterQueuePendingWorkload": [
                 {"name": w.name, "namespace": w.namespace} for w in self.head
@@ -70,12 +73,14 @@ class LocalQueuePendingStatus:
 
 
 def cluster_queues_enabled(config: QueueVisibility | None) -> bool:
-    """§13.3.1: `queueVisibility` present (D7) and an effective maxCount above 0."""
+    """docs/scheduling.md#enablement-and-shape: `queueVisibility` present (D7) and an effective
+    maxCount above 0."""
     return config is not None and config.cluster_queue_max_count > 0
 
 
 def local_queues_enabled(config: QueueVisibility | None) -> bool:
-    """§13.3.3: `queueVisibility.localQueues` present with maxCount above 0."""
+    """docs/scheduling.md#localqueue-pending-list: `queueVisibility.localQueues` present with
+    maxCount above 0."""
     return (
         config is not None
         and config.local_queue_max_count is not None
@@ -116,7 +121,8 @@ def local_queue_heads(
 
 
 class QueueStatusTracker:
-    """The published `pendingWorkloadsStatus` of every queue, under the §13.3.2 model.
+    """The published `pendingWorkloadsStatus` of every queue, under the
+    docs/scheduling.md#snapshots-and-throttling model.
 
     The driver calls :meth:`advance` before its clock moves forward (the state is then
     the one that held since the clock last moved) and :meth:`finish` at the end of a

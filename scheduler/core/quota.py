@@ -1,14 +1,14 @@
-"""The hierarchical quota tree (KEP-79): scheduling spec §4.
+"""The hierarchical quota tree (KEP-79): scheduling spec docs/scheduling.md#hierarchical-quota.
 
 Nodes are ClusterQueues (always leaves) and Cohorts (inner nodes). Every quantity is
 an exact integer per FR = (flavor, resource). Per node we store:
 
-* ``sq``: subtree quota SQ (§4.2);
+* ``sq``: subtree quota SQ (docs/scheduling.md#per-node-quantities);
 * ``g``: guaranteed quota G, the part of SQ never lent upward;
 * ``u``: usage U. For a CQ it is the authoritative ledger (what workloads hold);
   for a cohort it is derived from the children and maintained incrementally.
 
-Formulas (§4.2), with LA = local available = max(0, G - U)::
+Formulas (docs/scheduling.md#per-node-quantities), with LA = local available = max(0, G - U)::
 
     G(n)      = max(0, SQ(n) - LL(n)) if LL(n) is set, else 0
     SQ(cq)    = N(cq)
@@ -22,10 +22,10 @@ Nodes are addressed by :class:`NodeRef` where both kinds are possible (a CQ and 
 cohort may share a name), and by plain names where only one kind makes sense.
 
 Structure changes (set/delete of a CQ or cohort) rebuild every affected tree from
-the leaves; usage changes (add/remove) are incremental (§4.3) because they happen on
-every admission. Trees containing a parent cycle (§4.5) are not evaluated: their
-cohorts hold no quantities and their CQs report nothing available, while the CQ
-usage ledger is still kept so nothing is lost when the cycle is broken.
+the leaves; usage changes (add/remove) are incremental (docs/scheduling.md#changing-usage) because
+they happen on every admission. Trees containing a parent cycle (docs/scheduling.md#cohort-cycles)
+are not evaluated: their cohorts hold no quantities and their CQs report nothing available, while
+the CQ usage ledger is still kept so nothing is lost when the cycle is broken.
 
 Iteration orders visible to callers are always name ascending (D3).
 """
@@ -67,15 +67,16 @@ class NodeRef:
 
 @dataclass(frozen=True, slots=True)
 class ResourceQuota:
-    """Quota of one FR on a CQ or cohort; limits of ``None`` mean unset (§3.2)."""
+    """Quota of one FR on a CQ or cohort; limits of ``None`` mean unset
+    (docs/scheduling.md#clusterqueue)."""
 
     nominal: int
     borrowing_limit: int | None = None
     lending_limit: int | None = None
 
     def __post_init__(self) -> None:
-        # Validation (§3.9) rejects negative quantities before they reach the core;
-        # failing loudly here catches a caller that skipped it.
+        # Validation (docs/scheduling.md#invalid-input) rejects negative quantities before they
+        # reach the core; failing loudly here catches a caller that skipped it.
         if self.nominal < 0:
             raise ValueError(f"nominal quota must be >= 0, got {self.nominal}")
         if self.borrowing_limit is not None and self.borrowing_limit < 0:
@@ -172,7 +173,8 @@ def _set_amount(target: dict[FlavorResource, int], fr: FlavorResource, value: in
 
 
 class QuotaTree:
-    """All ClusterQueues and Cohorts with their quotas and usage (§4)."""
+    """All ClusterQueues and Cohorts with their quotas and usage
+    (docs/scheduling.md#hierarchical-quota)."""
 
     __slots__ = ("_chains", "_children", "_cohorts", "_cqs", "_gen_counter", "_structure")
 
@@ -180,8 +182,8 @@ class QuotaTree:
         self._cqs: dict[str, _Node] = {}
         self._cohorts: dict[str, _Node] = {}
         # One counter for the whole tree: a CQ's generation only ever increases, even
-        # across delete and re-create, so a stale flavor-scan record (§7.7) can never
-        # match a new CQ of the same name.
+        # across delete and re-create, so a stale flavor-scan record
+        # (docs/scheduling.md#flavor-scan-resumption) can never match a new CQ of the same name.
         self._gen_counter = 0
         # Moves on every structural change (which tree each node is in, and quotas).
         self._structure = 0
@@ -305,7 +307,8 @@ class QuotaTree:
         if parent is None:
             return
         pnode = self._cohorts.get(parent)
-        if pnode is None:  # referenced but no object: implicit cohort (§4.1)
+        # referenced but no object: implicit cohort (docs/scheduling.md#the-quota-tree)
+        if pnode is None:
             pnode = _Node("cohort", parent)
             self._cohorts[parent] = pnode
         if node.kind == "cq":
@@ -378,7 +381,8 @@ class QuotaTree:
     def _settle(self, cohort_seeds: Iterable[str], cq_seeds: Iterable[str]) -> None:
         """After a structural change: re-derive every tree that contains a seed (the
         seeds are the members of the affected trees before the change plus the changed
-        nodes), then bump the generation of every CQ that was or is in them (§4.3)."""
+        nodes), then bump the generation of every CQ that was or is in them
+        (docs/scheduling.md#changing-usage)."""
         self._structure += 1
         self._chains = {}
         self._children = {}
@@ -413,7 +417,8 @@ class QuotaTree:
             self._cqs[name].cyclic = True
 
     def _rebuild(self, top: str) -> None:
-        """Recompute SQ, G, U and height of an acyclic tree from the leaves (§4.2)."""
+        """Recompute SQ, G, U and height of an acyclic tree from the leaves
+        (docs/scheduling.md#per-node-quantities)."""
         order: list[_Node] = []
         stack = [self._cohorts[top]]
         while stack:
@@ -451,9 +456,9 @@ class QuotaTree:
     # ------------------------------------------------------------------ usage (hot)
 
     def add_usage(self, cq: str, amounts: Mapping[FlavorResource, int]) -> None:
-        """Add usage to a CQ and propagate it up (§4.3). Raises KeyError for an
-        unknown CQ: usage of a CQ that does not exist yet is the caller's to re-add
-        when the CQ is created (§3.9)."""
+        """Add usage to a CQ and propagate it up (docs/scheduling.md#changing-usage). Raises
+        KeyError for an unknown CQ: usage of a CQ that does not exist yet is the caller's to re-add
+        when the CQ is created (docs/scheduling.md#invalid-input)."""
         node = self._cq(cq)
         for fr, v in amounts.items():
             if v > 0:
@@ -467,7 +472,8 @@ class QuotaTree:
         self.add_usage(cq, {fr: -v for fr, v in amounts.items()})
 
     def remove_usage(self, cq: str, amounts: Mapping[FlavorResource, int]) -> None:
-        """Remove usage from a CQ (§4.3) and bump its generation (a workload left).
+        """Remove usage from a CQ (docs/scheduling.md#changing-usage) and bump its generation (a
+        workload left).
 
         An unknown CQ is ignored: its ledger was dropped when it was deleted.
         """
@@ -507,12 +513,14 @@ class QuotaTree:
     # ------------------------------------------------------------------ quantities
 
     def available(self, cq: str, fr: FlavorResource) -> int:
-        """Available(CQ) = max(0, avail(CQ)) (§4.2); 0 in a cyclic tree."""
+        """Available(CQ) = max(0, avail(CQ)) (docs/scheduling.md#per-node-quantities); 0 in a cyclic
+        tree."""
         chain = self._cq_chain(cq)
         return 0 if chain is None else max(0, self._available(chain, fr))
 
     def raw_available(self, node: NodeRef, fr: FlavorResource) -> int:
-        """avail(n) of §4.2, unclamped (may be negative after a quota decrease)."""
+        """avail(n) of docs/scheduling.md#per-node-quantities, unclamped (may be negative after a
+        quota decrease)."""
         chain = self._chain_of(node)
         return 0 if chain is None else self._available(chain, fr)
 
@@ -548,11 +556,13 @@ class QuotaTree:
         return value
 
     def potential_available(self, cq: str, fr: FlavorResource) -> int:
-        """PotentialAvailable(CQ) = pot(CQ) (§4.2); 0 in a cyclic tree."""
+        """PotentialAvailable(CQ) = pot(CQ) (docs/scheduling.md#per-node-quantities); 0 in a cyclic
+        tree."""
         return self.potential(NodeRef("cq", cq), fr)
 
     def potential(self, node: NodeRef, fr: FlavorResource) -> int:
-        """pot(n) for any node (DRS uses pot(parent), §9.1); 0 in a cyclic tree."""
+        """pot(n) for any node (DRS uses pot(parent), docs/scheduling.md#dominant-resource-share); 0
+        in a cyclic tree."""
         chain = self._chain_of(node)
         if chain is None:
             return 0
@@ -613,19 +623,20 @@ class QuotaTree:
     # ------------------------------------------------------------------ predicates
 
     def borrows(self, node: NodeRef, fr: FlavorResource, value: int) -> bool:
-        """§4.4: U + value > SQ (for a CQ SQ is its nominal)."""
+        """docs/scheduling.md#quota-predicates: U + value > SQ (for a CQ SQ is its nominal)."""
         n = self._node(node)
         return n.u.get(fr, 0) + value > n.sq.get(fr, 0)
 
     def within_nominal(self, node: NodeRef, frs: Iterable[FlavorResource]) -> bool:
-        """§4.4: U <= SQ for every given FR."""
+        """docs/scheduling.md#quota-predicates: U <= SQ for every given FR."""
         n = self._node(node)
         return all(n.u.get(fr, 0) <= n.sq.get(fr, 0) for fr in frs)
 
     def fits_in_quota(
         self, node: NodeRef, requests: Mapping[FlavorResource, int]
     ) -> tuple[bool, dict[FlavorResource, int]]:
-        """§4.4: (every U + R <= SQ, remaining requests for the parent).
+        """docs/scheduling.md#quota-predicates: (every U + R <= SQ, remaining requests for the
+        parent).
 
         The remaining dict has an entry for every requested FR, zero included, so
         the parent's check covers the same FRs.
@@ -640,7 +651,8 @@ class QuotaTree:
         return fits, remaining
 
     def borrowing_level(self, cq: str, fr: FlavorResource, value: int) -> tuple[int, bool]:
-        """§4.4: (borrowing level, mayReclaimInHierarchy) of a request on a CQ.
+        """docs/scheduling.md#quota-predicates: (borrowing level, mayReclaimInHierarchy) of a
+        request on a CQ.
 
         (0, False) in a cyclic tree, where no level is meaningful.
         """
@@ -688,7 +700,8 @@ class QuotaTree:
         return sorted(self._cohort(cohort).child_cqs)
 
     def height(self, cohort: str) -> int:
-        """§4.1 height of a cohort (0 in a cyclic tree). CQs have height 0."""
+        """docs/scheduling.md#the-quota-tree height of a cohort (0 in a cyclic tree). CQs have
+        height 0."""
         return self._cohort(cohort).height
 
     def root(self, node: NodeRef) -> NodeRef:
@@ -711,7 +724,7 @@ class QuotaTree:
         return [NodeRef(c.kind, c.name) for c in self._chain(n)]
 
     def tree_cluster_queues(self, cq: str) -> list[str]:
-        """Every CQ of ``cq``'s root tree by name (the flush scope of §5.7):
+        """Every CQ of ``cq``'s root tree by name (the flush scope of docs/scheduling.md#flush):
         ``[cq]`` without a cohort, ``[]`` in a cyclic tree."""
         node = self._cq(cq)
         if node.cyclic:
@@ -730,7 +743,7 @@ class QuotaTree:
     # ------------------------------------------------------------------ cycles
 
     def in_cycle(self, cq: str) -> bool:
-        """The CQ's cohort tree contains a parent cycle (§4.5)."""
+        """The CQ's cohort tree contains a parent cycle (docs/scheduling.md#cohort-cycles)."""
         return self._cq(cq).cyclic
 
     def cohort_in_cycle(self, cohort: str) -> bool:
@@ -779,8 +792,9 @@ class QuotaTree:
         return self._cohort(cohort).explicit
 
     def generation(self, cq: str) -> int:
-        """Allocatable generation (§4.3, §7.7): strictly increases when the CQ's tree
-        changes shape or quota, or when usage is removed from the CQ."""
+        """Allocatable generation (docs/scheduling.md#changing-usage, #flavor-scan-resumption):
+        strictly increases when the CQ's tree changes shape or quota, or when usage is removed from
+        the CQ."""
         return self._cq(cq).generation
 
     def frs(self) -> set[FlavorResource]:
@@ -794,7 +808,7 @@ class QuotaTree:
         return out
 
     def clone(self) -> QuotaTree:
-        """An independent deep copy (the cycle snapshot, §6.3)."""
+        """An independent deep copy (the cycle snapshot, docs/scheduling.md#cycle-snapshot)."""
         other = QuotaTree()
         other._cqs = {name: n.copy() for name, n in self._cqs.items()}
         other._cohorts = {name: n.copy() for name, n in self._cohorts.items()}

@@ -97,8 +97,9 @@ class Scheduler:
         self.cycle_count = 0
         # Nomination results of earlier heads and cycles, keyed by what they depend on.
         self.nominations = NominationCache()
-        # Called by the cycle while admission is blocked (§10.2): advance to and apply the
-        # next external or timed event; False when nothing is left that could unblock.
+        # Called by the cycle while admission is blocked (docs/scheduling.md#blocking-admission):
+        # advance to and apply the next external or timed event; False when nothing is left that
+        # could unblock.
         self.block_waiter: Callable[[], bool] | None = None
         # CQ -> (the inputs of inactive_reasons, its answer)
         self._inactive: dict[str, tuple[tuple[object, ...], tuple[str, ...], object]] = {}
@@ -132,7 +133,8 @@ class Scheduler:
         return label_selector_matches(info.namespace_selector, self.namespace_labels(namespace))
 
     def inactive_reasons(self, cq: str) -> list[str]:
-        """The reasons of the CQ `Active=False` condition, in the order of §13.1."""
+        """The reasons of the CQ `Active=False` condition, in the order of
+        docs/scheduling.md#clusterqueue-status."""
         info = self.cluster_queues[cq]
         # Asked for every CQ several times per cycle; the answer depends only on these.
         # (The entry keeps `info` alive, so its id cannot be reused while it is stored.)
@@ -198,7 +200,7 @@ class Scheduler:
         )
 
     def tree_scope(self, cq: str) -> list[str]:
-        """The ClusterQueues a flush of `cq` reaches (§5.7)."""
+        """The ClusterQueues a flush of `cq` reaches (docs/scheduling.md#flush)."""
         if cq not in self.cluster_queues:
             return []
         return self.tree.tree_cluster_queues(cq)
@@ -289,7 +291,8 @@ class Scheduler:
 
     # ------------------------------------------------------------- quota usage
     def usage_of(self, wl: WorkloadState) -> FRAmounts:
-        """The usage an admitted workload holds, scaled for reclaimable pods (§2)."""
+        """The usage an admitted workload holds, scaled for reclaimable pods
+        (docs/scheduling.md#quantities)."""
         usage: FRAmounts = {}
         if wl.admission is None:
             return usage
@@ -312,7 +315,8 @@ class Scheduler:
 
     def hold(self, wl: WorkloadState, cq: str, usage: FRAmounts | None = None) -> None:
         """Record that `wl` holds quota in `cq`, counting its usage in the tree when the
-        CQ exists (§3.9: usage of a CQ that does not exist yet counts once it does)."""
+        CQ exists (docs/scheduling.md#invalid-input: usage of a CQ that does not exist yet counts
+        once it does)."""
         self.unhold(wl.key)
         self.holders.add(cq, wl.key, wl.priority)
         if cq in self.cluster_queues:
@@ -351,7 +355,8 @@ class Scheduler:
         requeued_status: str = "False",
         requeued_reason: str | None = None,
     ) -> None:
-        """Set Evicted=True now; quota is released by :meth:`finalize_evictions` (§12.3)."""
+        """Set Evicted=True now; quota is released by :meth:`finalize_evictions`
+        (docs/scheduling.md#eviction-finalisation)."""
         now = self.now()
         wl.conditions.set(EVICTED, "True", reason, message, now)
         wl.revision += 1
@@ -496,7 +501,8 @@ class Scheduler:
             self.plugin_errors[info.name] = str(err)
             self.queues.set_cluster_queue(info.name, settings, None, now=self.now())
         if old is None:
-            # usage of workloads admitted before this CQ existed is counted now (§3.9)
+            # usage of workloads admitted before this CQ existed is counted now
+            # (docs/scheduling.md#invalid-input)
             for key in self.holders.keys(info.name):
                 wl = self.workloads.get(key)
                 if wl is not None:
@@ -507,8 +513,8 @@ class Scheduler:
         self.flush([info.name])
 
     def _drop_unadmitted_reservations(self, keys: Iterable[str], message: str) -> None:
-        """§11.1: a stopped queue keeps its running workloads, but a reservation that is
-        not yet admitted is given back (Inadmissible)."""
+        """docs/scheduling.md#stop-policies: a stopped queue keeps its running workloads, but a
+        reservation that is not yet admitted is given back (Inadmissible)."""
         now = self.now()
         released: list[str] = []
         for key in list(keys):
@@ -556,7 +562,8 @@ class Scheduler:
             return
         if self.holders.count(name) > 0:
             # Like a ClusterQueue held by Kueue's finalizer: it stays, inactive and
-            # `Terminating`, until its last workload gives its quota back (§13.1).
+            # `Terminating`, until its last workload gives its quota back
+            # (docs/scheduling.md#clusterqueue-status).
             before = {cq for cq in self.cluster_queues if self.cq_active(cq)}
             self.terminating.add(name)
             self._after_activity_change(before)
@@ -630,12 +637,13 @@ class Scheduler:
         old = self.workloads.get(wl.key)
         if old is not None:
             self.unhold(old.key)
-            # Only a change the queue reacts to may un-park the workload (§5.1).
+            # Only a change the queue reacts to may un-park the workload
+            # (docs/scheduling.md#queue-structures).
             changed = old.queue_signature() != wl.queue_signature()
             wl.revision = old.revision + 1 if changed else old.revision
         self.workloads[wl.key] = wl
         if self.config.wait_for_pods_ready.enable and wl.conditions.get(PODS_READY) is None:
-            # §10.1: not ready until the pods-ready signal says so.
+            # docs/scheduling.md#podsready-condition: not ready until the pods-ready signal says so.
             wl.conditions.set(
                 PODS_READY,
                 "False",
@@ -646,13 +654,14 @@ class Scheduler:
         self.count_usage(wl)
         self._finish_arriving_eviction(wl)
         self._drain_if_stopped(wl)
-        # §11.2 applies however spec.active changes: by a signal or by an update.
+        # docs/scheduling.md#deactivation applies however spec.active changes: by a signal or by an
+        # update.
         was_active = old.active if old is not None else True
         if wl.active != was_active:
             wl.active = was_active
             self.set_active(wl.key, not was_active)
         # Quota given back (reservation dropped, or pods became reclaimable): others
-        # parked behind it may fit now (§5.7).
+        # parked behind it may fit now (docs/scheduling.md#flush).
         gave_back = old is not None and (not wl.holds_quota or old.reclaimable != wl.reclaimable)
         if old is not None and old.holds_quota and old.admission is not None and gave_back:
             self.flush([old.admission.cluster_queue])
@@ -660,8 +669,8 @@ class Scheduler:
 
     def _finish_arriving_eviction(self, wl: WorkloadState) -> None:
         """A workload that arrives holding quota with Evicted=True is mid-eviction: the
-        job integration finishes it at the end of this event (§12.3, D9), else its quota
-        would never be given back."""
+        job integration finishes it at the end of this event
+        (docs/scheduling.md#eviction-finalisation, D9), else its quota would never be given back."""
         evicted = wl.conditions.get(EVICTED)
         if not wl.holds_quota or evicted is None or not evicted.is_true:
             return
@@ -679,8 +688,8 @@ class Scheduler:
         )
 
     def _drain_if_stopped(self, wl: WorkloadState) -> None:
-        """A quota holder of a HoldAndDrain ClusterQueue or LocalQueue is evicted (§11.1),
-        also when it arrives after the stop policy was set."""
+        """A quota holder of a HoldAndDrain ClusterQueue or LocalQueue is evicted
+        (docs/scheduling.md#stop-policies), also when it arrives after the stop policy was set."""
         if not wl.holds_quota or wl.admission is None or wl.conditions.is_true(EVICTED):
             return
         cq = self.cluster_queues.get(wl.admission.cluster_queue)

@@ -1,4 +1,5 @@
-"""Label selectors, taints/tolerations and node affinity (scheduling.md §3.1, §3.2).
+"""Label selectors, taints/tolerations and node affinity (docs/scheduling.md#resourceflavor,
+#clusterqueue).
 
 Everything works on plain data as decoded from YAML/JSON (camelCase keys), so the
 matching rules stay independent of the model classes that carry them.
@@ -182,7 +183,7 @@ def _label_requirement_matches(
 
 
 # ---------------------------------------------------------------------------
-# Taints and tolerations (§3.1 step 1).
+# Taints and tolerations (docs/scheduling.md#resourceflavor step 1).
 
 _SCHEDULING_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
 
@@ -224,7 +225,7 @@ def format_taint(taint: Mapping[str, Any]) -> str:
 
 
 # ---------------------------------------------------------------------------
-# Node affinity (§3.1 step 2).
+# Node affinity (docs/scheduling.md#resourceflavor step 2).
 
 _NODE_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 _GO_INT = re.compile(r"[+-]?[0-9]+", re.ASCII)

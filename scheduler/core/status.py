@@ -1,4 +1,5 @@
-"""Render the status the core writes as plain Kubernetes-shaped dicts (§12, §13).
+"""Render the status the core writes as plain Kubernetes-shaped dicts
+(docs/scheduling.md#workload-status, #queue-and-cohort-status).
 
 Pure functions over a :class:`Scheduler`; the simulator prints them, the cluster
 writers send them through the status subresource.
@@ -118,7 +119,8 @@ def cluster_queue_status(s: Scheduler, name: str) -> Json:
 
 
 def _fair_sharing(s: Scheduler, node: NodeRef) -> Json:
-    """§9.1: the weighted share, present only while fair sharing is enabled."""
+    """docs/scheduling.md#dominant-resource-share: the weighted share, present only while fair
+    sharing is enabled."""
     if node.is_cq and s.tree.in_cycle(node.name):
         return {"weightedShare": 0}
     if not node.is_cq and s.tree.cohort_in_cycle(node.name):
@@ -210,7 +212,8 @@ def local_queue_status(s: Scheduler, key: str) -> Json:
 
 
 def _lq_pending(s: Scheduler, key: str) -> int:
-    """Queued workloads of this LocalQueue, excluding the in-flight head (§13.2)."""
+    """Queued workloads of this LocalQueue, excluding the in-flight head
+    (docs/scheduling.md#localqueue-status)."""
     lq = s.local_queues[key]
     queue = s.queues.queue(lq.cluster_queue)
     if queue is None:

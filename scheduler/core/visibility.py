@@ -45,7 +45,8 @@ def owner_references(raw: Any) -> tuple[OwnerRef, ...]:
 
 
 def pending_workloads(s: Scheduler, cluster_queue: str) -> list[PendingItem]:
-    """Every queued workload of the CQ in queue order with both positions (§3.4)."""
+    """Every queued workload of the CQ in queue order with both positions
+    (docs/scheduling.md#cohort)."""
     queue = s.queues.queue(cluster_queue)
     if queue is None:
         return []

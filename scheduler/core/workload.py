@@ -18,7 +18,7 @@ from scheduler.core.blockers import PendingWhy
 from scheduler.core.clock import Instant
 from scheduler.core.conditions import Conditions
 
-# Condition types and reasons (scheduling.md §12.2).
+# Condition types and reasons (docs/scheduling.md#conditions).
 QUOTA_RESERVED = "QuotaReserved"
 ADMITTED = "Admitted"
 EVICTED = "Evicted"
@@ -137,7 +137,8 @@ class RequeueState:
 
 @dataclass(slots=True)
 class LastAssignment:
-    """Where the flavor scan stopped last time (§7.7), per (pod set index, resource)."""
+    """Where the flavor scan stopped last time (docs/scheduling.md#flavor-scan-resumption), per (pod
+    set index, resource)."""
 
     tried_flavor_idx: dict[tuple[int, str], int]
     generation: int
@@ -192,7 +193,8 @@ class WorkloadState:
 
     @property
     def holds_quota(self) -> bool:
-        # A finished workload has given its quota back (§11.3), whatever its status says.
+        # A finished workload has given its quota back (docs/scheduling.md#finishing-and-deletion),
+        # whatever its status says.
         return (
             self.admission is not None
             and self.conditions.is_true(QUOTA_RESERVED)
@@ -200,7 +202,8 @@ class WorkloadState:
         )
 
     def queue_signature(self) -> tuple[object, ...]:
-        """What a queue reacts to (§5.1): spec, reclaimable pods, Evicted and Requeued."""
+        """What a queue reacts to (docs/scheduling.md#queue-structures): spec, reclaimable pods,
+        Evicted and Requeued."""
 
         def cond(type_: str) -> tuple[str, str] | None:
             c = self.conditions.get(type_)
@@ -253,7 +256,8 @@ class WorkloadState:
         return pod_set.count - self.reclaimable.get(pod_set.name, 0)
 
     def queue_order_timestamp(self, eviction_ordering: bool) -> Instant:
-        """§5.3: evicted-by-timeout (Eviction strategy) or by admission check, else creation."""
+        """docs/scheduling.md#queue-order-timestamp: evicted-by-timeout (Eviction strategy) or by
+        admission check, else creation."""
         evicted = self.conditions.get(EVICTED)
         if evicted is not None and evicted.is_true:
             if evicted.reason == "PodsReadyTimeout" and eviction_ordering:
@@ -268,7 +272,8 @@ def pod_set_totals(pod_set: PodSetSpec, count: int) -> dict[str, int]:
 
 
 def scale_totals(totals: dict[str, int], old_count: int, new_count: int) -> dict[str, int]:
-    """§2: divide by the old count first, then multiply, exactly as upstream does."""
+    """docs/scheduling.md#quantities: divide by the old count first, then multiply, exactly as
+    upstream does."""
     if old_count in {0, new_count}:
         return dict(totals)
     return {r: v // old_count * new_count for r, v in totals.items()}

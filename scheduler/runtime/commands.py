@@ -33,7 +33,7 @@ class DeleteObject:
 
 @dataclass(frozen=True, slots=True)
 class Finish:
-    """The workload's job finished (§11.3)."""
+    """The workload's job finished (docs/scheduling.md#finishing-and-deletion)."""
 
     key: str  # namespace/name
     failed: bool = False
@@ -41,14 +41,15 @@ class Finish:
 
 @dataclass(frozen=True, slots=True)
 class PodsReady:
-    """All pods of the workload are ready (§10.1)."""
+    """All pods of the workload are ready (docs/scheduling.md#podsready-condition)."""
 
     key: str
 
 
 @dataclass(frozen=True, slots=True)
 class SetActive:
-    """`spec.active` changed: False deactivates (§11.2), True reactivates."""
+    """`spec.active` changed: False deactivates (docs/scheduling.md#deactivation), True
+    reactivates."""
 
     key: str
     active: bool

@@ -430,7 +430,8 @@ class EmbeddedStore:
         self.engine.submit(DeleteObject(kind, namespace or None, name))
 
     def _update_errors(self, old: Any, new: Any) -> list[str]:
-        """§3.9: an update that breaks an immutability rule is refused."""
+        """docs/scheduling.md#invalid-input: an update that breaks an immutability rule is
+        refused."""
         if isinstance(old, Workload) and isinstance(new, Workload):
             # The reservation lives in the core, not in the manifest.
             key = f"{new.metadata.namespace}/{new.metadata.name}"

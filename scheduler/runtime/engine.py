@@ -13,7 +13,7 @@ One task owns the core. Each turn of its loop it
 A second task, the :class:`SnapshotPublisher`, turns the changes into immutable
 snapshots for the visibility server, at most one per publish interval.
 
-"Progress" mirrors the simulator (`scheduling.md` §6.1): a cycle that admitted or
+"Progress" mirrors the simulator (docs/scheduling.md#cycle-steps): a cycle that admitted or
 preempted is followed by another at once; an unproductive cycle is followed by
 another only while it changed something a next cycle would see (queue sizes, or the
 flavor scan position of the heads), and each such state is tried once. After that
@@ -70,7 +70,7 @@ ENGINE_FREEZE_AFTER = 2_000
 
 
 def _admission_stays_blocked() -> bool:
-    """The engine's `block_waiter` (§10.2).
+    """The engine's `block_waiter` (docs/scheduling.md#blocking-admission).
 
     In the simulator the cycle suspends and the driver advances virtual time until
     the blocking workloads are ready. On the real clock the cycle cannot wait: the
@@ -79,7 +79,7 @@ def _admission_stays_blocked() -> bool:
     admission now: the cycle marks the entry `QuotaReserved=False`/`Waiting` and ends,
     the entry is requeued, and the engine runs a new cycle after the next event (a
     pods-ready signal, a finish, a timeout). The check runs again for that entry, so
-    admissions stay serialised cluster-wide, as §10.2 requires.
+    admissions stay serialised cluster-wide, as docs/scheduling.md#blocking-admission requires.
     """
     return False
 
@@ -127,8 +127,8 @@ class Engine:
         # Nothing on the runtime's side shows a workload's API object (snapshots and
         # status are built from the core's records), so it is not kept.
         scheduler.keep_objects = False
-        # Off on a follower replica (cluster.md §7): it applies what the leader wrote
-        # and publishes snapshots, but runs no cycles and fires no timed rules.
+        # Off on a follower replica (docs/cluster.md#high-availability): it applies what the leader
+        # wrote and publishes snapshots, but runs no cycles and fires no timed rules.
         self._scheduling = scheduling
         self.idle_tick = idle_tick
         self.command_budget = command_budget
@@ -465,9 +465,9 @@ class Engine:
         return fired > 0
 
     def _unblock(self) -> bool:
-        """After a cycle stopped on §10.2, its other heads were requeued as if never
-        tried, which under BestEffortFIFO parks them; upstream would have admitted
-        them in the same cycle after the wait. Once admission is unblocked, their
+        """After a cycle stopped on docs/scheduling.md#blocking-admission, its other heads were
+        requeued as if never tried, which under BestEffortFIFO parks them; upstream would have
+        admitted them in the same cycle after the wait. Once admission is unblocked, their
         ClusterQueues are flushed so the next cycle tries them."""
         s = self.scheduler
         if not self._blocked_heads or admission_blocked(s):
@@ -526,7 +526,8 @@ class Engine:
 
     def _fingerprint(self, heads: list[tuple[str, str]]) -> object:
         """What decides whether another cycle can do something different: every
-        queue's sizes and the flavor scan position of the cycle's heads (§7.7). O(#CQs)."""
+        queue's sizes and the flavor scan position of the cycle's heads
+        (docs/scheduling.md#flavor-scan-resumption). O(#CQs)."""
         s = self.scheduler
         sizes = []
         for name in s.queues.cluster_queues():

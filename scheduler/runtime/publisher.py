@@ -1,4 +1,5 @@
-"""Publishing immutable snapshots for the visibility server (visibility-api.md §4.1).
+"""Publishing immutable snapshots for the visibility server
+(docs/visibility-api.md#one-immutable-snapshot-per-response).
 
 A publish:
 

@@ -5,8 +5,8 @@ the snapshot reference once and uses nothing else, so every answer comes from on
 consistent state. Nothing here is ever mutated after publication, except memoized
 renderings, which are pure functions of the immutable data.
 
-Cost model (visibility-api.md §4.1): a ClusterQueue page is an O(limit) walk from a
-bisection over chunk offsets, a LocalQueue page the same over that LocalQueue's
+Cost model (docs/visibility-api.md#one-immutable-snapshot-per-response): a ClusterQueue page is an
+O(limit) walk from a bisection over chunk offsets, a LocalQueue page the same over that LocalQueue's
 per-chunk counts, a position lookup two hash look-ups. A view is a tuple of immutable
 :class:`ViewChunk`s; consecutive views of a ClusterQueue share the chunks that did not
 change, so a republish after k changes rebuilds O(k) chunks plus O(#chunks) of
@@ -491,7 +491,7 @@ class ResourceUsage:
     For a ClusterQueue `usage` is the quota its workloads hold and `subtree_quota`
     equals `nominal`. For a Cohort, `subtree_quota` is what the cohort's subtree offers
     to its members (its own nominal quota plus what its children lend) and `usage` is
-    what members use of that shared part (scheduling.md §4.2's SQ and U).
+    what members use of that shared part (docs/scheduling.md#per-node-quantities's SQ and U).
     """
 
     flavor: str

@@ -1,4 +1,4 @@
-"""The simulator's output document (simulate.md "Output"): a v1 List, and a table for people."""
+"""The simulator's output document (docs/simulate.md#output): a v1 List, and a table for people."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Replay a scenario on the virtual clock (simulate.md): the core, driven synchronously.
+"""Replay a scenario on the virtual clock (docs/simulate.md): the core, driven synchronously.
 
 The clock jumps from one instant at which something can happen to the next, so a
 scenario spanning hours replays in milliseconds, and the same input always yields
@@ -237,7 +237,8 @@ class Simulation:
         return events
 
     def _update_errors(self, obj: Any) -> list[str]:
-        """§3.9: an update that breaks an immutability rule is rejected, object unchanged."""
+        """docs/scheduling.md#invalid-input: an update that breaks an immutability rule is rejected,
+        object unchanged."""
         meta = obj.metadata
         key = f"{meta.namespace}/{meta.name}" if getattr(meta, "namespace", None) else meta.name
         old = self.result.objects.get((obj.kind, key))
@@ -319,7 +320,7 @@ class Simulation:
 
     def _advance(self) -> bool:
         """Move to the next thing that happens (the cycle's wait while admission is
-        blocked, §10.2); False when nothing is left."""
+        blocked, docs/scheduling.md#blocking-admission); False when nothing is left."""
         if self._fire_due_now():
             return True
         instant = self._next_instant()
@@ -350,7 +351,9 @@ class Simulation:
             cycles += 1
             s.observe_conditions()
             if stats.blocked:
-                break  # §10.2: nothing can unblock admission; the run ends here
+                # docs/scheduling.md#blocking-admission: nothing can unblock admission; the run ends
+                # here
+                break
             if stats.admitted or stats.preempted:
                 seen.clear()
                 continue

@@ -1,10 +1,10 @@
 """Our server behind the real kube-apiserver's aggregation layer: the one place that
-starts it, registers it, and talks to it (cluster.md §8).
+starts it, registers it, and talks to it (docs/cluster.md#real-cluster-tests).
 
 kube-apiserver reaches our server through an ExternalName Service (`localhost`, routing
-off: cluster.md §1 and §8) and trusts it through `caBundle` = the CA of a cluster
-certificate folder made by `visibility_server.certs` (`--cert-dir`, rotated by E8/E9),
-never `insecureSkipTLSVerify`.
+off: docs/cluster.md#the-aggregation-layer, #real-cluster-tests) and trusts it through `caBundle` =
+the CA of a cluster certificate folder made by `visibility_server.certs` (`--cert-dir`, rotated by
+E8/E9), never `insecureSkipTLSVerify`.
 
 The server runs as `queuescope serve --embedded` for now; cluster mode (`serve
 --kubeconfig`) replaces `VisibilityServer.command` and `VisibilityServer.apply_objects`,
@@ -56,7 +56,8 @@ GROUP = "visibility.kueue.x-k8s.io"
 VERSIONS = ("v1beta1", "v1beta2")
 NAMESPACE = "queuescope-system"
 SERVICE = "queuescope-visibility"
-# The TLS server name kube-apiserver sends as SNI and verifies (cluster.md §1).
+# The TLS server name kube-apiserver sends as SNI and verifies
+# (docs/cluster.md#the-aggregation-layer).
 SERVER_NAME = required_service_san(NAMESPACE, SERVICE)
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE_RBAC = REPO / "manifests" / "samples" / "70-rbac.yaml"
@@ -407,7 +408,8 @@ class Aggregated:
                     alive=self.server.check_alive,
                 )
             except HarnessError as err:
-                # The condition's message carries kube-apiserver's reason (cluster.md §9).
+                # The condition's message carries kube-apiserver's reason
+                # (docs/operations.md#troubleshooting).
                 raise HarnessError(
                     f"{err}; condition: {self.apiservice_condition(version)}"
                 ) from err
@@ -446,10 +448,10 @@ def aggregated_server(
     plane: ControlPlane, root: Path, server_type: type[VisibilityServer] = VisibilityServer
 ) -> Iterator[Aggregated]:
     """Start our server, register it with both APIServices, wait for Available=True;
-    on exit delete the APIServices first (cluster.md §6: later tests share this
-    kube-apiserver, and a dangling APIService makes its discovery stale), then stop.
+    on exit delete the APIServices first (docs/cluster.md#install-upgrade-and-uninstall: later tests
+    share this kube-apiserver, and a dangling APIService makes its discovery stale), then stop.
     `server_type` picks the mode: the scenario fixtures run cluster mode
-    (`tests.e2e.cluster.ClusterModeServer`), as cluster.md §8 describes."""
+    (`tests.e2e.cluster.ClusterModeServer`), as docs/cluster.md#real-cluster-tests describes."""
     server = server_type(plane, root)
     server.prepare()
     env = Aggregated(

@@ -1,4 +1,5 @@
-"""queuescope in cluster mode against the real control plane (cluster.md §8 bootstrap).
+"""queuescope in cluster mode against the real control plane (docs/cluster.md#real-cluster-tests
+bootstrap).
 
 `install` applies what a cluster install applies, minus the Deployment: the CRDs (and
 waits for them to be Established), the namespace, and the RBAC of `manifests/rbac`. Given
@@ -139,7 +140,7 @@ class ClusterModeServer(VisibilityServer):
     pod_name: str = "queuescope-e2e"
 
     def environment(self) -> dict[str, str]:
-        # The Lease holder identity starts with the pod name (cluster.md §7).
+        # The Lease holder identity starts with the pod name (docs/cluster.md#high-availability).
         return {**super().environment(), "POD_NAME": self.pod_name}
 
     def prepare(self) -> None:

@@ -1,4 +1,4 @@
-"""Session fixtures of the real-cluster suite (cluster.md §8).
+"""Session fixtures of the real-cluster suite (docs/cluster.md#real-cluster-tests).
 
 The binaries come from `tools/controlplane/build.py` (cached outside the repository, built
 once). `QUEUESCOPE_E2E_REQUIRED=1` (set by `make test`, hence CI) makes a missing Go or a

@@ -1,5 +1,5 @@
-"""A real control plane for the e2e suite (cluster.md §8): etcd and kube-apiserver on
-loopback, free ports, certificates from our own `visibility_server.certs`, the
+"""A real control plane for the e2e suite (docs/cluster.md#real-cluster-tests): etcd and
+kube-apiserver on loopback, free ports, certificates from our own `visibility_server.certs`, the
 aggregation-layer flags, an admin kubeconfig, and bounded teardown.
 
 Nothing here knows about queuescope's API; the tests register our server themselves.
@@ -213,7 +213,7 @@ class Response:
 
 @dataclass
 class ClusterCerts:
-    """The certificates of cluster.md §8, written under `root`."""
+    """The certificates of docs/cluster.md#real-cluster-tests, written under `root`."""
 
     root: Path
     client_ca: CertifiedKey
@@ -355,7 +355,7 @@ class ControlPlane:
         raise HarnessError(f"etcd did not start: {last}")
 
     def apiserver_args(self, port: int) -> list[str]:
-        """kube-apiserver's flags, as cluster.md §8 lists them."""
+        """kube-apiserver's flags, as docs/cluster.md#real-cluster-tests lists them."""
         c = self.certs_dir
         return [
             f"--etcd-servers=http://127.0.0.1:{self.etcd_port}",

@@ -1,13 +1,13 @@
 """Our server in cluster mode behind a real kube-apiserver's aggregation layer (E1-E4).
 
 kube-apiserver reaches our server through an ExternalName Service (`localhost`, routing
-off: cluster.md §1 and §8) and trusts it through `caBundle` = the CA of the server's
-certificate folder, never `insecureSkipTLSVerify` (the set-up is `tests/e2e/aggregated.py`).
-kube-apiserver authenticates each caller by client certificate, authorizes with its own
-RBAC, and forwards the identity as `X-Remote-User` / `X-Remote-Group` over its front-proxy
-client certificate; our server reads the front-proxy CA and allowed names from the
+off: docs/cluster.md#the-aggregation-layer, #real-cluster-tests) and trusts it through `caBundle` =
+the CA of the server's certificate folder, never `insecureSkipTLSVerify` (the set-up is
+`tests/e2e/aggregated.py`). kube-apiserver authenticates each caller by client certificate,
+authorizes with its own RBAC, and forwards the identity as `X-Remote-User` / `X-Remote-Group` over
+its front-proxy client certificate; our server reads the front-proxy CA and allowed names from the
 `extension-apiserver-authentication` ConfigMap, authenticates that certificate, and
-authorizes again with its own SubjectAccessReview (cluster.md §3, §4).
+authorizes again with its own SubjectAccessReview (docs/cluster.md#authentication, #authorization).
 """
 
 from __future__ import annotations
@@ -205,7 +205,8 @@ def test_same_answers_straight_from_our_server(
     aggregated: Aggregated, namespace: str | None, queue: str, expected: int
 ) -> None:
     """What kube-apiserver forwards for alice, sent directly: the same codes, so the
-    decisions above are our server's own, not only kube-apiserver's (cluster.md §8 E4)."""
+    decisions above are our server's own, not only kube-apiserver's
+    (docs/cluster.md#real-cluster-tests E4)."""
     path = lq_path("v1beta2", namespace, queue) if namespace else cq_path("v1beta2", queue)
     response = aggregated.server.as_front_proxy(
         path, "alice", ("team-a-devs", "system:authenticated")

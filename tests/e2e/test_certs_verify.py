@@ -1,4 +1,5 @@
-"""`queuescope certs verify --kubeconfig` against the real kube-apiserver (cluster.md §2).
+"""`queuescope certs verify --kubeconfig` against the real kube-apiserver
+(docs/cluster.md#tls-and-certificates).
 
 The admin creates our two APIServices with a caBundle that does or does not trust the
 folder's tls.crt (or with insecureSkipTLSVerify, or not at all), and the command, run as

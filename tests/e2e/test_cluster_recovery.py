@@ -1,4 +1,5 @@
-"""Cluster mode survives what clusters do (issue 5, cluster.md §7 and §8):
+"""Cluster mode survives what clusters do (issue 5, docs/cluster.md#high-availability,
+#real-cluster-tests):
 
 * our server killed with SIGKILL and started again: the state is rebuilt from what
   kube-apiserver holds; no admission is lost, none is doubled, nothing already written

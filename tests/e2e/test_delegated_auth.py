@@ -1,6 +1,6 @@
-"""Delegated authentication and authorization against a real kube-apiserver (cluster.md
-§3.1, §3.2, §4.2, §4.3, scenario E10), with `visibility_server.kube` acting as our own
-ServiceAccount.
+"""Delegated authentication and authorization against a real kube-apiserver (docs/cluster.md
+docs/cluster.md#the-authentication-configmap, #authenticator-chain, #decision-pipeline, #self-check,
+scenario E10), with `visibility_server.kube` acting as our own ServiceAccount.
 
 The ServiceAccount gets the grants of `manifests/rbac/` (the `system:auth-delegator`
 ClusterRoleBinding and the `extension-apiserver-authentication-reader` RoleBinding in
@@ -241,7 +241,7 @@ def _file_certs(path: Path) -> set[bytes]:
     return _pem_set(tuple(x509.load_pem_x509_certificates(path.read_bytes())))
 
 
-# -- §3.1: the ConfigMap ------------------------------------------------------------------
+# -- docs/cluster.md#the-authentication-configmap: the ConfigMap -----------------------------------
 
 
 async def test_startup_read_gives_the_clusters_front_proxy_configuration(
@@ -327,7 +327,7 @@ async def _patch_copy_until_seen(
     await eventually(arrived, f"allowed names {names} from the watch")
 
 
-# -- §4.2: SubjectAccessReview ------------------------------------------------------------
+# -- docs/cluster.md#decision-pipeline: SubjectAccessReview ----------------------------------------
 
 
 def _pending(namespace: str, version: str = "v1beta2") -> str:
@@ -354,7 +354,7 @@ async def test_subject_access_reviews_allow_and_deny(identity: Identity, api: Ap
     assert (await backend.review(masters_like, request_attributes("GET", cluster_queue))).allowed
 
 
-# -- §3.2: TokenReview --------------------------------------------------------------------
+# -- docs/cluster.md#authenticator-chain: TokenReview ----------------------------------------------
 
 
 async def test_token_reviews(identity: Identity, api: ApiClient) -> None:
@@ -369,7 +369,7 @@ async def test_token_reviews(identity: Identity, api: ApiClient) -> None:
     assert await reviewer.review(identity.token[:-4] + "AAAA") is None
 
 
-# -- §4.3 and E10: the self-check, and a missing system:auth-delegator ---------------------
+# -- docs/cluster.md#self-check and E10: the self-check, and a missing system:auth-delegator -------
 
 
 class _WithPeerCert:

@@ -1,5 +1,6 @@
-"""`--authentication-kubeconfig` and `--authorization-kubeconfig` (cluster.md §3.5) against
-the real kube-apiserver, through its aggregation layer.
+"""`--authentication-kubeconfig` and `--authorization-kubeconfig`
+(docs/cluster.md#authentication-and-authorization-flags) against the real kube-apiserver, through
+its aggregation layer.
 
 Three ServiceAccounts, each with exactly one part of what the server needs:
 

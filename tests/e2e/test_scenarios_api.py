@@ -1,5 +1,5 @@
-"""Scenarios E5, E6, E11 and E12 of cluster.md §8: the HTTP contract
-(visibility-api.md) as it reaches a client through the real kube-apiserver.
+"""Scenarios E5, E6, E11 and E12 of docs/cluster.md#real-cluster-tests: the HTTP contract
+(docs/visibility-api.md) as it reaches a client through the real kube-apiserver.
 
 kube-apiserver authenticates the caller, proxies `/apis/visibility.kueue.x-k8s.io/<v>...`
 to our server and passes our answers back; these tests check that what arrives is what
@@ -45,7 +45,7 @@ def status_body(response: Response) -> dict[str, Any]:
 
 
 def assert_not_found(response: Response, kind: str, name: str) -> None:
-    """The exact NotFound `Status` of visibility-api.md §5 for an unknown queue."""
+    """The exact NotFound `Status` of docs/visibility-api.md#errors for an unknown queue."""
     assert response.status == 404, response.body[:300]
     assert status_body(response) == {
         "kind": "Status",
@@ -81,8 +81,8 @@ def test_e5_unknown_local_queue_is_an_exact_404(
 
 # -- E6: parameters --------------------------------------------------------------------
 
-# visibility-api.md §3.1 on cq-a's four pending workloads: (query, expected names). The
-# table's values are kept where four items tell them apart; otherwise the smallest change
+# docs/visibility-api.md#query-parameters on cq-a's four pending workloads: (query, expected names).
+# The table's values are kept where four items tell them apart; otherwise the smallest change
 # that does (`limit=+3` rather than `+7`, `limit=1&limit=3` rather than `5&9`).
 PAGING = [
     ("", NAMES_IN_ORDER),

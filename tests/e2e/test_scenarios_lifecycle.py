@@ -1,5 +1,5 @@
-"""Scenarios E7, E8 and E9 of cluster.md §8: our server dies and comes back, and its
-certificates rotate, behind the real kube-apiserver.
+"""Scenarios E7, E8 and E9 of docs/cluster.md#real-cluster-tests: our server dies and comes back,
+and its certificates rotate, behind the real kube-apiserver.
 
 Each test kills or rotates a server of its own (`own_server`, function-scoped) so no other
 test sees it; the control plane is the session's. Waits poll with the spec's bounds as
@@ -42,7 +42,8 @@ from visibility_server.certs import (
     rotate_serving_cert,
 )
 
-# cluster.md §8 E7: kube-apiserver's 30 s probe resync plus its discovery refresh.
+# docs/cluster.md#real-cluster-tests E7: kube-apiserver's 30 s probe resync plus its discovery
+# refresh.
 E7_SECONDS = 90.0
 # The poller of E8/E9: 4 requests per second for at least 30 s.
 POLL_SECONDS = 30.0

@@ -7,7 +7,8 @@ test's event loop. Authentication is the real `AuthenticatorChain`, configured f
 `extension-apiserver-authentication` ConfigMap as kube-apiserver publishes it (client CA,
 front-proxy CA with allowed name `front-proxy-client`, the X-Remote-* headers);
 authorization is the real `Authorizer` in front of embedded RBAC. The snapshot is built
-with `build_view` from visibility-api.md §3.4's worked example plus a 6000-entry queue.
+with `build_view` from docs/visibility-api.md#order-and-positions's worked example plus a 6000-entry
+queue.
 
 Clients are blocking `http.client` connections run in a worker thread, so the loop keeps
 serving while they wait, and so that what is observed is what crossed the wire: HEAD and
@@ -220,7 +221,7 @@ def entry(
 
 
 def worked_example() -> list[PendingEntry]:
-    """visibility-api.md §3.4, in queue order."""
+    """docs/visibility-api.md#order-and-positions, in queue order."""
     return [
         entry("team-a", "a-high", "lq-a", 100, T0),
         entry("team-a", "b-high", "lq-b", 100, T0 + SECOND),
@@ -267,7 +268,8 @@ def contract_snapshot(*, synced: bool = True) -> Snapshot:
     * `cq-a`: the worked example (`team-a/lq-a`, `team-a/lq-b`); `team-a/lq-idle` is bound
       to it with nothing queued.
     * `cq-d`: same-named LocalQueues `default` in `team-a` (x, t0) and `team-b` (y, t0+1s).
-    * `cq-jobs`: §3.2's `job-train-a-5d2f1` with an owner, created 0.999999 s after t0.
+    * `cq-jobs`: docs/visibility-api.md#response-body's `job-train-a-5d2f1` with an owner, created
+    0.999999 s after t0.
     * `cq-empty`: exists, nothing queued; `team-a/lq-orphan` points at a missing `cq-missing`.
     * `cq-big`: 6000 entries (streamed pages).
     """
@@ -403,7 +405,7 @@ DAVE: Final = certificate_user(DAVE_CERT, "dave")  # authenticated, no RBAC
 # Through the aggregator: a cluster-wide viewer (RBAC via the group), and alice.
 VIEWER: Final = aggregator("viewer", ["queue-viewers", "system:authenticated"])
 ALICE: Final = aggregator("alice", ["team-a-devs", "system:authenticated"])
-# The aggregator's own background identities (cluster.md §1).
+# The aggregator's own background identities (docs/cluster.md#the-aggregation-layer).
 PROBE: Final = aggregator("system:kube-aggregator", ["system:masters"])
 LEGACY_FALLBACK: Final = aggregator("system:kube-aggregator")
 OPENAPI_DOWNLOADER: Final = aggregator("system:aggregator")

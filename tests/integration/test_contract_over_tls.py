@@ -1,11 +1,15 @@
-"""visibility-api.md over a real socket: the real app on uvicorn with TLS, the real
+"""docs/visibility-api.md over a real socket: the real app on uvicorn with TLS, the real
 authenticator chain and authorizer, clients speaking HTTP/1.1 like kube-apiserver's
 aggregator, certificate users and anonymous callers (see `realserver`).
 
-Each section mirrors the contract's: paths (§1), discovery (§2), the pending-workloads
-endpoints (§3), conditional requests and streaming (§4), Status bodies byte for byte
-(§5), negotiation (§6), OpenAPI (§7), health, metrics, version (§8), extensions (§9),
-then the identity matrix of cluster.md §1, §3 and §4.
+Each section mirrors the contract's: paths (docs/visibility-api.md#paths-served), discovery
+(docs/visibility-api.md#discovery), the pending-workloads endpoints
+(docs/visibility-api.md#pending-workloads-endpoints), conditional requests and streaming
+(docs/visibility-api.md#snapshots-identity-and-cost), Status bodies byte for byte
+(docs/visibility-api.md#errors), negotiation (docs/visibility-api.md#content-negotiation), OpenAPI
+(docs/visibility-api.md#openapi-documents), health, metrics, version
+(docs/visibility-api.md#health-metrics-and-version), extensions (docs/visibility-api.md#extensions),
+then the identity matrix of docs/cluster.md#the-aggregation-layer, #authentication, #authorization.
 """
 
 from __future__ import annotations
@@ -217,7 +221,7 @@ def health_follows(reply: Reply) -> None:
     assert (reply.status, reply.body) == OK_HEALTH, reply
 
 
-# -- §1 paths --------------------------------------------------------------------------
+# -- docs/visibility-api.md#paths-served paths -----------------------------------------------------
 
 PATH_TABLE: list[tuple[str, Identity, str]] = [
     ("/apis", DAVE, JSON_TYPE),
@@ -232,8 +236,8 @@ PATH_TABLE: list[tuple[str, Identity, str]] = [
     *((p, ANONYMOUS, TEXT_TYPE) for p in ("/healthz", "/livez", "/readyz")),
     *((p, ANONYMOUS, TEXT_TYPE) for p in ("/healthz/ping", "/livez/ping", "/readyz/ping")),
     ("/readyz/informer-sync", ANONYMOUS, TEXT_TYPE),
-    # HEAD on a non-resource path is authorized as verb `head` (cluster.md §4.1, as
-    # kube-apiserver's request info does): a get-only role would be refused, masters not.
+    # HEAD on a non-resource path is authorized as verb `head` (docs/cluster.md#request-attributes,
+    # as kube-apiserver's request info does): a get-only role would be refused, masters not.
     ("/metrics", ADMIN, METRICS_TYPE),
     ("/version", DAVE, JSON_TYPE),
 ]
@@ -441,7 +445,7 @@ async def test_names_are_percent_decoded_and_not_validated(real_server: RealServ
     assert positions(lq_encoded.json()) == [("a-high", 0, 0), ("a-low", 2, 1)]
 
 
-# -- §2 discovery ----------------------------------------------------------------------
+# -- docs/visibility-api.md#discovery discovery ----------------------------------------------------
 
 
 def resource_list(version: str) -> dict[str, Any]:
@@ -642,7 +646,7 @@ async def test_discovery_pretty_and_yaml(real_server: RealServer) -> None:
     assert "resources:\n- kind: PendingWorkloadsSummary\n  name: clusterqueues\n" in as_yaml.text
 
 
-# -- §3.1 query parameters ---------------------------------------------------------------
+# -- docs/visibility-api.md#query-parameters query parameters --------------------------------------
 
 # (endpoint path, length of its sequence, the global index of sequence entry j)
 ENDPOINTS = {
@@ -651,7 +655,8 @@ ENDPOINTS = {
 }
 
 QUERY_TABLE = [
-    # (query, effective offset, effective limit), as §3.1's table says
+    # (query, effective offset, effective limit), as docs/visibility-api.md#query-parameters's table
+    # says
     ("", 0, 1000),
     ("?limit=0", 0, 1000),
     ("?offset=5", 5, 1000),
@@ -737,7 +742,7 @@ async def test_non_ascii_digits_are_400(real_server: RealServer) -> None:
     )
 
 
-# -- §3.2 to §3.4 shape, listing, order and positions -----------------------------------
+# -- docs/visibility-api.md#pending-workloads-endpoints shape, listing, order and positions --------
 
 
 def example_item(
@@ -800,8 +805,8 @@ async def test_same_named_local_queues_in_two_namespaces(real_server: RealServer
 
 @pytest.mark.parametrize("version", VERSIONS)
 async def test_item_rendering_exactly(real_server: RealServer, version: str) -> None:
-    """§3.2: the Workload's own name and namespace, creation truncated to seconds, owner
-    references reduced to four keys in order, and nothing else."""
+    """docs/visibility-api.md#response-body: the Workload's own name and namespace, creation
+    truncated to seconds, owner references reduced to four keys in order, and nothing else."""
     reply = await real_server.client(VIEWER).get(cq("cq-jobs", version))
     digest = SNAPSHOT.views["cq-jobs"].digest
     assert len(digest) == 16 and digest == digest.lower()
@@ -844,7 +849,7 @@ async def test_resource_version_is_content_derived_across_replicas(
     assert ours[2].json()["metadata"] == ours[0].json()["metadata"]
 
 
-# -- §3.5 special cases ------------------------------------------------------------------
+# -- docs/visibility-api.md#special-cases special cases --------------------------------------------
 
 
 async def test_special_cases(real_server: RealServer) -> None:
@@ -918,7 +923,7 @@ async def test_before_the_initial_sync() -> None:
     assert healthz.status == 500 and check.status == 500
 
 
-# -- §4 conditional requests, streaming, limits -----------------------------------------
+# -- docs/visibility-api.md#snapshots-identity-and-cost conditional requests, streaming, limits ----
 
 
 @pytest.mark.parametrize(
@@ -1073,11 +1078,12 @@ async def test_the_in_flight_limit_is_429() -> None:
     assert [r.status for r in replies[4:]] == [200] * 5  # only data requests are limited
 
 
-# -- §5 Status bodies and the order of checks --------------------------------------------
+# -- docs/visibility-api.md#errors Status bodies and the order of checks ---------------------------
 
 
 async def test_status_bodies_of_the_contract_byte_for_byte(real_server: RealServer) -> None:
-    """The exact bodies listed in §5 (the 503 one is in `test_before_the_initial_sync`)."""
+    """The exact bodies listed in docs/visibility-api.md#errors (the 503 one is in
+    `test_before_the_initial_sync`)."""
     admin = real_server.client(ADMIN)
     foo_cq, foo_lq, nope, bad, post = await admin.exchange(
         get(cq("foo")),
@@ -1272,7 +1278,7 @@ async def test_the_order_of_checks(real_server: RealServer) -> None:
         assert reply.json()["kind"] == "Status"
 
 
-# -- §6 negotiation, pretty, Table --------------------------------------------------------
+# -- docs/visibility-api.md#content-negotiation negotiation, pretty, Table -------------------------
 
 
 @pytest.mark.parametrize(
@@ -1440,7 +1446,7 @@ async def test_pretty_by_query_and_by_user_agent(
         assert reply.body == plain.body
 
 
-# -- §7 OpenAPI --------------------------------------------------------------------------
+# -- docs/visibility-api.md#openapi-documents OpenAPI ----------------------------------------------
 
 
 def refs(node: Any) -> list[str]:
@@ -1542,7 +1548,7 @@ async def test_openapi_serves_json_only(real_server: RealServer) -> None:
     assert replies[2].json()["swagger"] == "2.0"
 
 
-# -- §8 health, metrics, version ---------------------------------------------------------
+# -- docs/visibility-api.md#health-metrics-and-version health, metrics, version --------------------
 
 
 async def test_health_endpoints(real_server: RealServer) -> None:
@@ -1599,7 +1605,7 @@ async def test_version(real_server: RealServer) -> None:
     assert_status(anonymous, 403, forbidden_path("system:anonymous", "/version"))
 
 
-# -- §9.1 [EXT] pendingposition ----------------------------------------------------------
+# -- docs/visibility-api.md#pending-position [EXT] pendingposition ---------------------------------
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -1688,7 +1694,7 @@ async def test_pending_position_authorization(real_server: RealServer) -> None:
     assert (await dave.get(pos("team-a", "a-low"))).status == 403
 
 
-# -- §9.2 [EXT] long-poll ----------------------------------------------------------------
+# -- docs/visibility-api.md#long-poll [EXT] long-poll ----------------------------------------------
 
 
 async def _until(predicate: Any) -> None:

@@ -1,6 +1,6 @@
-"""Runtime changes on a live listener (cluster.md §2 hot reload, §3.4 CA changes), seen
-through real handshakes against uvicorn: new handshakes get the new CA set or serving
-certificate, connections already open keep working."""
+"""Runtime changes on a live listener (docs/cluster.md#tls-and-certificates hot reload,
+docs/cluster.md#tls-in-python CA changes), seen through real handshakes against uvicorn: new
+handshakes get the new CA set or serving certificate, connections already open keep working."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The required real-socket test of cluster.md §3.4: uvicorn with TLS on 127.0.0.1, our
-httptools protocol putting the peer certificate in the scope, and the authenticator chain
+"""The required real-socket test of docs/cluster.md#tls-in-python: uvicorn with TLS on 127.0.0.1,
+our httptools protocol putting the peer certificate in the scope, and the authenticator chain
 reading it.
 """
 
@@ -63,7 +63,7 @@ def test_installed_uvicorn_is_the_pinned_minor() -> None:
             "httptools protocol and relies on its internal `app` attribute, verified for "
             "uvicorn 0.54.x only. Re-check the subclass against this release, move the pin in "
             "pyproject.toml, or switch to uvicorn's native peer-certificate support: see "
-            "cluster.md §3.4 (Python TLS specifics)."
+            "docs/cluster.md#tls-in-python (Python TLS specifics)."
         )
 
 

@@ -1,4 +1,4 @@
-"""The layer rules of product.md, checked on the source: imports go downward only,
+"""The layer rules of docs/product.md, checked on the source: imports go downward only,
 and the core reads time only from its injected clock."""
 
 from __future__ import annotations

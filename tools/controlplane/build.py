@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Build etcd, kube-apiserver and kubectl once, from their Go modules, into a cache outside
-the repository, and reuse them afterwards (cluster.md §8, product.md "make test").
+the repository, and reuse them afterwards (docs/cluster.md#real-cluster-tests,
+docs/product.md#set-up).
 
     python tools/controlplane/build.py               # build if needed, say where
     python tools/controlplane/build.py --print-dir   # the same; stdout is only the bin dir

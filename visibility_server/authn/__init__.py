@@ -1,1 +1,1 @@
-"""Authentication of visibility-server callers (cluster.md §3)."""
+"""Authentication of visibility-server callers (docs/cluster.md#authentication)."""

@@ -1,5 +1,5 @@
-"""The authenticator chain of cluster.md §3.2: front proxy, client certificate, bearer
-token, anonymous, tried in that order; the first success wins.
+"""The authenticator chain of docs/cluster.md#authenticator-chain: front proxy, client certificate,
+bearer token, anonymous, tried in that order; the first success wins.
 
 Error handling follows k8s.io/apiserver's union authenticator: an authenticator that errs
 does not stop the chain, but when none succeeds any error makes the request 401 and
@@ -39,7 +39,7 @@ IMPERSONATION_MESSAGE: Final = (
     "impersonation is not supported by this server; send the request through kube-apiserver"
 )
 INVALID_BEARER_TOKEN: Final = "invalid bearer token"
-# What Go's x509 authenticator records for a client certificate (visibility-api.md's SAR
+# What Go's x509 authenticator records for a client certificate (docs/visibility-api.md's SAR
 # example carries it), so a SAR for a certificate user looks the same as upstream's.
 CREDENTIAL_ID_KEY: Final = "authentication.kubernetes.io/credential-id"
 
@@ -65,7 +65,7 @@ class TokenReviewer(Protocol):
 
 
 def reject_impersonation(headers: Iterable[tuple[str, str]]) -> bool:
-    """Whether a request carries any `Impersonate-*` header (403, visibility-api.md §5).
+    """Whether a request carries any `Impersonate-*` header (403, docs/visibility-api.md#errors).
 
     kube-apiserver resolves impersonation and strips these headers before proxying, so on
     a request that reaches us they mean a direct caller asking for something we do not do.
@@ -278,7 +278,8 @@ def _front_proxy(
 def front_proxy_user(
     config: AuthenticationConfig, credentials: RequestCredentials
 ) -> UserInfo | None:
-    """The identity in the front-proxy headers (§3.3), or None without a username.
+    """The identity in the front-proxy headers (docs/cluster.md#front-proxy-headers), or None
+    without a username.
 
     Only meaningful once the certificate was accepted; exposed for tests and for callers
     that authenticate the proxy some other way.
@@ -326,7 +327,8 @@ def _client_certificate(peer: _PeerCert, now: datetime) -> UserInfo:
 
 
 class TokenCache:
-    """TokenReview results, success and failure alike, for `ttl` seconds (§3.2).
+    """TokenReview results, success and failure alike, for `ttl` seconds
+    (docs/cluster.md#authenticator-chain).
 
     Keyed by the token's SHA-256: the raw token is never kept. Concurrent reviews of one
     token share a single TokenReview call. Unavailability is never cached.
@@ -383,7 +385,8 @@ def _direct_issuers(
     cert: x509.Certificate, cas: Sequence[x509.Certificate]
 ) -> tuple[x509.Certificate, ...]:
     # Python < 3.13 shows us the leaf only, so "issued by a CA of the bundle" means
-    # directly issued (cluster.md §3.4): an intermediate counts when it is in the bundle.
+    # directly issued (docs/cluster.md#tls-in-python): an intermediate counts when it is in the
+    # bundle.
     issuers: list[x509.Certificate] = []
     for ca in cas:
         try:

@@ -1,5 +1,6 @@
 """What the authenticator chain trusts: the `extension-apiserver-authentication` ConfigMap
-(cluster.md §3.1), or the same values from flags (§3.5).
+(docs/cluster.md#the-authentication-configmap), or the same values from flags
+(docs/cluster.md#authentication-and-authorization-flags).
 
 The object is immutable and compared by value, so the ConfigMap watcher can tell a real
 change (rebuild the chain and the TLS contexts) from kube-apiserver's minutely re-sync
@@ -82,8 +83,9 @@ class AuthenticationConfig:
     def from_configmap(
         cls, data: Mapping[str, str], *, anonymous_auth: bool = True
     ) -> AuthenticationConfig:
-        """The ConfigMap's `data`, as §3.1 reads it: a missing key, "", `null` and `[]` are
-        all empty; list keys are JSON string arrays. AuthenticationConfigError otherwise."""
+        """The ConfigMap's `data`, as docs/cluster.md#the-authentication-configmap reads it: a
+        missing key, "", `null` and `[]` are all empty; list keys are JSON string arrays.
+        AuthenticationConfigError otherwise."""
         return cls(
             client_ca_pem=_text(data, CLIENT_CA_KEY).encode("utf-8"),
             requestheader_ca_pem=_text(data, REQUESTHEADER_CA_KEY).encode("utf-8"),
@@ -97,8 +99,9 @@ class AuthenticationConfig:
 
     @property
     def accepted_cas(self) -> tuple[x509.Certificate, ...]:
-        """Every CA whose client certificates the TLS layer must let through (§3.4): the
-        requestheader bundle, then the client-ca bundle, without duplicates."""
+        """Every CA whose client certificates the TLS layer must let through
+        (docs/cluster.md#tls-in-python): the requestheader bundle, then the client-ca bundle,
+        without duplicates."""
         seen: set[bytes] = set()
         unique: list[x509.Certificate] = []
         for cert in (*self.requestheader_cas, *self.client_cas):

@@ -32,7 +32,8 @@ class AuthenticationFailed(Exception):  # noqa: N818 (the name is the seam's API
 
 
 class AuthenticationUnavailable(Exception):  # noqa: N818
-    """503 with Retry-After: the token reviewer could not be reached (cluster.md §3.2)."""
+    """503 with Retry-After: the token reviewer could not be reached
+    (docs/cluster.md#authenticator-chain)."""
 
 
 class Authenticator(Protocol):

@@ -1,4 +1,4 @@
-"""Authorization for the visibility server (cluster.md §4).
+"""Authorization for the visibility server (docs/cluster.md#authorization).
 
 `identity` (who), `attributes` (what, as a SubjectAccessReview would carry it),
 `rbac` (embedded evaluation of RBAC objects), `pipeline` (the decision pipeline in

@@ -1,4 +1,4 @@
-"""Authorization attributes of a request (cluster.md §4.1).
+"""Authorization attributes of a request (docs/cluster.md#request-attributes).
 
 `request_attributes` mirrors kube-apiserver's request-info rules, so the
 SubjectAccessReview we send for a request is the one kube-apiserver would build

@@ -1,4 +1,5 @@
-"""The `serve --embedded` backend: RBAC objects evaluated in process (cluster.md §4.4)."""
+"""The `serve --embedded` backend: RBAC objects evaluated in process
+(docs/cluster.md#embedded-mode)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Who is asking: the authenticated identity (cluster.md §3).
+"""Who is asking: the authenticated identity (docs/cluster.md#authentication).
 
 `UserInfo` is what every authenticator produces (front-proxy headers, client
 certificate, TokenReview, anonymous) and what authorization consumes. It is
@@ -67,7 +67,8 @@ def is_anonymous(user: UserInfo) -> bool:
 
 
 def with_authenticated_group(user: UserInfo) -> UserInfo:
-    """The identity as authorization sees it after a successful authentication (§3.2).
+    """The identity as authorization sees it after a successful authentication
+    (docs/cluster.md#authenticator-chain).
 
     `system:authenticated` is appended unless the user is `system:anonymous` or
     already carries `system:authenticated` or `system:unauthenticated`.

@@ -1,4 +1,4 @@
-"""kube-apiserver's 403 Forbidden message and details (visibility-api.md §5).
+"""kube-apiserver's 403 Forbidden message and details (docs/visibility-api.md#errors).
 
 The message is built as kube-apiserver builds it: an inner sentence
 (`User "u" cannot <verb> resource "<res>[/<sub>]" in API group "<g>" at the cluster

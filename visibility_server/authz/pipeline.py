@@ -1,4 +1,4 @@
-"""The authorization decision pipeline (cluster.md §4.2).
+"""The authorization decision pipeline (docs/cluster.md#decision-pipeline).
 
 In order, the first step that decides wins:
 

@@ -1,4 +1,4 @@
-"""Evaluating RBAC objects locally, with Kubernetes' semantics (cluster.md §4.4).
+"""Evaluating RBAC objects locally, with Kubernetes' semantics (docs/cluster.md#embedded-mode).
 
 ClusterRoleBindings grant their (Cluster)Role's rules everywhere; RoleBindings grant
 theirs only to requests in their own namespace, referencing a Role of that namespace

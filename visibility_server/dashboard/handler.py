@@ -1,8 +1,8 @@
 """The dashboard's paths (docs/dashboard.md): the page, its assets and its JSON endpoints.
 
-Every path is under `/dashboard`, so none overlaps the visibility API (visibility-api.md
-§1) and none is reachable through kube-apiserver, which proxies only
-`/apis/visibility.kueue.x-k8s.io/...`. The caller is authenticated exactly as for the
+Every path is under `/dashboard`, so none overlaps the visibility API (docs/visibility-api.md
+docs/visibility-api.md#paths-served) and none is reachable through kube-apiserver, which proxies
+only `/apis/visibility.kueue.x-k8s.io/...`. The caller is authenticated exactly as for the
 API. The page and its assets hold no data and are the same for everyone, so, like
 `/healthz`, they are always allowed. The JSON endpoints refuse anonymous callers (401)
 and authorize every object they show with the attributes of the API request that

@@ -1,4 +1,4 @@
-"""The visibility server's HTTP surface (visibility-api.md): `create_app`."""
+"""The visibility server's HTTP surface (docs/visibility-api.md): `create_app`."""
 
 from __future__ import annotations
 

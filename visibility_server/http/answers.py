@@ -1,4 +1,5 @@
-"""Answers of the data endpoints (visibility-api.md §3, §4, §9.1), from one snapshot.
+"""Answers of the data endpoints (docs/visibility-api.md#pending-workloads-endpoints,
+#snapshots-identity-and-cost, #pending-position), from one snapshot.
 
 An `Answer` is decided (ETag, item count) before anything is rendered, so a 304 costs
 O(1) and a page costs O(limit): items are O(limit) slices of the view taken only when

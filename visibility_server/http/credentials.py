@@ -1,4 +1,5 @@
-"""What the authenticator chain sees of a request (visibility-api.md §5, cluster.md §3).
+"""What the authenticator chain sees of a request (docs/visibility-api.md#errors,
+docs/cluster.md#authentication).
 
 The TLS listener's protocol puts the client certificate (DER, or None) in the ASGI
 scope under `extensions["queuescope.peer_cert"]`; the bearer token is read the way

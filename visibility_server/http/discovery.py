@@ -1,4 +1,4 @@
-"""Discovery documents (visibility-api.md §2), built once at startup.
+"""Discovery documents (docs/visibility-api.md#discovery), built once at startup.
 
 They depend only on the served versions and the enabled extensions, never on
 scheduler state, so they can never fail: a failing discovery answer makes the

@@ -1,4 +1,5 @@
-"""Entity tags and `If-None-Match` (visibility-api.md §4.2, §4.3).
+"""Entity tags and `If-None-Match` (docs/visibility-api.md#snapshot-identity,
+#conditional-requests).
 
 A data ETag hashes everything that changes the bytes of a 200: the view digest
 (content-derived, so every replica computes the same tag for the same queue), the

@@ -1,4 +1,5 @@
-"""`/healthz`, `/livez`, `/readyz` in kube-apiserver's format (visibility-api.md §8).
+"""`/healthz`, `/livez`, `/readyz` in kube-apiserver's format
+(docs/visibility-api.md#health-metrics-and-version).
 
 Success is the 2-byte body `ok` (with `?verbose`, one `[+]<name> ok` line per check and
 `<endpoint> check passed`). Failure is always verbose and HTTP 500 (not 503), reasons

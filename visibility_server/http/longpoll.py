@@ -1,4 +1,4 @@
-"""[EXT] `longpoll`: a conditional GET that waits for a change (visibility-api.md §9.2).
+"""[EXT] `longpoll`: a conditional GET that waits for a change (docs/visibility-api.md#long-poll).
 
 A request whose `If-None-Match` still matches is held until a published snapshot
 changes its answer's ETag, `waitSeconds` pass, or the client goes away. The runtime

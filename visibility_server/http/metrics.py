@@ -1,4 +1,4 @@
-"""The HTTP layer's Prometheus metrics (visibility-api.md §8).
+"""The HTTP layer's Prometheus metrics (docs/visibility-api.md#health-metrics-and-version).
 
 Metrics are registered once per registry: `create_app` may be called several times
 with the same registry (tests, a restarted listener) and prometheus-client refuses
@@ -17,7 +17,7 @@ from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4, generate_late
 
 CONTENT_TYPE: Final = CONTENT_TYPE_PLAIN_0_0_4
 
-# From 0.5 ms: a 100-item page is expected well under 5 ms (performance.md).
+# From 0.5 ms: a 100-item page is expected well under 5 ms (docs/performance.md).
 _BUCKETS: Final = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
 
 

@@ -1,4 +1,4 @@
-"""Content negotiation (visibility-api.md §6): `Accept` and `pretty`.
+"""Content negotiation (docs/visibility-api.md#content-negotiation): `Accept` and `pretty`.
 
 `Accept` entries are tried by descending `q`, then in header order; the first entry
 that names a representation the endpoint offers wins. Media-type parameters are

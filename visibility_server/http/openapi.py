@@ -1,4 +1,4 @@
-"""OpenAPI documents (visibility-api.md §7), built once per process as bytes.
+"""OpenAPI documents (docs/visibility-api.md#openapi-documents), built once per process as bytes.
 
 kube-apiserver downloads `/openapi/v2` and `/openapi/v3` and merges them into its own;
 every `$ref` must resolve inside our document, so each holds the full closure of the

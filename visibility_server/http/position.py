@@ -1,4 +1,4 @@
-"""[EXT] `pendingposition`: where is my workload? (visibility-api.md §9.1)
+"""[EXT] `pendingposition`: where is my workload? (docs/visibility-api.md#pending-position)
 
 A pending Workload is answered from the snapshot in O(1) (its view's index map);
 `message` carries the last `QuotaReserved=False` message (why it is still waiting)

@@ -1,4 +1,5 @@
-"""Query parameters of the data endpoints (visibility-api.md §3.1, §6.2, §6.3, §9.2).
+"""Query parameters of the data endpoints (docs/visibility-api.md#query-parameters,
+#pretty-printing, #table-output, #long-poll).
 
 Only the first occurrence of a parameter counts, and unknown parameters are ignored,
 as upstream. Integers are strictly `[+-]?[0-9]+` within int64: Python's `int()` would

@@ -1,4 +1,5 @@
-"""Rendering pages: `PendingWorkloadsSummary` and `Table` (visibility-api.md §3.2, §6.3).
+"""Rendering pages: `PendingWorkloadsSummary` and `Table` (docs/visibility-api.md#response-body,
+#table-output).
 
 Both documents end with one potentially huge list. A document is therefore described
 as a head (every other key, in order) plus the list, and each format knows how to
@@ -27,7 +28,8 @@ from visibility_server.http.memo import RenderMemo
 from visibility_server.http.negotiation import Media
 
 CHUNK_ITEMS: Final = 1000
-# Pages above this many items are streamed chunk by chunk (§4.4), never held whole.
+# Pages above this many items are streamed chunk by chunk
+# (docs/visibility-api.md#large-responses-and-backpressure), never held whole.
 STREAM_ABOVE_ITEMS: Final = 5 * CHUNK_ITEMS
 SUMMARY_KIND: Final = "PendingWorkloadsSummary"
 _EPOCH: Final = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)

@@ -1,4 +1,4 @@
-"""Kubernetes `Status` errors (visibility-api.md §5).
+"""Kubernetes `Status` errors (docs/visibility-api.md#errors).
 
 Every error leaves the server as a `Status` object whose keys are in the order Go's
 encoder writes `metav1.Status`: kind, apiVersion, metadata, status, message, reason,

@@ -1,4 +1,4 @@
-"""The `Table` representation of a summary page, for kubectl (visibility-api.md §6.3).
+"""The `Table` representation of a summary page, for kubectl (docs/visibility-api.md#table-output).
 
 Rows follow item order. `Age` is computed from the injected clock in kubectl's short
 style (`duration.HumanDuration`), from the second-precision creation time a client

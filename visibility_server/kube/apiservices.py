@@ -1,5 +1,6 @@
 """Reading our two APIServices from kube-apiserver, for `queuescope certs verify
---kubeconfig` (and any other check of what kube-apiserver trusts: cluster.md §2)."""
+--kubeconfig` (and any other check of what kube-apiserver trusts:
+docs/cluster.md#tls-and-certificates)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The running server's own check that kube-apiserver trusts it (cluster.md §2, §9).
+"""The running server's own check that kube-apiserver trusts it
+(docs/cluster.md#tls-and-certificates, docs/operations.md#troubleshooting).
 
 At startup and every five minutes (every 30 s while not trusted): read both APIServices
 and check that each names our Service, does not skip TLS verification, and has a

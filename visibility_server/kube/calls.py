@@ -1,5 +1,5 @@
-"""Calls to kube-apiserver with the outcome rules of cluster.md §4.2: creating reviews
-(SubjectAccessReview, TokenReview, SelfSubjectAccessReview) and reading the
+"""Calls to kube-apiserver with the outcome rules of docs/cluster.md#decision-pipeline: creating
+reviews (SubjectAccessReview, TokenReview, SelfSubjectAccessReview) and reading the
 authentication ConfigMap.
 
 * 2xx with a JSON object: returned; 404, on a read that allows it: None;

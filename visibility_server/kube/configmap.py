@@ -1,4 +1,5 @@
-"""The `kube-system/extension-apiserver-authentication` ConfigMap (cluster.md §3.1).
+"""The `kube-system/extension-apiserver-authentication` ConfigMap
+(docs/cluster.md#the-authentication-configmap).
 
 `read_authentication_config` is the read the listener waits for: kube-apiserver presents
 its front-proxy certificate on every probe and Python aborts handshakes from CAs it has not

@@ -1,5 +1,5 @@
 """Everything cluster mode needs for delegated authentication and authorization, in one
-object (cluster.md §3, §4).
+object (docs/cluster.md#authentication, #authorization).
 
 Wiring (queuescope/serve_cluster.py), with `api_client` a kubernetes_asyncio `ApiClient`
 for our ServiceAccount and `reload_token` an `async () -> None` that makes it re-read its

@@ -1,4 +1,5 @@
-"""Why a delegated-auth call gave no answer, and what the caller gets (cluster.md §4.2).
+"""Why a delegated-auth call gave no answer, and what the caller gets
+(docs/cluster.md#decision-pipeline).
 
 The HTTP pipeline (`visibility_server.http.server`) answers an authorization error with a
 `transient = True` attribute with 503 + `Retry-After: 1`, and any other with 500

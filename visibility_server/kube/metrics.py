@@ -1,4 +1,4 @@
-"""The delegated-auth metric (cluster.md §4.3): `queuescope_delegated_auth_permitted`.
+"""The delegated-auth metric (docs/cluster.md#self-check): `queuescope_delegated_auth_permitted`.
 
 One gauge per `resource`: `subjectaccessreviews` and `tokenreviews` are 1 when the identity
 that makes those calls (the authorization and the authentication client) may create that

@@ -1,5 +1,5 @@
-"""Retries of calls to kube-apiserver (cluster.md §4.2): each attempt at most 5 s, pauses
-of 0.5 s growing by 1.5 with up to 20 % jitter (client-go's `wait.Jitter`: the pause plus
+"""Retries of calls to kube-apiserver (docs/cluster.md#decision-pipeline): each attempt at most 5 s,
+pauses of 0.5 s growing by 1.5 with up to 20 % jitter (client-go's `wait.Jitter`: the pause plus
 a random fraction of it), and no attempt or pause past 10 s from the first try.
 
 Time, sleep and randomness are injected so tests run the whole schedule instantly.

@@ -1,5 +1,5 @@
 """The cluster-mode authorization backend: a SubjectAccessReview per undecided request
-(cluster.md §4.1, §4.2).
+(docs/cluster.md#request-attributes, #decision-pipeline).
 
 It plugs into `visibility_server.authz.pipeline.Authorizer`, which owns the always-allowed
 paths, `system:masters`, the authenticated short-cut, the decision cache and the

@@ -1,4 +1,4 @@
-"""The delegated-auth self-check (cluster.md §4.3).
+"""The delegated-auth self-check (docs/cluster.md#self-check).
 
 At startup and every 5 minutes, SelfSubjectAccessReviews (every authenticated identity
 may create them, through `system:basic-user`) ask whether each identity may make the calls

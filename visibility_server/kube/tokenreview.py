@@ -1,5 +1,5 @@
-"""The bearer-token authenticator's reviewer (cluster.md §3.2): one TokenReview per token
-that `authn.chain.TokenCache` has not seen in the last 10 s.
+"""The bearer-token authenticator's reviewer (docs/cluster.md#authenticator-chain): one TokenReview
+per token that `authn.chain.TokenCache` has not seen in the last 10 s.
 
 * `status.authenticated: true`: the user (`username`, `uid`, `groups`, `extra`);
 * `status.authenticated: false`: None, and the chain answers 401 `invalid bearer token`;

@@ -20,7 +20,8 @@ import aiohttp
 from kubernetes_asyncio.client import ApiClient
 
 Query = Sequence[tuple[str, str]]
-# "Re-read your token now": what a review does after a 401 before its one retry (§4.2).
+# "Re-read your token now": what a review does after a 401 before its one retry
+# (docs/cluster.md#decision-pipeline).
 CredentialRefresher = Callable[[], Awaitable[None]]
 
 _JSON_HEADERS: Final = {"Accept": "application/json", "Content-Type": "application/json"}

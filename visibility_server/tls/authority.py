@@ -1,5 +1,5 @@
 """Keys and X.509 certificates: the visibility CA, serving certificates and client
-certificates, with the properties of cluster.md §2 and §4.4.
+certificates, with the properties of docs/cluster.md#tls-and-certificates, #embedded-mode.
 
 Every issuing function takes `now` so that tests (and the harness) control validity; none
 of them reads the clock.
@@ -123,12 +123,13 @@ def issued_by(cert: x509.Certificate, ca: x509.Certificate) -> bool:
 
 
 def required_service_san(namespace: str, service: str) -> str:
-    """The name kube-apiserver always verifies against (cluster.md §1, "TLS server name")."""
+    """The name kube-apiserver always verifies against (docs/cluster.md#the-aggregation-layer, "TLS
+    server name")."""
     return f"{service}.{namespace}.svc"
 
 
 def service_dns_names(namespace: str, service: str) -> tuple[str, ...]:
-    """The Service's DNS names of cluster.md §2, the required one first."""
+    """The Service's DNS names of docs/cluster.md#tls-and-certificates, the required one first."""
     return (
         required_service_san(namespace, service),
         service,
@@ -262,7 +263,8 @@ def issue_serving_cert(
     extra_sans: Iterable[str] = (),
     validity: timedelta = SERVING_VALIDITY,
 ) -> CertifiedKey:
-    """A serverAuth certificate for the Service (cluster.md §2), plus `extra_sans`."""
+    """A serverAuth certificate for the Service (docs/cluster.md#tls-and-certificates), plus
+    `extra_sans`."""
     require_aware(now)
     check_namespace(namespace)
     check_service(service)
@@ -308,7 +310,7 @@ def issue_client_cert(
 
 
 def due_for_renewal(cert: x509.Certificate, now: datetime) -> bool:
-    """Past two thirds of its lifetime: the renewal point of cluster.md §2
+    """Past two thirds of its lifetime: the renewal point of docs/cluster.md#tls-and-certificates
     (self-managed-certs), also used for the embedded state folder."""
     start, end = cert.not_valid_before_utc, cert.not_valid_after_utc
     return now >= start + (end - start) * 2 / 3

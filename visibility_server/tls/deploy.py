@@ -1,5 +1,6 @@
 """The certificate folder of a cluster install (`queuescope certs generate|rotate|rotate-ca|
-verify`, cluster.md §2), which kustomize turns into the Secret and the `caBundle` patch.
+verify`, docs/cluster.md#tls-and-certificates), which kustomize turns into the Secret and the
+`caBundle` patch.
 
     DIR/ca.crt, ca.key                    the CA that signs serving certificates
     DIR/tls.crt, tls.key                  the serving certificate
@@ -7,9 +8,9 @@ verify`, cluster.md §2), which kustomize turns into the Secret and the `caBundl
                                           conversion webhook's caBundle of the CRDs
     DIR/ca-previous.crt, ca-previous.key  only between `rotate-ca begin` and `finish`
 
-A CA rotation keeps the rule of cluster.md §2: no replica ever serves a certificate that
-the current `caBundle` does not trust. `begin` puts the new CA in `ca.crt` (so `rotate`
-already issues from it) and the bundle trusts both; `finish` makes sure the serving
+A CA rotation keeps the rule of docs/cluster.md#tls-and-certificates: no replica ever serves a
+certificate that the current `caBundle` does not trust. `begin` puts the new CA in `ca.crt` (so
+`rotate` already issues from it) and the bundle trusts both; `finish` makes sure the serving
 certificate comes from the new CA and drops the old one from the bundle.
 """
 
@@ -313,8 +314,8 @@ def verify_cert_dir(
     service: str = DEFAULT_SERVICE,
 ) -> Findings:
     """Everything `certs verify` checks offline: the serving certificate's properties
-    (cluster.md §2), the key, the chain to `ca.crt` (or to `ca-previous.crt` during a
-    rotation), the CA, and that the patch's `caBundle` trusts the serving certificate."""
+    (docs/cluster.md#tls-and-certificates), the key, the chain to `ca.crt` (or to `ca-previous.crt`
+    during a rotation), the CA, and that the patch's `caBundle` trusts the serving certificate."""
     require_aware(now)
     name = _service_name(namespace, service)
     if not directory.is_dir():

@@ -1,5 +1,5 @@
 """kubeconfig files with everything embedded (`*-data` fields), so that one file is all
-kubectl needs to reach the embedded server (product.md, "serve --embedded")."""
+kubectl needs to reach the embedded server (docs/product.md#command-line)."""
 
 from __future__ import annotations
 

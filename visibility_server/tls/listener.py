@@ -1,4 +1,5 @@
-"""The listener's TLS contexts (cluster.md §3.4) and how they change at runtime (§2, §3.1).
+"""The listener's TLS contexts (docs/cluster.md#tls-in-python) and how they change at runtime
+(docs/cluster.md#tls-and-certificates, #the-authentication-configmap).
 
 Python cannot ask for "any client certificate, verify later" as Go does: under
 `CERT_OPTIONAL` a certificate from a CA outside the verify store aborts the handshake. So

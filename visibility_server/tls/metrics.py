@@ -1,8 +1,8 @@
 """Prometheus metrics of the serving certificate: when it expires, and how reloads went.
 
 `queuescope_serving_cert_not_after_seconds` is what the CA rotation procedure watches
-(cluster.md §2: move `caBundle` to the new CA only once every replica serves a
-certificate from it).
+(docs/cluster.md#tls-and-certificates: move `caBundle` to the new CA only once every replica serves
+a certificate from it).
 """
 
 from __future__ import annotations

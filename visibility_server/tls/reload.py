@@ -1,4 +1,4 @@
-"""Hot reload of the serving certificate (cluster.md §2, "Hot reload").
+"""Hot reload of the serving certificate (docs/cluster.md#tls-and-certificates, "Hot reload").
 
 The mounted Secret changes through an atomic `..data` symlink swap, which does not keep
 file times, so changes are found by hashing the content every `--cert-reload-interval`. A

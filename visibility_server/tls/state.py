@@ -1,4 +1,4 @@
-"""The embedded state folder (product.md, "serve --embedded"; cluster.md §4.4).
+"""The embedded state folder (docs/product.md#command-line; docs/cluster.md#embedded-mode).
 
     DIR/ca.crt, ca.key          the CA; also the client CA of embedded mode
     DIR/tls.crt, tls.key        the serving certificate

@@ -1,6 +1,6 @@
 """Checks on serving certificates: the quick pair check the hot reloader runs before
-swapping certificates (cluster.md §2, "Hot reload"), and the fuller conformance check
-behind `queuescope certs verify` and the startup check."""
+swapping certificates (docs/cluster.md#tls-and-certificates, "Hot reload"), and the fuller
+conformance check behind `queuescope certs verify` and the startup check."""
 
 from __future__ import annotations
 
@@ -149,7 +149,8 @@ def check_serving_certificate(
     service: str,
     now: datetime,
 ) -> Findings:
-    """The serving-certificate properties of cluster.md §2, for a certificate alone.
+    """The serving-certificate properties of docs/cluster.md#tls-and-certificates, for a certificate
+    alone.
 
     Errors are what breaks kube-apiserver's connection (the Service SAN, serverAuth,
     digitalSignature, validity, a leaf that is a CA); warnings are departures from our

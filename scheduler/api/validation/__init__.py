@@ -1,4 +1,5 @@
-"""Semantic validation of decoded objects: Kueue's webhook and CRD rules (scheduling.md §3).
+"""Semantic validation of decoded objects: Kueue's webhook and CRD rules
+(docs/scheduling.md#api-objects).
 
 Type, enum and unknown-field errors are found while decoding (pydantic); the rules
 here need a whole object. Each function returns every problem as a FieldError with
@@ -79,7 +80,8 @@ def _spec_errors(obj: TypedObject) -> list[FieldError]:
 
 
 def validate_object(obj: TypedObject) -> list[FieldError]:
-    """Every rule of §3 that `obj` breaks (metadata first, then the kind's own rules)."""
+    """Every rule of docs/scheduling.md#api-objects that `obj` breaks (metadata first, then the
+    kind's own rules)."""
     errors: list[FieldError] = []
     if isinstance(obj, KubeObject):
         errors += validate_metadata(obj, _name_validator(obj))

@@ -94,7 +94,8 @@ def resource_name(path: str, value: str) -> list[FieldError]:
 def quantity(
     path: str, resource: str, value: Quantity, *, non_negative: bool = True
 ) -> list[FieldError]:
-    """Kueue's "must be greater than or equal to 0" and our int64 rule (§2)."""
+    """Kueue's "must be greater than or equal to 0" and our int64 rule
+    (docs/scheduling.md#quantities)."""
     if non_negative and value.value < 0:
         return [invalid(path, str(value), NEGATIVE)]
     try:

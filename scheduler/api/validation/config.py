@@ -1,4 +1,4 @@
-"""Configuration rules (scheduling.md §3.7)."""
+"""Configuration rules (docs/scheduling.md#configuration)."""
 
 from __future__ import annotations
 

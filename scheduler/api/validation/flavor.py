@@ -1,4 +1,5 @@
-"""ResourceFlavor rules (scheduling.md §3.1): Kueue's CRD limits plus core/v1 taint rules."""
+"""ResourceFlavor rules (docs/scheduling.md#resourceflavor): Kueue's CRD limits plus core/v1 taint
+rules."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""ClusterQueue, Cohort and LocalQueue rules (scheduling.md §3.2–§3.4)."""
+"""ClusterQueue, Cohort and LocalQueue rules (docs/scheduling.md#api-objects)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Objects keep selectors as raw dicts (the core's matching functions take plain data);
 this module checks that such a dict is a valid selector. It lives in the API layer
-because validating input is the API layer's job and the layer rule (product.md)
+because validating input is the API layer's job and the layer rule (docs/product.md)
 forbids it from importing the core.
 """
 

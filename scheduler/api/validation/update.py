@@ -1,4 +1,4 @@
-"""Immutability rules for updates (scheduling.md §3.3, §3.5, §3.1).
+"""Immutability rules for updates (docs/scheduling.md#localqueue, #workload, #resourceflavor).
 
 Used when a scenario `apply` event or an edited manifest replaces an existing object:
 a violation rejects the update and the stored object stays as it was. Only the

@@ -1,4 +1,5 @@
-"""Workload rules (scheduling.md §3.5): Kueue's webhook plus our int64 and request rules."""
+"""Workload rules (docs/scheduling.md#workload): Kueue's webhook plus our int64 and request
+rules."""
 
 from __future__ import annotations
 
@@ -60,7 +61,8 @@ def validate_pod_spec(path: str, spec: PodSpec) -> list[FieldError]:
 
 
 def _total_request_errors(path: str, pod_set: PodSet) -> list[FieldError]:
-    """Per-pod requests times count must stay int64 (§2), checked once the parts are valid."""
+    """Per-pod requests times count must stay int64 (docs/scheduling.md#quantities), checked once
+    the parts are valid."""
     try:
         per_pod = pod_requests(pod_set.template.spec, ())
     except QuantityError:

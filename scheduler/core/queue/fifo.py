@@ -1,10 +1,10 @@
-"""The default queue implementation: StrictFIFO and BestEffortFIFO (§5.1–§5.7).
+"""The default queue implementation: StrictFIFO and BestEffortFIFO (docs/scheduling.md#queues).
 
-Both strategies share the structures and the order (§5.2); they differ only in where
-a head that was not admitted goes back to (§5.5). Every pending workload is in exactly
-one of three places: the active heap, the parked set, or in-flight. Separately, all of
-them are kept in one sorted "ordered view" so visibility can ask for a position or a
-page without sorting the queue on every request.
+Both strategies share the structures and the order (docs/scheduling.md#queue-order); they differ
+only in where a head that was not admitted goes back to (docs/scheduling.md#requeue-after-a-cycle).
+Every pending workload is in exactly one of three places: the active heap, the parked set, or
+in-flight. Separately, all of them are kept in one sorted "ordered view" so visibility can ask for a
+position or a page without sorting the queue on every request.
 
 Subclasses may change the order by overriding :meth:`FifoQueue.order_key`; the requeue,
 backoff and flush rules stay those of the configured strategy.
@@ -39,8 +39,9 @@ BEST_EFFORT_FIFO = "BestEffortFIFO"
 # Items are unique by their first two fields, so comparisons never reach the entry.
 _Item = tuple[OrderKey, str, QueueEntry]
 
-# Under BestEffortFIFO only these reasons go straight back to the heap (§5.5); every
-# other reason parks the workload until a cluster event may have made it admissible.
+# Under BestEffortFIFO only these reasons go straight back to the heap
+# (docs/scheduling.md#requeue-after-a-cycle); every other reason parks the workload until a cluster
+# event may have made it admissible.
 _BEST_EFFORT_IMMEDIATE = frozenset(
     {
         RequeueReason.FAILED_AFTER_NOMINATION,
@@ -93,7 +94,7 @@ class FifoQueue(PendingQueue):
 
     @property
     def sticky_key(self) -> str | None:
-        """The BestEffortFIFO sticky workload (§5.5), if any."""
+        """The BestEffortFIFO sticky workload (docs/scheduling.md#requeue-after-a-cycle), if any."""
         return self._sticky
 
     @property
@@ -125,7 +126,8 @@ class FifoQueue(PendingQueue):
         elif where is _Where.HEAP:
             self._store(entry, where)
         elif where is _Where.PARKED and self._entries[key].revision == entry.revision:
-            # Nothing that could make it admissible changed: stay parked (§5.1).
+            # Nothing that could make it admissible changed: stay parked
+            # (docs/scheduling.md#queue-structures).
             self._store(entry, where)
         else:
             # New, or parked and changed: the heap, unless the backoff gate says no.
@@ -153,8 +155,8 @@ class FifoQueue(PendingQueue):
         *,
         has_untried_flavors: bool,
     ) -> None:
-        """§5.5. The caller has already re-read the workload and checked it is still
-        queued in this ClusterQueue; ``entry`` is that latest state."""
+        """docs/scheduling.md#requeue-after-a-cycle. The caller has already re-read the workload and
+        checked it is still queued in this ClusterQueue; ``entry`` is that latest state."""
         key = entry.key
         if reason is RequeueReason.PENDING_PREEMPTION and not self.strict:
             # Set before storing so the entry is inserted with its sticky order key.

@@ -32,7 +32,7 @@ _KEY = operator.attrgetter("key")
 
 
 class RequeueReason(StrEnum):
-    """Why a popped head goes back to its queue (scheduling.md §5.4)."""
+    """Why a popped head goes back to its queue (docs/scheduling.md#requeue-reasons)."""
 
     GENERIC = "Generic"
     NAMESPACE_MISMATCH = "NamespaceMismatch"
@@ -47,7 +47,7 @@ class QueueEntry:
 
     ``revision`` changes whenever the workload's spec, ``reclaimablePods``, ``Evicted``
     or ``Requeued`` condition changes: an update with the same revision leaves a parked
-    workload parked (§5.1).
+    workload parked (docs/scheduling.md#queue-structures).
     """
 
     key: str  # "namespace/name"
@@ -56,7 +56,7 @@ class QueueEntry:
     uid: str
     local_queue: str
     priority: int
-    timestamp: Instant  # queue-order timestamp (§5.3)
+    timestamp: Instant  # queue-order timestamp (docs/scheduling.md#queue-order-timestamp)
     revision: int
     requeued_false: bool  # the Requeued condition is present with status False
     requeue_at: Instant | None  # status.requeueState.requeueAt
@@ -64,11 +64,13 @@ class QueueEntry:
     @property
     def local_queue_key(self) -> str:
         """``namespace/name`` of the LocalQueue: LocalQueues are namespaced, so two with
-        the same name in different namespaces are different queues (§13.2 counts)."""
+        the same name in different namespaces are different queues
+        (docs/scheduling.md#localqueue-status counts)."""
         return f"{self.namespace}/{self.local_queue}"
 
     def backoff_expired(self, now: Instant) -> bool:
-        """§5.6: no workload may enter the active heap before this holds."""
+        """docs/scheduling.md#backoff-gate: no workload may enter the active heap before this
+        holds."""
         if self.requeued_false:
             return False
         return self.requeue_at is None or now >= self.requeue_at
@@ -109,7 +111,8 @@ class PendingQueue(ABC):
     # -- mutation --------------------------------------------------------------------
     @abstractmethod
     def push(self, entry: QueueEntry, now: Instant) -> None:
-        """Add a newly queued workload, or apply an update to a queued one (§5.1)."""
+        """Add a newly queued workload, or apply an update to a queued one
+        (docs/scheduling.md#queue-structures)."""
 
     @abstractmethod
     def pop(self, now: Instant) -> QueueEntry | None:
@@ -124,11 +127,12 @@ class PendingQueue(ABC):
         *,
         has_untried_flavors: bool,
     ) -> None:
-        """Put back a popped head that was not admitted, to the heap or parked (§5.5)."""
+        """Put back a popped head that was not admitted, to the heap or parked
+        (docs/scheduling.md#requeue-after-a-cycle)."""
 
     @abstractmethod
     def flush(self, now: Instant, namespace_matches: Callable[[str], bool]) -> None:
-        """Move every eligible parked workload back to the heap (§5.7)."""
+        """Move every eligible parked workload back to the heap (docs/scheduling.md#flush)."""
 
     @abstractmethod
     def delete(self, key: str) -> QueueEntry | None:
@@ -205,8 +209,8 @@ class PendingQueue(ABC):
     def local_queue_counts(self) -> dict[str, int]:
         """Pending workloads per LocalQueue (``namespace/name``), excluding in-flight.
 
-        LocalQueue ``status.pendingWorkloads`` leaves the in-flight head out (§13.2);
-        LocalQueues without pending workloads are absent.
+        LocalQueue ``status.pendingWorkloads`` leaves the in-flight head out
+        (docs/scheduling.md#localqueue-status); LocalQueues without pending workloads are absent.
         """
         counts: dict[str, int] = {}
         for entry in self.queued_entries():

@@ -22,8 +22,8 @@ from scheduler.core.queue.interface import (
 )
 from scheduler.core.queue.loader import resolve_queue_factory
 
-# Pushing needs an instant for the backoff gate (§5.6). Without one, nothing with a
-# requeueAt can be proven expired, so such workloads are parked rather than released
+# Pushing needs an instant for the backoff gate (docs/scheduling.md#backoff-gate). Without one,
+# nothing with a requeueAt can be proven expired, so such workloads are parked rather than released
 # early; the flush that follows a ClusterQueue change releases them at the real time.
 _BEFORE_ANY_TIME: Instant = -(2**63)
 
@@ -170,11 +170,12 @@ class QueueManager:
         *,
         has_untried_flavors: bool,
     ) -> bool:
-        """Put a popped head back into ``cq`` (§5.5); False if it is not done.
+        """Put a popped head back into ``cq`` (docs/scheduling.md#requeue-after-a-cycle); False if
+        it is not done.
 
         Refused when the workload meanwhile moved to another ClusterQueue's queue (so it
         is never queued twice) or ``cq`` is gone. The caller still owns the re-read of
-        §5.5 (deleted, holds quota, LocalQueue gone).
+        docs/scheduling.md#requeue-after-a-cycle (deleted, holds quota, LocalQueue gone).
         """
         queue = self._queues.get(cq)
         if queue is None:
@@ -203,7 +204,8 @@ class QueueManager:
 
     # -- cycle -------------------------------------------------------------------------
     def heads(self, now: Instant, active: Callable[[str], bool]) -> list[tuple[str, QueueEntry]]:
-        """Pop one head from every active ClusterQueue, in name order (§6.1 step 1)."""
+        """Pop one head from every active ClusterQueue, in name order
+        (docs/scheduling.md#cycle-steps step 1)."""
         heads: list[tuple[str, QueueEntry]] = []
         for cq in sorted(self._queues):
             if not active(cq):
@@ -221,7 +223,7 @@ class QueueManager:
         now: Instant,
         namespace_matches: Callable[[str, str], bool],
     ) -> None:
-        """Flush each named ClusterQueue (§5.7); unknown names are ignored."""
+        """Flush each named ClusterQueue (docs/scheduling.md#flush); unknown names are ignored."""
         for cq in sorted(set(cqs)):
             queue = self._queues.get(cq)
             if queue is not None:

@@ -1,4 +1,4 @@
-"""Leader election with a coordination.k8s.io/v1 Lease (cluster.md §7).
+"""Leader election with a coordination.k8s.io/v1 Lease (docs/cluster.md#high-availability).
 
 The candidate reads the Lease every `retry_period`. It takes it when the Lease is
 absent, released (empty holder), or expired; it renews it while it holds it. Every

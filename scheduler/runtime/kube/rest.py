@@ -62,7 +62,7 @@ class KubeRest:
 
     `refresh_credentials` is awaited once after a 401 before the request is retried:
     bound ServiceAccount tokens rotate, and a client that cached the old one would fail
-    for good (cluster.md §9).
+    for good (docs/operations.md#troubleshooting).
     """
 
     def __init__(

@@ -1,4 +1,5 @@
-"""Write the leader's decisions to the API server (cluster.md §7, issue 5 item 2).
+"""Write the leader's decisions to the API server (docs/cluster.md#high-availability, issue 5 item
+2).
 
 Workloads: the engine names the workloads whose status may have changed; a writer
 renders the core's status for each, compares it with what the server holds, and
@@ -218,7 +219,8 @@ class WorkloadStatusWriter:
         wrote = False
         try:
             if (server.get("spec") or {}).get("active", True) != wl.active:
-                # Deactivation is a spec change (§11.2): a normal update, not status.
+                # Deactivation is a spec change (docs/scheduling.md#deactivation): a normal update,
+                # not status.
                 await self.limiter.acquire()
                 patch = {
                     "metadata": {"resourceVersion": server["metadata"]["resourceVersion"]},

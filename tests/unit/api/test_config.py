@@ -1,4 +1,4 @@
-"""Configuration defaults and validation (scheduling.md §3.7)."""
+"""Configuration defaults and validation (docs/scheduling.md#configuration)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Job -> Workload as Kueue's Job integration creates it (scheduling.md §3.6)."""
+"""Job -> Workload as Kueue's Job integration creates it
+(docs/scheduling.md#priority-resolution)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Effective pod requests (scheduling.md §2) and the requests-over-limits details."""
+"""Effective pod requests (docs/scheduling.md#quantities) and the requests-over-limits details."""
 
 from __future__ import annotations
 
@@ -41,7 +41,8 @@ def test_init_container_peak_wins_when_larger() -> None:
 
 
 def test_sidecars_run_alongside_everything_after_them() -> None:
-    # §2 worked case: max(app 1 + sidecars 0.5+0.25, init-2 2 + sidecar-1 0.5)
+    # docs/scheduling.md#quantities worked case: max(app 1 + sidecars 0.5+0.25, init-2 2 + sidecar-1
+    # 0.5)
     pod = spec(
         initContainers=[
             container("sidecar-1", {"cpu": "500m"}, restartPolicy="Always"),

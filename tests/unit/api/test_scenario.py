@@ -1,4 +1,4 @@
-"""The simulator's Scenario document (simulate.md)."""
+"""The simulator's Scenario document (docs/simulate.md)."""
 
 from __future__ import annotations
 

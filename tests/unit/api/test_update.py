@@ -1,4 +1,5 @@
-"""Immutability rules applied when an object is replaced (scheduling.md §3.3, §3.5, §3.1)."""
+"""Immutability rules applied when an object is replaced (docs/scheduling.md#localqueue, #workload,
+#resourceflavor)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""ResourceFlavor rules (scheduling.md §3.1)."""
+"""ResourceFlavor rules (docs/scheduling.md#resourceflavor)."""
 
 from __future__ import annotations
 

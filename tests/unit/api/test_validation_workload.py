@@ -1,4 +1,4 @@
-"""Workload rules (scheduling.md §3.5)."""
+"""Workload rules (docs/scheduling.md#workload)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The scheduling cycle (scheduling.md §6): order, re-fit, strategies, nomination checks,
-the §6.6 step 2 reservation and partial admission (§7.8, Appendix B.4)."""
+"""The scheduling cycle (docs/scheduling.md#the-scheduling-cycle): order, re-fit, strategies,
+nomination checks, the docs/scheduling.md#admission-loop step 2 reservation and partial admission
+(docs/scheduling.md#partial-admission, #example-partial-admission)."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ def cohort_cluster(*cqs: Json) -> Cluster:
     return c
 
 
-# --------------------------------------------------------------------------- §6.5 order
+# ----------------------------------------------------- docs/scheduling.md#classic-entry-order order
 
 
 def test_non_borrowing_entry_goes_before_a_borrowing_one() -> None:
@@ -100,7 +101,7 @@ def test_several_borrowers_are_admitted_in_one_cycle_while_each_fits() -> None:
     assert c.usage("cq-a", FR) + c.usage("cq-b", FR) == 4000
 
 
-# --------------------------------------------------------------------------- §6.6 step 4
+# --------------------------------------------------------- docs/scheduling.md#admission-loop step 4
 
 
 def test_entry_skipped_by_the_refit_check_is_retried_and_forgets_its_flavor_scan() -> None:
@@ -115,8 +116,10 @@ def test_entry_skipped_by_the_refit_check_is_retried_and_forgets_its_flavor_scan
     )
     c.cycle()
     wb = c.wl(f"{NS}/wb")
-    assert wb.last_assignment is None  # discarded on skip (§7.7)
-    # Skipped after nomination: FailedAfterNomination, straight back to the heap (§5.5).
+    # discarded on skip (docs/scheduling.md#flavor-scan-resumption)
+    assert wb.last_assignment is None
+    # Skipped after nomination: FailedAfterNomination, straight back to the heap
+    # (docs/scheduling.md#requeue-after-a-cycle).
     queue = c.s.queues.queue("cq-b")
     assert queue is not None and queue.in_heap(f"{NS}/wb")
     assert c.status(f"{NS}/wb")["resourceRequests"] == [{"name": "main", "resources": {CPU: "3"}}]
@@ -175,7 +178,7 @@ def test_pending_condition_keeps_its_transition_time_while_unchanged() -> None:
     assert c.condition(f"{NS}/big", "QuotaReserved") == first
 
 
-# --------------------------------------------------------------------------- §6.4 checks
+# ------------------------------------------------------ docs/scheduling.md#nomination-checks checks
 
 
 def test_namespace_mismatch_is_parked_even_under_strict_fifo() -> None:
@@ -229,7 +232,7 @@ def test_requests_above_limits_fail_nomination() -> None:
     assert CPU in message.removeprefix("resources validation failed: ")
 
 
-# --------------------------------------------------------------------------- §6.6 step 2
+# --------------------------------------------------------- docs/scheduling.md#admission-loop step 2
 
 
 def _reservation_cluster(preemption: Json | None = None) -> Cluster:
@@ -327,7 +330,7 @@ def test_borrowing_reservation_blocks_a_larger_borrower() -> None:
     assert c.message(f"{NS}/wb") == NO_LONGER_FITS
 
 
-# --------------------------------------------------------------------------- §7.8
+# ------------------------------------------------------------- docs/scheduling.md#partial-admission
 
 
 def test_partial_admission_appendix_b4() -> None:

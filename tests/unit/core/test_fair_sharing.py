@@ -1,4 +1,5 @@
-"""Fair sharing (scheduling spec §9): DRS, the admission tournament, fair-sharing preemption."""
+"""Fair sharing (scheduling spec docs/scheduling.md#fair-sharing): DRS, the admission tournament,
+fair-sharing preemption."""
 
 from __future__ import annotations
 
@@ -60,7 +61,7 @@ def tree_state(t: QuotaTree) -> dict[NodeRef, tuple[dict[FlavorResource, int], i
     return out
 
 
-# --------------------------------------------------------------------------- §9.1 DRS
+# --------------------------------------------------- docs/scheduling.md#dominant-resource-share DRS
 
 
 def b2_tree(weight: float = 1.0) -> QuotaTree:
@@ -181,7 +182,7 @@ def test_weighted_share_rounds_up() -> None:
     assert weighted_share(Share(100.0, "cpu", 0.5)) == 200
 
 
-# --------------------------------------------------------------------------- §9.2 tournament
+# -------------------------------------------- docs/scheduling.md#fair-sharing-tournament tournament
 
 
 def item(
@@ -334,7 +335,7 @@ def test_tournament_uses_ancestor_share_not_leaf_share() -> None:
     assert drain(FairSharingOrder(entries, t)) == ["y1", "x2"]
 
 
-# --------------------------------------------------------------------------- §9.3 preemption
+# -------------------------------------------- docs/scheduling.md#fair-sharing-preemption preemption
 
 
 def make_wl(
@@ -577,7 +578,8 @@ def test_tie_between_cohorts_goes_to_smaller_name_d10() -> None:
         w.tree.set_cohort(cohort, "R", {})
         w.tree.set_cluster_queue(leaf, cohort, {CPU: Q(10)})
     w.admit("p1", make_wl("p-wl", reserved_at=1), {CPU: 12})
-    # q-wl was reserved later, so it would sort first by §8.4; the cohort tie decides.
+    # q-wl was reserved later, so it would sort first by docs/scheduling.md#candidate-order; the
+    # cohort tie decides.
     w.admit("q1", make_wl("q-wl", reserved_at=5), {CPU: 12})
     targets = w.find(make_wl("p", priority=5), cq_info("x1", "X"), {CPU: 8})
     assert targets == [Target("ns/p-wl", "p1", IN_COHORT_FAIR_SHARING)]
@@ -591,7 +593,8 @@ def test_cohort_wins_tie_against_cq() -> None:
     w.tree.set_cluster_queue("x1", "X", {CPU: Q(10)})
     w.tree.set_cluster_queue("y1", "Y", {CPU: Q(10)})
     w.tree.set_cluster_queue("c", "R", {CPU: Q(10)})
-    w.admit("c", make_wl("c-wl", reserved_at=5), {CPU: 12})  # 66.7, sorts first by §8.4
+    # 66.7, sorts first by docs/scheduling.md#candidate-order
+    w.admit("c", make_wl("c-wl", reserved_at=5), {CPU: 12})
     w.admit("y1", make_wl("y-wl", reserved_at=1), {CPU: 12})  # Y at 66.7 too
     targets = w.find(make_wl("p", priority=5), cq_info("x1", "X"), {CPU: 8})
     assert targets == [Target("ns/y-wl", "y1", IN_COHORT_FAIR_SHARING)]

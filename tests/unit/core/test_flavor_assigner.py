@@ -1,4 +1,5 @@
-"""Flavor assignment (scheduling.md §7) and its Appendix A messages.
+"""Flavor assignment (docs/scheduling.md#flavor-assignment) and its
+docs/scheduling.md#condition-messages messages.
 
 Most tests drive whole cycles through :class:`Cluster`; the ones about the scan
 mechanics (resume index, fungibility with a preemption oracle that finds targets)
@@ -67,7 +68,8 @@ def assigner(c: Cluster, cq: str, oracle: PreemptionOracle | None = None) -> Fla
 
 
 def preempt_oracle(fr: tuple[str, str], value: int) -> GranularMode:
-    """An oracle that always finds targets inside the CQ (mode `preempt`, §8.7)."""
+    """An oracle that always finds targets inside the CQ (mode `preempt`,
+    docs/scheduling.md#preemption-oracle)."""
     return GranularMode(Mode.PREEMPT, 0)
 
 
@@ -75,7 +77,7 @@ def chosen(a: Assignment, pod_set_index: int = 0, resource: str = CPU) -> str:
     return a.pod_sets[pod_set_index].flavors[resource].flavor
 
 
-# --------------------------------------------------------------------------- §7.2 scan
+# ------------------------------------------- docs/scheduling.md#per-pod-set-and-resource-group scan
 
 
 def test_first_flavor_that_fits_is_taken_without_reasons() -> None:
@@ -84,7 +86,8 @@ def test_first_flavor_that_fits_is_taken_without_reasons() -> None:
     a = assigner(c, "cq-a").assign(c.wl(f"{NS}/w"))
     assert a.mode == FIT
     assert chosen(a) == "f1"
-    # The chosen flavor fits: the reasons collected on f0 are dropped (§7.2 step 6).
+    # The chosen flavor fits: the reasons collected on f0 are dropped
+    # (docs/scheduling.md#per-pod-set-and-resource-group step 6).
     assert a.pod_sets[0].reasons == []
     assert a.message() == ""
     # Scan stopped at f1 (index 1), which is not the last flavor.
@@ -123,7 +126,8 @@ def test_derived_values_are_kept_and_usage_is_a_new_dict_each_time() -> None:
 
 
 def test_all_requested_resources_of_a_group_get_one_flavor_together() -> None:
-    # f0 has cpu but not enough gpu: the whole group moves to f1 (§7.2 step 2).
+    # f0 has cpu but not enough gpu: the whole group moves to f1
+    # (docs/scheduling.md#per-pod-set-and-resource-group step 2).
     cq = cluster_queue(
         "cq-a",
         [group([CPU, GPU], {"f0": {CPU: 8, GPU: 0}, "f1": {CPU: 8, GPU: 4}})],
@@ -167,7 +171,7 @@ def test_pod_set_requesting_nothing_fits() -> None:
     assert adm["podSetAssignments"][0]["resourceUsage"] == {}
 
 
-# --------------------------------------------------------------------------- §7.4 messages
+# ----------------------------------- docs/scheduling.md#evaluating-one-flavor-and-resource messages
 
 
 def test_message_insufficient_unused_quota_is_byte_exact() -> None:
@@ -239,7 +243,7 @@ def test_missing_flavor_reason() -> None:
 
 
 def test_messages_of_several_pod_sets_are_joined_with_semicolon() -> None:
-    # Only the pod sets that are not Fit are rendered (§7.9).
+    # Only the pod sets that are not Fit are rendered (docs/scheduling.md#assignment-messages).
     # 2 of 4 available; "b" and "c" are evaluated with the usage assumed before them.
     c = setup(cq_flavors("cq-a", {"f0": 4}), local_queue(NS, "lq", "cq-a"))
     c.apply(
@@ -298,7 +302,8 @@ def test_assumed_usage_appears_in_the_maximum_capacity_message() -> None:
 
 def test_failing_group_replaces_reasons_and_stops_the_assignment() -> None:
     # cpu (group 1) gets f0 with a non-fit mode, gpu (group 2) gets nothing: the pod set
-    # keeps only the gpu group's reasons and pod set "b" is never evaluated (§7.2).
+    # keeps only the gpu group's reasons and pod set "b" is never evaluated
+    # (docs/scheduling.md#per-pod-set-and-resource-group).
     cq = cluster_queue(
         "cq-a",
         [group([CPU], {"f0": {CPU: 2}}), group([GPU], {"f1": {GPU: 1}})],
@@ -612,14 +617,16 @@ def test_try_next_flavor_remembers_the_preempt_flavor_when_nothing_fits() -> Non
 
 
 def test_no_candidates_always_tries_the_next_flavor() -> None:
-    # With the default oracle (no targets) even whenCanPreempt=Preempt moves on (§7.6).
+    # With the default oracle (no targets) even whenCanPreempt=Preempt moves on
+    # (docs/scheduling.md#fungibility).
     c = _preempt_setup(when_can_preempt="Preempt")
     c.cycle()
     assert c.flavors_of(f"{NS}/w") == [{CPU: "f1"}]
 
 
 def test_request_above_nominal_without_reclaim_is_no_fit() -> None:
-    # Flat cohort, no borrowWithinCohort: preemption only within nominal (§7.4 step 4).
+    # Flat cohort, no borrowWithinCohort: preemption only within nominal
+    # (docs/scheduling.md#evaluating-one-flavor-and-resource step 4).
     c = setup(
         cq_flavors("cq-a", {"f0": 2}, cohort="co"),
         cq_flavors("cq-b", {"f0": 2}, cohort="co"),
@@ -643,7 +650,7 @@ def test_request_above_nominal_without_reclaim_is_no_fit() -> None:
     assert above.mode == NO_FIT and calls == []
 
 
-# --------------------------------------------------------------------------- §7.7 resume
+# ------------------------------------------------- docs/scheduling.md#flavor-scan-resumption resume
 
 
 def test_resume_index_starts_the_next_scan_after_the_tried_flavor() -> None:
@@ -670,7 +677,8 @@ def test_resume_index_is_discarded_when_the_generation_changes() -> None:
     first = assigner(c, "cq-a", preempt_oracle).assign(wl)
     assert first.last_state.tried_flavor_idx == {(0, CPU): 0}
     generation = c.s.tree.generation("cq-a")
-    c.finish(f"{NS}/old")  # a workload left the CQ: its generation moves (§4.3)
+    # a workload left the CQ: its generation moves (docs/scheduling.md#changing-usage)
+    c.finish(f"{NS}/old")
     assert c.s.tree.generation("cq-a") > generation
     again = assigner(c, "cq-a", preempt_oracle).assign(wl, last=first.last_state)
     assert chosen(again) == "f0"
@@ -708,7 +716,8 @@ def _resume_cluster(*, single_pod_set: bool) -> Cluster:
 
 def test_resume_survives_requeue_and_flavor_changes() -> None:
     # Pod set "a" got a1 (index 1, a2 untried); "b" failed. A flavor change does not
-    # move the CQ generation, so the next attempt resumes "a" at a2 (§7.7).
+    # move the CQ generation, so the next attempt resumes "a" at a2
+    # (docs/scheduling.md#flavor-scan-resumption).
     c = _resume_cluster(single_pod_set=False)
     c.apply(flavor("g0"))  # taint removed
     c.cycle()
@@ -758,7 +767,7 @@ def test_failed_pod_set_records_no_resume_index() -> None:
     assert c.flavors_of(f"{NS}/w") == [{CPU: "a1", GPU: "g0"}]
 
 
-# --------------------------------------------------------------------------- §7.5 preference
+# ------------------------------------------- docs/scheduling.md#preference-between-modes preference
 
 
 @pytest.mark.parametrize(

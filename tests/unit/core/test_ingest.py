@@ -352,7 +352,7 @@ def test_deleting_a_flavor_makes_its_cluster_queues_inactive() -> None:
     assert not c.cycle().ran
 
 
-# --------------------------------------------------------------------------- §3.9 updates
+# --------------------------------------------------------- docs/scheduling.md#invalid-input updates
 
 
 def _scenario(*events: Json) -> Json:

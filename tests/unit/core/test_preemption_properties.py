@@ -1,4 +1,5 @@
-"""Property tests of preemption (scheduling.md §4, §6, §8, §9.3) over random clusters.
+"""Property tests of preemption (docs/scheduling.md#hierarchical-quota, #the-scheduling-cycle,
+#classic-preemption, #fair-sharing-preemption) over random clusters.
 
 Every example builds a random cluster: one root cohort, optionally 1–2 child cohorts
 (1–2 cohort levels), 2–4 ClusterQueues (now and then one standalone) with random
@@ -11,21 +12,22 @@ tree) and pending workloads (random priorities, some with ``minCount``) that arr
 a few rounds, with random finish/delete/priority-change events between cycles.
 
 For the duration of a run the preemptor classes ``run_cycle`` instantiates are replaced
-by recording subclasses, so **every** target search of every cycle (the §8.7 oracle's
-searches and partial admission's included) is checked against a from-scratch
-recomputation of the quota tree (§4.2, :class:`Oracle`) that does not use the code
-under test:
+by recording subclasses, so **every** target search of every cycle (the
+docs/scheduling.md#preemption-oracle oracle's searches and partial admission's included) is checked
+against a from-scratch recomputation of the quota tree (docs/scheduling.md#per-node-quantities,
+:class:`Oracle`) that does not use the code under test:
 
-1. *protected workloads are never evicted* (§8.2, §8.3, §8.5; §9.3 step 1): every
+1. *protected workloads are never evicted* (docs/scheduling.md#preemption-policy,
+#preemption-candidates, #runs-removal-and-fill-back, #fair-sharing-preemption step 1): every
    target is a quota holder using an FR needing preemption; a same-CQ target passes
    ``withinClusterQueue``; an other-CQ target is in the preemptor's tree and passes
    ``reclaimWithinCohort``. Classic: its CQ, and every cohort on its path strictly below
    the LCA, was not within nominal on the FRs needing preemption when it was removed
-   (so neither when the search started); its reason follows the §8.3 classification;
-   a run with borrowing allowed never takes a ``ReclaimWithoutBorrowing`` candidate
-   (borrowWithinCohort and maxPriorityThreshold protect). Fair sharing: its CQ was
-   borrowing on an FR needing preemption when the search started. After each cycle
-   every victim in ``CycleStats.preempted`` is traced back, through its ``Preempted``
+   (so neither when the search started); its reason follows the
+   docs/scheduling.md#preemption-candidates classification; a run with borrowing allowed never takes
+   a ``ReclaimWithoutBorrowing`` candidate (borrowWithinCohort and maxPriorityThreshold protect).
+   Fair sharing: its CQ was borrowing on an FR needing preemption when the search started. After
+   each cycle every victim in ``CycleStats.preempted`` is traced back, through its ``Preempted``
    message, to a search of its preemptor that returned it with the reason written,
    and the preemptor's status ends with ". Pending the preemption of N workload(s)".
 2. *minimality*: with all targets removed the request fits (``request <= Available``,
@@ -43,10 +45,10 @@ under test:
    ``PYTHONHASHSEED``.
 5. 1–4 again with fair sharing enabled (random strategies and weights).
 
-Quotas never change during a run (a quota decrease may legitimately over-commit, §6.7).
-Over-admission is not checked between the admission loop and the finalisation of the
-same cycle: like upstream, §6.6 step 4 lets an entry count the capacity of victims
-whose eviction was issued earlier in the cycle.
+Quotas never change during a run (a quota decrease may legitimately over-commit,
+docs/scheduling.md#cycle-invariants). Over-admission is not checked between the admission loop and
+the finalisation of the same cycle: like upstream, docs/scheduling.md#admission-loop step 4 lets an
+entry count the capacity of victims whose eviction was issued earlier in the cycle.
 """
 
 from __future__ import annotations
@@ -110,10 +112,12 @@ Ref = tuple[str, str]  # ("cq" | "cohort", name)
 NS = "ns-a"
 FLAVORS = ("f0", "f1")
 RESOURCES = ("cpu", "example.com/gpu")
-SCALE = {"cpu": 1000, "example.com/gpu": 1}  # scheduler integer values (§2)
+# scheduler integer values (docs/scheduling.md#quantities)
+SCALE = {"cpu": 1000, "example.com/gpu": 1}
 ROOT = "root"
 
-# §8.3 classes of an other-CQ candidate, recomputed independently.
+# docs/scheduling.md#preemption-candidates classes of an other-CQ candidate, recomputed
+# independently.
 HIERARCHICAL = "HierarchicalReclaim"
 WITHOUT_BORROWING = "ReclaimWithoutBorrowing"
 WHILE_BORROWING = "ReclaimWhileBorrowing"
@@ -217,7 +221,8 @@ def _scaled(q: Quota, resource: str) -> tuple[int, int | None, int | None]:
 
 
 class Oracle:
-    """SQ, G, U, LA, avail of every node per §4.2, from the specs and the CQ usages only."""
+    """SQ, G, U, LA, avail of every node per docs/scheduling.md#per-node-quantities, from the specs
+    and the CQ usages only."""
 
     def __init__(self, spec: ClusterSpec, cq_usage: Mapping[str, Mapping[FR, int]]) -> None:
         self.nodes: dict[Ref, NodeSpec] = {}
@@ -294,7 +299,8 @@ class Oracle:
         return all(self.u(ref, fr) <= self.sq(ref, fr) for fr in frs)
 
     def fits(self, cq: str, requests: Mapping[FR, int], *, borrowing: bool) -> bool:
-        """§8.5 fit: request <= Available, and no borrowing unless allowed."""
+        """docs/scheduling.md#runs-removal-and-fill-back fit: request <= Available, and no borrowing
+        unless allowed."""
         ref = ("cq", cq)
         return all(
             v <= self.available(cq, fr)
@@ -319,7 +325,7 @@ class Oracle:
 
 
 def policy_allows(policy: str, p: int, p_ts: int, c: int, c_ts: int) -> bool:
-    """§8.2, written from the spec."""
+    """docs/scheduling.md#preemption-policy, written from the spec."""
     if policy == "LowerPriority":
         return c < p
     if policy == "LowerOrNewerEqualPriority":
@@ -328,7 +334,8 @@ def policy_allows(policy: str, p: int, p_ts: int, c: int, c_ts: int) -> bool:
 
 
 def advantages(o: Oracle, cq: str, requests: Mapping[FR, int]) -> dict[str, bool]:
-    """§8.3: the `advantage` in force while collecting at each ancestor of `cq`."""
+    """docs/scheduling.md#preemption-candidates: the `advantage` in force while collecting at each
+    ancestor of `cq`."""
     me: Ref = ("cq", cq)
     advantage = all(o.u(me, fr) + v <= o.sq(me, fr) for fr, v in requests.items())
     remaining = {fr: max(0, v - o.la(me, fr)) for fr, v in requests.items()}
@@ -770,10 +777,11 @@ class Probe:
                 assert t.reason == IN_COHORT_FAIR_SHARING
                 continue
             lca = next(n for n in vpath if n in my_path)
-            # §8.5: skipped while its CQ, or a cohort on its path strictly below the LCA, is
-            # within nominal. Targets come back in removal order and fill-back only puts
-            # targets back, so at its removal at least the targets before it were gone:
-            # usage was at most that of `before`, which must not be within nominal either.
+            # docs/scheduling.md#runs-removal-and-fill-back: skipped while its CQ, or a cohort on
+            # its path strictly below the LCA, is within nominal. Targets come back in removal order
+            # and fill-back only puts targets back, so at its removal at least the targets before it
+            # were gone: usage was at most that of `before`, which must not be within nominal
+            # either.
             before = without(keys[: keys.index(t.key)])
             for node in vpath[: vpath.index(lca)]:
                 assert not before.within_nominal(node, frs), (
@@ -1077,8 +1085,8 @@ def test_classic_runs_are_deterministic(spec: ClusterSpec) -> None:
 def test_fair_sharing_preemption_respects_policies_is_minimal_and_never_over_admits(
     spec: ClusterSpec,
 ) -> None:
-    """Properties 1, 2 and 3 with fair sharing (§9.3): other-CQ victims come from CQs
-    borrowing on an FR needing preemption."""
+    """Properties 1, 2 and 3 with fair sharing (docs/scheduling.md#fair-sharing-preemption):
+    other-CQ victims come from CQs borrowing on an FR needing preemption."""
     _, counters = run_scenario(spec, fair=True, check=True, direct=True)
     _events(counters)
 
@@ -1187,7 +1195,8 @@ def test_reclaim_scenario_is_seen_by_the_probe() -> None:
     assert counters["direct"] >= 1
     statuses = trace[-1][1]
     assert "admission" in statuses[f"{NS}/p00"]
-    # §8.4: the more recently reserved of two equal candidates goes first.
+    # docs/scheduling.md#candidate-order: the more recently reserved of two equal candidates goes
+    # first.
     assert "admission" in statuses[f"{NS}/a00"]
     assert "admission" not in statuses[f"{NS}/a01"]
 

@@ -1,4 +1,5 @@
-"""Property tests of the scheduling core over random clusters (scheduling.md §4–§6, §13.3).
+"""Property tests of the scheduling core over random clusters
+(docs/scheduling.md#hierarchical-quota, #the-scheduling-cycle, #pending-workloads-in-status).
 
 Each example builds a random cluster (1–3 cohort levels, 1–4 ClusterQueues with random
 nominal/borrowing/lending limits on 1–2 flavors and 1–2 resources, random namespaces
@@ -6,7 +7,8 @@ and LocalQueues, 1–25 workloads), then alternates random finish/delete/deactiv
 events and arrivals with scheduling cycles. After every step the invariants below are
 checked against a from-scratch recomputation that does not use the code under test:
 
-(a) never over-admitted: KEP-79 condition at every node of every tree (§4.2, §6.7);
+(a) never over-admitted: KEP-79 condition at every node of every tree
+(docs/scheduling.md#per-node-quantities, #cycle-invariants);
 (b) live usage of every CQ/FR (and cohort) equals the admitted workloads' usage;
 (c) listing positions are 0..n-1 per CQ and 0..k-1 per (namespace, LocalQueue);
 (d) no quota-holding, finished or inactive workload is pending; each workload is listed
@@ -14,7 +16,8 @@ checked against a from-scratch recomputation that does not use the code under te
 (e) determinism: the same input gives identical statuses and listings;
 (f) at most one admission per CQ per cycle.
 
-Quotas never change during a run (quota decreases may legitimately over-commit, §6.7).
+Quotas never change during a run (quota decreases may legitimately over-commit,
+docs/scheduling.md#cycle-invariants).
 """
 
 from __future__ import annotations
@@ -52,7 +55,8 @@ from tests.unit.core.builders import (
 FLAVORS = ("f0", "f1")
 RESOURCES = ("cpu", "example.com/gpu")
 NAMESPACES = ("ns-a", "ns-b")
-SCALE = {"cpu": 1000, "example.com/gpu": 1, "pods": 1}  # scheduler integer values (§2)
+# scheduler integer values (docs/scheduling.md#quantities)
+SCALE = {"cpu": 1000, "example.com/gpu": 1, "pods": 1}
 
 FR = tuple[str, str]
 
@@ -336,7 +340,8 @@ def _scaled(q: Quota, resource: str) -> tuple[int, int | None, int | None]:
 
 
 class Recomputed:
-    """SQ, G and U of every node per §4.2, computed from scratch from the specs."""
+    """SQ, G and U of every node per docs/scheduling.md#per-node-quantities, computed from scratch
+    from the specs."""
 
     def __init__(self, spec: ClusterSpec, cq_usage: dict[str, dict[FR, int]]) -> None:
         self.nodes: dict[tuple[str, str], NodeSpec] = {}
@@ -415,7 +420,8 @@ def check_invariants(c: Cluster, spec: ClusterSpec, stats: CycleStats | None) ->
             assert s.tree.node_usage(NodeRef.cohort(co.name), fr) == expected, (co.name, fr)
 
     # Admissions are well formed: one flavor of the CQ per (pod set, resource), counts
-    # within [minCount, count], usage = per-pod requests x admitted count (§2, §7.8).
+    # within [minCount, count], usage = per-pod requests x admitted count
+    # (docs/scheduling.md#quantities, #partial-admission).
     spec_by_key = {f"{w.ns}/{w.name}": w for w in spec.workloads}
     for key, w in holders.items():
         adm = w.admission
@@ -442,8 +448,8 @@ def check_invariants(c: Cluster, spec: ClusterSpec, stats: CycleStats | None) ->
             per_lq[(item.namespace, item.local_queue)].append(item.position_in_local_queue)
         for positions in per_lq.values():
             assert positions == list(range(len(positions)))
-        # §5.2 order: the sticky workload (BestEffortFIFO preemptor) first, then
-        # priority, then the queue-order timestamp (creation here).
+        # docs/scheduling.md#queue-order order: the sticky workload (BestEffortFIFO preemptor)
+        # first, then priority, then the queue-order timestamp (creation here).
         queue = s.queues.queue(cq.name)
         sticky = getattr(queue, "sticky_key", None)
         rest = items
@@ -632,7 +638,8 @@ def trace_digest(spec: ClusterSpec) -> str:
 
 
 def test_same_output_whatever_the_string_hash_seed() -> None:
-    """(e) across processes: no result may depend on set/dict hash order (§1.1)."""
+    """(e) across processes: no result may depend on set/dict hash order
+    (docs/scheduling.md#what-the-core-is)."""
     root = Path(__file__).resolve().parents[3]
     runs = []
     for seed in ("0", "4242"):

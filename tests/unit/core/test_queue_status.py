@@ -1,4 +1,5 @@
-"""KEP-168 status-based visibility (scheduling.md §13.3): heads and the snapshot model."""
+"""KEP-168 status-based visibility (docs/scheduling.md#pending-workloads-in-status): heads and the
+snapshot model."""
 
 from __future__ import annotations
 
@@ -150,7 +151,8 @@ def test_cluster_queue_head_is_the_start_of_the_listing() -> None:
         ClusterQueuePendingWorkload(n, ns) for ns, n in listing
     )
     assert cluster_queue_head(s, "missing", 3) == ()
-    # Heads popped by a cycle (in flight) and parked ones stay listed (§13.3.1).
+    # Heads popped by a cycle (in flight) and parked ones stay listed
+    # (docs/scheduling.md#enablement-and-shape).
     run_cycle(s)
     assert [(w.namespace, w.name) for w in cluster_queue_head(s, "cq", 3)] == listing[:3]
 

@@ -1,4 +1,5 @@
-"""Tests of the hierarchical quota tree (scheduling spec §4, KEP-79)."""
+"""Tests of the hierarchical quota tree (scheduling spec docs/scheduling.md#hierarchical-quota,
+KEP-79)."""
 
 from __future__ import annotations
 
@@ -430,7 +431,8 @@ class Spec:
 @st.composite
 def quotas(draw: st.DrawFn, has_parent: bool, is_cq: bool) -> dict[FlavorResource, Q]:
     out: dict[FlavorResource, Q] = {}
-    # f3 is nobody's quota on purpose: usage on it must never crash (§3.9).
+    # f3 is nobody's quota on purpose: usage on it must never crash
+    # (docs/scheduling.md#invalid-input).
     for fr in FRS[:2]:
         if not draw(st.booleans()):
             continue

@@ -1,5 +1,6 @@
-"""Scheduler events (scheduling.md §3.9, §5.7, §11, §12.3): finish, delete, deactivation,
-stop policies, late ClusterQueues, dangling LocalQueues."""
+"""Scheduler events (docs/scheduling.md#invalid-input, #flush, #stop-deactivate-finish,
+# eviction-finalisation): finish, delete, deactivation, stop policies, late ClusterQueues, dangling
+# LocalQueues."""
 
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ def full_cluster(strategy: str = "BestEffortFIFO") -> Cluster:
     return c
 
 
-# --------------------------------------------------------------------------- §11.3
+# -------------------------------------------------------- docs/scheduling.md#finishing-and-deletion
 
 
 @pytest.mark.parametrize(("failed", "reason"), [(False, "Succeeded"), (True, "Failed")])
@@ -134,7 +135,7 @@ def test_delete_of_a_pending_workload_removes_it_from_the_listing() -> None:
     assert not c.delete("Workload", NS, "w2")
 
 
-# --------------------------------------------------------------------------- §11.2
+# ------------------------------------------------------------------ docs/scheduling.md#deactivation
 
 
 def test_deactivating_a_pending_workload() -> None:
@@ -213,7 +214,7 @@ def test_reactivation_by_update_requeues() -> None:
     assert c.cycle().admitted == [W1]
 
 
-# --------------------------------------------------------------------------- §11.1 CQ
+# -------------------------------------------------------------- docs/scheduling.md#stop-policies CQ
 
 
 def test_cluster_queue_hold_keeps_admitted_and_stops_admitting() -> None:
@@ -283,7 +284,7 @@ def test_local_queue_hold_drops_reservations_that_are_not_admitted() -> None:
     assert c.usage("cq-a", FR) == 2000
 
 
-# --------------------------------------------------------------------------- §11.1 LQ
+# -------------------------------------------------------------- docs/scheduling.md#stop-policies LQ
 
 
 def test_local_queue_hold_removes_pending_workloads_from_the_queue() -> None:
@@ -330,7 +331,7 @@ def test_hold_and_drain_of_another_local_queue_leaves_this_one_alone() -> None:
     assert c.cond(W1, "Evicted") is None
 
 
-# --------------------------------------------------------------------------- §3.9
+# ----------------------------------------------------------------- docs/scheduling.md#invalid-input
 
 
 def test_cluster_queue_created_after_admitted_workloads_counts_their_usage() -> None:
@@ -424,8 +425,8 @@ def test_cluster_queue_with_missing_flavor_becomes_active_when_the_flavor_appear
 def test_deleting_a_cluster_queue_and_recreating_it_recounts_holders() -> None:
     c = full_cluster()
     assert c.delete("ClusterQueue", None, "cq-a")
-    # W1 still holds quota, so cq-a stays as Terminating (§13.1) and W2 waits on an
-    # inactive ClusterQueue; re-creating it cancels the deletion.
+    # W1 still holds quota, so cq-a stays as Terminating (docs/scheduling.md#clusterqueue-status)
+    # and W2 waits on an inactive ClusterQueue; re-creating it cancels the deletion.
     assert c.cq_status("cq-a")["conditions"][0]["reason"] == "Terminating"
     assert c.cond(W2, "QuotaReserved") == (
         "False",
@@ -438,7 +439,7 @@ def test_deleting_a_cluster_queue_and_recreating_it_recounts_holders() -> None:
     assert c.pending("cq-a") == [W2]
 
 
-# --------------------------------------------------------------------------- §5.1
+# -------------------------------------------------------------- docs/scheduling.md#queue-structures
 
 
 def test_metadata_only_update_keeps_a_parked_workload_parked() -> None:
@@ -458,7 +459,7 @@ def test_spec_update_moves_a_parked_workload_back_to_the_heap() -> None:
     assert queue.in_heap(W2)
 
 
-# --------------------------------------------------------------------------- §5.7 flush
+# ------------------------------------------------------------------- docs/scheduling.md#flush flush
 
 
 def test_reclaimable_pods_of_an_admitted_workload_free_quota_and_flush() -> None:
@@ -497,8 +498,9 @@ def test_cohort_quota_change_flushes_its_tree() -> None:
 
 
 def test_workload_arriving_mid_eviction_is_finalised_and_gives_quota_back() -> None:
-    # §12.3 / D9: an eviction is finalised at the end of the event that set it; for an
-    # input object that event is its arrival. Without this its quota is never released.
+    # docs/scheduling.md#eviction-finalisation / D9: an eviction is finalised at the end of the
+    # event that set it; for an input object that event is its arrival. Without this its quota is
+    # never released.
     c = basic_cluster(2)
     doc = admitted_workload(NS, "w1", "lq-a", "cq-a", {CPU: "2"})
     doc["status"]["conditions"].append(

@@ -1,4 +1,5 @@
-"""Status rendering (scheduling.md §12, §13.1, §13.2, Appendix A)."""
+"""Status rendering (docs/scheduling.md#workload-status, #clusterqueue-status, #localqueue-status,
+#condition-messages)."""
 
 from __future__ import annotations
 
@@ -48,7 +49,7 @@ def res(name: str, total: str, borrowed: str | None = None) -> Json:
     return out
 
 
-# --------------------------------------------------------------------------- §13.1
+# ----------------------------------------------------------- docs/scheduling.md#clusterqueue-status
 
 
 def _two_group_cluster() -> Cluster:
@@ -148,7 +149,7 @@ def test_reservation_versus_usage() -> None:
 def test_reclaimable_pods_reduce_usage(
     count: int, usage: str, reclaimable: int, expected: str, milli: int
 ) -> None:
-    # usage / admitted count x remaining count (§2)
+    # usage / admitted count x remaining count (docs/scheduling.md#quantities)
     c = basic_cluster(8)
     doc = admitted_workload(
         NS, "w", "lq-a", "cq-a", {CPU: usage}, count=count, per_pod={CPU: "100m"}
@@ -271,7 +272,7 @@ def test_condition_transition_time_moves_only_on_change() -> None:
     assert c.lq_status(f"{NS}/lq-a")["conditions"][0]["lastTransitionTime"] == t(120)
 
 
-# --------------------------------------------------------------------------- §12
+# --------------------------------------------------------------- docs/scheduling.md#workload-status
 
 
 def test_workload_status_rendering() -> None:

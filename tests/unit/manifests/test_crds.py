@@ -1,4 +1,5 @@
-"""The kueue.x-k8s.io CRDs: generated from the model, structural, named as cluster.md §5 says."""
+"""The kueue.x-k8s.io CRDs: generated from the model, structural, named as docs/cluster.md#manifests
+says."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Namespace, Deployment, Service, APIServices, the components and the overlays' own
-files (cluster.md §5). What the overlays render to is in test_kustomize.py."""
+files (docs/cluster.md#manifests). What the overlays render to is in test_kustomize.py."""
 
 from __future__ import annotations
 
@@ -226,7 +226,8 @@ def test_default_makes_the_secret_the_deployment_mounts() -> None:
     assert generator["namespace"] == NAMESPACE
     assert generator["type"] == "kubernetes.io/tls"
     assert sorted(generator["files"]) == ["certs/ca.crt", "certs/tls.crt", "certs/tls.key"]
-    # Rotation replaces the Secret in place and replicas hot-reload it (cluster.md §2).
+    # Rotation replaces the Secret in place and replicas hot-reload it
+    # (docs/cluster.md#tls-and-certificates).
     assert generator["options"]["disableNameSuffixHash"] is True
     assert DEFAULT["resources"] == BASES
     assert DEFAULT["components"] == ["../../components/ha"]

@@ -54,7 +54,7 @@ def test_yaml_parses_into_named_objects(path: Path) -> None:
         if doc["kind"] in CLUSTER_SCOPED or path.parent.name == "samples":
             continue
         # The kustomize `namespace:` transformer is never used, so every namespaced object
-        # says where it lives (cluster.md §5).
+        # says where it lives (docs/cluster.md#manifests).
         assert metadata.get("namespace"), f"{doc['kind']} {metadata['name']}: no namespace"
 
 
@@ -63,7 +63,8 @@ def _subfolders(folder: Path) -> set[str]:
 
 
 def test_the_folders_are_exactly_those_of_the_layout() -> None:
-    """cluster.md §5: five bases (product.md's), three components, three overlays."""
+    """docs/cluster.md#manifests: five bases (docs/product.md's), three components, three
+    overlays."""
     assert _subfolders(MANIFESTS) == {*BASES, "samples", "components", "overlays"}
     assert _subfolders(MANIFESTS / "components") == set(COMPONENTS)
     # overlays/default/certs/ exists once `make deploy` or `certs generate` has run.

@@ -1,4 +1,5 @@
-"""RBAC (cluster.md §5): the controller gets exactly what the spec lists, users get `get`."""
+"""RBAC (docs/cluster.md#manifests): the controller gets exactly what the spec lists, users get
+`get`."""
 
 from __future__ import annotations
 
@@ -124,7 +125,7 @@ def _grants(verbs: str, group: str, resources: str, **where: str) -> list[Reques
 KUEUE = "kueue.x-k8s.io"
 APISERVICES = "v1beta1.visibility.kueue.x-k8s.io v1beta2.visibility.kueue.x-k8s.io"
 V1BETA1, V1BETA2 = APISERVICES.split()
-# The controller ClusterRole table of cluster.md §5, the leader-election Role, the two
+# The controller ClusterRole table of docs/cluster.md#manifests, the leader-election Role, the two
 # bindings to kube-apiserver's own roles.
 EXPECTED = [
     *_grants(
@@ -297,8 +298,8 @@ def test_metrics_reader() -> None:
 
 
 SECRET = "queuescope-visibility-tls"
-# cluster.md §2, component self-managed-certs: get and update on that Secret, get and patch
-# on the two APIServices, by name.
+# docs/cluster.md#tls-and-certificates, component self-managed-certs: get and update on that Secret,
+# get and patch on the two APIServices, by name.
 SELF_MANAGED_EXTRA = [
     *_grants("get update", "", "secrets", namespace=NAMESPACE, name=SECRET),
     *[

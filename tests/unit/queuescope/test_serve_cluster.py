@@ -1,5 +1,5 @@
 """`serve` in cluster mode: the delegated-auth flags reach `DelegatedAuth` as the clients
-they name (cluster.md §3.5)."""
+they name (docs/cluster.md#authentication-and-authorization-flags)."""
 
 from __future__ import annotations
 

@@ -79,7 +79,8 @@ def test_pages_are_slices_with_both_positions(
 
 
 def test_same_name_local_queues_in_two_namespaces_are_kept_apart() -> None:
-    # visibility-api.md §3.4: x (team-a/default) and y (team-b/default) are both at 0.
+    # docs/visibility-api.md#order-and-positions: x (team-a/default) and y (team-b/default) are both
+    # at 0.
     view = build_view("cq-a", [_entry(0, "team-a", "default"), _entry(1, "team-b", "default")])
     assert [(p.position_in_cluster_queue, p.position_in_local_queue) for p in view.page(0, 10)] == [
         (0, 0),

@@ -1,5 +1,5 @@
-"""§3.9: a scenario update that breaks an immutability rule is rejected and reported;
-the stored object stays as it was."""
+"""docs/scheduling.md#invalid-input: a scenario update that breaks an immutability rule is rejected
+and reported; the stored object stays as it was."""
 
 from __future__ import annotations
 

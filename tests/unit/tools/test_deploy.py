@@ -1,6 +1,7 @@
 """tools/deploy.py (`make deploy`, `make undeploy`) against a fake kubectl that records
-every call: the order of cluster.md §6, the refusal next to Kueue, and the certificates.
-What the overlays render to is tested with the real kubectl in tests/unit/manifests."""
+every call: the order of docs/cluster.md#install-upgrade-and-uninstall, the refusal next to Kueue,
+and the certificates. What the overlays render to is tested with the real kubectl in
+tests/unit/manifests."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""StrictFIFO / BestEffortFIFO behaviour (scheduling.md §5.1–§5.7)."""
+"""StrictFIFO / BestEffortFIFO behaviour (docs/scheduling.md#queues)."""
 
 from __future__ import annotations
 
@@ -99,7 +99,7 @@ def test_order_key_shape() -> None:
     assert best_effort().order_key(e) == fifo_order_key(e)
 
 
-# -- push (§5.1) -----------------------------------------------------------------------
+# -- push (docs/scheduling.md#queue-structures) ----------------------------------------------------
 def test_push_new_entry_with_unexpired_backoff_is_parked() -> None:
     q = best_effort()
     q.push(entry("a", requeue_at=100), 50)
@@ -144,7 +144,8 @@ def test_update_in_heap_is_rekeyed_in_place() -> None:
     q.push(entry("a", priority=1), 0)
     q.push(entry("b", priority=2), 0)
     assert keys(q.listing()) == ["ns/b", "ns/a"]
-    # Already in the heap: stays there even if the new entry would be gated (§5.1).
+    # Already in the heap: stays there even if the new entry would be gated
+    # (docs/scheduling.md#queue-structures).
     q.push(entry("a", priority=3, revision=1, requeue_at=99), 0)
     assert keys(q.listing()) == ["ns/a", "ns/b"]
     assert q.counts() == QueueCounts(active=2, parked=0, in_flight=0)
@@ -264,7 +265,7 @@ def test_flush_never_releases_requeued_false() -> None:
     q.push(entry("a", requeued_false=True), 0)
     q.flush(10**9, everything)
     assert q.is_parked("ns/a")
-    # Backoff finished: the workload is re-pushed with a new revision (§5.7).
+    # Backoff finished: the workload is re-pushed with a new revision (docs/scheduling.md#flush).
     q.push(entry("a", revision=1), 10**9)
     assert q.in_heap("ns/a")
 

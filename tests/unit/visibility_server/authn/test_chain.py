@@ -1,4 +1,5 @@
-"""The authenticator chain of cluster.md §3.2 and the header rules of §3.3."""
+"""The authenticator chain of docs/cluster.md#authenticator-chain and the header rules of
+docs/cluster.md#front-proxy-headers."""
 
 from __future__ import annotations
 
@@ -326,7 +327,8 @@ async def test_an_expired_client_certificate_is_an_error() -> None:
 
 
 async def test_a_certificate_from_an_unknown_ca_is_an_error() -> None:
-    # The TLS layer refuses these already (cluster.md §3.4); the chain does not rely on it.
+    # The TLS layer refuses these already (docs/cluster.md#tls-in-python); the chain does not rely
+    # on it.
     message = await failure(make_chain(), creds(leaf(OTHER_CA, "mallory")))
     assert "certificate signed by unknown authority" in message
 
@@ -565,7 +567,8 @@ async def test_no_usable_bearer_token_is_no_opinion(authorization: str) -> None:
 
 
 async def test_without_a_reviewer_tokens_are_not_looked_at() -> None:
-    # Embedded mode has no TokenReview (cluster.md §4.4): as in Go, no token authenticator.
+    # Embedded mode has no TokenReview (docs/cluster.md#embedded-mode): as in Go, no token
+    # authenticator.
     assert await authenticate(make_chain(reviewer=None), bearer("anything")) is ANONYMOUS
 
 
@@ -599,7 +602,8 @@ async def test_an_error_is_401_even_with_anonymous_allowed() -> None:
         ("alice", ["system:authenticated", "g"], ("system:authenticated", "g")),
         ("alice", ["system:unauthenticated"], ("system:unauthenticated",)),
         ("system:anonymous", ["g"], ("g",)),
-        # The aggregator's background identities carry no group and depend on it (§1).
+        # The aggregator's background identities carry no group and depend on it
+        # (docs/cluster.md#the-aggregation-layer).
         ("system:kube-aggregator", [], ("system:authenticated",)),
     ],
 )

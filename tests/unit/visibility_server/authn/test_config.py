@@ -1,4 +1,5 @@
-"""Parsing `kube-system/extension-apiserver-authentication` (cluster.md §3.1)."""
+"""Parsing `kube-system/extension-apiserver-authentication`
+(docs/cluster.md#the-authentication-configmap)."""
 
 from __future__ import annotations
 

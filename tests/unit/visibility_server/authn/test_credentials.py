@@ -90,4 +90,4 @@ def test_other_versions_are_refused_pointing_at_the_spec(version: str) -> None:
     problem = uvicorn_version_problem(version)
     assert problem is not None
     assert version in problem
-    assert "cluster.md §3.4" in problem
+    assert "docs/cluster.md#tls-in-python" in problem

@@ -1,4 +1,5 @@
-"""The TLS contexts of cluster.md §3.4: how they are built and how they are swapped."""
+"""The TLS contexts of docs/cluster.md#tls-in-python: how they are built and how they are
+swapped."""
 
 from __future__ import annotations
 

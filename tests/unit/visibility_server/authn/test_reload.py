@@ -1,5 +1,5 @@
-"""Hot reload of the serving certificate (cluster.md §2): good pairs are applied, bad
-ones are rejected, logged and counted while the old pair keeps being served."""
+"""Hot reload of the serving certificate (docs/cluster.md#tls-and-certificates): good pairs are
+applied, bad ones are rejected, logged and counted while the old pair keeps being served."""
 
 from __future__ import annotations
 

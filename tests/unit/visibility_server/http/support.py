@@ -152,7 +152,7 @@ def entry(
 
 
 def example_entries() -> list[PendingEntry]:
-    """visibility-api.md §3.4's worked example, already in queue order."""
+    """docs/visibility-api.md#order-and-positions's worked example, already in queue order."""
     return [
         entry("team-a", "a-high", "lq-a", 100, T0),
         entry("team-a", "b-high", "lq-b", 100, T0 + SECOND),

@@ -1,4 +1,5 @@
-"""ETags, 304, the [EXT] long-poll and the in-flight and waiter limits (§4, §9.2)."""
+"""ETags, 304, the [EXT] long-poll and the in-flight and waiter limits
+(docs/visibility-api.md#snapshots-identity-and-cost, #long-poll)."""
 
 from __future__ import annotations
 

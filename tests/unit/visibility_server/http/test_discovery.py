@@ -1,4 +1,4 @@
-"""Discovery documents and their negotiation (§2)."""
+"""Discovery documents and their negotiation (docs/visibility-api.md#discovery)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Status bodies, byte for byte, and the order in which checks decide (§5)."""
+"""Status bodies, byte for byte, and the order in which checks decide
+(docs/visibility-api.md#errors)."""
 
 from __future__ import annotations
 

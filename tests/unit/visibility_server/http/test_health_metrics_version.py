@@ -1,4 +1,5 @@
-"""`/healthz`, `/livez`, `/readyz`, `/metrics`, `/version` (§8)."""
+"""`/healthz`, `/livez`, `/readyz`, `/metrics`, `/version`
+(docs/visibility-api.md#health-metrics-and-version)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""OpenAPI v2 and v3 (§7): valid documents whose every `$ref` resolves."""
+"""OpenAPI v2 and v3 (docs/visibility-api.md#openapi-documents): valid documents whose every `$ref`
+resolves."""
 
 from __future__ import annotations
 

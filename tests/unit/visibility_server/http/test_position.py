@@ -1,4 +1,4 @@
-"""[EXT] `pendingposition` (§9.1)."""
+"""[EXT] `pendingposition` (docs/visibility-api.md#pending-position)."""
 
 from __future__ import annotations
 

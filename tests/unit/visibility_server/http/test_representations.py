@@ -1,4 +1,4 @@
-"""Content negotiation, pretty, YAML and Table (§6)."""
+"""Content negotiation, pretty, YAML and Table (docs/visibility-api.md#content-negotiation)."""
 
 from __future__ import annotations
 

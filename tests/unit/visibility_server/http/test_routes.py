@@ -1,4 +1,5 @@
-"""The path table (§1): no 3xx ever, 404 for everything else, parents without verbs."""
+"""The path table (docs/visibility-api.md#paths-served): no 3xx ever, 404 for everything else,
+parents without verbs."""
 
 from __future__ import annotations
 

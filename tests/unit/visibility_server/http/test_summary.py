@@ -1,4 +1,5 @@
-"""The pending-workloads endpoints: order, positions, paging, body shape (§3)."""
+"""The pending-workloads endpoints: order, positions, paging, body shape
+(docs/visibility-api.md#pending-workloads-endpoints)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The outcome table of cluster.md §4.2 for every call to kube-apiserver, and the retry
-schedule, on a scripted transport and a clock that never really waits."""
+"""The outcome table of docs/cluster.md#decision-pipeline for every call to kube-apiserver, and the
+retry schedule, on a scripted transport and a clock that never really waits."""
 
 from __future__ import annotations
 

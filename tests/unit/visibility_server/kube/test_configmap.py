@@ -1,5 +1,6 @@
-"""The `extension-apiserver-authentication` ConfigMap (cluster.md §3.1): parsing the
-object, the startup read, and the watch with its relists and GET fallback."""
+"""The `extension-apiserver-authentication` ConfigMap
+(docs/cluster.md#the-authentication-configmap): parsing the object, the startup read, and the watch
+with its relists and GET fallback."""
 
 from __future__ import annotations
 

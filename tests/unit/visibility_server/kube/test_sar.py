@@ -1,5 +1,6 @@
-"""The SubjectAccessReview backend: the request body of cluster.md §4.1, the decisions of
-§4.2, how it sits behind the Authorizer's cache, and the Status the app answers with."""
+"""The SubjectAccessReview backend: the request body of docs/cluster.md#request-attributes, the
+decisions of docs/cluster.md#decision-pipeline, how it sits behind the Authorizer's cache, and the
+Status the app answers with."""
 
 from __future__ import annotations
 
@@ -44,7 +45,8 @@ def backend(*outcomes: Outcome) -> tuple[SubjectAccessReviewBackend, FakeTranspo
 async def test_the_body_of_the_spec_example_byte_for_byte() -> None:
     sar, transport = backend(ALLOWED)
     await sar.review(ALICE, request_attributes("GET", LQ))
-    # cluster.md §4.1's example: attributes, then user, groups, extra (a map of lists).
+    # docs/cluster.md#request-attributes's example: attributes, then user, groups, extra (a map of
+    # lists).
     assert json.dumps(transport.calls[0].body, separators=(",", ":")) == (
         '{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":'
         '{"resourceAttributes":{"namespace":"team-a","verb":"get",'

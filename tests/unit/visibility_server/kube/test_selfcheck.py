@@ -1,4 +1,5 @@
-"""The self-check of cluster.md §4.3 and the `queuescope_delegated_auth_permitted` gauge."""
+"""The self-check of docs/cluster.md#self-check and the `queuescope_delegated_auth_permitted`
+gauge."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The TokenReview client (cluster.md §3.2): body, answers, unavailability as 503, and
-that no token ever reaches a log."""
+"""The TokenReview client (docs/cluster.md#authenticator-chain): body, answers, unavailability as
+503, and that no token ever reaches a log."""
 
 from __future__ import annotations
 

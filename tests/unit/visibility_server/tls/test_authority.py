@@ -1,4 +1,5 @@
-"""The certificates themselves, parsed back with cryptography.x509 (cluster.md §2, §4.4)."""
+"""The certificates themselves, parsed back with cryptography.x509
+(docs/cluster.md#tls-and-certificates, #embedded-mode)."""
 
 from __future__ import annotations
 

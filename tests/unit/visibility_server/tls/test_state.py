@@ -1,4 +1,5 @@
-"""The embedded state folder and minted client certificates (product.md; cluster.md §4.4)."""
+"""The embedded state folder and minted client certificates (docs/product.md;
+docs/cluster.md#embedded-mode)."""
 
 from __future__ import annotations
 

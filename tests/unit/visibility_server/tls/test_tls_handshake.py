@@ -1,6 +1,6 @@
 """Real TLS on 127.0.0.1 with Python's ssl: the generated serving certificate is accepted
 by a verifying client, a minted client certificate identifies its user, and a client
-certificate from another CA is refused during the handshake (cluster.md §3.4)."""
+certificate from another CA is refused during the handshake (docs/cluster.md#tls-in-python)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The hot-reload pair check (cluster.md §2) and the conformance check behind verify."""
+"""The hot-reload pair check (docs/cluster.md#tls-and-certificates) and the conformance check behind
+verify."""
 
 from __future__ import annotations
 
