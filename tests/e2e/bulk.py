@@ -24,7 +24,7 @@ from typing import Any
 from tests.e2e.cluster import ClusterModeServer
 from tests.e2e.harness import ADMIN_GROUPS, ADMIN_USER, ControlPlane, wait_for
 
-WORKLOADS = "/apis/kueue.x-k8s.io/v1beta1/namespaces/{ns}/workloads"
+WORKLOADS = "/apis/kueue.x-k8s.io/v1beta2/namespaces/{ns}/workloads"
 
 
 class Admin:
@@ -71,7 +71,7 @@ class Admin:
 def pending_workload(namespace: str, queue: str, i: int) -> dict[str, Any]:
     """The smallest Workload a ClusterQueue can consider: one pod asking for 1 cpu."""
     return {
-        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
         "kind": "Workload",
         "metadata": {"name": f"wl-{i:06d}", "namespace": namespace},
         "spec": {
@@ -152,33 +152,70 @@ class WorkloadWatch:
         self.admitted: set[str] = set()
         self.last_admitted_at = 0.0
         self.last_event_at = time.monotonic()
+        self.resumed = 0
         self._lock = threading.Lock()
-        path = WORKLOADS.format(ns=namespace)
-        status, doc = admin.request("GET", f"{path}?limit=1")
+        self._closing = False
+        self._admin = admin
+        self._path = WORKLOADS.format(ns=namespace)
+        status, doc = admin.request("GET", f"{self._path}?limit=1")
         if status != 200:
             raise RuntimeError(f"listing workloads: {status}")
-        rv = doc["metadata"]["resourceVersion"]
+        self._rv = doc["metadata"]["resourceVersion"]
         self._conn = admin.connect(timeout=3600)
-        self._conn.request("GET", f"{path}?watch=1&resourceVersion={rv}")
-        self._response = self._conn.getresponse()
+        self._response = self._open()
         self._thread = threading.Thread(target=self._follow, daemon=True)
         self._thread.start()
 
+    def _open(self) -> http.client.HTTPResponse:
+        """Start the watch; a 429 while kube-apiserver (re)initializes the storage is
+        retried after the delay it asks for, as clients do."""
+        for _ in range(120):
+            self._conn.request("GET", f"{self._path}?watch=1&resourceVersion={self._rv}")
+            response = self._conn.getresponse()
+            if response.status == 200:
+                return response
+            body = response.read()
+            if response.status != 429:
+                raise RuntimeError(f"watching workloads: {response.status} {body[:300]!r}")
+            time.sleep(1)
+        raise RuntimeError("watching workloads: still 429 after 120 tries")
+
     def _follow(self) -> None:
+        """Follow the stream; after an ERROR event (kube-apiserver re-initializes a CRD's
+        storage when the CRD changes, e.g. when its conversion caBundle is set), resume
+        from the last resourceVersion seen, as any client of a watch does. Resuming
+        loses no event; a 410 (too old) would, and ends the count loudly."""
         try:
-            for line in self._response:
-                event = json.loads(line)
-                obj = event.get("object") or {}
-                name = (obj.get("metadata") or {}).get("name", "")
+            while not self._closing:
+                if not self._read_until_error():
+                    return
+                time.sleep(1)
                 with self._lock:
-                    self.events += 1
-                    self.last_event_at = time.monotonic()
-                    self.written.add(name)
-                    if is_admitted(obj) and name not in self.admitted:
-                        self.admitted.add(name)
-                        self.last_admitted_at = self.last_event_at
+                    self.resumed += 1
+                self._response = self._open()
         except (OSError, ValueError, http.client.HTTPException):
             return
+
+    def _read_until_error(self) -> bool:
+        """Read events until the stream ends (False) or brings an ERROR (True)."""
+        for line in self._response:
+            event = json.loads(line)
+            obj = event.get("object") or {}
+            if event.get("type") == "ERROR":
+                if obj.get("code") == 410:
+                    raise RuntimeError(f"watch expired, events lost: {obj.get('message')}")
+                return True
+            metadata = obj.get("metadata") or {}
+            name = metadata.get("name", "")
+            with self._lock:
+                self._rv = metadata.get("resourceVersion", self._rv)
+                self.events += 1
+                self.last_event_at = time.monotonic()
+                self.written.add(name)
+                if is_admitted(obj) and name not in self.admitted:
+                    self.admitted.add(name)
+                    self.last_admitted_at = self.last_event_at
+        return False
 
     def count(self) -> int:
         with self._lock:
@@ -195,6 +232,7 @@ class WorkloadWatch:
         return self.last_event_at
 
     def close(self) -> None:
+        self._closing = True
         # End the stream under the reader first and let it return; closing the connection
         # while the thread is inside a read pulls the file out from under it.
         sock = self._conn.sock

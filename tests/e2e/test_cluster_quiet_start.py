@@ -45,7 +45,7 @@ CQ = "cq-quiet"
 LQ = "lq-quiet"
 WORKLOADS = 10_000
 QUIET_SECONDS = 3.0
-WORKLOADS_PATH = f"/apis/kueue.x-k8s.io/v1beta1/namespaces/{NS}/workloads"
+WORKLOADS_PATH = f"/apis/kueue.x-k8s.io/v1beta2/namespaces/{NS}/workloads"
 LEASE = ("lease", "queuescope-controller-leader", "-n", "queuescope-system")
 
 
