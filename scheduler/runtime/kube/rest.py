@@ -12,7 +12,6 @@ token refresh hook), and sends plain JSON (orjson) on its own keep-alive session
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -219,8 +218,3 @@ def _decode(raw: bytes) -> Json:
     except orjson.JSONDecodeError:
         return {"message": raw[:200].decode(errors="replace")}
     return value if isinstance(value, dict) else {"value": value}
-
-
-async def sleep_backoff(attempt: int, *, base: float = 0.5, cap: float = 30.0) -> None:
-    """Exponential backoff for reconnects: 0.5 s, 1 s, 2 s, ... up to `cap`."""
-    await asyncio.sleep(min(cap, base * (2 ** min(attempt, 16))))
