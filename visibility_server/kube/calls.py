@@ -22,6 +22,7 @@ from typing import Any, Final
 
 from kubernetes_asyncio.client import ApiClient
 
+from scheduler.kubeapi.errors import KubeError
 from visibility_server.kube.errors import (
     SERVICE_ACCOUNT,
     CredentialRejectedError,
@@ -41,7 +42,6 @@ from visibility_server.kube.transport import (
     CredentialRefresher,
     KubeResponse,
     KubeTransport,
-    TransportError,
     as_transport,
 )
 
@@ -142,8 +142,8 @@ class ApiCaller:
                 response = await self._transport.request(
                     method, endpoint.path, body=body, timeout=timeout
                 )
-            except TransportError as err:
-                problem = str(err)
+            except KubeError as err:
+                problem = err.detail
             else:
                 if response.ok:
                     return self._answered(endpoint, response)

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Final
 
-from scheduler.runtime.kube.backoff import Backoff
+from scheduler.kubeapi.backoff import Backoff
 
 DEFAULT_ATTEMPT_TIMEOUT: Final = 5.0
 DEFAULT_INITIAL_BACKOFF: Final = 0.5

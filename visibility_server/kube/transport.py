@@ -4,8 +4,9 @@
 stream of decoded events. `ApiClientTransport` implements it on a
 `kubernetes_asyncio.client.ApiClient` (whose configuration carries the server, the CA and
 our credentials); unit tests pass fakes. Connection failures and timeouts come out as
-`TransportError`, whatever aiohttp raised, and nothing here logs a request or response
-body: a TokenReview carries a bearer token both ways.
+`KubeError` with status 0 (the error cluster mode uses too), whatever aiohttp raised, and
+nothing here logs a request or response body: a TokenReview carries a bearer token both
+ways.
 """
 
 from __future__ import annotations
@@ -14,10 +15,13 @@ import asyncio
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from typing import Any, Final, Protocol
 
 import aiohttp
 from kubernetes_asyncio.client import ApiClient
+
+from scheduler.kubeapi.errors import KubeError
 
 Query = Sequence[tuple[str, str]]
 # "Re-read your token now": what a review does after a 401 before its one retry
@@ -26,10 +30,6 @@ CredentialRefresher = Callable[[], Awaitable[None]]
 
 _JSON_HEADERS: Final = {"Accept": "application/json", "Content-Type": "application/json"}
 _CONNECT_TIMEOUT: Final = 10.0
-
-
-class TransportError(Exception):
-    """kube-apiserver could not be reached, or did not answer in time."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,13 +57,15 @@ class KubeResponse:
         text = self.body.decode("utf-8", "replace").strip()
         return text[:200] if text else "(empty body)"
 
-
-class KubeStatusError(Exception):
-    """A watch that kube-apiserver refused with a non-2xx status."""
-
-    def __init__(self, response: KubeResponse) -> None:
-        super().__init__(f"kube-apiserver answered {response.status}: {response.message()}")
-        self.response = response
+    def error(self) -> KubeError:
+        """This answer as the error of a call that needed a 2xx."""
+        doc = self.json()
+        body = doc if isinstance(doc, dict) else {"message": self.message()}
+        try:
+            reason = HTTPStatus(self.status).phrase
+        except ValueError:
+            reason = ""
+        return KubeError(self.status, reason, body)
 
 
 class KubeTransport(Protocol):
@@ -76,13 +78,13 @@ class KubeTransport(Protocol):
         body: Mapping[str, Any] | None = None,
         timeout: float,
     ) -> KubeResponse:
-        """Any HTTP status comes back as a response; TransportError when there is none
-        within `timeout` seconds."""
+        """Any HTTP status comes back as a response; KubeError (status 0) when there is
+        none within `timeout` seconds."""
         ...
 
     def watch(self, path: str, *, query: Query, read_timeout: float) -> AsyncIterator[Any]:
         """`?watch=true` on `path`: the decoded events, until kube-apiserver ends the
-        stream. KubeStatusError when it refuses the watch, TransportError when the
+        stream. KubeError with its status when it refuses the watch, with status 0 when the
         connection fails or stays silent for `read_timeout` seconds."""
         ...
 
@@ -110,9 +112,9 @@ class ApiClientTransport:
                 finally:
                     response.release()
         except TimeoutError:
-            raise TransportError(f"kube-apiserver did not answer within {timeout:g}s") from None
+            raise _no_answer(f"kube-apiserver did not answer within {timeout:g}s") from None
         except (aiohttp.ClientError, OSError) as err:
-            raise TransportError(f"cannot reach kube-apiserver: {_describe(err)}") from None
+            raise _no_answer(f"cannot reach kube-apiserver: {_describe(err)}") from None
         return KubeResponse(response.status, data, dict(response.headers))
 
     async def watch(self, path: str, *, query: Query, read_timeout: float) -> AsyncIterator[Any]:
@@ -122,16 +124,16 @@ class ApiClientTransport:
         try:
             response = await self._call("GET", path, [*query, ("watch", "true")], None, timeout)
         except (aiohttp.ClientError, OSError, TimeoutError) as err:
-            raise TransportError(f"cannot reach kube-apiserver: {_describe(err)}") from None
+            raise _no_answer(f"cannot reach kube-apiserver: {_describe(err)}") from None
         try:
             if not 200 <= response.status < 300:
                 data = await response.read()
-                raise KubeStatusError(KubeResponse(response.status, data, dict(response.headers)))
+                raise KubeResponse(response.status, data, dict(response.headers)).error()
             async for line in response.content:
                 if line.strip():
                     yield _event(line)
         except (aiohttp.ClientError, OSError, TimeoutError) as err:
-            raise TransportError(f"watch interrupted: {_describe(err)}") from None
+            raise _no_answer(f"watch interrupted: {_describe(err)}") from None
         finally:
             response.release()
 
@@ -169,7 +171,11 @@ def _event(line: bytes) -> Any:
     try:
         return json.loads(line)
     except ValueError:
-        raise TransportError("the watch sent a line that is not JSON") from None
+        raise _no_answer("the watch sent a line that is not JSON") from None
+
+
+def _no_answer(why: str) -> KubeError:
+    return KubeError(0, why)
 
 
 def _describe(err: BaseException) -> str:
@@ -180,9 +186,7 @@ __all__ = [
     "ApiClientTransport",
     "CredentialRefresher",
     "KubeResponse",
-    "KubeStatusError",
     "KubeTransport",
     "Query",
-    "TransportError",
     "as_transport",
 ]

@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from scheduler.runtime.kube.backoff import RECONNECT
+from scheduler.kubeapi.backoff import RECONNECT
 from scheduler.runtime.kube.resources import Resource, object_key, resource_version
 from scheduler.runtime.kube.rest import Json, KubeError, KubeRest
 from scheduler.runtime.stepclock import TimeBox

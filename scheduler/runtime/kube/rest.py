@@ -22,32 +22,11 @@ import aiohttp
 import orjson
 from kubernetes_asyncio.client import ApiClient
 
+from scheduler.kubeapi.errors import Json, KubeError
+
 log = logging.getLogger(__name__)
 
-Json = dict[str, Any]
 DEFAULT_TIMEOUT = 30.0
-
-
-class KubeError(Exception):
-    """A non-2xx answer (status > 0) or a transport failure (status 0)."""
-
-    def __init__(self, status: int, reason: str, body: Json | None = None) -> None:
-        self.status = status
-        self.reason = reason
-        self.body = body or {}
-        message = self.body.get("message") if isinstance(self.body, dict) else None
-        super().__init__(f"{status} {reason}: {message or ''}".rstrip(": "))
-
-    @property
-    def status_reason(self) -> str:
-        """The `reason` of the Kubernetes Status body (`Conflict`, `Expired`, ...)."""
-        value = self.body.get("reason", "")
-        return value if isinstance(value, str) else ""
-
-    @property
-    def transient(self) -> bool:
-        """Worth retrying: transport errors, throttling and server errors."""
-        return self.status in {0, 429} or self.status >= 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,3 +197,7 @@ def _decode(raw: bytes) -> Json:
     except orjson.JSONDecodeError:
         return {"message": raw[:200].decode(errors="replace")}
     return value if isinstance(value, dict) else {"value": value}
+
+
+# KubeError is re-exported: the cluster-mode modules take the client and its error from here.
+__all__ = ["DEFAULT_TIMEOUT", "Json", "KubeError", "KubeRest", "WatchEvent"]

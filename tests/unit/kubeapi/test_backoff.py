@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler.runtime.kube.backoff import RECONNECT, Backoff
+from scheduler.kubeapi.backoff import RECONNECT, Backoff
 
 
 def test_pauses_grow_by_the_factor_from_the_initial_pause() -> None:

@@ -10,8 +10,9 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from scheduler.kubeapi.errors import KubeError
 from visibility_server.kube.retry import RetryPolicy
-from visibility_server.kube.transport import KubeResponse, KubeStatusError, TransportError
+from visibility_server.kube.transport import KubeResponse
 
 SAR_PATH: Final = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
 TOKEN_REVIEW_PATH: Final = "/apis/authentication.k8s.io/v1/tokenreviews"
@@ -132,7 +133,7 @@ class FakeTransport:
         outcome = script.popleft() if len(script) > 1 else script[0]
         if isinstance(outcome, Timeout):
             self.clock.now += timeout
-            raise TransportError(f"kube-apiserver did not answer within {timeout:g}s")
+            raise KubeError(0, f"kube-apiserver did not answer within {timeout:g}s")
         if isinstance(outcome, Exception):
             raise outcome
         return outcome
@@ -146,7 +147,7 @@ class FakeTransport:
             raise StopWatching
         for item in self._watches.popleft():
             if isinstance(item, KubeResponse):
-                raise KubeStatusError(item)
+                raise item.error()
             if isinstance(item, BaseException):
                 raise item
             yield item

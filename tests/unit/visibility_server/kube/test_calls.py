@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from prometheus_client import CollectorRegistry
 
+from scheduler.kubeapi.errors import KubeError
 from tests.unit.visibility_server.kube.support import (
     CONFIGMAP_PATH,
     FORBIDDEN,
@@ -27,7 +28,7 @@ from visibility_server.kube.errors import (
     UnavailableError,
 )
 from visibility_server.kube.metrics import delegated_auth_metrics
-from visibility_server.kube.transport import KubeResponse, TransportError
+from visibility_server.kube.transport import KubeResponse
 
 BODY = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": {}}
 ALLOWED = created({"allowed": True})
@@ -159,7 +160,7 @@ INSTANT_SLEEPS = [0.5, 0.75, 1.125, 1.6875, 2.53125]
         status_error(502, "bad gateway"),
         status_error(503, "unavailable"),
         status_error(504, "timeout"),
-        TransportError("cannot reach kube-apiserver: connection refused"),
+        KubeError(0, "cannot reach kube-apiserver: connection refused"),
     ],
     ids=["429", "500", "502", "503", "504", "connection"],
 )

@@ -15,13 +15,12 @@ import pytest
 from aiohttp import web
 from kubernetes_asyncio.client import ApiClient, Configuration
 
+from scheduler.kubeapi.errors import KubeError
 from visibility_server.authz.attributes import request_attributes
 from visibility_server.authz.identity import authenticated_user
 from visibility_server.kube.sar import SubjectAccessReviewBackend
 from visibility_server.kube.transport import (
     ApiClientTransport,
-    KubeStatusError,
-    TransportError,
     as_transport,
 )
 
@@ -134,8 +133,9 @@ async def test_statuses_come_back_as_responses(apiserver: tuple[FakeApiserver, A
 
 async def test_silence_is_a_transport_error(apiserver: tuple[FakeApiserver, ApiClient]) -> None:
     _, client = apiserver
-    with pytest.raises(TransportError, match=r"did not answer within 0\.2s"):
+    with pytest.raises(KubeError, match=r"did not answer within 0\.2s") as raised:
         await ApiClientTransport(client).request("GET", "/hang", timeout=0.2)
+    assert raised.value.status == 0
 
 
 async def test_a_refused_connection_is_a_transport_error() -> None:
@@ -144,8 +144,9 @@ async def test_a_refused_connection_is_a_transport_error() -> None:
         port = s.getsockname()[1]  # bound, never listening: connections are refused
         client = ApiClient(Configuration(host=f"http://127.0.0.1:{port}"))
         try:
-            with pytest.raises(TransportError, match="cannot reach kube-apiserver"):
+            with pytest.raises(KubeError, match="cannot reach kube-apiserver") as raised:
                 await ApiClientTransport(client).request("GET", "/x", timeout=5)
+            assert raised.value.transient
         finally:
             await client.close()
 
@@ -164,21 +165,20 @@ async def test_a_watch_yields_decoded_events(apiserver: tuple[FakeApiserver, Api
 
 
 @pytest.mark.parametrize(
-    ("version", "error"),
-    [("refused", KubeStatusError), ("garbage", TransportError)],
-    ids=["refused", "not-json"],
+    ("version", "status"), [("refused", 403), ("garbage", 0)], ids=["refused", "not-json"]
 )
 async def test_a_refused_or_garbled_watch_raises(
-    apiserver: tuple[FakeApiserver, ApiClient], version: str, error: type[Exception]
+    apiserver: tuple[FakeApiserver, ApiClient], version: str, status: int
 ) -> None:
     _, client = apiserver
     stream = ApiClientTransport(client).watch(
         WATCH_PATH, query=[("resourceVersion", version)], read_timeout=5
     )
-    with pytest.raises(error) as raised:
+    with pytest.raises(KubeError) as raised:
         await anext(stream)
-    if isinstance(raised.value, KubeStatusError):
-        assert raised.value.response.status == 403
+    assert raised.value.status == status
+    if status:
+        assert raised.value.reason == "Forbidden"
     else:
         assert "not JSON" in str(raised.value)
 
