@@ -329,13 +329,16 @@ def _node_requirement_matches(expression: Mapping[str, Any], labels: Mapping[str
         return present
     if operator == "DoesNotExist":
         return not present
-    if not present:
-        return False
+    return present and _compares(operator, labels[key], values[0])
+
+
+def _compares(operator: str, label: str, bound_text: Any) -> bool:
+    """Gt/Lt of a node label against the requirement's one value."""
     # A node label that is not an integer simply fails Gt/Lt; it is not an error.
-    label_number = _parse_go_int64(labels[key])
+    label_number = _parse_go_int64(label)
     if label_number is None:
         return False
-    bound = _parse_go_int64(values[0])
+    bound = _parse_go_int64(bound_text)
     assert bound is not None  # guaranteed by _requirement_errors
     return label_number > bound if operator == "Gt" else label_number < bound
 
