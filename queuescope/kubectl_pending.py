@@ -31,7 +31,8 @@ from urllib.parse import quote
 import yaml
 from kubernetes_asyncio import client, config
 
-from scheduler.runtime.kube.rest import KubeError, KubeRest
+from scheduler.kubeapi.client import KubeRest
+from scheduler.kubeapi.errors import KubeError
 
 EXIT_OK: Final = 0
 EXIT_FAILURE: Final = 1

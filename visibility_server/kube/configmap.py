@@ -23,9 +23,8 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from kubernetes_asyncio.client import ApiClient
-
 from scheduler.kubeapi.backoff import Backoff
+from scheduler.kubeapi.client import KubeRest
 from scheduler.kubeapi.errors import KubeError
 from visibility_server.authn.config import (
     CLIENT_CA_KEY,
@@ -90,7 +89,7 @@ def config_from_configmap(
 
 
 async def read_authentication_config(
-    api: ApiClient | KubeTransport,
+    api: KubeRest | KubeTransport,
     *,
     anonymous_auth: bool = True,
     tolerate_lookup_failure: bool = False,
@@ -144,7 +143,7 @@ class AuthenticationConfigWatcher:
 
     def __init__(
         self,
-        api: ApiClient | KubeTransport,
+        api: KubeRest | KubeTransport,
         on_change: ConfigListener,
         *,
         current: AuthenticationConfig,

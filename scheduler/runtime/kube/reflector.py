@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from scheduler.kubeapi.backoff import RECONNECT
+from scheduler.kubeapi.client import KubeRest
+from scheduler.kubeapi.errors import Json, KubeError
 from scheduler.runtime.kube.resources import Resource, object_key, resource_version
-from scheduler.runtime.kube.rest import Json, KubeError, KubeRest
 from scheduler.runtime.stepclock import TimeBox
 
 log = logging.getLogger(__name__)

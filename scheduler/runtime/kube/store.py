@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from scheduler.api import Workload
 from scheduler.api.decode import ApiError
 from scheduler.core.status import workload_status
+from scheduler.kubeapi.client import KubeRest
+from scheduler.kubeapi.errors import Json, KubeError
 from scheduler.runtime.commands import (
     ApplyObject,
     DeleteObject,
@@ -49,7 +51,6 @@ from scheduler.runtime.kube.resources import (
     object_key,
     resource_version,
 )
-from scheduler.runtime.kube.rest import Json, KubeError, KubeRest
 
 log = logging.getLogger(__name__)
 
