@@ -2,9 +2,9 @@
 
 The pause before retry `n` (0-based) is `initial * factor**n`, plus a random fraction of at
 most `jitter` of it (so that many clients that failed together do not retry together),
-and never more than `cap`. The reflectors' reconnects and the visibility server's
-budgeted retries are two settings of it; the caller passes the random draw, so tests
-choose it.
+and never more than `cap`. The reflectors' reconnects, the initial list's retries, the
+visibility server's budgeted retries and its ConfigMap relists are settings of it; the
+caller passes the random draw, so tests choose it.
 """
 
 from __future__ import annotations
