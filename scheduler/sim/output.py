@@ -115,15 +115,16 @@ def render_yaml(doc: Json) -> str:
     return yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, allow_unicode=True)
 
 
+# The conditions that name the state on their own, checked in this order.
+_HELD = (FINISHED, ADMITTED, QUOTA_RESERVED)
+
+
 def workload_state_label(s: Scheduler, key: str) -> str:
     wl = s.workloads[key]
     c = wl.conditions
-    if c.is_true(FINISHED):
-        return "Finished"
-    if c.is_true(ADMITTED):
-        return "Admitted"
-    if c.is_true(QUOTA_RESERVED):
-        return "QuotaReserved"
+    held = next((label for label in _HELD if c.is_true(label)), None)
+    if held is not None:
+        return held
     if not wl.active:
         return "Inactive"
     if c.is_true(EVICTED):

@@ -60,15 +60,23 @@ def human_duration(micros: int) -> str:
         return "0s"
     if seconds < 2 * _MINUTE:
         return f"{seconds}s"
+    if seconds < 3 * _HOUR:
+        return _in_minutes(seconds)
+    return _in_hours(seconds)
+
+
+def _in_minutes(seconds: int) -> str:
     minutes = seconds // _MINUTE
     if minutes < 10:
         rest = seconds % _MINUTE
         return f"{minutes}m" if rest == 0 else f"{minutes}m{rest}s"
-    if minutes < 3 * 60:
-        return f"{minutes}m"
+    return f"{minutes}m"
+
+
+def _in_hours(seconds: int) -> str:
     hours = seconds // _HOUR
     if hours < 8:
-        rest = minutes % 60
+        rest = (seconds // _MINUTE) % 60
         return f"{hours}h" if rest == 0 else f"{hours}h{rest}m"
     if hours < 48:
         return f"{hours}h"
