@@ -12,10 +12,11 @@ from typing import Any, Final
 
 import orjson
 
-from scheduler.runtime.snapshot import ClusterQueueView, PageItem
+from scheduler.runtime.snapshot import PageItem
 from visibility_server.http.memo import RenderMemo
 from visibility_server.http.render import (
     ListDocument,
+    ListOrigin,
     item_object,
     rfc3339_seconds,
     view_fragment,
@@ -121,13 +122,14 @@ def _partial_metadata(item: PageItem) -> dict[str, Any]:
 
 
 def table_document(
-    resource_version: str,
-    view: ClusterQueueView,
+    origin: ListOrigin,
     items: list[PageItem],
     include_object: str,
     now_micros: int,
     memo: RenderMemo,
 ) -> ListDocument:
+    view = origin.view
+
     def row(i: int, *, compact: bool) -> dict[str, Any]:
         item = items[i]
         built: dict[str, Any] = {"cells": _cells(item, now_micros)}
@@ -143,7 +145,7 @@ def table_document(
     head = {
         "kind": "Table",
         "apiVersion": "meta.k8s.io/v1",
-        "metadata": {"resourceVersion": resource_version},
+        "metadata": {"resourceVersion": origin.resource_version},
         "columnDefinitions": list(COLUMNS),
     }
     return ListDocument(
