@@ -446,28 +446,7 @@ class SnapshotPublisher:
             state = self._queues[item.name] = _QueueState()
         old_cells = state.cells
         old_chunks = {r.chunk.cell: r.chunk for r in state.runs if r.chunk is not None}
-        claimed = {r.chunk.cell for r in item.runs if r.chunk is not None}
-        built: list[ViewChunk] = []
-        for run in item.runs:
-            if run.chunk is not None:
-                self.stats.chunks_reused += 1
-                continue
-            entries = await self._entries(run.raw, item, state, steps)
-            cell = _reused_cell(entries, old_cells, claimed)
-            if cell is None:
-                cell = next(self._cell_ids)
-            claimed.add(cell)
-            old = old_chunks.get(cell)
-            if old is not None and old.entries == entries:
-                run.chunk = old
-                self.stats.chunks_reused += 1
-            else:
-                await steps.pause(ahead=_CHUNK_SECONDS_PER_ENTRY * len(entries))
-                run.chunk = ViewChunk(entries, cell)
-                built.append(run.chunk)
-                self.stats.chunks_built += 1
-                self.collector.built(len(entries))
-            await steps.pause()
+        built = await self._fill_runs(item, state, old_chunks, steps)
         chunks = [r.chunk for r in item.runs if r.chunk is not None and len(r.chunk)]
         if old_view is not None and _same_chunks(chunks, old_view.chunks):
             state.runs = item.runs
@@ -507,6 +486,39 @@ class SnapshotPublisher:
         for _ in assembly.steps():
             await steps.pause()
         return assembly.view
+
+    async def _fill_runs(
+        self,
+        item: _Captured,
+        state: _QueueState,
+        old_chunks: dict[int, ViewChunk],
+        steps: TimeBox,
+    ) -> list[ViewChunk]:
+        """Give every changed run of `item` a chunk: the old one of its cell if its entries
+        are the same, a new one otherwise (returned, in order)."""
+        claimed = {r.chunk.cell for r in item.runs if r.chunk is not None}
+        built: list[ViewChunk] = []
+        for run in item.runs:
+            if run.chunk is not None:
+                self.stats.chunks_reused += 1
+                continue
+            entries = await self._entries(run.raw, item, state, steps)
+            cell = _reused_cell(entries, state.cells, claimed)
+            if cell is None:
+                cell = next(self._cell_ids)
+            claimed.add(cell)
+            old = old_chunks.get(cell)
+            if old is not None and old.entries == entries:
+                run.chunk = old
+                self.stats.chunks_reused += 1
+            else:
+                await steps.pause(ahead=_CHUNK_SECONDS_PER_ENTRY * len(entries))
+                run.chunk = ViewChunk(entries, cell)
+                built.append(run.chunk)
+                self.stats.chunks_built += 1
+                self.collector.built(len(entries))
+            await steps.pause()
+        return built
 
     async def _entries(
         self, raw: Sequence[QueueEntry], item: _Captured, state: _QueueState, steps: TimeBox
