@@ -54,7 +54,13 @@ from scheduler.runtime.commands import (
     SetActive,
 )
 from scheduler.runtime.estimates import AdmissionRates
-from scheduler.runtime.publisher import DEFAULT_SLICE, QueueMarks, SnapshotPublisher
+from scheduler.runtime.publisher import (
+    DEFAULT_SLICE,
+    PublisherLinks,
+    PublishPacing,
+    QueueMarks,
+    SnapshotPublisher,
+)
 from scheduler.runtime.snapshot import Snapshot
 from scheduler.runtime.stepclock import Stamp, TimeBox, since, stamp
 
@@ -143,12 +149,13 @@ class Engine:
         self._marks = Changes()
         self.publisher = SnapshotPublisher(
             scheduler,
-            interval=publish_interval,
-            slice_size=slice_size,
-            synced=lambda: self._synced,
-            rates=self.rates,
-            collector=collector if collector is not None else FreezePolicy(ENGINE_FREEZE_AFTER),
-            changes=self._marks_for_publisher,
+            pacing=PublishPacing(interval=publish_interval, slice_size=slice_size),
+            links=PublisherLinks(
+                synced=lambda: self._synced,
+                rates=self.rates,
+                collector=collector if collector is not None else FreezePolicy(ENGINE_FREEZE_AFTER),
+                changes=self._marks_for_publisher,
+            ),
         )
         scheduler.block_waiter = _admission_stays_blocked
         self._commands: asyncio.Queue[Command] = asyncio.Queue()
