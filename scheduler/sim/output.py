@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import yaml
@@ -40,6 +41,28 @@ def _with_status(obj: Any, api_version: str, kind: str, status: Json) -> Json:
     return out
 
 
+def _queue_items(
+    result: SimulationResult,
+    kind: str,
+    keys: Iterable[str],
+    status_of: Callable[[str], Json],
+    visible_of: Callable[[str], Json | None] | None,
+) -> list[Json]:
+    """The ClusterQueues or LocalQueues (`kind`) with their status, the pending workloads
+    status included where the tracker has one."""
+    items: list[Json] = []
+    for key in sorted(keys):
+        obj = result.objects.get((kind, key))
+        if obj is None:
+            continue
+        status = status_of(key)
+        visible = visible_of(key) if visible_of is not None else None
+        if visible is not None:
+            status["pendingWorkloadsStatus"] = visible
+        items.append(_with_status(obj, "kueue.x-k8s.io/v1beta1", kind, status))
+    return items
+
+
 def build_list(result: SimulationResult) -> Json:
     s = result.scheduler
     items: list[Json] = []
@@ -50,22 +73,20 @@ def build_list(result: SimulationResult) -> Json:
         item.setdefault("spec", {})["active"] = wl.active
         items.append(item)
     tracker = result.queue_status
-    for name in sorted(s.cluster_queues):
-        obj = result.objects.get(("ClusterQueue", name))
-        if obj is not None:
-            status = cluster_queue_status(s, name)
-            visible = tracker.cluster_queue_json(name) if tracker is not None else None
-            if visible is not None:
-                status["pendingWorkloadsStatus"] = visible
-            items.append(_with_status(obj, "kueue.x-k8s.io/v1beta1", "ClusterQueue", status))
-    for key in sorted(s.local_queues):
-        obj = result.objects.get(("LocalQueue", key))
-        if obj is not None:
-            status = local_queue_status(s, key)
-            visible = tracker.local_queue_json(key) if tracker is not None else None
-            if visible is not None:
-                status["pendingWorkloadsStatus"] = visible
-            items.append(_with_status(obj, "kueue.x-k8s.io/v1beta1", "LocalQueue", status))
+    items += _queue_items(
+        result,
+        "ClusterQueue",
+        s.cluster_queues,
+        lambda name: cluster_queue_status(s, name),
+        tracker.cluster_queue_json if tracker is not None else None,
+    )
+    items += _queue_items(
+        result,
+        "LocalQueue",
+        s.local_queues,
+        lambda key: local_queue_status(s, key),
+        tracker.local_queue_json if tracker is not None else None,
+    )
     for name in sorted(s.cohorts):
         obj = result.objects.get(("Cohort", name))
         if obj is not None:

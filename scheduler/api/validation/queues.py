@@ -143,16 +143,34 @@ def validate_fungibility(fungibility: FlavorFungibility) -> list[FieldError]:
     return []
 
 
-def validate_cluster_queue(cq: ClusterQueue) -> list[FieldError]:
-    spec = cq.spec
-    errors: list[FieldError] = []
-    if spec.cohort:
-        errors += subdomain("spec.cohort", spec.cohort)
+def _parent_and_groups(
+    parent_path: str,
+    parent: str,
+    groups: Sequence[ResourceGroup],
+    *,
+    parent_field: str,
+    lending_within_nominal: bool,
+) -> list[FieldError]:
+    """The parent's name (a ClusterQueue's cohort, a Cohort's parent) and the resource
+    groups whose limits depend on having one."""
+    errors = subdomain(parent_path, parent) if parent else []
     errors += validate_resource_groups(
         "spec.resourceGroups",
+        groups,
+        parent_field=parent_field,
+        has_parent=bool(parent),
+        lending_within_nominal=lending_within_nominal,
+    )
+    return errors
+
+
+def validate_cluster_queue(cq: ClusterQueue) -> list[FieldError]:
+    spec = cq.spec
+    errors = _parent_and_groups(
+        "spec.cohort",
+        spec.cohort,
         spec.resource_groups,
         parent_field="cohort",
-        has_parent=bool(spec.cohort),
         lending_within_nominal=True,
     )
     errors += validate_label_selector("spec.namespaceSelector", spec.namespace_selector)
@@ -189,14 +207,11 @@ def validate_cohort(cohort: Cohort) -> list[FieldError]:
     spec = cohort.spec
     # The parent field has a different JSON name in each version.
     parent_path = "spec.parent" if cohort.api_version.endswith("v1alpha1") else "spec.parentName"
-    errors: list[FieldError] = []
-    if spec.parent:
-        errors += subdomain(parent_path, spec.parent)
-    errors += validate_resource_groups(
-        "spec.resourceGroups",
+    errors = _parent_and_groups(
+        parent_path,
+        spec.parent,
         spec.resource_groups,
         parent_field="parent",
-        has_parent=bool(spec.parent),
         lending_within_nominal=False,
     )
     errors += validate_weight("spec.fairSharing.weight", spec.fair_sharing)
