@@ -389,7 +389,25 @@ CHUNK = 1024
 _ASSEMBLY_SLICE = 16
 
 
-class ViewAssembly:
+class _SteppedView:
+    """A view made in steps: `steps()` yields to let the loop turn and sets `_view` last;
+    `view` runs whatever steps are left."""
+
+    _view: ClusterQueueView | None
+
+    def steps(self) -> Iterator[None]:
+        raise NotImplementedError
+
+    @property
+    def view(self) -> ClusterQueueView:
+        if self._view is None:
+            for _ in self.steps():
+                pass
+        assert self._view is not None
+        return self._view
+
+
+class ViewAssembly(_SteppedView):
     """Turns a sequence of chunks into a :class:`ClusterQueueView`, in slices.
 
     Work per view is O(#chunks + the LocalQueues of each chunk) plus hashing the
@@ -441,16 +459,8 @@ class ViewAssembly:
             ),
         )
 
-    @property
-    def view(self) -> ClusterQueueView:
-        if self._view is None:
-            for _ in self.steps():
-                pass
-        assert self._view is not None
-        return self._view
 
-
-class ViewBuilder:
+class ViewBuilder(_SteppedView):
     """Builds a :class:`ClusterQueueView` from a flat list of entries, in slices.
 
     :meth:`steps` yields after every ``chunk`` entries (one chunk of the view each) and
@@ -477,14 +487,6 @@ class ViewBuilder:
         assembly = ViewAssembly(self.name, chunks, cells.finish())
         yield from assembly.steps()
         self._view = assembly.view
-
-    @property
-    def view(self) -> ClusterQueueView:
-        if self._view is None:
-            for _ in self.steps():
-                pass
-        assert self._view is not None
-        return self._view
 
 
 def build_view(name: str, entries: Sequence[PendingEntry]) -> ClusterQueueView:

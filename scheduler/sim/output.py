@@ -44,18 +44,18 @@ def _with_status(obj: Any, api_version: str, kind: str, status: Json) -> Json:
 def _queue_items(
     result: SimulationResult,
     kind: str,
-    keys: Iterable[str],
-    status_of: Callable[[str], Json],
+    keys: Iterable[str],  # in output order
+    status_of: Callable[[Scheduler, str], Json],
     visible_of: Callable[[str], Json | None] | None,
 ) -> list[Json]:
     """The ClusterQueues or LocalQueues (`kind`) with their status, the pending workloads
     status included where the tracker has one."""
     items: list[Json] = []
-    for key in sorted(keys):
+    for key in keys:
         obj = result.objects.get((kind, key))
         if obj is None:
             continue
-        status = status_of(key)
+        status = status_of(result.scheduler, key)
         visible = visible_of(key) if visible_of is not None else None
         if visible is not None:
             status["pendingWorkloadsStatus"] = visible
@@ -73,20 +73,22 @@ def build_list(result: SimulationResult) -> Json:
         item.setdefault("spec", {})["active"] = wl.active
         items.append(item)
     tracker = result.queue_status
-    items += _queue_items(
-        result,
-        "ClusterQueue",
-        s.cluster_queues,
-        lambda name: cluster_queue_status(s, name),
-        tracker.cluster_queue_json if tracker is not None else None,
+    queues = (
+        (
+            "ClusterQueue",
+            sorted(s.cluster_queues),
+            cluster_queue_status,
+            tracker.cluster_queue_json if tracker is not None else None,
+        ),
+        (
+            "LocalQueue",
+            sorted(s.local_queues),
+            local_queue_status,
+            tracker.local_queue_json if tracker is not None else None,
+        ),
     )
-    items += _queue_items(
-        result,
-        "LocalQueue",
-        s.local_queues,
-        lambda key: local_queue_status(s, key),
-        tracker.local_queue_json if tracker is not None else None,
-    )
+    for kind, keys, status_of, visible_of in queues:
+        items += _queue_items(result, kind, keys, status_of, visible_of)
     for name in sorted(s.cohorts):
         obj = result.objects.get(("Cohort", name))
         if obj is not None:
