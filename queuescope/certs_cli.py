@@ -19,6 +19,7 @@ from cryptography import x509
 from kubernetes_asyncio.config import ConfigException
 
 from queuescope.kubeclient import KubeClient
+from scheduler.kubeapi.errors import KubeError
 from visibility_server.certs import (
     APISERVICE_NAMES,
     DEFAULT_KEY_TYPE,
@@ -41,7 +42,7 @@ from visibility_server.certs import (
     verify_cert_dir,
 )
 from visibility_server.kube.apiservices import ApiServiceReadError, read_apiservices
-from visibility_server.kube.transport import ApiClientTransport, TransportError
+from visibility_server.kube.transport import RestTransport
 from visibility_server.tls.files import read_certificate
 from visibility_server.tls.pkcs12 import DEFAULT_P12_PASSWORD, write_pkcs12
 
@@ -272,11 +273,14 @@ async def _read_live_apiservices(kubeconfig: Path) -> dict[str, dict[str, Any] |
     kube = KubeClient(str(kubeconfig))
     try:
         try:
-            api = await kube.open()
+            await kube.open()
         except (ConfigException, ValueError) as err:
             raise CertsInputError(f"{kubeconfig}: not a usable kubeconfig ({err})") from None
-        return await read_apiservices(ApiClientTransport(api), APISERVICE_NAMES)
-    except (TransportError, ApiServiceReadError) as err:
+        assert kube.rest is not None  # opened above
+        return await read_apiservices(RestTransport(kube.rest), APISERVICE_NAMES)
+    except KubeError as err:
+        raise CertsError(err.detail) from None
+    except ApiServiceReadError as err:
         raise CertsError(str(err)) from None
     finally:
         await kube.close()

@@ -18,6 +18,7 @@ import os
 
 from kubernetes_asyncio import client, config
 
+from scheduler.kubeapi.client import KubeRest
 from visibility_server.kube.delegated import KubeIdentity
 from visibility_server.kube.errors import SERVICE_ACCOUNT
 
@@ -35,6 +36,8 @@ class KubeClient:
         self.flag = flag
         self.configuration = client.Configuration()
         self.api: client.ApiClient | None = None
+        # The one REST client over `api`, for cluster mode and the visibility server.
+        self.rest: KubeRest | None = None
         self._lock = asyncio.Lock()
 
     @property
@@ -60,6 +63,7 @@ class KubeClient:
     async def open(self) -> client.ApiClient:
         await self._load(self.configuration)
         self.api = client.ApiClient(configuration=self.configuration)
+        self.rest = KubeRest(self.api, refresh_credentials=self.refresh)
         return self.api
 
     async def refresh(self) -> None:
@@ -82,15 +86,18 @@ class KubeClient:
             await self.refresh()
 
     async def close(self) -> None:
+        if self.rest is not None:
+            await self.rest.close()
+            self.rest = None
         if self.api is not None:
             await self.api.close()
             self.api = None
 
     def as_identity(self) -> KubeIdentity:
-        """This client for `DelegatedAuth`: its API client, credential re-read and name."""
-        if self.api is None:
+        """This client for `DelegatedAuth`: its REST client, credential re-read and name."""
+        if self.rest is None:
             raise RuntimeError("KubeClient.open() must run first")
-        return KubeIdentity(self.api, self.refresh, self.identity)
+        return KubeIdentity(self.rest, self.refresh, self.identity)
 
 
 class ClusterClients:

@@ -31,7 +31,8 @@ from urllib.parse import quote
 import yaml
 from kubernetes_asyncio import client, config
 
-from scheduler.runtime.kube.rest import KubeError, KubeRest
+from scheduler.kubeapi.client import KubeRest
+from scheduler.kubeapi.errors import KubeError
 
 EXIT_OK: Final = 0
 EXIT_FAILURE: Final = 1
@@ -274,9 +275,13 @@ async def _run(args: argparse.Namespace) -> str:
         raise PluginError(f"cannot load the kubeconfig: {err}", EXIT_USAGE) from None
     namespace = args.namespace or _context_namespace(args.kubeconfig, args.context)
     async with client.ApiClient(configuration) as api:
-        fetch = KubeRest(api).get
-        queues = sorted(set(args.localqueue)) or await local_queue_names(fetch, namespace)
-        rows = await gather(fetch, namespace, queues, args.api_version, max(1, args.limit))
+        rest = KubeRest(api)
+        try:
+            fetch = rest.get
+            queues = sorted(set(args.localqueue)) or await local_queue_names(fetch, namespace)
+            rows = await gather(fetch, namespace, queues, args.api_version, max(1, args.limit))
+        finally:
+            await rest.close()
     return render(args.output, namespace, rows, datetime.now(UTC))
 
 

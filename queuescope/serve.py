@@ -24,7 +24,7 @@ from scheduler.core.ingest import scheduler_config
 from scheduler.core.scheduler import Scheduler
 from scheduler.runtime.clock import SystemClock
 from scheduler.runtime.collector import GcPacer
-from scheduler.runtime.demo import DemoLoad
+from scheduler.runtime.demo import DemoLoad, DemoPace
 from scheduler.runtime.embedded import EmbeddedStore, find_configuration
 from scheduler.runtime.engine import Engine
 from visibility_server.authn.chain import AuthenticatorChain
@@ -219,7 +219,10 @@ async def _run_embedded(args: argparse.Namespace) -> int:
     ]
     if args.demo:
         demo = DemoLoad(
-            engine, store.local_queues(), priority_classes=store.priority_classes(), seed=1
+            engine,
+            store.local_queues(),
+            priority_classes=store.priority_classes(),
+            pace=DemoPace(seed=1),
         )
         tasks.append(asyncio.create_task(demo.run(), name="demo"))
     print(_commands(state, server_url), flush=True)

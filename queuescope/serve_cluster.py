@@ -40,7 +40,6 @@ from scheduler.runtime.collector import GcPacer
 from scheduler.runtime.engine import Engine
 from scheduler.runtime.kube.cluster import ClusterRuntime
 from scheduler.runtime.kube.leader import LeaderElector, new_identity
-from scheduler.runtime.kube.rest import KubeRest
 from scheduler.runtime.kube.status_writer import PENDING_WINDOW
 from visibility_server.authn.config import (
     DEFAULT_EXTRA_HEADERS_PREFIXES,
@@ -326,7 +325,7 @@ async def run_cluster(
     kube = ClusterClients(
         args.kubeconfig, args.authentication_kubeconfig, args.authorization_kubeconfig
     )
-    api = await kube.open()
+    await kube.open()
     registry = CollectorRegistry()
     delegated = delegated_auth(args, kube, registry)
     try:
@@ -345,7 +344,8 @@ async def run_cluster(
         denied_ttl=args.authorization_webhook_cache_unauthorized_ttl,
     )
 
-    rest = KubeRest(api, refresh_credentials=kube.main.refresh)
+    rest = kube.main.rest
+    assert rest is not None  # opened above
     elector = None
     if args.leader_elect:
         pod = os.environ.get("POD_NAME") or socket.gethostname()
@@ -391,7 +391,7 @@ async def run_cluster(
     )
     register_serving_cert_metrics(registry, reloader)
     cabundle = CaBundleCheck(
-        as_transport(api),
+        as_transport(rest),
         lambda: listener.serving_pair.cert_pem,
         registry=registry,
         namespace=NAMESPACE,
@@ -442,7 +442,6 @@ async def run_cluster(
         steps.done("endpoint-grace")
     await drain(tasks, server, engine, failed)
     steps.done("drained")
-    await rest.close()
     await kube.close()
     steps.done("clients-closed")
     return exit_code

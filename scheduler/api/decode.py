@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import sys
 import typing
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -163,28 +163,33 @@ def decode_object(
         return _decode_v1beta2(model, prepared, who)
     if model is Scenario:
         prepared = _decode_applied_objects(prepared, who)
+    obj = _validated(model, prepared, who, validate_object)
+    set_source(obj, SourceRef(source, index, item) if source else None)
+    return cast(ApiObject, obj)
+
+
+def _validated(
+    model: type[TypedObject],
+    prepared: dict[str, Any],
+    who: dict[str, Any],
+    rules: Callable[[TypedObject], list[FieldError]],
+) -> TypedObject:
+    """`prepared` decoded as `model` and checked by `rules`; every problem raised at once."""
     try:
         obj = model.model_validate(prepared, by_alias=True, by_name=False)
     except ValidationError as err:
         raise ApiError.from_field_errors(field_errors(model, err), **who) from None
-    errors = validate_object(obj)
+    errors = rules(obj)
     if errors:
         raise ApiError.from_field_errors(errors, **who)
-    set_source(obj, SourceRef(source, index, item) if source else None)
-    return cast(ApiObject, obj)
+    return obj
 
 
 def _decode_v1beta2(
     model: type[TypedObject], prepared: dict[str, Any], who: dict[str, Any]
 ) -> ApiObject:
     """Check a v1beta2 document as v1beta2, then decode its internal (v1beta1) form."""
-    try:
-        wire = model.model_validate(prepared, by_alias=True, by_name=False)
-    except ValidationError as err:
-        raise ApiError.from_field_errors(field_errors(model, err), **who) from None
-    errors = validate_v1beta2(wire)
-    if errors:
-        raise ApiError.from_field_errors(errors, **who)
+    _validated(model, prepared, who, validate_v1beta2)
     try:
         internal = convert_document(prepared, KUEUE_V1BETA1)
         obj = decode_object(internal, source=who["source"], index=who["index"], item=who["item"])

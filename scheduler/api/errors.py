@@ -76,7 +76,7 @@ class ApiError(ValueError):
     lists all of them (all are rendered, separated by "; ").
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - optional keyword-only location, callers name what they know
         self,
         detail: str,
         *,
@@ -103,7 +103,7 @@ class ApiError(ValueError):
         super().__init__(self._render())
 
     @classmethod
-    def from_field_errors(
+    def from_field_errors(  # noqa: PLR0913 - the same keyword-only location as __init__
         cls,
         errors: Sequence[FieldError],
         *,

@@ -78,26 +78,26 @@ def _walk(model: type[BaseModel], loc: tuple[str | int, ...]) -> tuple[str, Any]
     return path, _strip(annotation)
 
 
+# Checked in order: bool before int (a bool is an int), datetime before date.
+_JSON_TYPES: tuple[tuple[type | tuple[type, ...], str], ...] = (
+    (bool, "boolean"),
+    (int, "integer"),
+    (float, "number"),
+    (str, "string"),
+    (Mapping, "object"),
+    ((list, tuple), "list"),
+    (dt.datetime, "timestamp"),
+    (dt.date, "date"),
+)
+
+
 def json_type(value: object) -> str:
     """The JSON/YAML name of a value's type, for "expected X, got Y" messages."""
     if value is None:
         return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, Mapping):
-        return "object"
-    if isinstance(value, list | tuple):
-        return "list"
-    if isinstance(value, dt.datetime):
-        return "timestamp"
-    if isinstance(value, dt.date):
-        return "date"
+    for kinds, name in _JSON_TYPES:
+        if isinstance(value, kinds):
+            return name
     return type(value).__name__
 
 
@@ -118,6 +118,13 @@ _EXPECTED = {
 }
 
 
+def _literal_detail(error: ErrorDetails, declared: Any, value: Any) -> str:
+    if get_origin(declared) is Literal:
+        return unsupported_detail(value, [str(a) for a in get_args(declared)])
+    expected = (error.get("ctx") or {}).get("expected", "")
+    return f"Unsupported value: {quote(value)}: supported values: {expected}"
+
+
 def _detail(error: ErrorDetails, declared: Any) -> str:
     kind = error["type"]
     value = error.get("input")
@@ -128,10 +135,7 @@ def _detail(error: ErrorDetails, declared: Any) -> str:
     if kind in _EXPECTED:
         return f"expected {_EXPECTED[kind]}, got {json_type(value)}"
     if kind == "literal_error":
-        if get_origin(declared) is Literal:
-            return unsupported_detail(value, [str(a) for a in get_args(declared)])
-        expected = (error.get("ctx") or {}).get("expected", "")
-        return f"Unsupported value: {quote(value)}: supported values: {expected}"
+        return _literal_detail(error, declared, value)
     if kind == "value_error":
         ctx = error.get("ctx") or {}
         return str(ctx.get("error", error["msg"]))

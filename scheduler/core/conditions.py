@@ -59,7 +59,7 @@ class Conditions:
         c = self._items.get(type_)
         return c is not None and c.status == "False"
 
-    def set(
+    def set(  # noqa: PLR0913 - the fields of one Kubernetes condition, named at every call
         self,
         type_: str,
         status: str,

@@ -104,14 +104,14 @@ def run_cycle(s: Scheduler) -> CycleStats:
         entries.append(entry)
 
     candidates = [e for e in entries if e.assignment is not None]
-    cycle_targets: dict[str, Target] = {}
+    admission = _AdmissionLoop(snapshot, admitted_by_cq, stats)
     for entry in _ordered(s, candidates, snapshot):
         if stats.blocked:
             # Never reached because admission is blocked: back to the heap, so the
             # next cycle tries them again once the block lifts.
             entry.reason = RequeueReason.FAILED_AFTER_NOMINATION
             continue
-        _admission_step(s, entry, snapshot, admitted_by_cq, cycle_targets, stats)
+        _admission_step(s, entry, admission)
 
     for entry in entries:
         if not entry.admitted:
@@ -251,15 +251,24 @@ def _partial_admission(
     return None
 
 
-def _admission_step(
-    s: Scheduler,
-    e: Entry,
-    snapshot: QuotaTree,
-    admitted_by_cq: AdmittedIndex,
-    cycle_targets: dict[str, Target],
-    stats: CycleStats,
-) -> None:
+@dataclass(slots=True)
+class _AdmissionLoop:
+    """What the admission loop carries from one entry to the next within a cycle."""
+
+    snapshot: QuotaTree
+    admitted_by_cq: AdmittedIndex
+    stats: CycleStats
+    targets: dict[str, Target] = field(default_factory=dict)  # preemption targets so far
+
+
+def _admission_step(s: Scheduler, e: Entry, loop: _AdmissionLoop) -> None:
     """docs/scheduling.md#admission-loop, one entry."""
+    snapshot, admitted_by_cq, cycle_targets, stats = (
+        loop.snapshot,
+        loop.admitted_by_cq,
+        loop.targets,
+        loop.stats,
+    )
     assert e.assignment is not None
     assignment = e.assignment
     cq = e.cq.name

@@ -72,14 +72,18 @@ class GranularMode:
         if other is None or other.mode is Mode.NO_FIT:
             return True
         if preemption_over_borrowing:
-            if (self.mode is Mode.NO_CANDIDATES) != (other.mode is Mode.NO_CANDIDATES):
-                return other.mode is Mode.NO_CANDIDATES
-            if self.level != other.level:
-                return self.level < other.level
-            return self.mode > other.mode
+            return self._preferred_borrowing_first(other)
         if self.mode != other.mode:
             return self.mode > other.mode
         return self.level < other.level
+
+    def _preferred_borrowing_first(self, other: GranularMode) -> bool:
+        """`preferred_over` under `PreemptionOverBorrowing`, both modes able to fit."""
+        if (self.mode is Mode.NO_CANDIDATES) != (other.mode is Mode.NO_CANDIDATES):
+            return other.mode is Mode.NO_CANDIDATES
+        if self.level != other.level:
+            return self.level < other.level
+        return self.mode > other.mode
 
 
 def _worse(
@@ -88,6 +92,15 @@ def _worse(
     """The worse of two modes under docs/scheduling.md#preference-between-modes's relation."""
     better = a.preferred_over(b, preemption_over_borrowing=preemption_over_borrowing)
     return b if better else a
+
+
+@dataclass(slots=True)
+class _Scan:
+    """What one `assign` carries across its pod sets."""
+
+    last: LastAssignment | None  # where the previous attempt stopped, if still valid
+    assumed: FRAmounts = field(default_factory=dict)  # taken by earlier pod sets
+    tried: dict[tuple[int, str], int] = field(default_factory=dict)  # (pod set, resource) -> idx
 
 
 PreemptionOracle = Callable[[FlavorResource, int], GranularMode]
@@ -253,27 +266,21 @@ class FlavorAssigner:
         generation = self.tree.generation(self.cq.name)
         if last is not None and last.generation != generation:
             last = None
-        tried: dict[tuple[int, str], int] = {}
-        assumed: FRAmounts = {}
+        scan = _Scan(last)
         results: list[PodSetAssignmentResult] = []
         complete = True
         for index, (ps, count, totals) in enumerate(pod_set_requests(wl, self.cq, counts)):
             result = PodSetAssignmentResult(name=ps.name, count=count, requests=totals)
             results.append(result)
-            if not self._assign_pod_set(index, ps, result, assumed, last, tried):
+            if not self._assign_pod_set(index, ps, result, scan):
                 complete = False
                 break
-        return Assignment(results, complete, LastAssignment(tried, generation))
+        return Assignment(results, complete, LastAssignment(scan.tried, generation))
 
     def _assign_pod_set(
-        self,
-        index: int,
-        ps: PodSetSpec,
-        result: PodSetAssignmentResult,
-        assumed: FRAmounts,
-        last: LastAssignment | None,
-        tried: dict[tuple[int, str], int],
+        self, index: int, ps: PodSetSpec, result: PodSetAssignmentResult, scan: _Scan
     ) -> bool:
+        assumed, last, tried = scan.assumed, scan.last, scan.tried
         # Resume indices count only for pod sets that end up with flavors
         # (docs/scheduling.md#flavor-scan-resumption).
         pending_tried: dict[tuple[int, str], int] = {}

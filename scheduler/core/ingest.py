@@ -7,7 +7,7 @@ dataclasses; everything after it reads plain attributes.
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Container, Sequence
 from typing import Any
 
 import orjson
@@ -354,35 +354,29 @@ def _carry_status(old: WorkloadState, new: WorkloadState) -> None:
         new.reclaimable = dict(old.reclaimable)
 
 
+def _deleters(s: Scheduler) -> dict[str, tuple[Container[str], Callable[[str], object]]]:
+    """Per kind: where objects are kept (by name or namespace/name) and how one is deleted."""
+    return {
+        "ResourceFlavor": (s.flavors, lambda name: s.set_flavor(None, name)),
+        "ClusterQueue": (s.cluster_queues, s.delete_cluster_queue),
+        "Cohort": (s.cohorts, s.delete_cohort),
+        "LocalQueue": (s.local_queues, s.delete_local_queue),
+        "Workload": (s.workloads, s.delete_workload),
+    }
+
+
+_NAMESPACED_KINDS = frozenset({"LocalQueue", "Workload"})
+
+
 def delete_object(s: Scheduler, kind: str, namespace: str | None, name: str) -> bool:
-    ns = namespace or "default"
     if kind == "Namespace":
         return s.namespaces.pop(name, None) is not None
-    if kind == "ResourceFlavor":
-        if name not in s.flavors:
-            return False
-        s.set_flavor(None, name)
-        return True
-    if kind == "ClusterQueue":
-        if name not in s.cluster_queues:
-            return False
-        s.delete_cluster_queue(name)
-        return True
-    if kind == "Cohort":
-        if name not in s.cohorts:
-            return False
-        s.delete_cohort(name)
-        return True
-    if kind == "LocalQueue":
-        key = f"{ns}/{name}"
-        if key not in s.local_queues:
-            return False
-        s.delete_local_queue(key)
-        return True
-    if kind == "Workload":
-        key = f"{ns}/{name}"
-        if key not in s.workloads:
-            return False
-        s.delete_workload(key)
-        return True
-    return False
+    deleter = _deleters(s).get(kind)
+    if deleter is None:
+        return False
+    present, delete = deleter
+    key = f"{namespace or 'default'}/{name}" if kind in _NAMESPACED_KINDS else name
+    if key not in present:
+        return False
+    delete(key)
+    return True

@@ -544,18 +544,24 @@ class Scheduler:
                 if not wl.conditions.is_true(EVICTED):
                     self.evict(wl, "ClusterQueueStopped", "The ClusterQueue is stopped")
         if info.stop_policy == "None" and old is not None and old.stop_policy != "None":
-            for key in self.workloads_of_cluster_queue(info.name):
-                wl = self.workloads[key]
-                rq = wl.conditions.get(REQUEUED)
-                if rq is not None and rq.status == "False" and rq.reason == "ClusterQueueStopped":
-                    wl.conditions.set(
-                        REQUEUED,
-                        "True",
-                        "ClusterQueueRestarted",
-                        "The ClusterQueue was restarted after being stopped",
-                        now,
-                    )
-                    wl.revision += 1
+            self._mark_restarted(self.workloads_of_cluster_queue(info.name), "ClusterQueue", now)
+
+    def _mark_restarted(self, keys: Iterable[str], kind: str, now: Instant) -> None:
+        """Requeued=True again for the workloads that stopping the `kind` (ClusterQueue or
+        LocalQueue) had marked Requeued=False."""
+        stopped = f"{kind}Stopped"
+        for key in keys:
+            wl = self.workloads[key]
+            rq = wl.conditions.get(REQUEUED)
+            if rq is not None and rq.status == "False" and rq.reason == stopped:
+                wl.conditions.set(
+                    REQUEUED,
+                    "True",
+                    f"{kind}Restarted",
+                    f"The {kind} was restarted after being stopped",
+                    now,
+                )
+                wl.revision += 1
 
     def delete_cluster_queue(self, name: str) -> None:
         if name not in self.cluster_queues:
@@ -614,18 +620,7 @@ class Scheduler:
                 if wl.holds_quota and not wl.conditions.is_true(EVICTED):
                     self.evict(wl, "LocalQueueStopped", "The LocalQueue is stopped")
         if info.stop_policy == "None" and old is not None and old.stop_policy != "None":
-            for key in self.workloads_of_local_queue(info.key):
-                wl = self.workloads[key]
-                rq = wl.conditions.get(REQUEUED)
-                if rq is not None and rq.status == "False" and rq.reason == "LocalQueueStopped":
-                    wl.conditions.set(
-                        REQUEUED,
-                        "True",
-                        "LocalQueueRestarted",
-                        "The LocalQueue was restarted after being stopped",
-                        now,
-                    )
-                    wl.revision += 1
+            self._mark_restarted(self.workloads_of_local_queue(info.key), "LocalQueue", now)
         self.sync_workloads(self.workloads_of_local_queue(info.key))
 
     def delete_local_queue(self, key: str) -> None:

@@ -172,6 +172,11 @@ def _label_requirement_matches(
                 "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
             )
         )
+    return _membership(operator, key, labels, values)
+
+
+def _membership(operator: str, key: str, labels: Mapping[str, str], values: list[Any]) -> bool:
+    """In, NotIn, Exists; any other operator is read as DoesNotExist."""
     present = key in labels
     if operator == "In":
         return present and labels[key] in values
@@ -320,22 +325,18 @@ def _node_requirement_matches(expression: Mapping[str, Any], labels: Mapping[str
     key = expression.get("key", "")
     operator = expression.get("operator", "")
     values = _as_list(expression.get("values"))
-    present = key in labels
-    if operator == "In":
-        return present and labels[key] in values
-    if operator == "NotIn":
-        return not present or labels[key] not in values
-    if operator == "Exists":
-        return present
-    if operator == "DoesNotExist":
-        return not present
-    if not present:
-        return False
+    if operator in ("In", "NotIn", "Exists", "DoesNotExist"):
+        return _membership(operator, key, labels, values)
+    return key in labels and _compares(operator, labels[key], values[0])
+
+
+def _compares(operator: str, label: str, bound_text: Any) -> bool:
+    """Gt/Lt of a node label against the requirement's one value."""
     # A node label that is not an integer simply fails Gt/Lt; it is not an error.
-    label_number = _parse_go_int64(labels[key])
+    label_number = _parse_go_int64(label)
     if label_number is None:
         return False
-    bound = _parse_go_int64(values[0])
+    bound = _parse_go_int64(bound_text)
     assert bound is not None  # guaranteed by _requirement_errors
     return label_number > bound if operator == "Gt" else label_number < bound
 

@@ -68,6 +68,21 @@ class _Tracked:
     finished_at: float | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class DemoPace:
+    """How the demo load behaves: its seed, arrival rate, bounds and timings."""
+
+    seed: int = 0
+    mean_interarrival_seconds: float = 1.0
+    max_pending: int = 30
+    max_workloads: int | None = None
+    run_seconds: tuple[float, float] = (10.0, 60.0)
+    ready_after_seconds: tuple[float, float] = (0.5, 3.0)
+    retention_seconds: float = 30.0
+    tick_seconds: float = 0.25
+    prefix: str = "demo"
+
+
 class DemoLoad:
     def __init__(
         self,
@@ -75,28 +90,12 @@ class DemoLoad:
         local_queues: Sequence[tuple[str, str]],
         *,
         priority_classes: Mapping[str, int] | None = None,
-        seed: int = 0,
-        mean_interarrival_seconds: float = 1.0,
-        max_pending: int = 30,
-        max_workloads: int | None = None,
-        run_seconds: tuple[float, float] = (10.0, 60.0),
-        ready_after_seconds: tuple[float, float] = (0.5, 3.0),
-        retention_seconds: float = 30.0,
-        tick_seconds: float = 0.25,
-        prefix: str = "demo",
+        pace: DemoPace | None = None,
     ) -> None:
         self.engine = engine
         self.local_queues = sorted(set(local_queues))
         self.priority_classes = dict(sorted((priority_classes or {}).items()))
-        self.seed = seed
-        self.mean_interarrival_seconds = mean_interarrival_seconds
-        self.max_pending = max(0, max_pending)
-        self.max_workloads = max_workloads
-        self.run_seconds = run_seconds
-        self.ready_after_seconds = ready_after_seconds
-        self.retention_seconds = retention_seconds
-        self.tick_seconds = tick_seconds
-        self.prefix = prefix
+        self.pace = pace if pace is not None else DemoPace()
         self.created = 0
         self.finished = 0
         self._tracked: dict[str, _Tracked] = {}
@@ -106,25 +105,25 @@ class DemoLoad:
         """The workloads this load submits, in order; the same for the same seed."""
         if not self.local_queues:
             return
-        rng = random.Random(self.seed)
+        rng = random.Random(self.pace.seed)
         classes = [("", 0), *self.priority_classes.items()]
         index = 0
-        while self.max_workloads is None or index < self.max_workloads:
+        while self.pace.max_workloads is None or index < self.pace.max_workloads:
             namespace, local_queue = rng.choice(self.local_queues)
             class_name, priority = rng.choice(classes)
             yield PlannedWorkload(
                 index=index,
                 namespace=namespace,
-                name=f"{self.prefix}-{index:06d}",
+                name=f"{self.pace.prefix}-{index:06d}",
                 local_queue=local_queue,
-                gap_seconds=rng.expovariate(1.0 / max(1e-6, self.mean_interarrival_seconds)),
+                gap_seconds=rng.expovariate(1.0 / max(1e-6, self.pace.mean_interarrival_seconds)),
                 pods=rng.choice(_PODS),
                 cpu_millis=rng.choice(_CPU_MILLIS),
                 memory_mi=rng.choice(_MEMORY_MI),
                 priority_class=class_name,
                 priority=priority,
-                ready_after_seconds=rng.uniform(*self.ready_after_seconds),
-                run_seconds=rng.uniform(*self.run_seconds),
+                ready_after_seconds=rng.uniform(*self.pace.ready_after_seconds),
+                run_seconds=rng.uniform(*self.pace.run_seconds),
             )
             index += 1
 
@@ -212,21 +211,21 @@ class DemoLoad:
         next_at = loop.time() + (upcoming.gap_seconds if upcoming is not None else 0.0)
         log.info(
             "event=demo-started seed=%d localQueues=%d priorityClasses=%d",
-            self.seed,
+            self.pace.seed,
             len(self.local_queues),
             len(self.priority_classes),
         )
         while True:
             now = loop.time()
-            while upcoming is not None and now >= next_at and self.pending < self.max_pending:
+            while upcoming is not None and now >= next_at and self.pending < self.pace.max_pending:
                 self._submit(upcoming)
                 upcoming = next(plan, None)
                 if upcoming is not None:
                     # The plan's gaps hold while the load keeps up; after a pause for
                     # max_pending, arrivals resume from now.
-                    next_at = max(next_at, now - self.tick_seconds) + upcoming.gap_seconds
+                    next_at = max(next_at, now - self.pace.tick_seconds) + upcoming.gap_seconds
             self._drive(now)
-            await asyncio.sleep(self.tick_seconds)
+            await asyncio.sleep(self.pace.tick_seconds)
 
     def _submit(self, planned: PlannedWorkload) -> None:
         self.engine.submit(ApplyObject(self.workload(planned)))
@@ -246,7 +245,7 @@ class DemoLoad:
                 if t.finished_at is None:
                     t.finished_at = now
                     self.finished += 1
-                elif now >= t.finished_at + self.retention_seconds:
+                elif now >= t.finished_at + self.pace.retention_seconds:
                     self.engine.submit(DeleteObject("Workload", wl.namespace, wl.name))
                     del self._tracked[key]
                 continue

@@ -66,7 +66,6 @@ log = logging.getLogger(__name__)
 
 RbacObject: TypeAlias = Role | ClusterRole | RoleBinding | ClusterRoleBinding
 RBAC_KINDS = (Role, ClusterRole, RoleBinding, ClusterRoleBinding)
-IMMUTABLE = "field is immutable"
 _RACY_NS = 2_000_000_000
 
 
@@ -432,28 +431,14 @@ class EmbeddedStore:
     def _update_errors(self, old: Any, new: Any) -> list[str]:
         """docs/scheduling.md#invalid-input: an update that breaks an immutability rule is
         refused."""
-        if isinstance(old, Workload) and isinstance(new, Workload):
+        reserved = None
+        if isinstance(new, Workload):
             # The reservation lives in the core, not in the manifest.
-            key = f"{new.metadata.namespace}/{new.metadata.name}"
-            wl = self.engine.scheduler.workloads.get(key)
-            if wl is None or not wl.holds_quota:
-                return []
-            fields = (
-                ("spec.podSets", old.spec.pod_sets, new.spec.pod_sets),
-                ("spec.queueName", old.spec.queue_name, new.spec.queue_name),
-                (
-                    "spec.priorityClassName",
-                    old.spec.priority_class_name,
-                    new.spec.priority_class_name,
-                ),
-                (
-                    "spec.priorityClassSource",
-                    old.spec.priority_class_source,
-                    new.spec.priority_class_source,
-                ),
+            wl = self.engine.scheduler.workloads.get(
+                f"{new.metadata.namespace}/{new.metadata.name}"
             )
-            return [f"{path}: {IMMUTABLE}" for path, a, b in fields if a != b]
-        return [str(e) for e in validate_update(old, new)]
+            reserved = wl is not None and wl.holds_quota
+        return [str(e) for e in validate_update(old, new, reserved=reserved)]
 
 
 def _warn_ignored(path: str, documents: list[Decoded]) -> None:

@@ -54,7 +54,13 @@ from scheduler.runtime.commands import (
     SetActive,
 )
 from scheduler.runtime.estimates import AdmissionRates
-from scheduler.runtime.publisher import DEFAULT_SLICE, QueueMarks, SnapshotPublisher
+from scheduler.runtime.publisher import (
+    DEFAULT_SLICE,
+    PublisherLinks,
+    PublishPacing,
+    QueueMarks,
+    SnapshotPublisher,
+)
 from scheduler.runtime.snapshot import Snapshot
 from scheduler.runtime.stepclock import Stamp, TimeBox, since, stamp
 
@@ -143,12 +149,13 @@ class Engine:
         self._marks = Changes()
         self.publisher = SnapshotPublisher(
             scheduler,
-            interval=publish_interval,
-            slice_size=slice_size,
-            synced=lambda: self._synced,
-            rates=self.rates,
-            collector=collector if collector is not None else FreezePolicy(ENGINE_FREEZE_AFTER),
-            changes=self._marks_for_publisher,
+            pacing=PublishPacing(interval=publish_interval, slice_size=slice_size),
+            links=PublisherLinks(
+                synced=lambda: self._synced,
+                rates=self.rates,
+                collector=collector if collector is not None else FreezePolicy(ENGINE_FREEZE_AFTER),
+                changes=self._marks_for_publisher,
+            ),
         )
         scheduler.block_waiter = _admission_stays_blocked
         self._commands: asyncio.Queue[Command] = asyncio.Queue()
@@ -382,37 +389,47 @@ class Engine:
                 self.publisher.request()
                 return False
             if isinstance(command, ApplyObject):
-                obj = command.obj
-                apply_object(s, obj, keep_status=command.keep_status)
-                if isinstance(obj, Workload):
-                    self._touch((f"{obj.metadata.namespace}/{obj.metadata.name}",))
-                else:
-                    # Queue and flavor changes can stop, drain or re-admit quota holders.
-                    self._touch(s.holders.all_keys())
-                if isinstance(obj, ClusterQueue):
-                    problem = s.plugin_errors.get(obj.metadata.name)
-                    if problem is not None:
-                        log.warning(
-                            "event=queue-plugin-error clusterQueue=%s error=%r",
-                            obj.metadata.name,
-                            problem,
-                        )
+                self._apply_object(command)
             elif isinstance(command, DeleteObject):
                 delete_object(s, command.kind, command.namespace, command.name)
-            elif isinstance(command, Finish):
-                s.finish(command.key, failed=command.failed)
-                self._touch((command.key,))
-            elif isinstance(command, PodsReady):
-                s.pods_ready(command.key)
-                self._touch((command.key,))
-            elif isinstance(command, SetActive):
-                s.set_active(command.key, command.active)
-                self._touch((command.key,))
+            else:
+                self._apply_signal(command)
             s.finalize_evictions()
         except Exception:
             self.stats.command_errors += 1
             log.exception("event=command-failed command=%s", type(command).__name__)
         return True
+
+    def _apply_object(self, command: ApplyObject) -> None:
+        s = self.scheduler
+        obj = command.obj
+        apply_object(s, obj, keep_status=command.keep_status)
+        if isinstance(obj, Workload):
+            self._touch((f"{obj.metadata.namespace}/{obj.metadata.name}",))
+        else:
+            # Queue and flavor changes can stop, drain or re-admit quota holders.
+            self._touch(s.holders.all_keys())
+        if isinstance(obj, ClusterQueue):
+            problem = s.plugin_errors.get(obj.metadata.name)
+            if problem is not None:
+                log.warning(
+                    "event=queue-plugin-error clusterQueue=%s error=%r",
+                    obj.metadata.name,
+                    problem,
+                )
+
+    def _apply_signal(self, command: Command) -> None:
+        """A signal about one workload: it finished, its pods are ready, (de)activated."""
+        s = self.scheduler
+        if isinstance(command, Finish):
+            s.finish(command.key, failed=command.failed)
+        elif isinstance(command, PodsReady):
+            s.pods_ready(command.key)
+        elif isinstance(command, SetActive):
+            s.set_active(command.key, command.active)
+        else:
+            return
+        self._touch((command.key,))
 
     def _after_changes(self) -> None:
         s = self.scheduler

@@ -181,6 +181,26 @@ def _same_chunks(a: Sequence[ViewChunk], b: Sequence[ViewChunk]) -> bool:
     return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
 
 
+@dataclass(frozen=True, slots=True)
+class PublishPacing:
+    """How often the publisher publishes and in what steps."""
+
+    interval: float = 0.2  # seconds between the starts of two publishes, at least
+    slice_size: int = DEFAULT_SLICE  # entries per chunk
+    step_budget: float = DEFAULT_STEP_BUDGET  # seconds of work between two loop turns
+    wait_for_sync: bool = True  # publish nothing before `synced()` says so
+
+
+@dataclass(frozen=True, slots=True)
+class PublisherLinks:
+    """What the publisher is connected to; each part has a stand-alone default."""
+
+    synced: Callable[[], bool] = lambda: True
+    rates: AdmissionRates | None = None  # fed by whoever admits
+    collector: FreezePolicy | None = None
+    changes: Callable[[], QueueMarks] | None = None  # the queue marks, if not the core's feed
+
+
 class SnapshotPublisher:
     """Owns the published :class:`Snapshot` reference of one scheduler."""
 
@@ -188,31 +208,27 @@ class SnapshotPublisher:
         self,
         scheduler: Scheduler,
         *,
-        interval: float = 0.2,
-        slice_size: int = DEFAULT_SLICE,
-        step_budget: float = DEFAULT_STEP_BUDGET,
-        synced: Callable[[], bool] = lambda: True,
-        wait_for_sync: bool = True,
-        rates: AdmissionRates | None = None,
-        collector: FreezePolicy | None = None,
-        changes: Callable[[], QueueMarks] | None = None,
+        pacing: PublishPacing | None = None,
+        links: PublisherLinks | None = None,
     ) -> None:
+        pacing = pacing if pacing is not None else PublishPacing()
+        links = links if links is not None else PublisherLinks()
         self.scheduler = scheduler
         # Freezes the heap after enough new snapshot entries (see collector.py).
-        self.collector = collector if collector is not None else FreezePolicy(None)
-        self.interval = interval
-        self.slice_size = max(1, slice_size)
-        self.step_budget = step_budget
-        self.wait_for_sync = wait_for_sync
-        self._synced = synced
+        self.collector = links.collector if links.collector is not None else FreezePolicy(None)
+        self.interval = pacing.interval
+        self.slice_size = max(1, pacing.slice_size)
+        self.step_budget = pacing.step_budget
+        self.wait_for_sync = pacing.wait_for_sync
+        self._synced = links.synced
         # Admission rates for the wait estimates; whoever admits feeds them.
-        self.rates = rates if rates is not None else AdmissionRates()
+        self.rates = links.rates if links.rates is not None else AdmissionRates()
         # Where the queue marks come from: the core's change feed, drained here unless
         # someone who drains it for other needs too (the engine) hands them over.
         # ClusterQueues published before the feed was followed have no view yet, so
         # the first publish captures them all.
         scheduler.follow_changes()
-        self._changes = changes if changes is not None else self._drain_feed
+        self._changes = links.changes if links.changes is not None else self._drain_feed
         self._snapshot: Snapshot = EMPTY_SNAPSHOT
         # per ClusterQueue: its last capture and chunks, its cells, its entry cache
         self._queues: dict[str, _QueueState] = {}
@@ -446,28 +462,7 @@ class SnapshotPublisher:
             state = self._queues[item.name] = _QueueState()
         old_cells = state.cells
         old_chunks = {r.chunk.cell: r.chunk for r in state.runs if r.chunk is not None}
-        claimed = {r.chunk.cell for r in item.runs if r.chunk is not None}
-        built: list[ViewChunk] = []
-        for run in item.runs:
-            if run.chunk is not None:
-                self.stats.chunks_reused += 1
-                continue
-            entries = await self._entries(run.raw, item, state, steps)
-            cell = _reused_cell(entries, old_cells, claimed)
-            if cell is None:
-                cell = next(self._cell_ids)
-            claimed.add(cell)
-            old = old_chunks.get(cell)
-            if old is not None and old.entries == entries:
-                run.chunk = old
-                self.stats.chunks_reused += 1
-            else:
-                await steps.pause(ahead=_CHUNK_SECONDS_PER_ENTRY * len(entries))
-                run.chunk = ViewChunk(entries, cell)
-                built.append(run.chunk)
-                self.stats.chunks_built += 1
-                self.collector.built(len(entries))
-            await steps.pause()
+        built = await self._fill_runs(item, state, old_chunks, steps)
         chunks = [r.chunk for r in item.runs if r.chunk is not None and len(r.chunk)]
         if old_view is not None and _same_chunks(chunks, old_view.chunks):
             state.runs = item.runs
@@ -507,6 +502,39 @@ class SnapshotPublisher:
         for _ in assembly.steps():
             await steps.pause()
         return assembly.view
+
+    async def _fill_runs(
+        self,
+        item: _Captured,
+        state: _QueueState,
+        old_chunks: dict[int, ViewChunk],
+        steps: TimeBox,
+    ) -> list[ViewChunk]:
+        """Give every changed run of `item` a chunk: the old one of its cell if its entries
+        are the same, a new one otherwise (returned, in order)."""
+        claimed = {r.chunk.cell for r in item.runs if r.chunk is not None}
+        built: list[ViewChunk] = []
+        for run in item.runs:
+            if run.chunk is not None:
+                self.stats.chunks_reused += 1
+                continue
+            entries = await self._entries(run.raw, item, state, steps)
+            cell = _reused_cell(entries, state.cells, claimed)
+            if cell is None:
+                cell = next(self._cell_ids)
+            claimed.add(cell)
+            old = old_chunks.get(cell)
+            if old is not None and old.entries == entries:
+                run.chunk = old
+                self.stats.chunks_reused += 1
+            else:
+                await steps.pause(ahead=_CHUNK_SECONDS_PER_ENTRY * len(entries))
+                run.chunk = ViewChunk(entries, cell)
+                built.append(run.chunk)
+                self.stats.chunks_built += 1
+                self.collector.built(len(entries))
+            await steps.pause()
+        return built
 
     async def _entries(
         self, raw: Sequence[QueueEntry], item: _Captured, state: _QueueState, steps: TimeBox

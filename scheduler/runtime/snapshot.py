@@ -66,7 +66,7 @@ class PendingEntry:
         object.__setattr__(self, "key", (self.namespace, self.name))
 
     @staticmethod
-    def make(
+    def make(  # noqa: PLR0913 - the entry's own fields; it derives the fingerprint
         namespace: str,
         name: str,
         creation: Instant,
@@ -221,6 +221,17 @@ class _LocalQueueIndexes(Sequence[int]):
                 yield start + local
 
 
+@dataclass(frozen=True, slots=True)
+class ViewOffsets:
+    """Where things are in a view's chunks, computed once by :class:`ViewAssembly`."""
+
+    starts: tuple[int, ...]  # len(chunks) + 1 offsets
+    # per chunk: for each LocalQueue in it, its entries in earlier chunks
+    lq_before: tuple[Mapping[LocalQueueKey, int], ...]
+    # per LocalQueue: (chunk numbers holding it, cumulative counts up to each)
+    lq_runs: Mapping[LocalQueueKey, tuple[tuple[int, ...], tuple[int, ...]]]
+
+
 class ClusterQueueView:
     """The pending order of one ClusterQueue, frozen at one instant.
 
@@ -248,19 +259,15 @@ class ClusterQueueView:
         chunks: tuple[ViewChunk, ...],
         cells: Mapping[WorkloadKey, int],
         digest: str,
-        starts: tuple[int, ...],
-        lq_before: tuple[Mapping[LocalQueueKey, int], ...],
-        lq_runs: Mapping[LocalQueueKey, tuple[tuple[int, ...], tuple[int, ...]]],
+        offsets: ViewOffsets,
     ) -> None:
         self.name = name
         self.chunks = chunks
         self._cells = cells  # workload -> the cell of the chunk holding it
         self._chunk_at = {chunk.cell: c for c, chunk in enumerate(chunks)}
-        self._starts = starts  # len(chunks) + 1 offsets
-        # per chunk: for each LocalQueue in it, its entries in earlier chunks
-        self._lq_before = lq_before
-        # per LocalQueue: (chunk numbers holding it, cumulative counts up to each)
-        self._lq_runs = lq_runs
+        self._starts = offsets.starts
+        self._lq_before = offsets.lq_before
+        self._lq_runs = offsets.lq_runs
         self.digest = digest
 
     def __len__(self) -> int:
@@ -382,7 +389,25 @@ CHUNK = 1024
 _ASSEMBLY_SLICE = 16
 
 
-class ViewAssembly:
+class _SteppedView:
+    """A view made in steps: `steps()` yields to let the loop turn and sets `_view` last;
+    `view` runs whatever steps are left."""
+
+    _view: ClusterQueueView | None
+
+    def steps(self) -> Iterator[None]:
+        raise NotImplementedError
+
+    @property
+    def view(self) -> ClusterQueueView:
+        if self._view is None:
+            for _ in self.steps():
+                pass
+        assert self._view is not None
+        return self._view
+
+
+class ViewAssembly(_SteppedView):
     """Turns a sequence of chunks into a :class:`ClusterQueueView`, in slices.
 
     Work per view is O(#chunks + the LocalQueues of each chunk) plus hashing the
@@ -427,21 +452,15 @@ class ViewAssembly:
             self.chunks,
             self.cells,
             digest.hexdigest(),
-            tuple(starts),
-            tuple(lq_before),
-            {lq: (tuple(a), tuple(b)) for lq, (a, b) in runs.items()},
+            ViewOffsets(
+                tuple(starts),
+                tuple(lq_before),
+                {lq: (tuple(a), tuple(b)) for lq, (a, b) in runs.items()},
+            ),
         )
 
-    @property
-    def view(self) -> ClusterQueueView:
-        if self._view is None:
-            for _ in self.steps():
-                pass
-        assert self._view is not None
-        return self._view
 
-
-class ViewBuilder:
+class ViewBuilder(_SteppedView):
     """Builds a :class:`ClusterQueueView` from a flat list of entries, in slices.
 
     :meth:`steps` yields after every ``chunk`` entries (one chunk of the view each) and
@@ -468,14 +487,6 @@ class ViewBuilder:
         assembly = ViewAssembly(self.name, chunks, cells.finish())
         yield from assembly.steps()
         self._view = assembly.view
-
-    @property
-    def view(self) -> ClusterQueueView:
-        if self._view is None:
-            for _ in self.steps():
-                pass
-        assert self._view is not None
-        return self._view
 
 
 def build_view(name: str, entries: Sequence[PendingEntry]) -> ClusterQueueView:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import yaml
@@ -40,6 +41,28 @@ def _with_status(obj: Any, api_version: str, kind: str, status: Json) -> Json:
     return out
 
 
+def _queue_items(
+    result: SimulationResult,
+    kind: str,
+    keys: Iterable[str],  # in output order
+    status_of: Callable[[Scheduler, str], Json],
+    visible_of: Callable[[str], Json | None] | None,
+) -> list[Json]:
+    """The ClusterQueues or LocalQueues (`kind`) with their status, the pending workloads
+    status included where the tracker has one."""
+    items: list[Json] = []
+    for key in keys:
+        obj = result.objects.get((kind, key))
+        if obj is None:
+            continue
+        status = status_of(result.scheduler, key)
+        visible = visible_of(key) if visible_of is not None else None
+        if visible is not None:
+            status["pendingWorkloadsStatus"] = visible
+        items.append(_with_status(obj, "kueue.x-k8s.io/v1beta1", kind, status))
+    return items
+
+
 def build_list(result: SimulationResult) -> Json:
     s = result.scheduler
     items: list[Json] = []
@@ -50,22 +73,22 @@ def build_list(result: SimulationResult) -> Json:
         item.setdefault("spec", {})["active"] = wl.active
         items.append(item)
     tracker = result.queue_status
-    for name in sorted(s.cluster_queues):
-        obj = result.objects.get(("ClusterQueue", name))
-        if obj is not None:
-            status = cluster_queue_status(s, name)
-            visible = tracker.cluster_queue_json(name) if tracker is not None else None
-            if visible is not None:
-                status["pendingWorkloadsStatus"] = visible
-            items.append(_with_status(obj, "kueue.x-k8s.io/v1beta1", "ClusterQueue", status))
-    for key in sorted(s.local_queues):
-        obj = result.objects.get(("LocalQueue", key))
-        if obj is not None:
-            status = local_queue_status(s, key)
-            visible = tracker.local_queue_json(key) if tracker is not None else None
-            if visible is not None:
-                status["pendingWorkloadsStatus"] = visible
-            items.append(_with_status(obj, "kueue.x-k8s.io/v1beta1", "LocalQueue", status))
+    queues = (
+        (
+            "ClusterQueue",
+            sorted(s.cluster_queues),
+            cluster_queue_status,
+            tracker.cluster_queue_json if tracker is not None else None,
+        ),
+        (
+            "LocalQueue",
+            sorted(s.local_queues),
+            local_queue_status,
+            tracker.local_queue_json if tracker is not None else None,
+        ),
+    )
+    for kind, keys, status_of, visible_of in queues:
+        items += _queue_items(result, kind, keys, status_of, visible_of)
     for name in sorted(s.cohorts):
         obj = result.objects.get(("Cohort", name))
         if obj is not None:
@@ -115,15 +138,16 @@ def render_yaml(doc: Json) -> str:
     return yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, allow_unicode=True)
 
 
+# The conditions that name the state on their own, checked in this order.
+_HELD = (FINISHED, ADMITTED, QUOTA_RESERVED)
+
+
 def workload_state_label(s: Scheduler, key: str) -> str:
     wl = s.workloads[key]
     c = wl.conditions
-    if c.is_true(FINISHED):
-        return "Finished"
-    if c.is_true(ADMITTED):
-        return "Admitted"
-    if c.is_true(QUOTA_RESERVED):
-        return "QuotaReserved"
+    held = next((label for label in _HELD if c.is_true(label)), None)
+    if held is not None:
+        return held
     if not wl.active:
         return "Inactive"
     if c.is_true(EVICTED):

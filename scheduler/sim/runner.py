@@ -244,27 +244,12 @@ class Simulation:
         old = self.result.objects.get((obj.kind, key))
         if old is None:
             return []
-        if isinstance(obj, Workload) and isinstance(old, Workload):
+        reserved = None
+        if isinstance(obj, Workload):
             # The reservation lives in the core, not in the applied object.
             wl = self.scheduler.workloads.get(key)
-            if wl is None or not wl.holds_quota:
-                return []
-            fields = (
-                ("spec.podSets", old.spec.pod_sets, obj.spec.pod_sets),
-                ("spec.queueName", old.spec.queue_name, obj.spec.queue_name),
-                (
-                    "spec.priorityClassName",
-                    old.spec.priority_class_name,
-                    obj.spec.priority_class_name,
-                ),
-                (
-                    "spec.priorityClassSource",
-                    old.spec.priority_class_source,
-                    obj.spec.priority_class_source,
-                ),
-            )
-            return [f"{path}: field is immutable" for path, a, b in fields if a != b]
-        return [f"{e.path}: {e.detail}" for e in validate_update(old, obj)]
+            reserved = wl is not None and wl.holds_quota
+        return [str(e) for e in validate_update(old, obj, reserved=reserved)]
 
     def _fire(self, ev: TimedEvent) -> None:
         s = self.scheduler

@@ -512,8 +512,7 @@ class ControlPlane:
             render_kubeconfig(
                 server=self.url,
                 ca_pem=self.certs.cluster_ca.cert_pem,
-                cert_pem=pair.cert_pem,
-                key_pem=pair.key_pem,
+                client=pair,
                 user=name,
                 cluster="e2e",
             ),

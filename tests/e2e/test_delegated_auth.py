@@ -26,11 +26,11 @@ import pytest
 import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
-from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.config import new_client_from_config
 from prometheus_client import CollectorRegistry
 from starlette.types import Receive, Scope, Send
 
+from scheduler.kubeapi.client import KubeRest
 from scheduler.runtime.snapshot import Snapshot, build_view
 from tests.e2e.harness import FRONT_PROXY_CLIENT, ControlPlane
 from visibility_server.authn.config import AuthenticationConfig
@@ -200,22 +200,24 @@ def identity(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFacto
 
 
 @contextlib.asynccontextmanager
-async def _client(kubeconfig: Path) -> AsyncIterator[ApiClient]:
+async def _client(kubeconfig: Path) -> AsyncIterator[KubeRest]:
     client = await new_client_from_config(config_file=str(kubeconfig))
+    rest = KubeRest(client)
     try:
-        yield client
+        yield rest
     finally:
+        await rest.close()
         await client.close()
 
 
 @pytest.fixture
-async def api(identity: Identity) -> AsyncIterator[ApiClient]:
+async def api(identity: Identity) -> AsyncIterator[KubeRest]:
     async with _client(identity.kubeconfig) as client:
         yield client
 
 
 @pytest.fixture
-async def get_only_api(identity: Identity) -> AsyncIterator[ApiClient]:
+async def get_only_api(identity: Identity) -> AsyncIterator[KubeRest]:
     async with _client(identity.get_only_kubeconfig) as client:
         yield client
 
@@ -245,7 +247,7 @@ def _file_certs(path: Path) -> set[bytes]:
 
 
 async def test_startup_read_gives_the_clusters_front_proxy_configuration(
-    control_plane: ControlPlane, api: ApiClient
+    control_plane: ControlPlane, api: KubeRest
 ) -> None:
     config = await read_authentication_config(api)
     assert _pem_set(config.requestheader_cas) == _file_certs(control_plane.front_proxy_ca_file)
@@ -257,7 +259,7 @@ async def test_startup_read_gives_the_clusters_front_proxy_configuration(
     assert config.uid_headers == ("X-Remote-Uid",)
 
 
-async def test_the_watch_delivers_changes(control_plane: ControlPlane, api: ApiClient) -> None:
+async def test_the_watch_delivers_changes(control_plane: ControlPlane, api: KubeRest) -> None:
     initial = await read_authentication_config(api, namespace=NAMESPACE, name=COPY)
     seen: list[AuthenticationConfig] = []
     watcher = AuthenticationConfigWatcher(
@@ -279,7 +281,7 @@ async def test_the_watch_delivers_changes(control_plane: ControlPlane, api: ApiC
 
 
 async def test_without_list_and_watch_the_configmap_is_polled(
-    control_plane: ControlPlane, get_only_api: ApiClient
+    control_plane: ControlPlane, get_only_api: KubeRest
 ) -> None:
     initial = await read_authentication_config(get_only_api, namespace=NAMESPACE, name=COPY)
     seen: list[AuthenticationConfig] = []
@@ -334,7 +336,7 @@ def _pending(namespace: str, version: str = "v1beta2") -> str:
     return f"/apis/{GROUP}/{version}/namespaces/{namespace}/localqueues/lq-a/pendingworkloads"
 
 
-async def test_subject_access_reviews_allow_and_deny(identity: Identity, api: ApiClient) -> None:
+async def test_subject_access_reviews_allow_and_deny(identity: Identity, api: KubeRest) -> None:
     backend = SubjectAccessReviewBackend(api)
     alice = authenticated_user(ALICE, groups=["team-a-devs"])
     allowed = await backend.review(alice, request_attributes("GET", _pending(TEAM)))
@@ -357,7 +359,7 @@ async def test_subject_access_reviews_allow_and_deny(identity: Identity, api: Ap
 # -- docs/cluster.md#authenticator-chain: TokenReview ----------------------------------------------
 
 
-async def test_token_reviews(identity: Identity, api: ApiClient) -> None:
+async def test_token_reviews(identity: Identity, api: KubeRest) -> None:
     reviewer = TokenReviewClient(api)
     user = await reviewer.review(identity.token)
     assert user is not None
@@ -402,7 +404,7 @@ VERSION_INFO = {"major": "0", "minor": "1", "gitVersion": "v0.1.0", "platform": 
 
 
 async def test_self_check_and_a_missing_auth_delegator_binding(
-    control_plane: ControlPlane, identity: Identity, api: ApiClient
+    control_plane: ControlPlane, identity: Identity, api: KubeRest
 ) -> None:
     registry = CollectorRegistry()
     delegated = DelegatedAuth(api, registry=registry)

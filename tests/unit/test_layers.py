@@ -46,6 +46,17 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
         "fastapi",
         "time",
     ),
+    # The kube-apiserver client both sides share: below the runtime and the server.
+    "scheduler/kubeapi": (
+        "scheduler.core",
+        "scheduler.sim",
+        "scheduler.runtime",
+        "visibility_server",
+        "queuescope",
+        "fastapi",
+        "uvicorn",
+        "starlette",
+    ),
     # The server reads published snapshots and the API model; never scheduler internals.
     "visibility_server": (
         "scheduler.core",

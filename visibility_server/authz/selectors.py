@@ -30,15 +30,18 @@ def _requirement(expression: Any) -> Requirement | None:
     values = expression.get("values") or []
     if not isinstance(key, str) or not isinstance(operator, str) or not isinstance(values, list):
         return None
-    if not all(isinstance(value, str) for value in values):
-        return None
-    if operator in _SET_OPERATORS and not values:
-        return None
-    if operator in _EXISTENCE_OPERATORS and values:
-        return None
-    if operator not in _SET_OPERATORS | _EXISTENCE_OPERATORS:
+    if not all(isinstance(value, str) for value in values) or not _arity_fits(operator, values):
         return None
     return key, operator, frozenset(values)
+
+
+def _arity_fits(operator: str, values: list[str]) -> bool:
+    """In/NotIn need values, Exists/DoesNotExist take none; other operators are unknown."""
+    if operator in _SET_OPERATORS:
+        return bool(values)
+    if operator in _EXISTENCE_OPERATORS:
+        return not values
+    return False
 
 
 def _satisfied(requirement: Requirement, labels: Mapping[str, str]) -> bool:

@@ -160,17 +160,22 @@ def _item(
     return body
 
 
+@dataclass(frozen=True, slots=True)
+class PendingPage:
+    """The first items of a ClusterQueue's order, or of one of its LocalQueues."""
+
+    view: ClusterQueueView
+    items: Sequence[PageItem]
+    total: int  # pending in the queue, not only on the page
+    local_queue: tuple[str, str] | None = None  # (namespace, name) for a LocalQueue
+
+
 def pending_list(
-    snapshot: Snapshot,
-    view: ClusterQueueView,
-    items: Sequence[PageItem],
-    total: int,
-    now: Instant,
-    details: Callable[[str], bool],
-    local_queue: tuple[str, str] | None = None,
+    snapshot: Snapshot, page: PendingPage, now: Instant, details: Callable[[str], bool]
 ) -> Json:
     """One page of a ClusterQueue's or LocalQueue's pending workloads, with why they wait
     and when they may be admitted where `details(namespace)` allows it."""
+    view, items, total, local_queue = page.view, page.items, page.total, page.local_queue
     velocity = snapshot.velocities.get(view.name)
     doc: Json = {
         "kind": "DashboardPendingList",

@@ -288,7 +288,8 @@ class Dashboard:
             raise status.object_not_found("clusterqueue", name)
         items = view.page(0, limit)
         details = await rights.details(list(data.namespaces_of(items)))
-        return data.pending_list(snapshot, view, items, len(view), self._now(), details)
+        page = data.PendingPage(view, items, len(view))
+        return data.pending_list(snapshot, page, self._now(), details)
 
     async def _local_queue(
         self, rights: _Rights, namespace: str, name: str, params: Mapping[str, str]
@@ -312,4 +313,5 @@ class Dashboard:
         items = view.local_queue_page(namespace, name, 0, limit)
         total = len(view.local_queue_indexes(namespace, name))
         details = await rights.details([namespace])
-        return data.pending_list(snapshot, view, items, total, self._now(), details, key)
+        page = data.PendingPage(view, items, total, key)
+        return data.pending_list(snapshot, page, self._now(), details)

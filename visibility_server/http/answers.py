@@ -27,6 +27,7 @@ from visibility_server.http.query import PageQuery
 from visibility_server.http.render import (
     STREAM_ABOVE_ITEMS,
     ListDocument,
+    ListOrigin,
     cluster_queue_summary,
     encode,
     summary_document,
@@ -66,6 +67,14 @@ class _Selection:
         return self._view.local_queue_page(lq.namespace, lq.name, offset, limit)
 
 
+@dataclass(frozen=True, slots=True)
+class _Source:
+    """A summary's origin and the page to take from it."""
+
+    origin: ListOrigin
+    select: _Selection
+
+
 class Answers:
     """Decides data answers; `not_pending` classifies Workloads the snapshot does not list."""
 
@@ -97,7 +106,8 @@ class Answers:
         if route.kind is Kind.POSITION:
             return self._position(snapshot, route, api_version, media, pretty)
 
-        view, resource_version, select = self._page_source(snapshot, route, page)
+        source = self._page_source(snapshot, route, page, api_version)
+        resource_version, select = source.origin.resource_version, source.select
         etag = tag_of(
             resource_version,
             route.version,
@@ -131,59 +141,39 @@ class Answers:
             if key is not None:
                 body = self._bodies.get(key)
                 if body is None:
-                    body = b"".join(
-                        self._render(
-                            route,
-                            api_version,
-                            resource_version,
-                            view,
-                            select,
-                            media,
-                            pretty,
-                            include,
-                        )
-                    )
+                    body = b"".join(self._render(route, source, media, pretty, include))
                     self._bodies.put(key, body)
                 return iter((body,))
-            return self._render(
-                route, api_version, resource_version, view, select, media, pretty, include
-            )
+            return self._render(route, source, media, pretty, include)
 
         return Answer(etag, select.count, chunks, media.content_type)
 
     def _render(
-        self,
-        route: Route,
-        api_version: str,
-        resource_version: str,
-        view: ClusterQueueView,
-        select: _Selection,
-        media: Media,
-        pretty: bool,
-        include: str,
+        self, route: Route, source: _Source, media: Media, pretty: bool, include: str
     ) -> Iterator[bytes]:
+        origin, select = source.origin, source.select
         if route.kind is Kind.CLUSTER_QUEUE and media is not Media.TABLE:
-            document = cluster_queue_summary(
-                api_version, resource_version, view, select.offset, select.count, self.memo
-            )
+            rows = range(select.offset, select.offset + select.count)
+            document = cluster_queue_summary(origin, rows, self.memo)
         else:
-            items = select()
-            document = self._document(media, api_version, resource_version, view, items, include)
+            document = self._document(media, origin, select(), include)
         return document.chunks(media, pretty)
 
     def _page_source(
-        self, snapshot: Snapshot, route: Route, page: PageQuery
-    ) -> tuple[ClusterQueueView, str, _Selection]:
+        self, snapshot: Snapshot, route: Route, page: PageQuery, api_version: str
+    ) -> _Source:
         """The view a summary reads, its resourceVersion, and the page to take from it."""
         if route.kind is Kind.CLUSTER_QUEUE:
             view = snapshot.view(route.name)
             if view is None:
                 raise status.object_not_found("clusterqueue", route.name)
-            return view, view.digest, _Selection(view, page, len(view))
+            origin = ListOrigin(api_version, view.digest, view)
+            return _Source(origin, _Selection(view, page, len(view)))
         view = self._local_queue_view(snapshot, route)
         resource_version = view.local_queue_digest(route.namespace, route.name)
         members = len(view.local_queue_indexes(route.namespace, route.name))
-        return view, resource_version, _Selection(view, page, members, route)
+        origin = ListOrigin(api_version, resource_version, view)
+        return _Source(origin, _Selection(view, page, members, route))
 
     def _local_queue_view(self, snapshot: Snapshot, route: Route) -> ClusterQueueView:
         exists, view = snapshot.local_queue_view(route.namespace, route.name)
@@ -198,18 +188,12 @@ class Answers:
         return view
 
     def _document(
-        self,
-        media: Media,
-        api_version: str,
-        resource_version: str,
-        view: ClusterQueueView,
-        items: list[PageItem],
-        include: str,
+        self, media: Media, origin: ListOrigin, items: list[PageItem], include: str
     ) -> ListDocument:
         if media is Media.TABLE:
             now = int(self._clock() * 1_000_000)
-            return table_document(resource_version, view, items, include, now, self.memo)
-        return summary_document(api_version, resource_version, view, items, self.memo)
+            return table_document(origin, items, include, now, self.memo)
+        return summary_document(origin, items, self.memo)
 
     def _position(
         self, snapshot: Snapshot, route: Route, api_version: str, media: Media, pretty: bool

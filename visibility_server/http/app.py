@@ -65,7 +65,7 @@ def _lifespan(
     return lifespan
 
 
-def create_app(
+def create_app(  # noqa: PLR0913 - keyword-only settings; each caller names the few it sets
     *,
     snapshot: Callable[[], Snapshot],
     authenticator: Authenticator,

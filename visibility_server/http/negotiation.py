@@ -62,19 +62,23 @@ class AcceptEntry:
         params = dict(self.params)
         conversion = {k: v for k, v in params.items() if k in _CONVERSION_PARAMS}
         if conversion:
-            if (self.type, self.subtype) != ("application", "json"):
-                return None
-            key = (conversion.get("as", ""), conversion.get("g", ""), conversion.get("v", ""))
-            return _CONVERSIONS.get(key)
+            return self._conversion(conversion)
         if self.type == "*" and self.subtype == "*":
             return Media.JSON
         if self.type != "application":
             return None
-        if self.subtype in ("json", "*"):
-            return Media.JSON
-        if self.subtype == "yaml":
-            return Media.YAML
-        return None
+        return _APPLICATION_SUBTYPES.get(self.subtype)
+
+    def _conversion(self, conversion: dict[str, str]) -> Media | None:
+        """A Table or a discovery document asked for through `as`/`g`/`v`."""
+        if (self.type, self.subtype) != ("application", "json"):
+            return None
+        key = (conversion.get("as", ""), conversion.get("g", ""), conversion.get("v", ""))
+        return _CONVERSIONS.get(key)
+
+
+# application/<subtype> without conversion parameters.
+_APPLICATION_SUBTYPES: Final = {"json": Media.JSON, "*": Media.JSON, "yaml": Media.YAML}
 
 
 def _split_outside_quotes(text: str, separator: str) -> list[str]:

@@ -230,23 +230,28 @@ def _yaml_list_item(rendered: bytes) -> bytes:
     return b"- " + lines[0] + b"\n" + b"".join(b"  " + line + b"\n" for line in lines[1:])
 
 
-def _summary_head(version_api: str, resource_version: str) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class ListOrigin:
+    """Where a list document's items come from: one ClusterQueue view, listed at a
+    resourceVersion under an apiVersion."""
+
+    api_version: str
+    resource_version: str
+    view: ClusterQueueView
+
+
+def _summary_head(origin: ListOrigin) -> dict[str, Any]:
     return {
         "kind": SUMMARY_KIND,
-        "apiVersion": version_api,
-        "metadata": {"resourceVersion": resource_version},
+        "apiVersion": origin.api_version,
+        "metadata": {"resourceVersion": origin.resource_version},
     }
 
 
-def summary_document(
-    version_api: str,
-    resource_version: str,
-    view: ClusterQueueView,
-    items: list[PageItem],
-    memo: RenderMemo,
-) -> ListDocument:
+def summary_document(origin: ListOrigin, items: list[PageItem], memo: RenderMemo) -> ListDocument:
+    view = origin.view
     return ListDocument(
-        _summary_head(version_api, resource_version),
+        _summary_head(origin),
         "items",
         len(items),
         lambda indexes: [view_fragment(memo, view, items[i]) for i in indexes],
@@ -254,19 +259,13 @@ def summary_document(
     )
 
 
-def cluster_queue_summary(
-    version_api: str,
-    resource_version: str,
-    view: ClusterQueueView,
-    offset: int,
-    count: int,
-    memo: RenderMemo,
-) -> ListDocument:
-    """Items [offset, offset+count) of the ClusterQueue order, walked chunk by chunk."""
+def cluster_queue_summary(origin: ListOrigin, rows: range, memo: RenderMemo) -> ListDocument:
+    """Items `rows` of the ClusterQueue order, walked chunk by chunk."""
+    view, offset = origin.view, rows.start
     return ListDocument(
-        _summary_head(version_api, resource_version),
+        _summary_head(origin),
         "items",
-        count,
+        len(rows),
         lambda indexes: fragments(memo, view, offset + indexes.start, offset + indexes.stop),
         lambda i: item_object(view.item(offset + i)),
     )

@@ -12,10 +12,11 @@ from typing import Any, Final
 
 import orjson
 
-from scheduler.runtime.snapshot import ClusterQueueView, PageItem
+from scheduler.runtime.snapshot import PageItem
 from visibility_server.http.memo import RenderMemo
 from visibility_server.http.render import (
     ListDocument,
+    ListOrigin,
     item_object,
     rfc3339_seconds,
     view_fragment,
@@ -60,15 +61,23 @@ def human_duration(micros: int) -> str:
         return "0s"
     if seconds < 2 * _MINUTE:
         return f"{seconds}s"
+    if seconds < 3 * _HOUR:
+        return _in_minutes(seconds)
+    return _in_hours(seconds)
+
+
+def _in_minutes(seconds: int) -> str:
     minutes = seconds // _MINUTE
     if minutes < 10:
         rest = seconds % _MINUTE
         return f"{minutes}m" if rest == 0 else f"{minutes}m{rest}s"
-    if minutes < 3 * 60:
-        return f"{minutes}m"
+    return f"{minutes}m"
+
+
+def _in_hours(seconds: int) -> str:
     hours = seconds // _HOUR
     if hours < 8:
-        rest = minutes % 60
+        rest = (seconds // _MINUTE) % 60
         return f"{hours}h" if rest == 0 else f"{hours}h{rest}m"
     if hours < 48:
         return f"{hours}h"
@@ -113,13 +122,14 @@ def _partial_metadata(item: PageItem) -> dict[str, Any]:
 
 
 def table_document(
-    resource_version: str,
-    view: ClusterQueueView,
+    origin: ListOrigin,
     items: list[PageItem],
     include_object: str,
     now_micros: int,
     memo: RenderMemo,
 ) -> ListDocument:
+    view = origin.view
+
     def row(i: int, *, compact: bool) -> dict[str, Any]:
         item = items[i]
         built: dict[str, Any] = {"cells": _cells(item, now_micros)}
@@ -135,7 +145,7 @@ def table_document(
     head = {
         "kind": "Table",
         "apiVersion": "meta.k8s.io/v1",
-        "metadata": {"resourceVersion": resource_version},
+        "metadata": {"resourceVersion": origin.resource_version},
         "columnDefinitions": list(COLUMNS),
     }
     return ListDocument(

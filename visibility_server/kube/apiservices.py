@@ -22,7 +22,7 @@ async def read_apiservices(
 ) -> dict[str, dict[str, Any] | None]:
     """name → the APIService object, or None when kube-apiserver has none by that name.
 
-    TransportError when kube-apiserver cannot be reached; ApiServiceReadError on any
+    KubeError (status 0) when kube-apiserver cannot be reached; ApiServiceReadError on any
     other answer (a 403 names the missing `get` on apiservices)."""
     found: dict[str, dict[str, Any] | None] = {}
     for name in names:

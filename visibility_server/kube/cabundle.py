@@ -19,8 +19,9 @@ from datetime import UTC, datetime
 from cryptography import x509
 from prometheus_client import CollectorRegistry, Gauge
 
+from scheduler.kubeapi.errors import KubeError
 from visibility_server.kube.apiservices import ApiServiceReadError, read_apiservices
-from visibility_server.kube.transport import KubeTransport, TransportError
+from visibility_server.kube.transport import KubeTransport
 from visibility_server.tls.deploy import APISERVICE_NAMES, check_live_apiservices
 
 logger = logging.getLogger(__name__)
@@ -61,8 +62,9 @@ class CaBundleCheck:
     async def check_once(self) -> bool | None:
         try:
             found = await read_apiservices(self._transport, APISERVICE_NAMES)
-        except (TransportError, ApiServiceReadError) as err:
-            logger.warning("event=apiservice-check-skipped error=%s", err)
+        except (KubeError, ApiServiceReadError) as err:
+            detail = err.detail if isinstance(err, KubeError) else str(err)
+            logger.warning("event=apiservice-check-skipped error=%s", detail)
             return self.trusted
         leaf = x509.load_pem_x509_certificates(self._served())[0]
         findings = check_live_apiservices(

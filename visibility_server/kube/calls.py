@@ -20,8 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from kubernetes_asyncio.client import ApiClient
-
+from scheduler.kubeapi.client import KubeRest, Reply
+from scheduler.kubeapi.errors import KubeError
 from visibility_server.kube.errors import (
     SERVICE_ACCOUNT,
     CredentialRejectedError,
@@ -39,9 +39,7 @@ from visibility_server.kube.metrics import (
 from visibility_server.kube.retry import RetryPolicy
 from visibility_server.kube.transport import (
     CredentialRefresher,
-    KubeResponse,
     KubeTransport,
-    TransportError,
     as_transport,
 )
 
@@ -142,8 +140,8 @@ class ApiCaller:
                 response = await self._transport.request(
                     method, endpoint.path, body=body, timeout=timeout
                 )
-            except TransportError as err:
-                problem = str(err)
+            except KubeError as err:
+                problem = err.detail
             else:
                 if response.ok:
                     return self._answered(endpoint, response)
@@ -181,7 +179,7 @@ class ApiCaller:
                 auth_delegator_fix(self._who),
             )
 
-    def _answered(self, endpoint: Endpoint, response: KubeResponse) -> dict[str, Any]:
+    def _answered(self, endpoint: Endpoint, response: Reply) -> dict[str, Any]:
         doc = response.json()
         if not isinstance(doc, dict):
             raise InvalidAnswerError(
@@ -190,20 +188,20 @@ class ApiCaller:
         self.record_permitted(endpoint.metric_resource, True)
         return doc
 
-    def _forbidden(self, endpoint: Endpoint, response: KubeResponse) -> DelegationForbiddenError:
+    def _forbidden(self, endpoint: Endpoint, response: Reply) -> DelegationForbiddenError:
         detail = response.message()
         self.record_permitted(endpoint.metric_resource, False, detail)
         return DelegationForbiddenError(endpoint.what, endpoint.fix(self._who), detail)
 
 
 class Reviewer:
-    """Base of the SAR backend and the TokenReview client: built from an `ApiClient` (or a
+    """Base of the SAR backend and the TokenReview client: built from a `KubeRest` (or a
     transport) with its own `ApiCaller`, or sharing one (`caller=`, as `DelegatedAuth`
     does so that every call feeds one gauge)."""
 
     def __init__(
         self,
-        api: ApiClient | KubeTransport,
+        api: KubeRest | KubeTransport,
         *,
         policy: RetryPolicy | None = None,
         refresh_credentials: CredentialRefresher | None = None,

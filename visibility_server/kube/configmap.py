@@ -23,8 +23,9 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from kubernetes_asyncio.client import ApiClient
-
+from scheduler.kubeapi.backoff import Backoff
+from scheduler.kubeapi.client import KubeRest
+from scheduler.kubeapi.errors import KubeError
 from visibility_server.authn.config import (
     CLIENT_CA_KEY,
     CONFIGMAP_NAME,
@@ -38,9 +39,7 @@ from visibility_server.kube.errors import SERVICE_ACCOUNT, DelegationError, auth
 from visibility_server.kube.retry import RetryPolicy
 from visibility_server.kube.transport import (
     CredentialRefresher,
-    KubeStatusError,
     KubeTransport,
-    TransportError,
     as_transport,
 )
 
@@ -90,7 +89,7 @@ def config_from_configmap(
 
 
 async def read_authentication_config(
-    api: ApiClient | KubeTransport,
+    api: KubeRest | KubeTransport,
     *,
     anonymous_auth: bool = True,
     tolerate_lookup_failure: bool = False,
@@ -144,7 +143,7 @@ class AuthenticationConfigWatcher:
 
     def __init__(
         self,
-        api: ApiClient | KubeTransport,
+        api: KubeRest | KubeTransport,
         on_change: ConfigListener,
         *,
         current: AuthenticationConfig,
@@ -182,36 +181,38 @@ class AuthenticationConfigWatcher:
         return self._polling
 
     async def run(self) -> None:
-        backoff = self._policy.initial_backoff
+        p = self._policy
+        relist = Backoff(p.initial_backoff, p.factor, cap=MAX_RELIST_BACKOFF)
+        failures = 0
         while not self._polling:
             try:
                 version = await self._list()
-                backoff = self._policy.initial_backoff
+                failures = 0
                 await self._watch(version)
             except _GoneError:
                 continue
-            except KubeStatusError as err:
-                if err.response.status == 403:
+            except KubeError as err:
+                if err.status == 403:
                     logger.warning(
                         "may not list/watch %s (%s); reading it with a GET every %gs instead. "
                         "To watch it, %s",
                         self._endpoint.what,
-                        err.response.message(),
+                        err.message or err.reason,
                         self._poll_interval,
                         auth_reader_fix(self._caller.who),
                     )
                     self._polling = True
                     break
-                if err.response.status == 401 and self._refresh is not None:
+                if err.status == 401 and self._refresh is not None:
                     await self._refresh()
-                logger.warning("watching %s failed: %s", self._endpoint.what, err)
-            except (TransportError, DelegationError) as err:
+                logger.warning("watching %s failed: %s", self._endpoint.what, err.detail)
+            except DelegationError as err:
                 logger.warning("watching %s failed: %s", self._endpoint.what, err)
             except Exception:
                 # Whatever happens, keep following: this task lives as long as the server.
                 logger.exception("watching %s failed unexpectedly", self._endpoint.what)
-            await self._policy.sleep(backoff)
-            backoff = min(backoff * self._policy.factor, MAX_RELIST_BACKOFF)
+            await p.sleep(relist.delay(failures))
+            failures += 1
         while True:
             await self._policy.sleep(self._poll_interval)
             await self.poll_once()
@@ -233,10 +234,10 @@ class AuthenticationConfigWatcher:
             timeout=self._policy.attempt_timeout,
         )
         if not response.ok:
-            raise KubeStatusError(response)
+            raise response.error()
         doc = response.json()
         if not isinstance(doc, dict):
-            raise TransportError("the ConfigMap list is not a JSON object")
+            raise KubeError(0, "the ConfigMap list is not a JSON object")
         items = doc.get("items") or []
         for item in items:
             if _name(item) == self._name:
@@ -275,7 +276,7 @@ class AuthenticationConfigWatcher:
         if kind == "ERROR":
             if obj.get("code") == 410:
                 raise _GoneError
-            raise TransportError(f"watch error: {obj.get('message', obj)}")
+            raise KubeError(0, f"watch error: {obj.get('message', obj)}")
         metadata = obj.get("metadata") or {}
         new_version = str(metadata.get("resourceVersion") or version)
         if kind in ("ADDED", "MODIFIED") and _name(obj) == self._name:

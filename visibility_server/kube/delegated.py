@@ -1,12 +1,12 @@
 """Everything cluster mode needs for delegated authentication and authorization, in one
 object (docs/cluster.md#authentication, #authorization).
 
-Wiring (queuescope/serve_cluster.py), with `api_client` a kubernetes_asyncio `ApiClient`
-for our ServiceAccount and `reload_token` an `async () -> None` that makes it re-read its
+Wiring (queuescope/serve_cluster.py), with `rest` the `KubeRest` of our ServiceAccount
+(scheduler/kubeapi) and `reload_token` an `async () -> None` that makes it re-read its
 token::
 
     delegated = DelegatedAuth(
-        api_client,
+        rest,
         registry=registry,
         refresh_credentials=reload_token,
         authentication=KubeIdentity(...),  # --authentication-kubeconfig, if given
@@ -40,9 +40,9 @@ import asyncio
 import logging
 from dataclasses import dataclass
 
-from kubernetes_asyncio.client import ApiClient
 from prometheus_client import CollectorRegistry
 
+from scheduler.kubeapi.client import KubeRest
 from visibility_server.authn.chain import DEFAULT_TOKEN_CACHE_TTL, AuthenticatorChain
 from visibility_server.authn.config import AuthenticationConfig
 from visibility_server.kube.calls import ApiCaller
@@ -76,7 +76,7 @@ class KubeIdentity:
     """A client of kube-apiserver as one identity: its API client, how it re-reads its
     credentials, and how messages name it (`KubeClient.identity`)."""
 
-    api: ApiClient | KubeTransport
+    api: KubeRest | KubeTransport
     refresh_credentials: CredentialRefresher | None = None
     who: str = SERVICE_ACCOUNT
 
@@ -97,7 +97,7 @@ class DelegatedAuth:
 
     def __init__(
         self,
-        api: ApiClient | KubeTransport,
+        api: KubeRest | KubeTransport,
         *,
         registry: CollectorRegistry,
         refresh_credentials: CredentialRefresher | None = None,

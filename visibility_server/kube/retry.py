@@ -1,6 +1,6 @@
 """Retries of calls to kube-apiserver (docs/cluster.md#decision-pipeline): each attempt at most 5 s,
-pauses of 0.5 s growing by 1.5 with up to 20 % jitter (client-go's `wait.Jitter`: the pause plus
-a random fraction of it), and no attempt or pause past 10 s from the first try.
+pauses of 0.5 s growing by 1.5 with up to 20 % jitter (the shared `Backoff`), and no attempt
+or pause past 10 s from the first try.
 
 Time, sleep and randomness are injected so tests run the whole schedule instantly.
 """
@@ -13,6 +13,8 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Final
+
+from scheduler.kubeapi.backoff import Backoff
 
 DEFAULT_ATTEMPT_TIMEOUT: Final = 5.0
 DEFAULT_INITIAL_BACKOFF: Final = 0.5
@@ -35,6 +37,10 @@ class RetryPolicy:
     clock: Clock = field(default=time.monotonic, compare=False)
     rand: Callable[[], float] = field(default=random.random, compare=False)
 
+    @property
+    def backoff(self) -> Backoff:
+        return Backoff(self.initial_backoff, self.factor, jitter=self.jitter)
+
     def schedule(self) -> RetrySchedule:
         """The timing of one call, started now."""
         return RetrySchedule(self, self.clock() + self.budget)
@@ -45,7 +51,7 @@ class RetrySchedule:
     policy: RetryPolicy
     deadline: float
     attempts: int = 0
-    _backoff: float = -1.0
+    _pauses: int = 0
 
     def attempt_timeout(self) -> float:
         """The timeout of the next attempt (counted): never past the deadline."""
@@ -57,8 +63,8 @@ class RetrySchedule:
         """Sleep before the next attempt; False (without sleeping) when that attempt
         would start at or after the deadline."""
         p = self.policy
-        self._backoff = p.initial_backoff if self._backoff < 0 else self._backoff * p.factor
-        pause = self._backoff * (1 + p.jitter * p.rand())
+        pause = p.backoff.delay(self._pauses, p.rand())
+        self._pauses += 1
         if p.clock() + pause >= self.deadline:
             return False
         await p.sleep(pause)

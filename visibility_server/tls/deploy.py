@@ -250,9 +250,8 @@ def rotate_serving_cert(
     require_aware(now)
     cert_dir = _existing(directory)
     ca = _read_ca(cert_dir.ca_cert, cert_dir.ca_key)
-    serving = _reissue_serving(
-        cert_dir, ca, now=now, namespace=namespace, service=service, key_type=key_type
-    )
+    name = _serving_name(cert_dir, read_certificate(cert_dir.tls_cert), namespace, service)
+    serving = _reissue_serving(cert_dir, ca, name, now=now, key_type=key_type)
     log.info("rotated serving certificate dir=%s", directory)
     return serving
 
@@ -298,7 +297,8 @@ def finish_ca_rotation(directory: Path, *, now: datetime, key_type: KeyType | No
         and current.not_valid_before_utc <= now <= current.not_valid_after_utc
     )
     if reissued:
-        _reissue_serving(cert_dir, new, now=now, key_type=key_type)
+        name = _serving_name(cert_dir, current, None, None)
+        _reissue_serving(cert_dir, new, name, now=now, key_type=key_type)
     write_atomic(cert_dir.ca_bundle_patch, render_ca_bundle_patch(new.cert_pem), mode=PUBLIC_MODE)
     remove_if_present(cert_dir.previous_ca_key)
     remove_if_present(cert_dir.previous_ca_cert)
@@ -498,16 +498,10 @@ def _check_patch(
         )
 
 
-def _reissue_serving(
-    cert_dir: CertDir,
-    ca: CertifiedKey,
-    *,
-    now: datetime,
-    namespace: str | None = None,
-    service: str | None = None,
-    key_type: KeyType | None = None,
-) -> CertifiedKey:
-    current = read_certificate(cert_dir.tls_cert)
+def _serving_name(
+    cert_dir: CertDir, current: x509.Certificate, namespace: str | None, service: str | None
+) -> ServiceName:
+    """The Service to issue for: as given, the missing parts from the current certificate."""
     if namespace is None or service is None:
         found = service_from_certificate(current)
         if found is None:
@@ -517,7 +511,18 @@ def _reissue_serving(
             )
         namespace = namespace or found.namespace
         service = service or found.service
-    name = _service_name(namespace, service)
+    return _service_name(namespace, service)
+
+
+def _reissue_serving(
+    cert_dir: CertDir,
+    ca: CertifiedKey,
+    name: ServiceName,
+    *,
+    now: datetime,
+    key_type: KeyType | None = None,
+) -> CertifiedKey:
+    current = read_certificate(cert_dir.tls_cert)
     standard = {san_label(parse_san(n)) for n in serving_sans(name.namespace, name.service)}
     extra = [san_label(s) for s in certificate_sans(current) if san_label(s) not in standard]
     if key_type is None:

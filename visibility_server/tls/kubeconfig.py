@@ -8,6 +8,8 @@ from typing import Any
 
 import yaml
 
+from visibility_server.tls.authority import CertifiedKey
+
 DEFAULT_CLUSTER_NAME = "queuescope"
 
 
@@ -15,8 +17,7 @@ def render_kubeconfig(
     *,
     server: str,
     ca_pem: bytes,
-    cert_pem: bytes,
-    key_pem: bytes,
+    client: CertifiedKey,
     user: str,
     cluster: str = DEFAULT_CLUSTER_NAME,
 ) -> bytes:
@@ -35,8 +36,8 @@ def render_kubeconfig(
             {
                 "name": user,
                 "user": {
-                    "client-certificate-data": _b64(cert_pem),
-                    "client-key-data": _b64(key_pem),
+                    "client-certificate-data": _b64(client.cert_pem),
+                    "client-key-data": _b64(client.key_pem),
                 },
             }
         ],

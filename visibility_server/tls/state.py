@@ -123,8 +123,7 @@ def ensure_state_dir(
         kubeconfig = render_kubeconfig(
             server=server,
             ca_pem=ca.cert_pem,
-            cert_pem=admin.cert_pem,
-            key_pem=admin.key_pem,
+            client=admin,
             user=ADMIN_USER,
         )
         if _read_or_none(paths.kubeconfig) != kubeconfig:
@@ -169,8 +168,7 @@ def mint_client(
         kubeconfig = render_kubeconfig(
             server=server or DEFAULT_EMBEDDED_SERVER,
             ca_pem=ca.cert_pem,
-            cert_pem=client.cert_pem,
-            key_pem=client.key_pem,
+            client=client,
             user=user,
         )
         write_atomic(paths.user_kubeconfig(user), kubeconfig, mode=SECRET_MODE)

@@ -25,29 +25,26 @@ def get_path(root: Any, path: Path) -> Any:
     return node
 
 
+def _holds(node: Any, step: str | int) -> bool:
+    """Whether `node` is a container that `step` can address (an index must exist)."""
+    if isinstance(step, int):
+        return isinstance(node, list) and 0 <= step < len(node)
+    return isinstance(node, dict)
+
+
 def set_path(root: dict[str, Any], path: Path, value: Any) -> bool:
     """Set `path` to `value`, creating missing mappings; False if a list index is absent."""
     node: Any = root
     for step, following in pairwise(path):
-        if isinstance(step, int):
-            if not isinstance(node, list) or not 0 <= step < len(node):
-                return False
-            node = node[step]
-            continue
-        if not isinstance(node, dict):
+        if not _holds(node, step):
             return False
-        if step not in node:
+        if isinstance(step, str) and step not in node:
             if isinstance(following, int):
                 return False
             node[step] = {}
         node = node[step]
     last = path[-1]
-    if isinstance(last, int):
-        if not isinstance(node, list) or not 0 <= last < len(node):
-            return False
-        node[last] = value
-        return True
-    if not isinstance(node, dict):
+    if not _holds(node, last):
         return False
     node[last] = value
     return True

@@ -8,6 +8,10 @@ its JSON path; an empty list means the object is valid.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from types import UnionType
+from typing import Any
+
 from scheduler.api.base import TypedObject
 from scheduler.api.clusterqueue import ClusterQueue
 from scheduler.api.cohort import Cohort
@@ -53,29 +57,26 @@ def _name_validator(obj: KubeObject) -> NameValidator:
     return dns1123_subdomain
 
 
+# The kind's own rules, by type; the first entry that matches decides.
+_SPEC_RULES: tuple[tuple[type | UnionType, Callable[[Any], list[FieldError]]], ...] = (
+    (ResourceFlavor, validate_resource_flavor),
+    (ClusterQueue, validate_cluster_queue),
+    (Cohort, validate_cohort),
+    (LocalQueue, validate_local_queue),
+    (Workload, validate_workload),
+    (PriorityClass, validate_priority_class),
+    (Job, validate_job),
+    (Configuration, validate_configuration),
+    (Scenario, validate_scenario),
+    (Role | ClusterRole, validate_role),
+    (RoleBinding | ClusterRoleBinding, validate_binding),
+)
+
+
 def _spec_errors(obj: TypedObject) -> list[FieldError]:
-    if isinstance(obj, ResourceFlavor):
-        return validate_resource_flavor(obj)
-    if isinstance(obj, ClusterQueue):
-        return validate_cluster_queue(obj)
-    if isinstance(obj, Cohort):
-        return validate_cohort(obj)
-    if isinstance(obj, LocalQueue):
-        return validate_local_queue(obj)
-    if isinstance(obj, Workload):
-        return validate_workload(obj)
-    if isinstance(obj, PriorityClass):
-        return validate_priority_class(obj)
-    if isinstance(obj, Job):
-        return validate_job(obj)
-    if isinstance(obj, Configuration):
-        return validate_configuration(obj)
-    if isinstance(obj, Scenario):
-        return validate_scenario(obj)
-    if isinstance(obj, Role | ClusterRole):
-        return validate_role(obj)
-    if isinstance(obj, RoleBinding | ClusterRoleBinding):
-        return validate_binding(obj)
+    for kinds, rules in _SPEC_RULES:
+        if isinstance(obj, kinds):
+            return rules(obj)
     return []
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from fractions import Fraction
 
 from scheduler.api.clusterqueue import ClusterQueue, FlavorFungibility
@@ -10,7 +11,7 @@ from scheduler.api.cohort import Cohort
 from scheduler.api.errors import FieldError
 from scheduler.api.localqueue import LocalQueue
 from scheduler.api.quantity import Quantity
-from scheduler.api.quota import FairSharing, ResourceGroup
+from scheduler.api.quota import FairSharing, ResourceGroup, ResourceQuota
 from scheduler.api.validation.common import (
     child,
     duplicate,
@@ -45,7 +46,9 @@ def validate_resource_groups(
         errors.append(too_many(path, len(groups), MAX_RESOURCE_GROUPS))
     seen_resources: set[str] = set()
     seen_flavors: set[str] = set()
-    without_parent = f"must be nil when {parent_field} is empty"
+    limits = _LimitRules(
+        has_parent, f"must be nil when {parent_field} is empty", lending_within_nominal
+    )
     for g, group in enumerate(groups):
         group_path = index(path, g)
         covered_path = child(group_path, "coveredResources")
@@ -86,20 +89,33 @@ def validate_resource_groups(
                 errors += quantity(
                     child(quota_path, "nominalQuota"), quota.name, quota.nominal_quota
                 )
-                if quota.borrowing_limit is not None:
-                    limit_path = child(quota_path, "borrowingLimit")
-                    if not has_parent:
-                        errors.append(FieldError(limit_path, without_parent))
-                    errors += quantity(limit_path, quota.name, quota.borrowing_limit)
-                if quota.lending_limit is not None:
-                    limit_path = child(quota_path, "lendingLimit")
-                    if not has_parent:
-                        errors.append(FieldError(limit_path, without_parent))
-                    errors += quantity(limit_path, quota.name, quota.lending_limit)
-                    if lending_within_nominal and quota.lending_limit > quota.nominal_quota:
-                        errors.append(
-                            FieldError(limit_path, "must be less than or equal to the nominalQuota")
-                        )
+                errors += _limit_errors(quota_path, quota, limits)
+    return errors
+
+
+@dataclass(frozen=True)
+class _LimitRules:
+    """What the borrowing and lending limits of a quota must respect."""
+
+    has_parent: bool
+    without_parent: str  # the message when a limit is set without a parent
+    lending_within_nominal: bool
+
+
+def _limit_errors(quota_path: str, quota: ResourceQuota, rules: _LimitRules) -> list[FieldError]:
+    errors: list[FieldError] = []
+    if quota.borrowing_limit is not None:
+        limit_path = child(quota_path, "borrowingLimit")
+        if not rules.has_parent:
+            errors.append(FieldError(limit_path, rules.without_parent))
+        errors += quantity(limit_path, quota.name, quota.borrowing_limit)
+    if quota.lending_limit is not None:
+        limit_path = child(quota_path, "lendingLimit")
+        if not rules.has_parent:
+            errors.append(FieldError(limit_path, rules.without_parent))
+        errors += quantity(limit_path, quota.name, quota.lending_limit)
+        if rules.lending_within_nominal and quota.lending_limit > quota.nominal_quota:
+            errors.append(FieldError(limit_path, "must be less than or equal to the nominalQuota"))
     return errors
 
 
@@ -127,16 +143,34 @@ def validate_fungibility(fungibility: FlavorFungibility) -> list[FieldError]:
     return []
 
 
-def validate_cluster_queue(cq: ClusterQueue) -> list[FieldError]:
-    spec = cq.spec
-    errors: list[FieldError] = []
-    if spec.cohort:
-        errors += subdomain("spec.cohort", spec.cohort)
+def _parent_and_groups(
+    parent_path: str,
+    parent: str,
+    groups: Sequence[ResourceGroup],
+    *,
+    parent_field: str,
+    lending_within_nominal: bool,
+) -> list[FieldError]:
+    """The parent's name (a ClusterQueue's cohort, a Cohort's parent) and the resource
+    groups whose limits depend on having one."""
+    errors = subdomain(parent_path, parent) if parent else []
     errors += validate_resource_groups(
         "spec.resourceGroups",
+        groups,
+        parent_field=parent_field,
+        has_parent=bool(parent),
+        lending_within_nominal=lending_within_nominal,
+    )
+    return errors
+
+
+def validate_cluster_queue(cq: ClusterQueue) -> list[FieldError]:
+    spec = cq.spec
+    errors = _parent_and_groups(
+        "spec.cohort",
+        spec.cohort,
         spec.resource_groups,
         parent_field="cohort",
-        has_parent=bool(spec.cohort),
         lending_within_nominal=True,
     )
     errors += validate_label_selector("spec.namespaceSelector", spec.namespace_selector)
@@ -173,14 +207,11 @@ def validate_cohort(cohort: Cohort) -> list[FieldError]:
     spec = cohort.spec
     # The parent field has a different JSON name in each version.
     parent_path = "spec.parent" if cohort.api_version.endswith("v1alpha1") else "spec.parentName"
-    errors: list[FieldError] = []
-    if spec.parent:
-        errors += subdomain(parent_path, spec.parent)
-    errors += validate_resource_groups(
-        "spec.resourceGroups",
+    errors = _parent_and_groups(
+        parent_path,
+        spec.parent,
         spec.resource_groups,
         parent_field="parent",
-        has_parent=bool(spec.parent),
         lending_within_nominal=False,
     )
     errors += validate_weight("spec.fairSharing.weight", spec.fair_sharing)

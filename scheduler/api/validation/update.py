@@ -20,8 +20,9 @@ from scheduler.api.workload import Workload
 IMMUTABLE = "field is immutable"
 
 
-def _workload_update(old: Workload, new: Workload) -> list[FieldError]:
-    if not old.has_quota_reservation:
+def _workload_update(old: Workload, new: Workload, reserved: bool | None) -> list[FieldError]:
+    held = old.has_quota_reservation if reserved is None else reserved
+    if not held:
         return []
     errors: list[FieldError] = []
     # Compared by value; pydantic equality covers the whole pod template.
@@ -37,7 +38,8 @@ def _workload_update(old: Workload, new: Workload) -> list[FieldError]:
     ):
         if before != after:
             errors.append(FieldError(path, IMMUTABLE))
-    if new.has_quota_reservation:
+    # A status rule: it applies only when both statuses say the quota is reserved.
+    if old.has_quota_reservation and new.has_quota_reservation:
         errors += _reclaimable_update(old, new)
     return errors
 
@@ -59,22 +61,29 @@ def _reclaimable_update(old: Workload, new: Workload) -> list[FieldError]:
     return errors
 
 
-def validate_update(old: TypedObject, new: TypedObject) -> list[FieldError]:
+def validate_update(
+    old: TypedObject, new: TypedObject, *, reserved: bool | None = None
+) -> list[FieldError]:
     """Immutability violations of replacing `old` by `new` (same kind and name), named
-    as in the version `new` was written in (docs/api-versions.md)."""
-    errors = _update_errors(old, new)
+    as in the version `new` was written in (docs/api-versions.md).
+
+    `reserved` says whether the Workload holds quota when the caller knows it better than
+    `old`'s status: the runtime and the simulator keep reservations in the core, not in
+    the applied manifest. None reads it from `old`'s QuotaReserved condition.
+    """
+    errors = _update_errors(old, new, reserved)
     if wire_version(new) == KUEUE_V1BETA2:
         return [FieldError(v1beta2_path(e.path), e.detail) for e in errors]
     return errors
 
 
-def _update_errors(old: TypedObject, new: TypedObject) -> list[FieldError]:
+def _update_errors(old: TypedObject, new: TypedObject, reserved: bool | None) -> list[FieldError]:
     if isinstance(old, LocalQueue) and isinstance(new, LocalQueue):
         if old.spec.cluster_queue != new.spec.cluster_queue:
             return [FieldError("spec.clusterQueue", IMMUTABLE)]
         return []
     if isinstance(old, Workload) and isinstance(new, Workload):
-        return _workload_update(old, new)
+        return _workload_update(old, new, reserved)
     if (
         isinstance(old, ResourceFlavor)
         and isinstance(new, ResourceFlavor)

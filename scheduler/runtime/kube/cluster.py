@@ -15,11 +15,11 @@ import contextlib
 import logging
 from typing import Any
 
+from scheduler.kubeapi.client import KubeRest
 from scheduler.runtime.engine import Engine
 from scheduler.runtime.kube.jobs import JobController
 from scheduler.runtime.kube.leader import LeaderElector
 from scheduler.runtime.kube.ratelimit import TokenBucket
-from scheduler.runtime.kube.rest import KubeRest
 from scheduler.runtime.kube.status_writer import (
     PENDING_WINDOW,
     QueueStatusWriter,

@@ -23,6 +23,8 @@ from scheduler.api import Job, PriorityClass, WorkloadPriorityClass
 from scheduler.api.decode import ApiError
 from scheduler.api.job import QUEUE_NAME_LABEL
 from scheduler.api.job_workload import job_to_workload
+from scheduler.kubeapi.client import KubeRest
+from scheduler.kubeapi.errors import Json, KubeError
 from scheduler.runtime.commands import Finish, PodsReady
 from scheduler.runtime.engine import Engine
 from scheduler.runtime.kube.decode import decode_live
@@ -37,7 +39,6 @@ from scheduler.runtime.kube.resources import (
     Resource,
     object_key,
 )
-from scheduler.runtime.kube.rest import Json, KubeError, KubeRest
 from scheduler.runtime.kube.store import KubeStore
 
 log = logging.getLogger(__name__)

@@ -18,8 +18,9 @@ import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+from scheduler.kubeapi.client import KubeRest
+from scheduler.kubeapi.errors import Json, KubeError
 from scheduler.runtime.kube.resources import LEASES
-from scheduler.runtime.kube.rest import Json, KubeError, KubeRest
 
 log = logging.getLogger(__name__)
 

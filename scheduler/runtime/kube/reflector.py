@@ -21,8 +21,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from scheduler.kubeapi.backoff import RECONNECT
+from scheduler.kubeapi.client import KubeRest
+from scheduler.kubeapi.errors import Json, KubeError
 from scheduler.runtime.kube.resources import Resource, object_key, resource_version
-from scheduler.runtime.kube.rest import Json, KubeError, KubeRest
 from scheduler.runtime.stepclock import TimeBox
 
 log = logging.getLogger(__name__)
@@ -30,7 +32,7 @@ log = logging.getLogger(__name__)
 PAGE_SIZE = 500
 WATCH_SECONDS = (240, 360)  # the server ends each watch after a random time in this range
 READ_SLACK = 30.0  # seconds of silence beyond the watch's own timeout before giving up
-MAX_BACKOFF = 30.0
+MAX_BACKOFF = RECONNECT.cap
 # Handing a (re)list to the handler decodes every object (~0.2 ms each): 100k Workloads
 # would hold the loop for 20 s. The dispatch yields whenever a stretch reaches this.
 DISPATCH_BUDGET = 0.003
@@ -196,9 +198,7 @@ class Reflector:
             except Exception as err:  # whatever breaks a watch, the store lives on
                 self.stats.errors += 1
                 failures += 1
-                delay = min(
-                    MAX_BACKOFF, 0.5 * 2 ** min(failures - 1, 10) * (1 + 0.2 * self._rng.random())
-                )
+                delay = RECONNECT.delay(failures - 1, self._rng.random())
                 if not isinstance(err, KubeError):
                     log.exception("event=watch-crashed kind=%s", self.resource.kind)
                 log.warning(

@@ -31,11 +31,12 @@ from dataclasses import dataclass
 
 from scheduler.core.queue_status import QueueStatusTracker
 from scheduler.core.status import cluster_queue_status, local_queue_status, workload_status
+from scheduler.kubeapi.client import KubeRest
+from scheduler.kubeapi.errors import Json, KubeError
 from scheduler.runtime.engine import Engine
 from scheduler.runtime.kube.normalize import same_status
 from scheduler.runtime.kube.ratelimit import TokenBucket
 from scheduler.runtime.kube.resources import CLUSTER_QUEUES, LOCAL_QUEUES, WORKLOADS, Resource
-from scheduler.runtime.kube.rest import Json, KubeError, KubeRest
 from scheduler.runtime.kube.store import KubeStore
 from scheduler.runtime.kube.write_rule import DECIDE, DECISION, NOTHING, Verdict, judge
 from scheduler.runtime.stepclock import TimeBox

@@ -26,6 +26,9 @@ from dataclasses import dataclass
 from scheduler.api import Workload
 from scheduler.api.decode import ApiError
 from scheduler.core.status import workload_status
+from scheduler.kubeapi.backoff import Backoff
+from scheduler.kubeapi.client import KubeRest
+from scheduler.kubeapi.errors import Json, KubeError
 from scheduler.runtime.commands import (
     ApplyObject,
     DeleteObject,
@@ -49,7 +52,6 @@ from scheduler.runtime.kube.resources import (
     object_key,
     resource_version,
 )
-from scheduler.runtime.kube.rest import Json, KubeError, KubeRest
 
 log = logging.getLogger(__name__)
 
@@ -119,7 +121,8 @@ class KubeStore:
         self.stats = StoreStats()
         self._listeners: list[Listener] = []
         self._bad: dict[str, str] = {}  # key -> resourceVersion already reported
-        self._relist_backoff = relist_backoff
+        # Doubling from `relist_backoff` to 32 times it, at most 30 s.
+        self._relist_backoff = Backoff(relist_backoff, 2.0, cap=30.0)
 
     # -- reading ---------------------------------------------------------------------
     def subscribe(self, listener: Listener) -> None:
@@ -166,7 +169,7 @@ class KubeStore:
                         err,
                         failures,
                     )
-                    await asyncio.sleep(min(30.0, self._relist_backoff * 2 ** min(failures, 5)))
+                    await asyncio.sleep(self._relist_backoff.delay(min(failures, 5)))
         self.engine.submit(MarkSynced())
         self.synced.set()
         log.info(

@@ -107,6 +107,17 @@ def test_fields_are_mutable_without_reservation() -> None:
     assert paths(old, new) == []
 
 
+def test_reservation_known_to_the_caller_overrides_the_status() -> None:
+    # The runtime and the simulator keep reservations in the core: they pass `reserved`.
+    pending = RESERVED_WORKLOAD.replace('status: "True"', 'status: "False"')
+    moved = pending.replace("queueName: lq", "queueName: other")
+    errors = validate_update(workload(pending), workload(moved), reserved=True)
+    assert [(e.path, e.detail) for e in errors] == [("spec.queueName", "field is immutable")]
+    old = workload(RESERVED_WORKLOAD)
+    moved_reserved = workload(RESERVED_WORKLOAD.replace("queueName: lq", "queueName: other"))
+    assert validate_update(old, moved_reserved, reserved=False) == []
+
+
 def test_reclaimable_pods_may_not_decrease_while_reserved() -> None:
     old = workload(RESERVED_WORKLOAD)
     more = workload(RESERVED_WORKLOAD.replace("count: 1}]", "count: 2}]"))

@@ -66,12 +66,14 @@ async def test_each_client_opens_and_rereads_its_own_credentials(tmp_path: Path)
         assert bearer(clients.authorization) == "Bearer authz-2"
         assert bearer(clients.main) == "Bearer main-1"
         identity = clients.authorization.as_identity()
-        assert identity.api is clients.authorization.api
+        assert identity.api is clients.authorization.rest
+        assert clients.authorization.rest is not None
+        assert clients.authorization.rest.api is clients.authorization.api
         assert identity.refresh_credentials == clients.authorization.refresh
         assert identity.who == f"the user of --authorization-kubeconfig {tmp_path / 'authz'}"
     finally:
         await clients.close()
-    assert all(k.api is None for k in clients.distinct)
+    assert all(k.api is None and k.rest is None for k in clients.distinct)
 
 
 async def test_a_client_that_cannot_open_closes_the_others(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from queuescope.kubectl_pending import (
     local_queue_names,
     render,
 )
-from scheduler.runtime.kube.rest import KubeError
+from scheduler.kubeapi.errors import KubeError
 
 V = "/apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/team-a"
 NOW = datetime(2026, 1, 1, 0, 10, tzinfo=UTC)

@@ -41,13 +41,13 @@ async def test_each_flag_wires_its_own_client(tmp_path: Path) -> None:
     try:
         authentication = delegated.authentication_identity
         authorization = delegated.authorization_identity
-        assert authentication.api is clients.authentication.api
+        assert authentication.api is clients.authentication.rest
         assert authentication.refresh_credentials == clients.authentication.refresh
         assert authentication.who == f"the user of --authentication-kubeconfig {authn}"
-        assert authorization.api is clients.authorization.api
+        assert authorization.api is clients.authorization.rest
         assert authorization.refresh_credentials == clients.authorization.refresh
         assert authorization.who == f"the user of --authorization-kubeconfig {authz}"
-        assert len({id(authentication.api), id(authorization.api), id(clients.main.api)}) == 3
+        assert len({id(authentication.api), id(authorization.api), id(clients.main.rest)}) == 3
     finally:
         await clients.close()
 
@@ -60,7 +60,7 @@ async def test_without_the_flags_the_main_client_does_everything(tmp_path: Path)
             delegated.authentication_identity,
             delegated.authorization_identity,
         ):
-            assert identity.api is clients.main.api
+            assert identity.api is clients.main.rest
             assert identity.refresh_credentials == clients.main.refresh
             assert identity.who == f"the user of --kubeconfig {main}"
     finally:

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 from itertools import islice
 
-from scheduler.runtime.demo import DemoLoad
+from scheduler.runtime.demo import DemoLoad, DemoPace
 from scheduler.runtime.engine import Engine
 from tests.unit.runtime.support import (
     WAIT,
@@ -39,22 +39,28 @@ def engine_with_queues(cpu: str) -> Engine:
 
 def test_the_plan_is_deterministic_for_a_seed() -> None:
     engine = Engine(real_scheduler())
-    one = list(islice(DemoLoad(engine, QUEUES, priority_classes=CLASSES, seed=7).plan(), 50))
-    two = list(islice(DemoLoad(engine, QUEUES, priority_classes=CLASSES, seed=7).plan(), 50))
-    other = list(islice(DemoLoad(engine, QUEUES, priority_classes=CLASSES, seed=8).plan(), 50))
+    one = list(
+        islice(DemoLoad(engine, QUEUES, priority_classes=CLASSES, pace=DemoPace(seed=7)).plan(), 50)
+    )
+    two = list(
+        islice(DemoLoad(engine, QUEUES, priority_classes=CLASSES, pace=DemoPace(seed=7)).plan(), 50)
+    )
+    other = list(
+        islice(DemoLoad(engine, QUEUES, priority_classes=CLASSES, pace=DemoPace(seed=8)).plan(), 50)
+    )
     assert one == two
     assert one != other
     assert {p.priority_class for p in one} <= {"", "urgent", "batch"}
     assert {(p.namespace, p.local_queue) for p in one} <= set(QUEUES)
     assert all(p.priority == CLASSES.get(p.priority_class, 0) for p in one)
-    bounded = DemoLoad(engine, QUEUES, seed=7, max_workloads=12)
+    bounded = DemoLoad(engine, QUEUES, pace=DemoPace(seed=7, max_workloads=12))
     assert len(list(bounded.plan())) == 12
-    assert list(DemoLoad(engine, [], seed=7).plan()) == []
+    assert list(DemoLoad(engine, [], pace=DemoPace(seed=7)).plan()) == []
 
 
 def test_workloads_fit_the_cluster_queue_resources() -> None:
     engine = engine_with_queues("4")
-    load = DemoLoad(engine, QUEUES, priority_classes=CLASSES, seed=3)
+    load = DemoLoad(engine, QUEUES, priority_classes=CLASSES, pace=DemoPace(seed=3))
     for planned in islice(load.plan(), 10):
         wl = load.workload(planned)
         requests = wl.spec.pod_sets[0].template.spec.containers[0].resources.requests
@@ -67,7 +73,9 @@ async def test_pending_work_is_bounded() -> None:
     engine = engine_with_queues("0")  # nothing is ever admitted
     engine.start()
     load = DemoLoad(
-        engine, QUEUES, seed=1, mean_interarrival_seconds=0.001, max_pending=5, tick_seconds=0.01
+        engine,
+        QUEUES,
+        pace=DemoPace(seed=1, mean_interarrival_seconds=0.001, max_pending=5, tick_seconds=0.01),
     )
     task = asyncio.create_task(load.run())
     try:
@@ -91,13 +99,15 @@ async def test_workloads_run_finish_and_are_deleted() -> None:
         engine,
         QUEUES,
         priority_classes=CLASSES,
-        seed=2,
-        mean_interarrival_seconds=0.005,
-        max_workloads=6,
-        run_seconds=(0.02, 0.05),
-        ready_after_seconds=(0.0, 0.01),
-        retention_seconds=0.02,
-        tick_seconds=0.01,
+        pace=DemoPace(
+            seed=2,
+            mean_interarrival_seconds=0.005,
+            max_workloads=6,
+            run_seconds=(0.02, 0.05),
+            ready_after_seconds=(0.0, 0.01),
+            retention_seconds=0.02,
+            tick_seconds=0.01,
+        ),
     )
     task = asyncio.create_task(load.run())
     try:

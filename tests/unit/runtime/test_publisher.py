@@ -17,7 +17,7 @@ from scheduler.core.scheduler import Scheduler
 from scheduler.core.visibility import pending_workloads
 from scheduler.runtime import publisher as publisher_module
 from scheduler.runtime.collector import FreezePolicy
-from scheduler.runtime.publisher import SnapshotPublisher
+from scheduler.runtime.publisher import PublisherLinks, PublishPacing, SnapshotPublisher
 from scheduler.runtime.snapshot import build_view
 from tests.unit.runtime.support import (
     cluster,
@@ -66,7 +66,7 @@ def assert_agrees_with_core(s: Scheduler, publisher: SnapshotPublisher) -> None:
 
 async def test_publish_agrees_with_the_core_and_skips_unchanged() -> None:
     s = manual()
-    publisher = SnapshotPublisher(s, slice_size=2)
+    publisher = SnapshotPublisher(s, pacing=PublishPacing(slice_size=2))
     assert s.feed is not None  # the publisher follows the core's change feed
     two_queues(s)
     for i in range(5):
@@ -82,7 +82,7 @@ async def test_publish_agrees_with_the_core_and_skips_unchanged() -> None:
 
 async def test_copy_on_write_and_cycle_messages() -> None:
     s = manual()
-    publisher = SnapshotPublisher(s, slice_size=3)
+    publisher = SnapshotPublisher(s, pacing=PublishPacing(slice_size=3))
     two_queues(s)
     for i in range(4):
         cluster(s, workload("a", f"w{i}", "main"))
@@ -180,7 +180,7 @@ async def test_queues_made_before_the_publisher_are_published_then_followed() ->
 async def test_synced_flag_alone_publishes() -> None:
     s = manual()
     state = {"synced": False}
-    publisher = SnapshotPublisher(s, synced=lambda: state["synced"])
+    publisher = SnapshotPublisher(s, links=PublisherLinks(synced=lambda: state["synced"]))
     two_queues(s)
     await publisher.publish()
     assert not publisher.snapshot().synced
@@ -224,7 +224,7 @@ def test_small_chunks_agree_with_the_core_under_any_changes(
 
 async def _small_chunks(ops: list[tuple[str, int]], slice_size: int) -> None:
     s = manual()
-    publisher = SnapshotPublisher(s, slice_size=slice_size)
+    publisher = SnapshotPublisher(s, pacing=PublishPacing(slice_size=slice_size))
     two_queues(s)
     for i in range(12):
         cluster(s, workload("a" if i % 3 else "b", f"w{i}", "main", priority=i % 2))
@@ -250,7 +250,7 @@ async def _small_chunks(ops: list[tuple[str, int]], slice_size: int) -> None:
 
 async def test_a_republish_shares_unchanged_chunks() -> None:
     s = manual()
-    publisher = SnapshotPublisher(s, slice_size=4)
+    publisher = SnapshotPublisher(s, pacing=PublishPacing(slice_size=4))
     two_queues(s)
     cluster(s, *(workload("a", f"w{i:02d}", "main", cpu="5") for i in range(20)))
     await publisher.publish()
@@ -275,7 +275,7 @@ async def test_a_workload_at_the_head_moves_few_workloads_between_cells() -> Non
     # chunk keeps the cell most of its workloads had, so the workload -> cell map
     # changes for about one workload per chunk, not for all of them.
     s = manual()
-    publisher = SnapshotPublisher(s, slice_size=4)
+    publisher = SnapshotPublisher(s, pacing=PublishPacing(slice_size=4))
     two_queues(s)
     cluster(s, *(workload("a", f"w{i:02d}", "main", cpu="5") for i in range(20)))
     await publisher.publish()
@@ -294,7 +294,7 @@ async def test_a_message_change_in_an_unchanged_run_is_shown() -> None:
     # cq-2 has no quota: a cycle pops its head and requeues an equal queue entry with
     # a new pending message; the run compares equal, the touched key finds the change.
     s = manual()
-    publisher = SnapshotPublisher(s, slice_size=3)
+    publisher = SnapshotPublisher(s, pacing=PublishPacing(slice_size=3))
     two_queues(s)
     cluster(s, *(workload("b", f"x{i}", "other") for i in range(7)))
     await publisher.publish()
@@ -314,7 +314,7 @@ async def test_a_failed_publish_is_followed_by_a_full_rebuild(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     s = manual()
-    publisher = SnapshotPublisher(s, slice_size=2)
+    publisher = SnapshotPublisher(s, pacing=PublishPacing(slice_size=2))
     two_queues(s)
     cluster(s, *(workload("a", f"w{i}", "main", cpu="5") for i in range(5)))
     await publisher.publish()
@@ -336,7 +336,9 @@ async def test_a_failed_publish_is_followed_by_a_full_rebuild(
 async def test_built_entries_feed_the_freeze_policy() -> None:
     s = manual()
     policy = FreezePolicy(5)
-    publisher = SnapshotPublisher(s, slice_size=4, collector=policy)
+    publisher = SnapshotPublisher(
+        s, pacing=PublishPacing(slice_size=4), links=PublisherLinks(collector=policy)
+    )
     two_queues(s)
     cluster(s, *(workload("a", f"w{i}", "main", cpu="5") for i in range(12)))
     try:

@@ -21,6 +21,8 @@ from typing import Any, cast
 from urllib.parse import urlencode
 
 from scheduler.core.cycle import run_cycle
+from scheduler.kubeapi.client import KubeRest, WatchEvent
+from scheduler.kubeapi.errors import Json, KubeError
 from scheduler.runtime.commands import Command
 from scheduler.runtime.engine import Engine
 from scheduler.runtime.kube.resources import (
@@ -33,7 +35,6 @@ from scheduler.runtime.kube.resources import (
     WORKLOADS,
     Resource,
 )
-from scheduler.runtime.kube.rest import Json, KubeError, KubeRest, WatchEvent
 from scheduler.runtime.kube.store import KubeStore
 from tests.unit.runtime.support import (
     cluster_queue,

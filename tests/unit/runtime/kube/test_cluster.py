@@ -9,12 +9,12 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 
 import pytest
 
+from scheduler.kubeapi.errors import Json
 from scheduler.runtime.engine import Engine
 from scheduler.runtime.kube import cluster as cluster_module
 from scheduler.runtime.kube.cluster import ClusterRuntime, LeadershipLost
 from scheduler.runtime.kube.leader import LeaderElector
 from scheduler.runtime.kube.resources import JOBS, LEASES, RESOURCE_FLAVORS, WATCHED, WORKLOADS
-from scheduler.runtime.kube.rest import Json
 from tests.unit.runtime.kube.fakes import FakeKube, condition, seed_cluster, until
 from tests.unit.runtime.support import eventually, job, real_scheduler
 

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from scheduler.api.job import JOB_UID_LABEL, QUEUE_NAME_LABEL
+from scheduler.kubeapi.errors import Json
 from scheduler.runtime.commands import Finish, PodsReady
 from scheduler.runtime.kube.jobs import JobController
 from scheduler.runtime.kube.ratelimit import TokenBucket
@@ -23,7 +24,6 @@ from scheduler.runtime.kube.resources import (
     Resource,
     object_key,
 )
-from scheduler.runtime.kube.rest import Json
 from scheduler.runtime.kube.status_writer import WorkloadStatusWriter
 from scheduler.runtime.kube.store import KubeStore
 from tests.unit.runtime.kube.fakes import (

@@ -10,9 +10,9 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
+from scheduler.kubeapi.errors import Json, KubeError
 from scheduler.runtime.kube.leader import LeaderElector, micro_time, new_identity
 from scheduler.runtime.kube.resources import LEASES
-from scheduler.runtime.kube.rest import Json, KubeError
 from tests.unit.runtime.kube.fakes import FakeKube, status_error, until
 
 NS, NAME = "queuescope-system", "queuescope-controller-leader"

@@ -9,6 +9,8 @@ import random
 
 import pytest
 
+from scheduler.kubeapi.client import WatchEvent
+from scheduler.kubeapi.errors import Json, KubeError
 from scheduler.runtime.kube.reflector import MAX_BACKOFF, Gone, Reflector
 from scheduler.runtime.kube.resources import (
     NAMESPACES,
@@ -17,7 +19,6 @@ from scheduler.runtime.kube.resources import (
     object_key,
     resource_version,
 )
-from scheduler.runtime.kube.rest import Json, KubeError, WatchEvent
 from tests.unit.runtime.kube.fakes import FakeKube, status_error, until
 
 Event = tuple[str, str, str, str | None]  # (upsert|delete, key, rv, old rv)

@@ -9,6 +9,7 @@ import logging
 
 import pytest
 
+from scheduler.kubeapi.errors import Json
 from scheduler.runtime.commands import (
     ApplyObject,
     DeleteObject,
@@ -24,7 +25,6 @@ from scheduler.runtime.kube.resources import (
     WORKLOADS,
     Resource,
 )
-from scheduler.runtime.kube.rest import Json
 from scheduler.runtime.kube.store import KubeStore
 from tests.unit.runtime.kube.fakes import (
     KEY,

@@ -68,7 +68,7 @@ def renders(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     real = answers.cluster_queue_summary
 
     def counting(*args: Any) -> Any:
-        calls.append(args[3])  # the offset
+        calls.append(args[1].start)  # the offset (args: origin, rows, memo)
         return real(*args)
 
     monkeypatch.setattr(answers, "cluster_queue_summary", counting)

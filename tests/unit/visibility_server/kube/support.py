@@ -10,8 +10,9 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from scheduler.kubeapi.client import Reply
+from scheduler.kubeapi.errors import KubeError
 from visibility_server.kube.retry import RetryPolicy
-from visibility_server.kube.transport import KubeResponse, KubeStatusError, TransportError
 
 SAR_PATH: Final = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
 TOKEN_REVIEW_PATH: Final = "/apis/authentication.k8s.io/v1/tokenreviews"
@@ -29,19 +30,19 @@ class Timeout:
 TIMEOUT: Final = Timeout()
 
 
-def response(status: int, doc: object = None, **headers: str) -> KubeResponse:
+def response(status: int, doc: object = None, **headers: str) -> Reply:
     body = b"" if doc is None else json.dumps(doc).encode()
-    return KubeResponse(status, body, dict(headers))
+    return Reply(status, body, dict(headers))
 
 
-def status_error(code: int, message: str) -> KubeResponse:
+def status_error(code: int, message: str) -> Reply:
     """kube-apiserver's error body: a `Status`."""
     return response(
         code, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": message}
     )
 
 
-def created(status: Mapping[str, Any], **spec: Any) -> KubeResponse:
+def created(status: Mapping[str, Any], **spec: Any) -> Reply:
     return response(201, {"kind": "Review", "spec": spec, "status": dict(status)})
 
 
@@ -93,7 +94,7 @@ class Call:
     timeout: float
 
 
-Outcome = KubeResponse | Exception | Timeout
+Outcome = Reply | Exception | Timeout
 WatchScript = Sequence[object]  # events (dicts), ending optionally with an exception or response
 
 
@@ -124,7 +125,7 @@ class FakeTransport:
         query: Sequence[tuple[str, str]] = (),
         body: Mapping[str, Any] | None = None,
         timeout: float,
-    ) -> KubeResponse:
+    ) -> Reply:
         self.calls.append(Call(method, path, tuple(query), body, timeout))
         script = self._scripts.get((method, path))
         if not script:
@@ -132,7 +133,7 @@ class FakeTransport:
         outcome = script.popleft() if len(script) > 1 else script[0]
         if isinstance(outcome, Timeout):
             self.clock.now += timeout
-            raise TransportError(f"kube-apiserver did not answer within {timeout:g}s")
+            raise KubeError(0, f"kube-apiserver did not answer within {timeout:g}s")
         if isinstance(outcome, Exception):
             raise outcome
         return outcome
@@ -145,8 +146,8 @@ class FakeTransport:
             # Nothing more scripted: end the test's run loop.
             raise StopWatching
         for item in self._watches.popleft():
-            if isinstance(item, KubeResponse):
-                raise KubeStatusError(item)
+            if isinstance(item, Reply):
+                raise item.error()
             if isinstance(item, BaseException):
                 raise item
             yield item

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from scheduler.kubeapi.errors import KubeError
 from tests.unit.visibility_server.kube.support import FakeTransport, response, status_error
 from visibility_server.kube.apiservices import (
     APISERVICE_PATH,
     ApiServiceReadError,
     read_apiservices,
 )
-from visibility_server.kube.transport import TransportError
 
 V1BETA1 = "v1beta1.visibility.kueue.x-k8s.io"
 V1BETA2 = "v1beta2.visibility.kueue.x-k8s.io"
@@ -51,6 +51,6 @@ async def test_a_non_object_answer_is_an_error() -> None:
 
 async def test_transport_errors_pass_through() -> None:
     transport = FakeTransport()
-    transport.script("GET", path(V1BETA1), TransportError("cannot reach kube-apiserver: refused"))
-    with pytest.raises(TransportError):
+    transport.script("GET", path(V1BETA1), KubeError(0, "cannot reach kube-apiserver: refused"))
+    with pytest.raises(KubeError):
         await read_apiservices(transport, [V1BETA1])

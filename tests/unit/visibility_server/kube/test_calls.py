@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 from prometheus_client import CollectorRegistry
 
+from scheduler.kubeapi.client import Reply
+from scheduler.kubeapi.errors import KubeError
 from tests.unit.visibility_server.kube.support import (
     CONFIGMAP_PATH,
     FORBIDDEN,
@@ -27,7 +29,6 @@ from visibility_server.kube.errors import (
     UnavailableError,
 )
 from visibility_server.kube.metrics import delegated_auth_metrics
-from visibility_server.kube.transport import KubeResponse, TransportError
 
 BODY = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": {}}
 ALLOWED = created({"allowed": True})
@@ -159,7 +160,7 @@ INSTANT_SLEEPS = [0.5, 0.75, 1.125, 1.6875, 2.53125]
         status_error(502, "bad gateway"),
         status_error(503, "unavailable"),
         status_error(504, "timeout"),
-        TransportError("cannot reach kube-apiserver: connection refused"),
+        KubeError(0, "cannot reach kube-apiserver: connection refused"),
     ],
     ids=["429", "500", "502", "503", "504", "connection"],
 )
@@ -217,12 +218,12 @@ async def test_a_401_after_a_transient_failure_still_gets_its_one_retry() -> Non
         status_error(404, "the server could not find the requested resource"),
         status_error(422, "spec.user: Invalid value"),
         response(201),
-        KubeResponse(201, b"<html>not json</html>"),
+        Reply(201, b"<html>not json</html>"),
         response(201, ["a", "list"]),
     ],
     ids=["400", "404", "422", "empty", "not-json", "not-an-object"],
 )
-async def test_unusable_answers_are_500_and_not_retried(answer: KubeResponse) -> None:
+async def test_unusable_answers_are_500_and_not_retried(answer: Reply) -> None:
     api, transport, _, _ = caller(answer)
     with pytest.raises(InvalidAnswerError) as raised:
         await api.create(SUBJECT_ACCESS_REVIEW, BODY)

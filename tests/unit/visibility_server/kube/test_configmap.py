@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from scheduler.kubeapi.errors import KubeError
 from tests.unit.visibility_server.authn.support import ca
 from tests.unit.visibility_server.kube.support import (
     CONFIGMAP_PATH,
@@ -26,7 +27,6 @@ from visibility_server.kube.configmap import (
     config_from_configmap,
     read_authentication_config,
 )
-from visibility_server.kube.transport import TransportError
 
 CLIENT_CA = ca("kubernetes")
 FRONT_PROXY_CA = ca("front-proxy-ca")
@@ -368,7 +368,7 @@ async def test_an_empty_watch_does_not_spin() -> None:
 
 @pytest.mark.parametrize(
     "failure",
-    [TransportError("connection refused"), status_error(500, "x"), status_error(429, "slow")],
+    [KubeError(0, "connection refused"), status_error(500, "x"), status_error(429, "slow")],
     ids=["connection", "500", "429"],
 )
 async def test_list_failures_back_off_and_relist(failure: Any) -> None:
@@ -383,7 +383,7 @@ async def test_list_failures_back_off_and_relist(failure: Any) -> None:
 async def test_a_broken_watch_relists_after_a_pause() -> None:
     transport = FakeTransport()
     transport.script("GET", CONFIGMAPS_PATH, listing("5", configmap("5")))
-    transport.script_watches([bookmark("7"), TransportError("watch interrupted")])
+    transport.script_watches([bookmark("7"), KubeError(0, "watch interrupted")])
     w, _ = watcher(transport)
     await run(w)
     assert len(transport.calls_to(CONFIGMAPS_PATH)) == 2

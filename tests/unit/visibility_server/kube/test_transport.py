@@ -1,4 +1,4 @@
-"""`ApiClientTransport` on a real kubernetes_asyncio `ApiClient`, against a small HTTP
+"""`RestTransport` on `KubeRest` over a real kubernetes_asyncio `ApiClient`, against a small HTTP
 server on 127.0.0.1 standing in for kube-apiserver: what goes over the wire, and how
 statuses, silence and refused connections come back."""
 
@@ -15,13 +15,13 @@ import pytest
 from aiohttp import web
 from kubernetes_asyncio.client import ApiClient, Configuration
 
+from scheduler.kubeapi.client import KubeRest
+from scheduler.kubeapi.errors import KubeError
 from visibility_server.authz.attributes import request_attributes
 from visibility_server.authz.identity import authenticated_user
 from visibility_server.kube.sar import SubjectAccessReviewBackend
 from visibility_server.kube.transport import (
-    ApiClientTransport,
-    KubeStatusError,
-    TransportError,
+    RestTransport,
     as_transport,
 )
 
@@ -75,7 +75,7 @@ class FakeApiserver:
 
 
 @pytest.fixture
-async def apiserver() -> AsyncIterator[tuple[FakeApiserver, ApiClient]]:
+async def apiserver() -> AsyncIterator[tuple[FakeApiserver, KubeRest]]:
     fake = FakeApiserver()
     app = web.Application()
     app.router.add_route("*", "/{tail:.*}", fake.handle)
@@ -88,16 +88,18 @@ async def apiserver() -> AsyncIterator[tuple[FakeApiserver, ApiClient]]:
     configuration.api_key = {"BearerToken": TOKEN}
     configuration.api_key_prefix = {"BearerToken": "Bearer"}
     client = ApiClient(configuration)
+    rest = KubeRest(client)
     try:
-        yield fake, client
+        yield fake, rest
     finally:
         fake.hang.set()
+        await rest.close()
         await client.close()
         await runner.cleanup()
 
 
 async def test_a_review_goes_out_as_json_with_our_token(
-    apiserver: tuple[FakeApiserver, ApiClient],
+    apiserver: tuple[FakeApiserver, KubeRest],
 ) -> None:
     fake, client = apiserver
     backend = SubjectAccessReviewBackend(client)
@@ -122,9 +124,9 @@ async def test_a_review_goes_out_as_json_with_our_token(
     }
 
 
-async def test_statuses_come_back_as_responses(apiserver: tuple[FakeApiserver, ApiClient]) -> None:
+async def test_statuses_come_back_as_responses(apiserver: tuple[FakeApiserver, KubeRest]) -> None:
     fake, client = apiserver
-    transport = ApiClientTransport(client)
+    transport = RestTransport(client)
     answer = await transport.request("GET", "/forbidden", query=[("a", "b c")], timeout=5)
     assert answer.status == 403
     assert answer.message() == "nope"
@@ -132,10 +134,11 @@ async def test_statuses_come_back_as_responses(apiserver: tuple[FakeApiserver, A
     assert fake.seen[0].body == b""
 
 
-async def test_silence_is_a_transport_error(apiserver: tuple[FakeApiserver, ApiClient]) -> None:
+async def test_silence_is_a_transport_error(apiserver: tuple[FakeApiserver, KubeRest]) -> None:
     _, client = apiserver
-    with pytest.raises(TransportError, match=r"did not answer within 0\.2s"):
-        await ApiClientTransport(client).request("GET", "/hang", timeout=0.2)
+    with pytest.raises(KubeError, match=r"did not answer within 0\.2s") as raised:
+        await RestTransport(client).request("GET", "/hang", timeout=0.2)
+    assert raised.value.status == 0
 
 
 async def test_a_refused_connection_is_a_transport_error() -> None:
@@ -143,16 +146,19 @@ async def test_a_refused_connection_is_a_transport_error() -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # bound, never listening: connections are refused
         client = ApiClient(Configuration(host=f"http://127.0.0.1:{port}"))
+        rest = KubeRest(client)
         try:
-            with pytest.raises(TransportError, match="cannot reach kube-apiserver"):
-                await ApiClientTransport(client).request("GET", "/x", timeout=5)
+            with pytest.raises(KubeError, match="cannot reach kube-apiserver") as raised:
+                await RestTransport(rest).request("GET", "/x", timeout=5)
+            assert raised.value.transient
         finally:
+            await rest.close()
             await client.close()
 
 
-async def test_a_watch_yields_decoded_events(apiserver: tuple[FakeApiserver, ApiClient]) -> None:
+async def test_a_watch_yields_decoded_events(apiserver: tuple[FakeApiserver, KubeRest]) -> None:
     fake, client = apiserver
-    transport = ApiClientTransport(client)
+    transport = RestTransport(client)
     events: list[Any] = [
         event
         async for event in transport.watch(
@@ -164,30 +170,30 @@ async def test_a_watch_yields_decoded_events(apiserver: tuple[FakeApiserver, Api
 
 
 @pytest.mark.parametrize(
-    ("version", "error"),
-    [("refused", KubeStatusError), ("garbage", TransportError)],
-    ids=["refused", "not-json"],
+    ("version", "status"), [("refused", 403), ("garbage", 0)], ids=["refused", "not-json"]
 )
 async def test_a_refused_or_garbled_watch_raises(
-    apiserver: tuple[FakeApiserver, ApiClient], version: str, error: type[Exception]
+    apiserver: tuple[FakeApiserver, KubeRest], version: str, status: int
 ) -> None:
     _, client = apiserver
-    stream = ApiClientTransport(client).watch(
+    stream = RestTransport(client).watch(
         WATCH_PATH, query=[("resourceVersion", version)], read_timeout=5
     )
-    with pytest.raises(error) as raised:
+    with pytest.raises(KubeError) as raised:
         await anext(stream)
-    if isinstance(raised.value, KubeStatusError):
-        assert raised.value.response.status == 403
+    assert raised.value.status == status
+    if status:
+        assert raised.value.reason == "Forbidden"
     else:
         assert "not JSON" in str(raised.value)
 
 
-async def test_an_api_client_is_wrapped_and_a_transport_is_kept() -> None:
+async def test_a_rest_client_is_wrapped_and_a_transport_is_kept() -> None:
     client = ApiClient(Configuration(host="http://127.0.0.1:1"))
     try:
-        assert isinstance(as_transport(client), ApiClientTransport)
-        transport = ApiClientTransport(client)
+        rest = KubeRest(client)
+        assert isinstance(as_transport(rest), RestTransport)
+        transport = RestTransport(rest)
         assert as_transport(transport) is transport
     finally:
         await client.close()

@@ -16,7 +16,8 @@ import pytest
 from aiohttp import web
 from kubernetes_asyncio.client import ApiClient, Configuration
 
-from scheduler.runtime.kube.rest import KubeError, KubeRest, WatchEvent
+from scheduler.kubeapi.client import Call, KubeRest, WatchEvent
+from scheduler.kubeapi.errors import KubeError
 
 Json = dict[str, Any]
 NS_PATH = "/api/v1/namespaces/team"
@@ -368,6 +369,6 @@ async def test_timeouts_are_passed_per_request(server: Server, api: ApiClient) -
     """A per-call timeout overrides the client default."""
     rest = Rest(api, timeout=30)
     with pytest.raises(KubeError) as caught:
-        await rest.request("GET", "/slow", timeout=0.05)
+        await rest.request(Call("GET", "/slow", timeout=0.05))
     assert caught.value.status == 0
     assert isinstance(caught.value.__cause__, (TimeoutError, aiohttp.ClientError))
