@@ -52,7 +52,7 @@ from visibility_server.http import create_app
 from visibility_server.http.health import READYZ_ONLY, HealthCheck
 from visibility_server.kube.cabundle import CaBundleCheck
 from visibility_server.kube.configmap import AuthenticationLookupError
-from visibility_server.kube.delegated import DelegatedAuth
+from visibility_server.kube.delegated import DelegatedAuth, DelegationSettings
 from visibility_server.kube.transport import as_transport
 from visibility_server.looplag import LoopLagMonitor
 from visibility_server.serving import build_server
@@ -274,18 +274,17 @@ def delegated_auth(
 ) -> DelegatedAuth:
     """Delegated authentication and authorization on opened `clients`: each call through
     the client its flag names (docs/cluster.md#authentication-and-authorization-flags)."""
-    main = clients.main.as_identity()
     return DelegatedAuth(
-        main.api,
+        clients.main.as_identity(),
         registry=registry,
-        refresh_credentials=main.refresh_credentials,
-        who=main.who,
         authentication=clients.authentication.as_identity(),
         authorization=clients.authorization.as_identity(),
-        anonymous_auth=args.anonymous_auth,
-        tolerate_lookup_failure=args.authentication_tolerate_lookup_failure,
-        static_config=_static_config(args) if args.authentication_skip_lookup else None,
-        token_cache_ttl=args.authentication_token_webhook_cache_ttl,
+        settings=DelegationSettings(
+            anonymous_auth=args.anonymous_auth,
+            tolerate_lookup_failure=args.authentication_tolerate_lookup_failure,
+            static_config=_static_config(args) if args.authentication_skip_lookup else None,
+            token_cache_ttl=args.authentication_token_webhook_cache_ttl,
+        ),
     )
 
 

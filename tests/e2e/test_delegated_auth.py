@@ -41,9 +41,10 @@ from visibility_server.http import create_app
 from visibility_server.http.credentials import PEER_CERT_EXTENSION
 from visibility_server.kube.configmap import (
     AuthenticationConfigWatcher,
+    ConfigMapRef,
     read_authentication_config,
 )
-from visibility_server.kube.delegated import DelegatedAuth
+from visibility_server.kube.delegated import DelegatedAuth, KubeIdentity
 from visibility_server.kube.metrics import PERMITTED_METRIC
 from visibility_server.kube.sar import SubjectAccessReviewBackend
 from visibility_server.kube.tokenreview import TokenReviewClient
@@ -64,6 +65,7 @@ ALICE = "delegated-alice"  # lq-viewer in TEAM only
 BOB = "delegated-bob"  # no grant at all
 LQ_VIEWER = "queuescope-pending-workloads-lq-viewer"
 COPY = "authn-copy"  # a copy of the authentication ConfigMap the watch tests may edit
+COPY_REF = ConfigMapRef(NAMESPACE, COPY)
 EVENTUAL_SECONDS = 60.0
 
 
@@ -260,11 +262,9 @@ async def test_startup_read_gives_the_clusters_front_proxy_configuration(
 
 
 async def test_the_watch_delivers_changes(control_plane: ControlPlane, api: KubeRest) -> None:
-    initial = await read_authentication_config(api, namespace=NAMESPACE, name=COPY)
+    initial = await read_authentication_config(api, where=COPY_REF)
     seen: list[AuthenticationConfig] = []
-    watcher = AuthenticationConfigWatcher(
-        api, seen.append, current=initial, namespace=NAMESPACE, name=COPY
-    )
+    watcher = AuthenticationConfigWatcher(api, seen.append, current=initial, where=COPY_REF)
     task = asyncio.create_task(watcher.run())
     try:
         names = ["front-proxy-client", "second-proxy"]
@@ -283,15 +283,14 @@ async def test_the_watch_delivers_changes(control_plane: ControlPlane, api: Kube
 async def test_without_list_and_watch_the_configmap_is_polled(
     control_plane: ControlPlane, get_only_api: KubeRest
 ) -> None:
-    initial = await read_authentication_config(get_only_api, namespace=NAMESPACE, name=COPY)
+    initial = await read_authentication_config(get_only_api, where=COPY_REF)
     seen: list[AuthenticationConfig] = []
     watcher = AuthenticationConfigWatcher(
         get_only_api,
         seen.append,
         current=initial,
         poll_interval=0.5,
-        namespace=NAMESPACE,
-        name=COPY,
+        where=COPY_REF,
     )
     task = asyncio.create_task(watcher.run())
     try:
@@ -407,7 +406,7 @@ async def test_self_check_and_a_missing_auth_delegator_binding(
     control_plane: ControlPlane, identity: Identity, api: KubeRest
 ) -> None:
     registry = CollectorRegistry()
-    delegated = DelegatedAuth(api, registry=registry)
+    delegated = DelegatedAuth(KubeIdentity(api), registry=registry)
     await delegated.load()
     checked = await delegated.self_check.check_once()
     assert checked == {"subjectaccessreviews": True, "tokenreviews": True, "configmaps": True}

@@ -119,6 +119,10 @@ class ApiCaller:
     def who(self) -> str:
         return self._who
 
+    @property
+    def refresh_credentials(self) -> CredentialRefresher | None:
+        return self._refresh
+
     async def create(self, endpoint: Endpoint, body: dict[str, Any]) -> dict[str, Any]:
         """The created review as kube-apiserver returned it (its `status` filled in)."""
         doc = await self._call("POST", endpoint, body, missing_ok=False)
@@ -194,28 +198,18 @@ class ApiCaller:
         return DelegationForbiddenError(endpoint.what, endpoint.fix(self._who), detail)
 
 
-class Reviewer:
-    """Base of the SAR backend and the TokenReview client: built from a `KubeRest` (or a
-    transport) with its own `ApiCaller`, or sharing one (`caller=`, as `DelegatedAuth`
-    does so that every call feeds one gauge)."""
+def as_caller(api: KubeRest | KubeTransport | ApiCaller) -> ApiCaller:
+    """`api` itself when it is an `ApiCaller`, else one with the default policy."""
+    return api if isinstance(api, ApiCaller) else ApiCaller(as_transport(api))
 
-    def __init__(
-        self,
-        api: KubeRest | KubeTransport,
-        *,
-        policy: RetryPolicy | None = None,
-        refresh_credentials: CredentialRefresher | None = None,
-        metrics: DelegatedAuthMetrics | None = None,
-        who: str = SERVICE_ACCOUNT,
-        caller: ApiCaller | None = None,
-    ) -> None:
-        self._calls = caller or ApiCaller(
-            as_transport(api),
-            policy=policy,
-            refresh_credentials=refresh_credentials,
-            metrics=metrics,
-            who=who,
-        )
+
+class Reviewer:
+    """Base of the SAR backend and the TokenReview client: built from a `KubeRest` or a
+    transport (with a default `ApiCaller`), or from an `ApiCaller` it shares (as
+    `DelegatedAuth` does, so that every call feeds one gauge)."""
+
+    def __init__(self, api: KubeRest | KubeTransport | ApiCaller) -> None:
+        self._calls = as_caller(api)
 
 
 def review_status(doc: dict[str, Any]) -> dict[str, Any]:

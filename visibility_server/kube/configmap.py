@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 from scheduler.kubeapi.backoff import Backoff
@@ -34,14 +35,9 @@ from visibility_server.authn.config import (
     AuthenticationConfig,
     AuthenticationConfigError,
 )
-from visibility_server.kube.calls import ApiCaller, configmap_endpoint
-from visibility_server.kube.errors import SERVICE_ACCOUNT, DelegationError, auth_reader_fix
-from visibility_server.kube.retry import RetryPolicy
-from visibility_server.kube.transport import (
-    CredentialRefresher,
-    KubeTransport,
-    as_transport,
-)
+from visibility_server.kube.calls import ApiCaller, Endpoint, as_caller, configmap_endpoint
+from visibility_server.kube.errors import DelegationError, auth_reader_fix
+from visibility_server.kube.transport import KubeTransport
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +51,21 @@ _EMPTY_VALUES: Final = frozenset({"", "null", "[]"})
 _CA_KEYS: Final = (CLIENT_CA_KEY, REQUESTHEADER_CA_KEY)
 
 ConfigListener = Callable[[AuthenticationConfig], None]
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigMapRef:
+    """Where the authentication ConfigMap is: kube-system's, or a copy in tests."""
+
+    namespace: str = CONFIGMAP_NAMESPACE
+    name: str = CONFIGMAP_NAME
+
+    @property
+    def endpoint(self) -> Endpoint:
+        return configmap_endpoint(self.namespace, self.name)
+
+
+AUTHENTICATION_CONFIGMAP: Final = ConfigMapRef()
 
 
 class AuthenticationLookupError(Exception):
@@ -89,15 +100,11 @@ def config_from_configmap(
 
 
 async def read_authentication_config(
-    api: KubeRest | KubeTransport,
+    api: KubeRest | KubeTransport | ApiCaller,
     *,
     anonymous_auth: bool = True,
     tolerate_lookup_failure: bool = False,
-    policy: RetryPolicy | None = None,
-    refresh_credentials: CredentialRefresher | None = None,
-    who: str = SERVICE_ACCOUNT,
-    namespace: str = CONFIGMAP_NAMESPACE,
-    name: str = CONFIGMAP_NAME,
+    where: ConfigMapRef = AUTHENTICATION_CONFIGMAP,
 ) -> AuthenticationConfig:
     """The startup read: await it before the listener binds.
 
@@ -105,13 +112,11 @@ async def read_authentication_config(
     does not exist gives an empty configuration with a warning, as k8s.io/apiserver
     does. Any other failure raises AuthenticationLookupError naming the fix, unless
     `tolerate_lookup_failure` (`--authentication-tolerate-lookup-failure`): then
-    certificate authentication is off and a loud warning says so. `who` names the identity
-    of `api`'s credentials in the fix a 403 names.
+    certificate authentication is off and a loud warning says so. Pass an `ApiCaller` to
+    choose the retry policy, the credential re-read and the identity a 403's fix names.
     """
-    caller = ApiCaller(
-        as_transport(api), policy=policy, refresh_credentials=refresh_credentials, who=who
-    )
-    endpoint = configmap_endpoint(namespace, name)
+    caller = as_caller(api)
+    endpoint = where.endpoint
     try:
         configmap = await caller.get(endpoint)
         config = config_from_configmap(configmap, anonymous_auth=anonymous_auth)
@@ -143,32 +148,26 @@ class AuthenticationConfigWatcher:
 
     def __init__(
         self,
-        api: KubeRest | KubeTransport,
+        api: KubeRest | KubeTransport | ApiCaller,
         on_change: ConfigListener,
         *,
         current: AuthenticationConfig,
-        anonymous_auth: bool = True,
         poll_interval: float = DEFAULT_POLL_INTERVAL,
-        policy: RetryPolicy | None = None,
-        refresh_credentials: CredentialRefresher | None = None,
-        who: str = SERVICE_ACCOUNT,
-        namespace: str = CONFIGMAP_NAMESPACE,
-        name: str = CONFIGMAP_NAME,
+        where: ConfigMapRef = AUTHENTICATION_CONFIGMAP,
     ) -> None:
-        self._endpoint = configmap_endpoint(namespace, name)
-        self._collection = f"/api/v1/namespaces/{namespace}/configmaps"
-        self._selector = f"metadata.name={name}"
-        self._name = name
-        self._transport = as_transport(api)
-        self._caller = ApiCaller(
-            self._transport, policy=policy, refresh_credentials=refresh_credentials, who=who
-        )
+        self._endpoint = where.endpoint
+        self._collection = f"/api/v1/namespaces/{where.namespace}/configmaps"
+        self._selector = f"metadata.name={where.name}"
+        self._name = where.name
+        self._caller = as_caller(api)
+        self._transport = self._caller.transport
         self._on_change = on_change
         self._current = current
-        self._anonymous_auth = anonymous_auth
+        # Every later value is parsed as the first was (`--anonymous-auth`).
+        self._anonymous_auth = current.anonymous_auth
         self._poll_interval = poll_interval
         self._policy = self._caller.policy
-        self._refresh = refresh_credentials
+        self._refresh = self._caller.refresh_credentials
         self._polling = False
 
     @property

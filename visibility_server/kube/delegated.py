@@ -6,14 +6,15 @@ Wiring (queuescope/serve_cluster.py), with `rest` the `KubeRest` of our ServiceA
 token::
 
     delegated = DelegatedAuth(
-        rest,
+        KubeIdentity(rest, reload_token),
         registry=registry,
-        refresh_credentials=reload_token,
         authentication=KubeIdentity(...),  # --authentication-kubeconfig, if given
         authorization=KubeIdentity(...),  # --authorization-kubeconfig, if given
-        anonymous_auth=args.anonymous_auth,
-        tolerate_lookup_failure=args.authentication_tolerate_lookup_failure,
-        token_cache_ttl=args.authentication_token_webhook_cache_ttl,
+        settings=DelegationSettings(
+            anonymous_auth=args.anonymous_auth,
+            tolerate_lookup_failure=args.authentication_tolerate_lookup_failure,
+            token_cache_ttl=args.authentication_token_webhook_cache_ttl,
+        ),
     )
     config = await delegated.load()  # before binding; AuthenticationLookupError: exit 1
     tls = ListenerTLS(pair, config.accepted_cas_pem)
@@ -24,11 +25,11 @@ token::
 
 As k8s.io/apiserver's delegating servers do, the authentication identity makes the
 TokenReviews and reads the ConfigMap, the authorization identity makes the
-SubjectAccessReviews, and either one left out is the main one (`api`,
-`refresh_credentials`, named `who`). The self-check asks each identity about its own
-permissions, and errors name the identity that lacks one.
+SubjectAccessReviews, and either one left out is the main one. The self-check asks each
+identity about its own permissions, and errors name the identity that lacks one.
 
-With `--authentication-skip-lookup`, pass `static_config=` (the flags' configuration):
+With `--authentication-skip-lookup`, set `DelegationSettings.static_config` (the flags'
+configuration):
 `load` returns it without reading the ConfigMap and `run` only runs the self-check.
 The authenticator chain follows ConfigMap changes by itself (`AuthenticatorChain.update`);
 `on_config_change` callbacks run after it, in registration order.
@@ -90,6 +91,22 @@ class KubeIdentity:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class DelegationSettings:
+    """How delegated authentication behaves: the `--anonymous-auth`,
+    `--authentication-tolerate-lookup-failure`, `--authentication-skip-lookup` (as the
+    static configuration it stands for) and `--authentication-token-webhook-cache-ttl`
+    flags, the polling and self-check intervals, and the one retry policy of every call."""
+
+    anonymous_auth: bool = True
+    tolerate_lookup_failure: bool = False
+    static_config: AuthenticationConfig | None = None
+    token_cache_ttl: float = DEFAULT_TOKEN_CACHE_TTL
+    poll_interval: float = DEFAULT_POLL_INTERVAL
+    self_check_interval: float = DEFAULT_INTERVAL
+    retry: RetryPolicy | None = None
+
+
 class DelegatedAuth:
     """The authenticator chain (with TokenReview), the SAR backend, the ConfigMap watcher
     and the self-check, sharing one retry policy and metric; the authentication and the
@@ -97,29 +114,21 @@ class DelegatedAuth:
 
     def __init__(
         self,
-        api: KubeRest | KubeTransport,
+        main: KubeIdentity,
         *,
         registry: CollectorRegistry,
-        refresh_credentials: CredentialRefresher | None = None,
-        who: str = SERVICE_ACCOUNT,
         authentication: KubeIdentity | None = None,
         authorization: KubeIdentity | None = None,
-        anonymous_auth: bool = True,
-        tolerate_lookup_failure: bool = False,
-        static_config: AuthenticationConfig | None = None,
-        token_cache_ttl: float = DEFAULT_TOKEN_CACHE_TTL,
-        policy: RetryPolicy | None = None,
-        poll_interval: float = DEFAULT_POLL_INTERVAL,
-        self_check_interval: float = DEFAULT_INTERVAL,
+        settings: DelegationSettings | None = None,
     ) -> None:
-        main = KubeIdentity(api, refresh_credentials, who)
+        settings = settings or DelegationSettings()
         self.authentication_identity = authentication or main
         self.authorization_identity = authorization or main
-        self._policy = policy or RetryPolicy()
-        self._anonymous_auth = anonymous_auth
-        self._tolerate = tolerate_lookup_failure
-        self._static = static_config
-        self._poll_interval = poll_interval
+        self._policy = settings.retry or RetryPolicy()
+        self._anonymous_auth = settings.anonymous_auth
+        self._tolerate = settings.tolerate_lookup_failure
+        self._static = settings.static_config
+        self._poll_interval = settings.poll_interval
         self._listeners: list[ConfigListener] = []
         self._watcher: AuthenticationConfigWatcher | None = None
         self._loaded = False
@@ -128,17 +137,17 @@ class DelegatedAuth:
         # credential re-read, its name in errors); both feed the one gauge.
         self._authn = self.authentication_identity.caller(self._policy, self.metrics)
         authz = self.authorization_identity.caller(self._policy, self.metrics)
-        self.sar_backend = SubjectAccessReviewBackend(authz.transport, caller=authz)
-        self.token_reviewer = TokenReviewClient(self._authn.transport, caller=self._authn)
+        self.sar_backend = SubjectAccessReviewBackend(authz)
+        self.token_reviewer = TokenReviewClient(self._authn)
         # Usable at once; `load` installs the real configuration before anything binds.
         self.authenticator = AuthenticatorChain(
-            AuthenticationConfig(anonymous_auth=anonymous_auth),
+            AuthenticationConfig(anonymous_auth=settings.anonymous_auth),
             self.token_reviewer,
-            token_cache_ttl=token_cache_ttl,
+            token_cache_ttl=settings.token_cache_ttl,
         )
         # The ConfigMap is read only when no static configuration replaces it.
         authn_needs: tuple[Permission, ...] = (CREATE_TOKEN_REVIEWS,)
-        if static_config is None:
+        if settings.static_config is None:
             authn_needs += (READ_AUTHENTICATION_CONFIGMAP,)
         self.self_check = SelfCheck(
             [
@@ -146,7 +155,7 @@ class DelegatedAuth:
                 Checked(self._authn, authn_needs),
             ],
             self.metrics,
-            interval=self_check_interval,
+            interval=settings.self_check_interval,
             policy=self._policy,
         )
 
@@ -169,24 +178,13 @@ class DelegatedAuth:
         if self._static is not None:
             config = self._static
         else:
-            identity = self.authentication_identity
             config = await read_authentication_config(
-                self._authn.transport,
+                self._authn,
                 anonymous_auth=self._anonymous_auth,
                 tolerate_lookup_failure=self._tolerate,
-                policy=self._policy,
-                refresh_credentials=identity.refresh_credentials,
-                who=identity.who,
             )
             self._watcher = AuthenticationConfigWatcher(
-                self._authn.transport,
-                self._changed,
-                current=config,
-                anonymous_auth=self._anonymous_auth,
-                poll_interval=self._poll_interval,
-                policy=self._policy,
-                refresh_credentials=identity.refresh_credentials,
-                who=identity.who,
+                self._authn, self._changed, current=config, poll_interval=self._poll_interval
             )
         self.authenticator.update(config)
         self._loaded = True
@@ -215,4 +213,4 @@ class DelegatedAuth:
                 logger.exception("a listener of authentication configuration changes failed")
 
 
-__all__ = ["DelegatedAuth", "KubeIdentity"]
+__all__ = ["DelegatedAuth", "DelegationSettings", "KubeIdentity"]

@@ -21,6 +21,7 @@ from tests.unit.visibility_server.kube.support import (
     status_error,
 )
 from visibility_server.authn.config import AuthenticationConfig, AuthenticationConfigError
+from visibility_server.kube.calls import ApiCaller
 from visibility_server.kube.configmap import (
     AuthenticationConfigWatcher,
     AuthenticationLookupError,
@@ -157,11 +158,14 @@ def reading(*outcomes: Any) -> FakeTransport:
     return transport
 
 
+def caller(transport: FakeTransport, **kwargs: Any) -> ApiCaller:
+    """The transport's calls on its fake clock's retry policy."""
+    return ApiCaller(transport, policy=transport.clock.policy(), **kwargs)
+
+
 async def test_the_startup_read() -> None:
     transport = reading(response(200, configmap()))
-    config = await read_authentication_config(
-        transport, anonymous_auth=False, policy=transport.clock.policy()
-    )
+    config = await read_authentication_config(caller(transport), anonymous_auth=False)
     assert config == config_from_configmap(configmap(), anonymous_auth=False)
     assert [(c.method, c.path) for c in transport.calls] == [("GET", CONFIGMAP_PATH)]
 
@@ -170,7 +174,7 @@ async def test_a_missing_configmap_is_an_empty_configuration(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     transport = reading(status_error(404, "not found"))
-    config = await read_authentication_config(transport, policy=transport.clock.policy())
+    config = await read_authentication_config(caller(transport))
     assert config == AuthenticationConfig()
     assert "does not exist" in caplog.text
 
@@ -178,7 +182,7 @@ async def test_a_missing_configmap_is_an_empty_configuration(
 async def test_a_forbidden_read_stops_startup_naming_the_reader_role() -> None:
     transport = reading(FORBIDDEN)
     with pytest.raises(AuthenticationLookupError) as raised:
-        await read_authentication_config(transport, policy=transport.clock.policy())
+        await read_authentication_config(caller(transport))
     message = str(raised.value)
     assert "extension-apiserver-authentication-reader" in message
     assert "--authentication-tolerate-lookup-failure" in message
@@ -188,7 +192,7 @@ async def test_a_forbidden_read_names_the_identity_that_read() -> None:
     who = "the user of --authentication-kubeconfig /etc/authn"
     transport = reading(FORBIDDEN)
     with pytest.raises(AuthenticationLookupError) as raised:
-        await read_authentication_config(transport, policy=transport.clock.policy(), who=who)
+        await read_authentication_config(caller(transport, who=who))
     assert (
         f'bind {who} to the Role "extension-apiserver-authentication-reader" in kube-system'
         in str(raised.value)
@@ -198,14 +202,14 @@ async def test_a_forbidden_read_names_the_identity_that_read() -> None:
 async def test_an_unreachable_apiserver_is_retried_then_stops_startup() -> None:
     transport = reading(TIMEOUT)
     with pytest.raises(AuthenticationLookupError, match="did not answer"):
-        await read_authentication_config(transport, policy=transport.clock.policy())
+        await read_authentication_config(caller(transport))
     assert len(transport.calls) == 2  # 5 s, a pause, the 4.5 s left
 
 
 async def test_an_unusable_configmap_stops_startup() -> None:
     transport = reading(response(200, configmap(requestheader_allowed_names="nope")))
     with pytest.raises(AuthenticationLookupError, match="requestheader-allowed-names"):
-        await read_authentication_config(transport, policy=transport.clock.policy())
+        await read_authentication_config(caller(transport))
 
 
 @pytest.mark.parametrize(
@@ -216,10 +220,7 @@ async def test_tolerated_failures_start_without_certificates(
 ) -> None:
     transport = reading(failure)
     config = await read_authentication_config(
-        transport,
-        anonymous_auth=False,
-        tolerate_lookup_failure=True,
-        policy=transport.clock.policy(),
+        caller(transport), anonymous_auth=False, tolerate_lookup_failure=True
     )
     assert config == AuthenticationConfig(anonymous_auth=False)
     assert [r.levelname for r in caplog.records] == ["WARNING"]
@@ -233,9 +234,7 @@ async def test_a_401_rereads_our_token_first() -> None:
     async def refresh() -> None:
         refreshed.append(True)
 
-    config = await read_authentication_config(
-        transport, policy=transport.clock.policy(), refresh_credentials=refresh
-    )
+    config = await read_authentication_config(caller(transport, refresh_credentials=refresh))
     assert config == DEFAULT
     assert refreshed == [True]
 
@@ -274,9 +273,7 @@ def watcher(
 ) -> tuple[AuthenticationConfigWatcher, list[AuthenticationConfig]]:
     seen: list[AuthenticationConfig] = []
     return (
-        AuthenticationConfigWatcher(
-            transport, seen.append, current=current, policy=transport.clock.policy(), **kwargs
-        ),
+        AuthenticationConfigWatcher(caller(transport, **kwargs), seen.append, current=current),
         seen,
     )
 

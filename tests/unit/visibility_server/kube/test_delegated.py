@@ -3,6 +3,8 @@ reach the chain and the listeners, and every part shares one gauge."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from prometheus_client import CollectorRegistry
 
@@ -25,7 +27,7 @@ from visibility_server.authn.config import AuthenticationConfig
 from visibility_server.authz.attributes import request_attributes
 from visibility_server.authz.identity import authenticated_user
 from visibility_server.kube.configmap import AuthenticationLookupError
-from visibility_server.kube.delegated import DelegatedAuth, KubeIdentity
+from visibility_server.kube.delegated import DelegatedAuth, DelegationSettings, KubeIdentity
 from visibility_server.kube.errors import DelegationForbiddenError
 from visibility_server.kube.metrics import PERMITTED_METRIC
 
@@ -46,10 +48,21 @@ def configmap(version: str, pem: bytes) -> dict[str, object]:
 
 
 def delegated(
-    transport: FakeTransport, **kwargs: object
+    transport: FakeTransport,
+    *,
+    refresh_credentials: Refresher | None = None,
+    authentication: KubeIdentity | None = None,
+    authorization: KubeIdentity | None = None,
+    **settings: Any,
 ) -> tuple[DelegatedAuth, CollectorRegistry]:
     registry = CollectorRegistry()
-    auth = DelegatedAuth(transport, registry=registry, policy=transport.clock.policy(), **kwargs)  # type: ignore[arg-type]
+    auth = DelegatedAuth(
+        KubeIdentity(transport, refresh_credentials),
+        registry=registry,
+        authentication=authentication,
+        authorization=authorization,
+        settings=DelegationSettings(retry=transport.clock.policy(), **settings),
+    )
     return auth, registry
 
 

@@ -23,6 +23,7 @@ from visibility_server.authz.attributes import request_attributes
 from visibility_server.authz.decision import Decision
 from visibility_server.authz.identity import UserInfo, authenticated_user
 from visibility_server.authz.pipeline import Authorizer
+from visibility_server.kube.calls import ApiCaller
 from visibility_server.kube.errors import InvalidAnswerError
 from visibility_server.kube.sar import SubjectAccessReviewBackend
 
@@ -39,7 +40,8 @@ DENIED = created({"allowed": False})
 def backend(*outcomes: Outcome) -> tuple[SubjectAccessReviewBackend, FakeTransport]:
     transport = FakeTransport()
     transport.script("POST", SAR_PATH, *outcomes)
-    return SubjectAccessReviewBackend(transport, policy=transport.clock.policy()), transport
+    caller = ApiCaller(transport, policy=transport.clock.policy())
+    return SubjectAccessReviewBackend(caller), transport
 
 
 async def test_the_body_of_the_spec_example_byte_for_byte() -> None:
@@ -183,7 +185,8 @@ async def test_concurrent_identical_requests_share_one_review() -> None:
             return await transport.request(*args, **kwargs)  # type: ignore[arg-type]
 
     transport.script("POST", SAR_PATH, ALLOWED)
-    authz = Authorizer(SubjectAccessReviewBackend(Slow(), policy=transport.clock.policy()))  # type: ignore[arg-type]
+    slow = ApiCaller(Slow(), policy=transport.clock.policy())  # type: ignore[arg-type]
+    authz = Authorizer(SubjectAccessReviewBackend(slow))
     attrs = request_attributes("GET", LQ)
     waiting = [asyncio.create_task(authz.authorize(ALICE, attrs)) for _ in range(5)]
     await asyncio.sleep(0)

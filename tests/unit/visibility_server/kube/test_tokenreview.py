@@ -25,6 +25,7 @@ from visibility_server.authn.interface import (
     RequestCredentials,
 )
 from visibility_server.authz.identity import UserInfo
+from visibility_server.kube.calls import ApiCaller
 from visibility_server.kube.errors import (
     CredentialRejectedError,
     DelegationForbiddenError,
@@ -53,7 +54,9 @@ def client(*outcomes: Outcome) -> tuple[TokenReviewClient, FakeTransport]:
     transport = FakeTransport()
     transport.script("POST", TOKEN_REVIEW_PATH, *outcomes)
     metrics = delegated_auth_metrics(CollectorRegistry())
-    return TokenReviewClient(transport, policy=transport.clock.policy(), metrics=metrics), transport
+    return TokenReviewClient(
+        ApiCaller(transport, policy=transport.clock.policy(), metrics=metrics)
+    ), transport
 
 
 async def test_the_body_carries_only_the_token() -> None:
