@@ -47,6 +47,7 @@ from visibility_server.authn.config import (
     DEFAULT_USERNAME_HEADERS,
     AuthenticationConfig,
 )
+from visibility_server.authz.cache import CacheLimits
 from visibility_server.authz.pipeline import Authorizer
 from visibility_server.http import create_app
 from visibility_server.http.health import READYZ_ONLY, HealthCheck
@@ -339,8 +340,10 @@ async def run_cluster(
     authorizer = Authorizer(
         delegated.sar_backend,
         always_allow_paths=[p for p in args.authorization_always_allow_paths.split(",") if p],
-        allowed_ttl=args.authorization_webhook_cache_authorized_ttl,
-        denied_ttl=args.authorization_webhook_cache_unauthorized_ttl,
+        cache=CacheLimits(
+            allowed_ttl=args.authorization_webhook_cache_authorized_ttl,
+            denied_ttl=args.authorization_webhook_cache_unauthorized_ttl,
+        ),
     )
 
     rest = kube.main.rest

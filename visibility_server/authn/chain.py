@@ -197,7 +197,6 @@ class AuthenticatorChain:
         token_reviewer: TokenReviewer | None,
         *,
         token_cache_ttl: float = DEFAULT_TOKEN_CACHE_TTL,
-        token_cache_size: int = DEFAULT_TOKEN_CACHE_SIZE,
         clock: Callable[[], float] = time.monotonic,
         now: Callable[[], datetime] | None = None,
     ) -> None:
@@ -205,7 +204,7 @@ class AuthenticatorChain:
         self._tokens = (
             None
             if token_reviewer is None
-            else TokenCache(token_reviewer, ttl=token_cache_ttl, size=token_cache_size, clock=clock)
+            else TokenCache(token_reviewer, ttl=token_cache_ttl, clock=clock)
         )
         self._now = now or _utcnow
 

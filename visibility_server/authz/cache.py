@@ -4,33 +4,38 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 
 from visibility_server.authz.decision import Decision
 
 Clock = Callable[[], float]
 
 
-class DecisionCache:
-    """At most `max_entries` decisions, each kept `allowed_ttl`/`denied_ttl` seconds.
+@dataclass(frozen=True, slots=True)
+class CacheLimits:
+    """At most `max_entries` decisions, each kept `allowed_ttl`/`denied_ttl` seconds (the
+    `--authorization-webhook-cache-*-ttl` flags); a TTL of 0 or less disables caching of
+    that kind of decision."""
 
-    The clock is monotonic seconds (injected so tests control time). A TTL of 0 or
-    less disables caching of that kind of decision.
-    """
+    max_entries: int = 8192
+    allowed_ttl: float = 10.0
+    denied_ttl: float = 10.0
 
-    def __init__(
-        self,
-        clock: Clock,
-        *,
-        max_entries: int = 8192,
-        allowed_ttl: float = 10.0,
-        denied_ttl: float = 10.0,
-    ) -> None:
-        if max_entries < 0:
+    def __post_init__(self) -> None:
+        if self.max_entries < 0:
             raise ValueError("max_entries must not be negative")
+
+
+class DecisionCache:
+    """Decisions within `CacheLimits`, on a clock of monotonic seconds (injected so tests
+    control time)."""
+
+    def __init__(self, clock: Clock, limits: CacheLimits | None = None) -> None:
+        limits = limits or CacheLimits()
         self._clock = clock
-        self._max_entries = max_entries
-        self._allowed_ttl = allowed_ttl
-        self._denied_ttl = denied_ttl
+        self._max_entries = limits.max_entries
+        self._allowed_ttl = limits.allowed_ttl
+        self._denied_ttl = limits.denied_ttl
         self._entries: OrderedDict[Hashable, tuple[float, Decision]] = OrderedDict()
 
     def __len__(self) -> int:

@@ -27,15 +27,13 @@ from functools import partial
 from typing import Final, Protocol
 
 from visibility_server.authz.attributes import Attributes, AttributesKey
-from visibility_server.authz.cache import Clock, DecisionCache
+from visibility_server.authz.cache import CacheLimits, Clock, DecisionCache
 from visibility_server.authz.decision import Decision
 from visibility_server.authz.identity import MASTERS_GROUP, UserInfo, UserKey, is_anonymous
 from visibility_server.authz.messages import forbidden_details, forbidden_message
 
 VISIBILITY_GROUP: Final = "visibility.kueue.x-k8s.io"
 DEFAULT_ALWAYS_ALLOW_PATHS: Final = ("/healthz", "/readyz", "/livez")
-DEFAULT_CACHE_SIZE: Final = 8192
-DEFAULT_TTL_SECONDS: Final = 10.0
 
 ALWAYS_ALLOWED_REASON: Final = "always-allowed path"
 MASTERS_REASON: Final = f"member of {MASTERS_GROUP}"
@@ -103,17 +101,13 @@ class Authorizer:
         *,
         always_allow_paths: Iterable[str] = DEFAULT_ALWAYS_ALLOW_PATHS,
         group: str = VISIBILITY_GROUP,
-        cache_size: int = DEFAULT_CACHE_SIZE,
-        allowed_ttl: float = DEFAULT_TTL_SECONDS,
-        denied_ttl: float = DEFAULT_TTL_SECONDS,
+        cache: CacheLimits | None = None,
         clock: Clock = time.monotonic,
     ) -> None:
         self._backend = backend
         self._always_allowed = AlwaysAllowPaths(always_allow_paths)
         self._group = group
-        self._cache = DecisionCache(
-            clock, max_entries=cache_size, allowed_ttl=allowed_ttl, denied_ttl=denied_ttl
-        )
+        self._cache = DecisionCache(clock, cache)
         self._inflight: dict[CacheKey, asyncio.Task[Decision]] = {}
         self._generation = 0
 

@@ -19,7 +19,7 @@ token::
     config = await delegated.load()  # before binding; AuthenticationLookupError: exit 1
     tls = ListenerTLS(pair, config.accepted_cas_pem)
     delegated.on_config_change(lambda new: tls.set_client_cas(new.accepted_cas_pem))
-    authorizer = Authorizer(delegated.sar_backend, allowed_ttl=..., denied_ttl=...)
+    authorizer = Authorizer(delegated.sar_backend, cache=CacheLimits(...))
     app = create_app(..., authenticator=delegated.authenticator, authorizer=authorizer)
     task_group.create_task(delegated.run())  # ConfigMap watch + self-check, until cancelled
 

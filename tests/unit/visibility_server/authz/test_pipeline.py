@@ -12,6 +12,7 @@ from tests.unit.visibility_server.authz.builders import (
     rule,
 )
 from visibility_server.authz.attributes import Attributes, request_attributes
+from visibility_server.authz.cache import CacheLimits
 from visibility_server.authz.decision import Decision
 from visibility_server.authz.embedded import EmbeddedBackend
 from visibility_server.authz.identity import ANONYMOUS, UserInfo, authenticated_user
@@ -195,7 +196,8 @@ async def test_expiry_after_ten_seconds(decision: Decision) -> None:
 
 
 async def test_separate_ttls() -> None:
-    authz, backend, clock = make(Decision(True), allowed_ttl=30.0, denied_ttl=0.0)
+    limits = CacheLimits(allowed_ttl=30.0, denied_ttl=0.0)
+    authz, backend, clock = make(Decision(True), cache=limits)
     await authz.authorize(ALICE, get(CQ))
     clock.now += 29
     await authz.authorize(ALICE, get(CQ))
@@ -207,7 +209,7 @@ async def test_separate_ttls() -> None:
 
 
 async def test_lru_eviction() -> None:
-    authz, backend, _ = make(Decision(True), cache_size=2)
+    authz, backend, _ = make(Decision(True), cache=CacheLimits(max_entries=2))
     a, b, c = get(CQ), get("/metrics"), get(f"{G}/v1beta1/clusterqueues/x/pendingworkloads")
     await authz.authorize(ALICE, a)
     await authz.authorize(ALICE, b)
