@@ -38,6 +38,16 @@ MAX_BACKOFF = RECONNECT.cap
 DISPATCH_BUDGET = 0.003
 
 
+def drop_managed_fields(obj: Json) -> Json:
+    """`obj` without `metadata.managedFields`, which nothing here reads and which was
+    the largest part of a cached Workload (docs/benchmarks.md, "Cluster-mode memory").
+    A status write that omits it leaves the server's copy unchanged."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
+    return obj
+
+
 class Gone(Exception):  # noqa: N818 (named after the HTTP status)
     """The resume resourceVersion is too old: list again."""
 
@@ -98,7 +108,7 @@ class Reflector:
                     # List items carry no kind/apiVersion; the handler's decoder needs them.
                     obj.setdefault("kind", self.resource.kind)
                     obj.setdefault("apiVersion", self.resource.api_version)
-                    items[object_key(obj)] = obj
+                    items[object_key(obj)] = drop_managed_fields(obj)
             meta = page.get("metadata") or {}
             token = meta.get("continue") or ""
             if not token:
@@ -155,6 +165,7 @@ class Reflector:
         self.stats.events += 1
         obj.setdefault("kind", self.resource.kind)
         obj.setdefault("apiVersion", self.resource.api_version)
+        drop_managed_fields(obj)
         key = object_key(obj)
         if kind == "DELETED":
             old = self.cache.pop(key, None)

@@ -39,7 +39,7 @@ from scheduler.runtime.commands import (
 from scheduler.runtime.engine import Engine
 from scheduler.runtime.kube.decode import decode_live
 from scheduler.runtime.kube.normalize import same_status
-from scheduler.runtime.kube.reflector import Reflector
+from scheduler.runtime.kube.reflector import Reflector, drop_managed_fields
 from scheduler.runtime.kube.resources import (
     CLUSTER_QUEUES,
     COHORTS,
@@ -145,6 +145,7 @@ class KubeStore:
             return
         obj.setdefault("kind", resource.kind)
         obj.setdefault("apiVersion", resource.api_version)
+        drop_managed_fields(obj)
         key = object_key(obj)
         old = reflector.cache.get(key)
         if old is not None and not _newer(resource_version(obj), resource_version(old)):

@@ -378,3 +378,26 @@ async def test_an_unexpected_error_backs_off_instead_of_ending_the_reflector() -
         await r.run()
     assert r.stats.errors == 1
     assert sleeps.delays == [0.5]
+
+
+# -- what the cache keeps ----------------------------------------------------------------
+MANAGED = [{"manager": "kubectl", "operation": "Update", "fieldsV1": {"f:spec": {}}}]
+
+
+async def test_managed_fields_are_dropped_from_listed_and_watched_objects() -> None:
+    fake = FakeKube()
+    listed = wl("listed", "5")
+    listed["metadata"]["managedFields"] = MANAGED
+    fake.seed(WORKLOADS, listed)
+    watched = wl("watched", "11")
+    watched["metadata"]["managedFields"] = MANAGED
+    fake.script_watch(WORKLOADS.collection(), WatchEvent("ADDED", watched))
+    handler = Recorder()
+    r = reflector(fake, WORKLOADS, handler)
+    await r.list_all()
+    await r.watch_once()
+    assert sorted(r.cache) == ["team/listed", "team/watched"]
+    for obj in [*r.cache.values(), *handler.objects]:
+        assert "managedFields" not in obj["metadata"]
+        assert obj["metadata"]["namespace"] == "team"  # the rest of metadata stays
+    assert r.cache["team/watched"]["metadata"]["resourceVersion"] == "11"

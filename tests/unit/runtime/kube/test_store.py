@@ -329,6 +329,26 @@ async def test_observe_ignores_older_versions_and_notifies_on_newer() -> None:
     store.observe(Resource("x", "v1", "things", "Thing", False), {"metadata": {"name": "t"}})
 
 
+async def test_observe_keeps_a_write_response_without_its_managed_fields() -> None:
+    fake = FakeKube()
+    seed_cluster(fake)
+    store, _ = await synced_store(fake)
+    current = server_copy(store)
+    rv = int(current["metadata"]["resourceVersion"])
+    response = {
+        **current,
+        "metadata": {
+            **current["metadata"],
+            "resourceVersion": str(rv + 1),
+            "managedFields": [{"manager": "queuescope", "operation": "Update"}],
+        },
+    }
+    store.observe(WORKLOADS, response)
+    kept = server_copy(store)
+    assert kept["metadata"]["resourceVersion"] == str(rv + 1)
+    assert "managedFields" not in kept["metadata"]
+
+
 async def test_listeners_see_every_kind_and_a_failing_one_does_not_stop_the_rest() -> None:
     fake = FakeKube()
     store, engine = await synced_store(fake)

@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""Build upstream Kueue's manager (`cmd/kueue`) once from its Go module, for benchmarks only.
+
+    python tools/controlplane/kueue_manager.py          # build if needed; stdout: its path
+    python tools/controlplane/kueue_manager.py --force  # build again
+
+The memory and throughput benchmarks run it side by side with our server on the same
+objects (docs/benchmarks.md); it is never shipped. Built like kueuectl (build.py): `go
+install sigs.k8s.io/kueue/cmd/kueue@<version>` into a temporary GOBIN under `nice -n 10`,
+then renamed into .../queuescope/controlplane/kueue-manager-<version>/bin/kueue with its
+own `stamp.json` (written last) and `flock`, so concurrent callers build once.
+
+`ensure_kueue_manager()` is importable (benchmarks load this file by path, as they load
+build.py). Standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+# The sibling module, for its cache, lock and Go helpers (first on the path, before any
+# installed package of the same name).
+import build
+
+VERSION = "v0.19.2"
+PACKAGE = f"{build.KUEUE}/cmd/kueue"
+RECIPE = 1
+Log = Callable[[str], None]
+
+
+def manager_path(version: str = VERSION) -> Path:
+    return build.cache_root() / f"kueue-manager-{version}" / "bin" / "kueue"
+
+
+def _stamp_fields(version: str) -> dict[str, object]:
+    return {"recipe": RECIPE, "kueue": version, "package": PACKAGE}
+
+
+def cached_manager(version: str = VERSION) -> Path | None:
+    binary = manager_path(version)
+    try:
+        stamp = json.loads((binary.parent.parent / build.STAMP).read_text())
+        size = binary.stat().st_size
+    except (OSError, ValueError):
+        return None
+    if not isinstance(stamp, dict) or any(
+        stamp.get(k) != v for k, v in _stamp_fields(version).items()
+    ):
+        return None
+    return binary if size == stamp.get("size") and os.access(binary, os.X_OK) else None
+
+
+def _check_runs(binary: Path) -> None:
+    """`kueue --help` lists its flags (it exits 0 or 2 depending on the flag library)."""
+    try:
+        result = subprocess.run(
+            [str(binary), "--help"], capture_output=True, text=True, timeout=60, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise build.BuildError(f"kueue does not run: {err}") from err
+    if "-config" not in result.stdout + result.stderr:
+        raise build.BuildError(
+            f"kueue --help should list -config; it printed: {(result.stdout + result.stderr)[:500]}"
+        )
+
+
+def ensure_kueue_manager(
+    *, version: str = VERSION, force: bool = False, log: Log = build._stderr
+) -> Path:
+    """Kueue's manager `version`, built from its module once and cached."""
+    if not force and (found := cached_manager(version)) is not None:
+        return found
+    binary = manager_path(version)
+    home = binary.parent.parent
+    with build._locked(home.with_name(home.name + ".lock"), log):
+        if not force and (found := cached_manager(version)) is not None:
+            return found
+        go = build.find_go()
+        go_version = build._go_version(go)
+        home.mkdir(parents=True, exist_ok=True)
+        log_file = home / "build.log"
+        log_file.write_text(f"{go_version}\n")
+        work = Path(tempfile.mkdtemp(prefix=".build-", dir=home))
+        try:
+            env = {**build._go_env(), "GOBIN": str(work), "GOFLAGS": "-mod=mod"}
+            ldflags = f"-s -w -X {build.KUEUE}/pkg/version.GitVersion={version}"
+            build._run(
+                ["nice", "-n", "10", go, "install", "-trimpath", f"-ldflags={ldflags}",
+                 f"{PACKAGE}@{version}"],
+                cwd=work,
+                log_file=log_file,
+                what=f"building Kueue's manager {version}",
+                log=log,
+                env=env,
+            )  # fmt: skip
+            _check_runs(work / "kueue")
+            stamp_path = home / build.STAMP
+            stamp_path.unlink(missing_ok=True)
+            binary.parent.mkdir(parents=True, exist_ok=True)
+            size = (work / "kueue").stat().st_size
+            os.replace(work / "kueue", binary)
+            stamp = {**_stamp_fields(version), "go": go_version, "size": size}
+            partial = stamp_path.with_suffix(".tmp")
+            partial.write_text(json.dumps(stamp, indent=2, sort_keys=True) + "\n")
+            os.replace(partial, stamp_path)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    return binary
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="kueue_manager.py", description=f"Build or reuse Kueue's manager {VERSION}."
+    )
+    parser.add_argument("--force", action="store_true", help="build even when cached")
+    args = parser.parse_args(argv)
+    try:
+        print(ensure_kueue_manager(force=args.force))
+    except build.BuildError as err:
+        build._stderr(f"error: {err}")
+        return (
+            build.EXIT_NO_GO if isinstance(err, build.GoNotFoundError) else build.EXIT_BUILD_FAILED
+        )
+    return build.EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())
