@@ -7,6 +7,8 @@ docs/product.md#set-up).
     python tools/controlplane/build.py --print-dir   # the same; stdout is only the bin dir
     python tools/controlplane/build.py --check       # exit 0 when cached, 1 when not; no build
     python tools/controlplane/build.py --kueuectl    # kueuectl instead; stdout is its path
+    python tools/controlplane/build.py --nodes       # kube-controller-manager, kube-scheduler
+                                                     # and kwok; stdout is their bin dir
 
 Sources are the wrapper modules next to this file, with their go.sum committed so that
 every machine builds the same dependency graph:
@@ -15,6 +17,7 @@ every machine builds the same dependency graph:
             by its published v0.<minor>.<patch>; `go install pkg@version` cannot do this
             (it refuses modules with replace directives), a wrapper module can
     etcd/   a `main` calling the server's own entry point, etcdmain.Main
+    nodes/  like kube/, for kube-controller-manager and kube-scheduler (same version)
 
 Cache: ${QUEUESCOPE_CACHE:-${XDG_CACHE_HOME:-~/.cache}}/queuescope/controlplane/
 k8s-<ver>-etcd-<ver>/bin/{etcd,kube-apiserver,kubectl}, with `stamp.json` written last
