@@ -91,7 +91,7 @@ class Benchmark:
             parts.append("--quick")
         for size in self.sizes:
             value = getattr(args, size.flag.replace("-", "_"), None)
-            if value is not None:
+            if value is not None and value != "":  # an unset path flag
                 shown = ",".join(map(str, value)) if isinstance(value, list) else str(value)
                 parts.append(f"--{size.flag} {shown}")
         return " ".join(parts)
