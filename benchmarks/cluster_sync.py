@@ -186,7 +186,8 @@ def cluster_sync(args: argparse.Namespace) -> Result:
         headline_label=f"start to ready with {n} Workloads in kube-apiserver",
         command=f"python -m benchmarks cluster-sync --workloads {args.workloads} "
         f"--admit {args.admit} --qps {args.qps} --pod-jobs {args.pod_jobs} "
-        f"--pod-quota {args.pod_quota}",
+        f"--pod-quota {args.pod_quota}"
+        + (f" --kueue-manager {args.kueue_manager}" if args.kueue_manager else ""),
         columns=["measure", "value"],
         rows=[
             ["Workloads created before the start (16 threads)", f"{create_seconds:.1f} s"],
