@@ -27,9 +27,11 @@ unit: install
 	$(BIN)/pytest
 
 # etcd, kube-apiserver and kubectl for tests/e2e, built once from their Go modules into a
-# cache outside the repository (~/.cache/queuescope/controlplane) and reused afterwards.
+# cache outside the repository (~/.cache/queuescope/controlplane) and reused afterwards;
+# then kube-controller-manager, kube-scheduler and kwok for the tests that run Pods.
 controlplane:
 	$(PYTHON) tools/controlplane/build.py
+	$(PYTHON) tools/controlplane/build.py --nodes
 
 # Debian's Chromium for tests/browser: Playwright drives it by path and never downloads a
 # browser of its own. Installed once with apt-get (as root, or through sudo).

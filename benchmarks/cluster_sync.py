@@ -15,6 +15,11 @@ leader election, as in a pod.
    `--admit` of them fit; the figure is `--admit` divided by the time from that change
    until the last admission is *in the API server*, with the writers limited to `--qps`.
 5. **SIGTERM to exit** again, now with `--admit` quota holders.
+6. **With Pods** (`--pod-jobs`, 0 skips it; benchmarks/cluster_pods.py): on a fresh
+   control plane with the Job controller, kube-scheduler and kwok Nodes, Jobs admitted
+   one quota's worth at a time really run and finish a Pod each; admissions per second
+   end to end, wall and CPU time; upstream Kueue's manager in the same run, on the same
+   shape, when `--kueue-manager PATH` names one.
 
 The control plane is the e2e suite's (tests/e2e/harness.py): etcd and kube-apiserver
 built by tools/controlplane/build.py and cached. Objects are created by a pool of
@@ -33,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchmarks.cluster_pods import PodsSection, PodsShape, pods_section
 from benchmarks.result import Result, Target
 from tests.e2e.bulk import (
     Admin,
@@ -169,16 +175,19 @@ def cluster_sync(args: argparse.Namespace) -> Result:
             if server is not None:
                 server.stop()
             plane.stop()
+    pods = _pods(build, toolchain, args)
     rate = args.admit / admit_seconds
     restart_share = again.writes / args.workloads
     n = f"{args.workloads:,}"
-    return Result(
+    result = Result(
         name="cluster-sync",
         headline=first.ready,
         unit="s",
         headline_label=f"start to ready with {n} Workloads in kube-apiserver",
         command=f"python -m benchmarks cluster-sync --workloads {args.workloads} "
-        f"--admit {args.admit} --qps {args.qps}",
+        f"--admit {args.admit} --qps {args.qps} --pod-jobs {args.pod_jobs} "
+        f"--pod-quota {args.pod_quota}"
+        + (f" --kueue-manager {args.kueue_manager}" if args.kueue_manager else ""),
         columns=["measure", "value"],
         rows=[
             ["Workloads created before the start (16 threads)", f"{create_seconds:.1f} s"],
@@ -238,3 +247,29 @@ def cluster_sync(args: argparse.Namespace) -> Result:
             "admission_writes": admission_writes,
         },
     )
+    if pods is not None:
+        result.rows.extend(pods.rows)
+        result.notes.extend(pods.notes)
+        result.figures.update(pods.figures)
+        if pods.upstream is not None:
+            result.targets.append(
+                Target(
+                    "pods admissions/s, queuescope / Kueue",
+                    pods.figures["pods_ratio"],
+                    ">=",
+                    1,
+                    "x",
+                )
+            )
+    return result
+
+
+def _pods(build: Any, toolchain: Any, args: argparse.Namespace) -> PodsSection | None:
+    """The run with Pods (docs/benchmarks.md#cluster-sync), after the plane above is gone."""
+    if args.pod_jobs <= 0:
+        return None
+    nodes_toolchain = build.ensure_nodes(log=lambda m: print(m, file=sys.stderr))
+    shape = PodsShape(jobs=args.pod_jobs, quota=args.pod_quota, nodes=1, run_for="1s", qps=args.qps)
+    manager = Path(args.kueue_manager) if args.kueue_manager else None
+    with tempfile.TemporaryDirectory(prefix="queuescope-bench-pods-") as tmp:
+        return pods_section(toolchain, nodes_toolchain, Path(tmp), shape, manager)

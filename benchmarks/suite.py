@@ -91,7 +91,7 @@ class Benchmark:
             parts.append("--quick")
         for size in self.sizes:
             value = getattr(args, size.flag.replace("-", "_"), None)
-            if value is not None:
+            if value is not None and value != "":  # an unset path flag
                 shown = ",".join(map(str, value)) if isinstance(value, list) else str(value)
                 parts.append(f"--{size.flag} {shown}")
         return " ".join(parts)
@@ -821,11 +821,14 @@ _LIST: Sequence[Benchmark] = (
     Benchmark(
         "cluster-sync",
         "cluster mode on a real kube-apiserver: writes and time to quiet after a start and "
-        "a restart, SIGTERM to exit, admissions/s end to end",
+        "a restart, SIGTERM to exit, admissions/s end to end (also with real Pods on kwok Nodes)",
         (
             Size("workloads", 10_000, 2_000, "Workloads in kube-apiserver before the start"),
             Size("admit", 2_000, 500, "admissions measured end to end"),
             Size("qps", 200.0, 200.0, "the server's client QPS (and burst)", float),
+            Size("pod-jobs", 300, 60, "Jobs run with real Pods on kwok Nodes (0: skip)"),
+            Size("pod-quota", 20, 10, "CPUs of the pods run's ClusterQueue (1 per Job)"),
+            Size("kueue-manager", "", "", "upstream Kueue manager binary for the pods run", str),
         ),
         cluster_sync,
     ),

@@ -24,6 +24,7 @@ import pytest
 from tests.e2e.aggregated import Aggregated, aggregated_server
 from tests.e2e.cluster import ClusterModeServer
 from tests.e2e.harness import LOG_FILES, ControlPlane, HarnessError, tail
+from tests.e2e.nodes import NodeAgents, node_agents
 
 REPO = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = REPO / "tools" / "controlplane" / "build.py"
@@ -158,14 +159,48 @@ def aggregated(
         yield env
 
 
-@pytest.fixture(scope="session")
-def kueuectl(request: pytest.FixtureRequest) -> Path:
-    """kueuectl v0.19.2, built once from Kueue's module into the cache (build.py --kueuectl)."""
+def _built(request: pytest.FixtureRequest, ensure: str, what: str) -> Any:
+    """`build.<ensure>()`: cached or built now, progress on the terminal; no Go skips (or
+    fails under QUEUESCOPE_E2E_REQUIRED=1), a failed build fails."""
     build = _load_build_module()
     try:
-        path: Path = build.ensure_kueuectl(log=_terminal_writer(request.config))
+        return getattr(build, ensure)(log=_terminal_writer(request.config))
     except build.GoNotFoundError as err:
         _unavailable(str(err))
     except build.BuildError as err:
-        pytest.fail(f"building kueuectl failed: {err}")
+        pytest.fail(f"building {what} failed: {err}")
+
+
+@pytest.fixture(scope="session")
+def kueuectl(request: pytest.FixtureRequest) -> Path:
+    """kueuectl v0.19.2, built once from Kueue's module into the cache (build.py --kueuectl)."""
+    path: Path = _built(request, "ensure_kueuectl", "kueuectl")
     return path
+
+
+@pytest.fixture(scope="session")
+def node_toolchain(request: pytest.FixtureRequest) -> Any:
+    """kube-controller-manager, kube-scheduler and kwok (build.py --nodes), built on first
+    use: only the tests that need Pods ask for them."""
+    return _built(request, "ensure_nodes", "kube-controller-manager, kube-scheduler and kwok")
+
+
+@pytest.fixture(scope="module")
+def nodes(
+    control_plane: ControlPlane,
+    node_toolchain: Any,
+    tmp_path_factory: pytest.TempPathFactory,
+    request: pytest.FixtureRequest,
+) -> Iterator[NodeAgents]:
+    """The Job controller, the scheduler and kwok's Nodes on the session's control plane,
+    for one test module (docs/cluster.md#real-cluster-tests): the modules that do not ask
+    for Pods never run them."""
+    try:
+        with node_agents(control_plane, node_toolchain, tmp_path_factory.mktemp("nodes")) as agents:
+            _terminal_writer(request.config)(
+                f"kube-controller-manager, kube-scheduler, kwok and {len(agents.nodes)} "
+                f"Nodes up in {agents.startup_seconds:.1f}s"
+            )
+            yield agents
+    except HarnessError as err:
+        pytest.fail(f"the Node agents did not start: {err}")

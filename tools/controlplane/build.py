@@ -7,6 +7,8 @@ docs/product.md#set-up).
     python tools/controlplane/build.py --print-dir   # the same; stdout is only the bin dir
     python tools/controlplane/build.py --check       # exit 0 when cached, 1 when not; no build
     python tools/controlplane/build.py --kueuectl    # kueuectl instead; stdout is its path
+    python tools/controlplane/build.py --nodes       # kube-controller-manager, kube-scheduler
+                                                     # and kwok; stdout is their bin dir
 
 Sources are the wrapper modules next to this file, with their go.sum committed so that
 every machine builds the same dependency graph:
@@ -15,6 +17,7 @@ every machine builds the same dependency graph:
             by its published v0.<minor>.<patch>; `go install pkg@version` cannot do this
             (it refuses modules with replace directives), a wrapper module can
     etcd/   a `main` calling the server's own entry point, etcdmain.Main
+    nodes/  like kube/, for kube-controller-manager and kube-scheduler (same version)
 
 Cache: ${QUEUESCOPE_CACHE:-${XDG_CACHE_HOME:-~/.cache}}/queuescope/controlplane/
 k8s-<ver>-etcd-<ver>/bin/{etcd,kube-apiserver,kubectl}, with `stamp.json` written last
@@ -60,10 +63,18 @@ MODULE_FILES = ("go.mod", "go.sum", "main.go")
 KUBERNETES = "k8s.io/kubernetes"
 ETCD_SERVER = "go.etcd.io/etcd/server/v3"
 KUBE_COMMANDS = ("k8s.io/kubernetes/cmd/kube-apiserver", "k8s.io/kubernetes/cmd/kubectl")
+# The pod-running half (docs/cluster.md#real-cluster-tests): its own wrapper module, so the
+# go.sum of the apiserver's never changes for it, and its own cache entry with kwok.
+NODES_MODULE = HERE / "nodes"
+NODES_COMMANDS = (
+    "k8s.io/kubernetes/cmd/kube-controller-manager",
+    "k8s.io/kubernetes/cmd/kube-scheduler",
+)
 # Bump when the build commands below change in a way that changes the binaries.
 RECIPE = 1
 STAMP = "stamp.json"
 HEARTBEAT_SECONDS = 60.0
+NICENESS = 10
 LOG_TAIL_LINES = 40
 
 EXIT_OK = 0
@@ -107,7 +118,7 @@ class Toolchain:
         return (self.etcd, self.kube_apiserver, self.kubectl)
 
 
-def _stderr(message: str) -> None:
+def stderr(message: str) -> None:
     print(f"controlplane: {message}", file=sys.stderr, flush=True)
 
 
@@ -169,33 +180,39 @@ def _expected_stamp_fields() -> dict[str, object]:
     return {"recipe": RECIPE, "kubernetes": kube, "etcd": etcd, "inputs": _inputs()}
 
 
-def cached() -> Toolchain | None:
-    """The toolchain if a complete build for the current module files is in the cache."""
-    planned = planned_toolchain()
+def _stamp_matches(home: Path, expected: dict[str, object], binaries: Sequence[Path]) -> bool:
+    """Whether `home/stamp.json` records `expected` and every binary with its size."""
     try:
-        stamp = json.loads((planned.bin_dir.parent / STAMP).read_text())
+        stamp = json.loads((home / STAMP).read_text())
     except (OSError, ValueError):
-        return None
+        return False
     if not isinstance(stamp, dict):
-        return None
-    for key, value in _expected_stamp_fields().items():
+        return False
+    for key, value in expected.items():
         if stamp.get(key) != value:
-            return None
+            return False
     sizes = stamp.get("sizes")
     if not isinstance(sizes, dict):
-        return None
-    for binary in planned.binaries:
+        return False
+    for binary in binaries:
         try:
             info = binary.stat()
         except OSError:
-            return None
+            return False
         if info.st_size != sizes.get(binary.name) or not os.access(binary, os.X_OK):
-            return None
-    return planned
+            return False
+    return True
+
+
+def cached() -> Toolchain | None:
+    """The toolchain if a complete build for the current module files is in the cache."""
+    planned = planned_toolchain()
+    home = planned.bin_dir.parent
+    return planned if _stamp_matches(home, _expected_stamp_fields(), planned.binaries) else None
 
 
 @contextlib.contextmanager
-def _locked(path: Path, log: Log) -> Iterator[None]:
+def locked(path: Path, log: Log) -> Iterator[None]:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a") as handle:
         try:
@@ -220,7 +237,7 @@ def find_go() -> str:
     return go
 
 
-def _go_env() -> dict[str, str]:
+def go_env() -> dict[str, str]:
     env = dict(os.environ)
     # Static binaries, independent of the host's libc; no go.work from a parent directory.
     env.update({"CGO_ENABLED": "0", "GOWORK": "off"})
@@ -240,12 +257,20 @@ def _tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
     return "\n".join(text[-lines:])
 
 
-def _run(
+def _niced(argv: Sequence[str]) -> list[str]:
+    """`argv` under `nice -n 10` where there is a nice: a build on a machine shared with
+    tests and servers yields the CPU to them."""
+    nice = shutil.which("nice")
+    return [nice, "-n", str(NICENESS), *argv] if nice else list(argv)
+
+
+def run_logged(
     argv: Sequence[str], *, cwd: Path, log_file: Path, what: str, log: Log, env: dict[str, str]
 ) -> None:
     """Run one build command, output appended to `log_file`, with a heartbeat."""
     started = time.monotonic()
     log(f"{what} ...")
+    argv = _niced(argv)
     with log_file.open("a") as out:
         out.write(f"\n$ (cd {cwd} && {' '.join(argv)})\n")
         out.flush()
@@ -310,7 +335,7 @@ def _kube_ldflags(version: str) -> str:
     return " ".join(flags)
 
 
-def _go_version(go: str) -> str:
+def describe_go(go: str) -> str:
     try:
         result = subprocess.run(
             [go, "version"], capture_output=True, text=True, timeout=120, check=False
@@ -324,7 +349,7 @@ def _go_version(go: str) -> str:
 
 def _build(target: Toolchain, log: Log) -> None:
     go = find_go()
-    go_version = _go_version(go)
+    go_version = describe_go(go)
     log(f"building etcd {target.etcd_version}, kube-apiserver and kubectl {target.kube_version}")
     log(f"with {go_version}; into {target.bin_dir}")
     log("a cold build downloads about 1 GB of modules and compiles for 15 to 30 minutes")
@@ -334,7 +359,7 @@ def _build(target: Toolchain, log: Log) -> None:
     log_file = home / "build.log"
     log_file.write_text(f"{go_version}\n")
     log(f"build log: {log_file}")
-    env = _go_env()
+    env = go_env()
     work = Path(tempfile.mkdtemp(prefix=".build-", dir=home))
     try:
         out = work / "out"
@@ -343,7 +368,7 @@ def _build(target: Toolchain, log: Log) -> None:
         shutil.copytree(ETCD_MODULE, etcd_src)
         shutil.copytree(KUBE_MODULE, kube_src)
         common = [go, "build", "-mod=readonly", "-trimpath"]
-        _run(
+        run_logged(
             [*common, "-ldflags=-s -w", "-o", str(out / "etcd"), "."],
             cwd=etcd_src,
             log_file=log_file,
@@ -352,7 +377,7 @@ def _build(target: Toolchain, log: Log) -> None:
             env=env,
         )
         kube_flags = f"-ldflags={_kube_ldflags(target.kube_version)}"
-        _run(
+        run_logged(
             [*common, kube_flags, "-o", f"{out}/", *KUBE_COMMANDS],
             cwd=kube_src,
             log_file=log_file,
@@ -370,18 +395,26 @@ def _build(target: Toolchain, log: Log) -> None:
 
 
 def _install(target: Toolchain, out: Path, go_version: str) -> None:
-    stamp_path = target.bin_dir.parent / STAMP
+    _install_binaries(target.binaries, out, go_version, _expected_stamp_fields())
+
+
+def _install_binaries(
+    binaries: Sequence[Path], out: Path, go_version: str, fields: dict[str, object]
+) -> None:
+    """Rename each built binary from `out` into place, then write the stamp (last)."""
+    home = binaries[0].parent.parent
+    stamp_path = home / STAMP
     stamp_path.unlink(missing_ok=True)
-    target.bin_dir.mkdir(parents=True, exist_ok=True)
+    binaries[0].parent.mkdir(parents=True, exist_ok=True)
     sizes: dict[str, int] = {}
     digests: dict[str, str] = {}
-    for binary in target.binaries:
+    for binary in binaries:
         built = out / binary.name
         sizes[binary.name] = built.stat().st_size
         digests[binary.name] = _sha256(built)
         os.replace(built, binary)
     stamp = {
-        **_expected_stamp_fields(),
+        **fields,
         "go": go_version,
         "built": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "sizes": sizes,
@@ -394,7 +427,7 @@ def _install(target: Toolchain, out: Path, go_version: str) -> None:
 
 def _go_output(argv: Sequence[str], *, cwd: Path, what: str) -> str:
     result = subprocess.run(
-        argv, cwd=cwd, capture_output=True, text=True, env=_go_env(), check=False
+        argv, cwd=cwd, capture_output=True, text=True, env=go_env(), check=False
     )
     if result.returncode != 0:
         raise BuildError(f"{what} failed (exit {result.returncode}):\n{result.stderr.strip()}")
@@ -413,7 +446,7 @@ def staging_modules(kubernetes_go_mod: str) -> list[str]:
 
 
 def update_modules(
-    kube_version: str, etcd_version: str, out: Path = HERE, log: Log = _stderr
+    kube_version: str, etcd_version: str, out: Path = HERE, log: Log = stderr
 ) -> None:
     """Rewrite the wrapper modules (go.mod, go.sum; etcd's main.go) for other versions.
 
@@ -440,18 +473,24 @@ def update_modules(
         directive = re.search(r"^go\s+(\S+)", upstream, re.M)
         go_line = f"go {directive.group(1) if directive else '1.25.0'}\n"
         replaces = "".join(f"\t{m} => {m} {staging_version}\n" for m in staging_modules(upstream))
-        kube = work / "kube"
-        kube.mkdir()
-        (kube / "go.mod").write_text(
-            f"module queuescope.invalid/controlplane\n\n{go_line}\n"
-            f"require {KUBERNETES} {kube_version}\n\nreplace (\n{replaces})\n"
+        wrappers = (
+            ("kube", "queuescope.invalid/controlplane", KUBE_COMMANDS),
+            ("nodes", "queuescope.invalid/controlplane-nodes", NODES_COMMANDS),
         )
-        log(f"resolving kube-apiserver and kubectl {kube_version}")
-        _go_output(
-            [go, "get", *(f"{cmd}@{kube_version}" for cmd in KUBE_COMMANDS)],
-            cwd=kube,
-            what="go get (kube)",
-        )
+        for folder, module_path, commands in wrappers:
+            wrapper = work / folder
+            wrapper.mkdir()
+            (wrapper / "go.mod").write_text(
+                f"module {module_path}\n\n{go_line}\n"
+                f"require {KUBERNETES} {kube_version}\n\nreplace (\n{replaces})\n"
+            )
+            names = " and ".join(c.rsplit("/", 1)[1] for c in commands)
+            log(f"resolving {names} {kube_version}")
+            _go_output(
+                [go, "get", *(f"{cmd}@{kube_version}" for cmd in commands)],
+                cwd=wrapper,
+                what=f"go get ({folder})",
+            )
         etcd = work / "etcd"
         etcd.mkdir()
         (etcd / "go.mod").write_text(f"module queuescope.invalid/etcd\n\n{go_line}")
@@ -459,15 +498,21 @@ def update_modules(
         log(f"resolving etcd {etcd_version}")
         _go_output([go, "get", f"{ETCD_SERVER}@{etcd_version}"], cwd=etcd, what="go get (etcd)")
         _go_output([go, "mod", "tidy"], cwd=etcd, what="go mod tidy (etcd)")
-        for module, names in ((kube, ("go.mod", "go.sum")), (etcd, MODULE_FILES)):
+        go_files: tuple[str, ...] = ("go.mod", "go.sum")
+        modules: tuple[tuple[Path, tuple[str, ...]], ...] = (
+            (work / "kube", go_files),
+            (work / "nodes", go_files),
+            (etcd, tuple(MODULE_FILES)),
+        )
+        for module, files in modules:
             target = out / module.name
             target.mkdir(parents=True, exist_ok=True)
-            for name in names:
-                shutil.copy2(module / name, target / name)
-    log(f"wrote {out / 'kube'} and {out / 'etcd'}; the cache directory name follows")
+            for file in files:
+                shutil.copy2(module / file, target / file)
+    log(f"wrote {out / 'kube'}, {out / 'nodes'} and {out / 'etcd'}; the cache names follow")
 
 
-def ensure_toolchain(*, force: bool = False, log: Log = _stderr) -> Toolchain:
+def ensure_toolchain(*, force: bool = False, log: Log = stderr) -> Toolchain:
     """The cached toolchain, built first when missing or stale (or when `force`).
 
     Raises GoNotFoundError when a build is needed and there is no Go, BuildError when the
@@ -478,7 +523,7 @@ def ensure_toolchain(*, force: bool = False, log: Log = _stderr) -> Toolchain:
         log(f"using cached binaries in {found.bin_dir} ({_elapsed(time.monotonic() - started)})")
         return found
     target = planned_toolchain()
-    with _locked(target.bin_dir.parent.with_name(target.bin_dir.parent.name + ".lock"), log):
+    with locked(target.bin_dir.parent.with_name(target.bin_dir.parent.name + ".lock"), log):
         # Whoever held the lock may just have built it.
         if not force and (found := cached()) is not None:
             log(f"using binaries built meanwhile in {found.bin_dir}")
@@ -539,26 +584,26 @@ def _check_kueuectl_version(binary: Path, version: str, work: Path) -> None:
 
 
 def ensure_kueuectl(
-    *, version: str = KUEUECTL_VERSION, force: bool = False, log: Log = _stderr
+    *, version: str = KUEUECTL_VERSION, force: bool = False, log: Log = stderr
 ) -> Path:
     """kueuectl `version`, built from Kueue's module once and cached (see the docstring)."""
     if not force and (found := cached_kueuectl(version)) is not None:
         return found
     binary = kueuectl_path(version)
     home = binary.parent.parent
-    with _locked(home.with_name(home.name + ".lock"), log):
+    with locked(home.with_name(home.name + ".lock"), log):
         if not force and (found := cached_kueuectl(version)) is not None:
             return found
         go = find_go()
-        go_version = _go_version(go)
+        go_version = describe_go(go)
         home.mkdir(parents=True, exist_ok=True)
         log_file = home / "build.log"
         log_file.write_text(f"{go_version}\n")
         work = Path(tempfile.mkdtemp(prefix=".build-", dir=home))
         try:
-            env = {**_go_env(), "GOBIN": str(work), "GOFLAGS": "-mod=mod"}
+            env = {**go_env(), "GOBIN": str(work), "GOFLAGS": "-mod=mod"}
             ldflags = f"-s -w -X {KUEUE}/pkg/version.GitVersion={version}"
-            _run(
+            run_logged(
                 [
                     go,
                     "install",
@@ -587,6 +632,160 @@ def ensure_kueuectl(
     return binary
 
 
+KWOK = "sigs.k8s.io/kwok"
+KWOK_VERSION = "v0.8.0"
+KWOK_PACKAGE = f"{KWOK}/cmd/kwok"
+# Bump when the build commands of the nodes half change in a way that changes the binaries.
+NODES_RECIPE = 1
+
+
+@dataclass(frozen=True)
+class NodesToolchain:
+    """kube-controller-manager and kube-scheduler (the apiserver's Kubernetes version) and
+    kwok: what turns Jobs into Pods on fake Nodes for the tests that need pods."""
+
+    bin_dir: Path
+    kube_version: str
+    kwok_version: str
+
+    @property
+    def kube_controller_manager(self) -> Path:
+        return self.bin_dir / "kube-controller-manager"
+
+    @property
+    def kube_scheduler(self) -> Path:
+        return self.bin_dir / "kube-scheduler"
+
+    @property
+    def kwok(self) -> Path:
+        return self.bin_dir / "kwok"
+
+    @property
+    def binaries(self) -> tuple[Path, ...]:
+        return (self.kube_controller_manager, self.kube_scheduler, self.kwok)
+
+
+def planned_nodes(kwok_version: str = KWOK_VERSION) -> NodesToolchain:
+    kube, _ = versions()
+    home = cache_root() / f"nodes-k8s-{kube}-kwok-{kwok_version}"
+    return NodesToolchain(home / "bin", kube, kwok_version)
+
+
+def _nodes_stamp_fields(target: NodesToolchain) -> dict[str, object]:
+    inputs = {
+        f"nodes/{name}": _sha256(NODES_MODULE / name)
+        for name in ("go.mod", "go.sum")
+        if (NODES_MODULE / name).exists()
+    }
+    return {
+        "recipe": NODES_RECIPE,
+        "kubernetes": target.kube_version,
+        "kwok": target.kwok_version,
+        "inputs": inputs,
+    }
+
+
+def cached_nodes(kwok_version: str = KWOK_VERSION) -> NodesToolchain | None:
+    planned = planned_nodes(kwok_version)
+    fields = _nodes_stamp_fields(planned)
+    return planned if _stamp_matches(planned.bin_dir.parent, fields, planned.binaries) else None
+
+
+def _build_nodes(target: NodesToolchain, log: Log) -> None:
+    # One Kubernetes version for the whole control plane: the controller-manager and the
+    # scheduler must match the apiserver they talk to.
+    nodes_kube = module_version(NODES_MODULE / "go.mod", KUBERNETES)
+    if nodes_kube != target.kube_version:
+        raise BuildError(
+            f"{NODES_MODULE / 'go.mod'} requires {KUBERNETES} {nodes_kube} but "
+            f"{KUBE_MODULE / 'go.mod'} requires {target.kube_version}; run "
+            "build.py --update-modules to write both from one version"
+        )
+    go = find_go()
+    go_version = describe_go(go)
+    log(
+        f"building kube-controller-manager and kube-scheduler {target.kube_version}, "
+        f"kwok {target.kwok_version}; with {go_version}; into {target.bin_dir}"
+    )
+    started = time.monotonic()
+    home = target.bin_dir.parent
+    home.mkdir(parents=True, exist_ok=True)
+    log_file = home / "build.log"
+    log_file.write_text(f"{go_version}\n")
+    work = Path(tempfile.mkdtemp(prefix=".build-", dir=home))
+    try:
+        out, src = work / "out", work / "nodes"
+        out.mkdir()
+        shutil.copytree(NODES_MODULE, src)
+        run_logged(
+            [
+                go,
+                "build",
+                "-mod=readonly",
+                "-trimpath",
+                f"-ldflags={_kube_ldflags(target.kube_version)}",
+                "-o",
+                f"{out}/",
+                *NODES_COMMANDS,
+            ],
+            cwd=src,
+            log_file=log_file,
+            what=f"building kube-controller-manager and kube-scheduler {target.kube_version}",
+            log=log,
+            env=go_env(),
+        )
+        # kwok's module has no replace directives: `go install pkg@version` builds it from
+        # its own go.mod and go.sum, checked against the checksum database.
+        run_logged(
+            [
+                go,
+                "install",
+                "-trimpath",
+                f"-ldflags=-s -w -X {KWOK}/pkg/consts.Version={target.kwok_version}",
+                f"{KWOK_PACKAGE}@{target.kwok_version}",
+            ],
+            cwd=work,
+            log_file=log_file,
+            what=f"building kwok {target.kwok_version}",
+            log=log,
+            env={**go_env(), "GOBIN": str(out), "GOFLAGS": "-mod=mod"},
+        )
+        wanted = f"Kubernetes {target.kube_version}"
+        _check_version(out / "kube-controller-manager", ["--version"], wanted)
+        _check_version(out / "kube-scheduler", ["--version"], wanted)
+        _check_version(out / "kwok", ["--version"], target.kwok_version)
+        _install_binaries(target.binaries, out, go_version, _nodes_stamp_fields(target))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    log(f"built in {_elapsed(time.monotonic() - started)}")
+
+
+def ensure_nodes(
+    *, kwok_version: str = KWOK_VERSION, force: bool = False, log: Log = stderr
+) -> NodesToolchain:
+    """kube-controller-manager, kube-scheduler and kwok, built once and cached (under their
+    own lock, beside the apiserver's toolchain)."""
+    if not force and (found := cached_nodes(kwok_version)) is not None:
+        return found
+    target = planned_nodes(kwok_version)
+    home = target.bin_dir.parent
+    with locked(home.with_name(home.name + ".lock"), log):
+        if not force and (found := cached_nodes(kwok_version)) is not None:
+            return found
+        _build_nodes(target, log)
+    return target
+
+
+def _print_built(build: Callable[[], Path]) -> int:
+    """Run `build`, print the path it returns; the exit code of main()."""
+    try:
+        print(build())
+    except BuildError as err:
+        stderr(f"error: {err}")
+        return EXIT_NO_GO if isinstance(err, GoNotFoundError) else EXIT_BUILD_FAILED
+    return EXIT_OK
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="build.py", description="Build or reuse etcd, kube-apiserver and kubectl."
@@ -604,6 +803,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help=f"build or reuse kueuectl {KUEUECTL_VERSION}; print only its path on stdout",
     )
     action.add_argument(
+        "--nodes",
+        action="store_true",
+        help=f"build or reuse kube-controller-manager, kube-scheduler and kwok {KWOK_VERSION}; "
+        "print only their bin directory on stdout",
+    )
+    action.add_argument(
         "--update-modules",
         nargs=2,
         metavar=("KUBE_VERSION", "ETCD_VERSION"),
@@ -617,16 +822,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             kube_version, etcd_version = args.update_modules
             update_modules(kube_version, etcd_version, out=args.modules_dir)
         except BuildError as err:
-            _stderr(f"error: {err}")
+            stderr(f"error: {err}")
             return EXIT_NO_GO if isinstance(err, GoNotFoundError) else EXIT_BUILD_FAILED
         return EXIT_OK
     if args.kueuectl:
-        try:
-            print(ensure_kueuectl(force=args.force))
-        except BuildError as err:
-            _stderr(f"error: {err}")
-            return EXIT_NO_GO if isinstance(err, GoNotFoundError) else EXIT_BUILD_FAILED
-        return EXIT_OK
+        return _print_built(lambda: ensure_kueuectl(force=args.force))
+    if args.nodes:
+        return _print_built(lambda: ensure_nodes(force=args.force).bin_dir)
     if args.check:
         found = cached()
         print(found.bin_dir if found else f"not cached: {planned_toolchain().bin_dir}")
@@ -634,19 +836,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         toolchain = ensure_toolchain(force=args.force)
     except GoNotFoundError as err:
-        _stderr(f"error: {err}")
+        stderr(f"error: {err}")
         return EXIT_NO_GO
     except BuildError as err:
-        _stderr(f"error: {err}")
+        stderr(f"error: {err}")
         return EXIT_BUILD_FAILED
     except KeyboardInterrupt:
-        _stderr("interrupted")
+        stderr("interrupted")
         return 130
     if args.print_dir:
         print(toolchain.bin_dir)
     else:
         for binary in toolchain.binaries:
-            _stderr(f"  {binary}")
+            stderr(f"  {binary}")
     return EXIT_OK
 
 

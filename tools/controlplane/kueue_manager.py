@@ -74,27 +74,27 @@ def _check_runs(binary: Path) -> None:
 
 
 def ensure_kueue_manager(
-    *, version: str = VERSION, force: bool = False, log: Log = build._stderr
+    *, version: str = VERSION, force: bool = False, log: Log = build.stderr
 ) -> Path:
     """Kueue's manager `version`, built from its module once and cached."""
     if not force and (found := cached_manager(version)) is not None:
         return found
     binary = manager_path(version)
     home = binary.parent.parent
-    with build._locked(home.with_name(home.name + ".lock"), log):
+    with build.locked(home.with_name(home.name + ".lock"), log):
         if not force and (found := cached_manager(version)) is not None:
             return found
         go = build.find_go()
-        go_version = build._go_version(go)
+        go_version = build.describe_go(go)
         home.mkdir(parents=True, exist_ok=True)
         log_file = home / "build.log"
         log_file.write_text(f"{go_version}\n")
         work = Path(tempfile.mkdtemp(prefix=".build-", dir=home))
         try:
-            env = {**build._go_env(), "GOBIN": str(work), "GOFLAGS": "-mod=mod"}
+            env = {**build.go_env(), "GOBIN": str(work), "GOFLAGS": "-mod=mod"}
             ldflags = f"-s -w -X {build.KUEUE}/pkg/version.GitVersion={version}"
-            build._run(
-                ["nice", "-n", "10", go, "install", "-trimpath", f"-ldflags={ldflags}",
+            build.run_logged(
+                [go, "install", "-trimpath", f"-ldflags={ldflags}",
                  f"{PACKAGE}@{version}"],
                 cwd=work,
                 log_file=log_file,
@@ -126,7 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         print(ensure_kueue_manager(force=args.force))
     except build.BuildError as err:
-        build._stderr(f"error: {err}")
+        build.stderr(f"error: {err}")
         return (
             build.EXIT_NO_GO if isinstance(err, build.GoNotFoundError) else build.EXIT_BUILD_FAILED
         )

@@ -277,13 +277,15 @@ class JobController:
             template_patch = {"spec": {"nodeSelector": selector_patch or None}}
             if tolerations != list(pod.get("tolerations") or []):
                 template_patch["spec"]["tolerations"] = tolerations
+        meta = job["metadata"]
+        if template_patch and (job.get("status") or {}).get("startTime"):
+            job = await self._clear_start_time(job)
         patch: Json = {
             "metadata": {"resourceVersion": job["metadata"]["resourceVersion"]},
             "spec": {"suspend": suspend},
         }
         if template_patch:
             patch["spec"]["template"] = template_patch
-        meta = job["metadata"]
         await self.limiter.acquire()
         result = await self.rest.merge_patch(JOBS.item(meta["name"], meta["namespace"]), patch)
         self.store.observe(JOBS, result)
@@ -297,6 +299,23 @@ class JobController:
             meta["namespace"],
             meta["name"],
         )
+
+    async def _clear_start_time(self, job: Json) -> Json:
+        """Reset a suspended Job's `status.startTime`: kube-apiserver lets the node
+        selector and tolerations of a suspended Job change only while it has none, and
+        the Job controller keeps the one from its last run (docs/cluster.md#nodes-and-pods)."""
+        meta = job["metadata"]
+        patch: Json = {
+            "metadata": {"resourceVersion": meta["resourceVersion"]},
+            "status": {"startTime": None},
+        }
+        await self.limiter.acquire()
+        result = await self.rest.merge_patch(
+            JOBS.item(meta["name"], meta["namespace"], "status"), patch
+        )
+        self.store.observe(JOBS, result)
+        log.info("event=job-start-time-reset job=%s/%s", meta["namespace"], meta["name"])
+        return result
 
     def _placement_differs(self, job: Json, workload: Json) -> bool:
         """Does the suspended Job still carry a flavor's node selector or tolerations?"""

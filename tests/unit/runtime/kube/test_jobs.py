@@ -277,6 +277,27 @@ async def test_an_evicted_workload_suspends_first_then_restores_the_template() -
     assert len(patches(c)) == before + 2
 
 
+async def test_a_job_that_ran_gets_its_start_time_reset_before_its_template_changes() -> None:
+    # kube-apiserver lets a suspended Job's placement change only without status.startTime,
+    # which the Job controller keeps from the last run (docs/cluster.md#nodes-and-pods).
+    c, wl_key = await started()
+    c.fake.server_update(JOBS, JOB_KEY, {"status": {"startTime": "2026-01-01T00:00:00Z"}})
+    c.refresh(JOBS, JOB_KEY)
+    c.fake.server_update(WORKLOADS, wl_key, {"spec": {"active": False}})
+    c.refresh(WORKLOADS, wl_key)
+    c.engine.apply_pending()
+    assert await c.writer.write(wl_key)
+    await c.jobs.reconcile(JOB_KEY)  # suspend only: no template change, no reset
+    assert [b for _, path, b in c.fake.writes("PATCH") if path == f"{JOB_PATH}/status"] == []
+    c.refresh(JOBS, JOB_KEY)
+    await c.jobs.reconcile(JOB_KEY)
+    [reset] = [b for _, path, b in c.fake.writes("PATCH") if path == f"{JOB_PATH}/status"]
+    assert reset["status"] == {"startTime": None}
+    job_now = c.job()
+    assert not (job_now.get("status") or {}).get("startTime")
+    assert job_now["spec"]["template"]["spec"]["nodeSelector"] == {"own": "x"}
+
+
 async def test_a_patch_on_a_stale_job_is_a_conflict_for_the_retry() -> None:
     c = await cluster()
     c.fake.server_update(JOBS, JOB_KEY, {"metadata": {"labels": {"x": "y"}}})  # not observed

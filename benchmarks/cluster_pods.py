@@ -1,0 +1,390 @@
+"""The pods run of `cluster-sync`: admissions per second end to end, with real Pods.
+
+A fresh control plane with the Node agents of the e2e suite (tests/e2e/nodes.py: the Job
+controller, kube-scheduler, kwok) and `--pod-nodes` on-demand Nodes. `--pod-jobs` one-CPU
+Jobs wait in a ClusterQueue with no quota; their Workloads are created by the admission
+controller under test. Then the quota is set to `--pod-quota` CPUs and the clock runs
+until every Job is Complete: each admission unsuspends a Job, the Job controller creates
+its Pod, the scheduler binds it, kwok runs it for `--pod-run-for` and marks it Succeeded,
+the Job completes, its Workload finishes, the quota is freed and the next one is admitted.
+Reported: Jobs per second over that span (every Job is admitted exactly once), the wall
+time, and the CPU time of the admission controller.
+
+The same shape runs for upstream Kueue's manager when a binary is given
+(`upstream_pods_run`), each side on its own control plane, one after the other.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import os
+import subprocess
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.e2e.bulk import Admin, cpu_seconds
+from tests.e2e.cluster import ClusterModeServer
+from tests.e2e.harness import ControlPlane, ManagedProcess, free_port, wait_for
+from tests.e2e.nodes import RUN_FOR_ANNOTATION, NodeAgents, flavor_nodes
+from tests.e2e.pods import PodJob, flavor_queue, sample_flavors
+from visibility_server.certs import create_ca, issue_serving_cert, write_certified_key
+
+NS = "bench-pods"
+CQ = "bench-pods"
+LQ = "bench-pods"
+FLAVOR = "on-demand"
+JOBS_PATH = f"/apis/batch/v1/namespaces/{NS}/jobs"
+WORKLOADS_PATH = f"/apis/kueue.x-k8s.io/v1beta2/namespaces/{NS}/workloads"
+KUEUE_VERSION = "v0.19.2"
+
+
+@dataclass(frozen=True)
+class PodsRun:
+    """One side's figures."""
+
+    side: str
+    jobs: int
+    seconds: float  # quota opened → the last Job Complete
+    cpu: float  # the admission controller's CPU seconds over the same span
+    startup: float  # control plane, Node agents and the controller up
+    hold: float  # mean seconds a Workload held quota (Admitted → Finished, 1 s resolution)
+
+    @property
+    def rate(self) -> float:
+        return self.jobs / self.seconds
+
+
+@dataclass(frozen=True)
+class PodsShape:
+    jobs: int
+    quota: int
+    nodes: int
+    run_for: str
+    qps: float  # the admission controller's client QPS (and burst)
+
+
+@dataclass
+class Bench:
+    """The control plane and Node agents of one side."""
+
+    plane: ControlPlane
+    agents: NodeAgents
+    admin: Admin
+
+
+@contextmanager
+def _bench_plane(
+    toolchain: Any, nodes_toolchain: Any, root: Path, shape: PodsShape
+) -> Iterator[Bench]:
+    plane = ControlPlane(
+        etcd=toolchain.etcd,
+        kube_apiserver=toolchain.kube_apiserver,
+        kubectl=toolchain.kubectl,
+        workdir=root / "plane",
+    )
+    agents = NodeAgents(
+        plane,
+        nodes_toolchain.kube_controller_manager,
+        nodes_toolchain.kube_scheduler,
+        nodes_toolchain.kwok,
+        root / "agents",
+        nodes=[
+            n
+            for n in flavor_nodes(
+                shape.nodes, capacity={"cpu": "64", "memory": "256Gi", "pods": "250"}
+            )
+            if n.labels.get("cloud.example.com/capacity") == FLAVOR
+        ],
+    )
+    try:
+        plane.start()
+        agents.start()
+        yield Bench(plane, agents, Admin(plane))
+    finally:
+        agents.stop()
+        plane.stop()
+
+
+def _create_jobs(admin: Admin, shape: PodsShape, threads: int = 8) -> None:
+    def create(i: int) -> None:
+        job = PodJob(
+            f"job-{i:05d}", NS, LQ, pod_annotations={RUN_FOR_ANNOTATION: shape.run_for}
+        ).manifest()
+        status, body = admin.request("POST", JOBS_PATH, json.loads(job))
+        if status not in (201, 409):
+            raise RuntimeError(f"creating job {i}: {status} {body}")
+
+    with concurrent.futures.ThreadPoolExecutor(threads) as pool:
+        list(pool.map(create, range(shape.jobs)))
+
+
+def _count(admin: Admin, path: str, predicate: Callable[[dict[str, Any]], bool]) -> int:
+    status, body = admin.request("GET", path)
+    if status != 200:
+        raise RuntimeError(f"GET {path}: {status} {body}")
+    return sum(1 for item in body["items"] if predicate(item))
+
+
+def _complete(job: dict[str, Any]) -> bool:
+    return any(
+        c.get("type") == "Complete" and c.get("status") == "True"
+        for c in (job.get("status") or {}).get("conditions") or []
+    )
+
+
+def _open_quota(plane: ControlPlane, cpu: int) -> None:
+    plane.kubectl(
+        "patch", "clusterqueue", CQ, "--type=json", "-p",
+        json.dumps([{"op": "replace",
+                     "path": "/spec/resourceGroups/0/flavors/0/resources/0/nominalQuota",
+                     "value": str(cpu)}]),
+    )  # fmt: skip
+
+
+def _measure(bench: Bench, shape: PodsShape, pid: int, side: str, startup: float) -> PodsRun:
+    """Jobs created against a closed queue, their Workloads awaited, then the quota
+    opened and the clock run until every Job is Complete."""
+    admin = bench.admin
+    _create_jobs(admin, shape)
+    wait_for(
+        lambda: True if _count(admin, WORKLOADS_PATH, lambda _: True) >= shape.jobs else None,
+        timeout=max(120.0, shape.jobs / 5),
+        what=f"{side}: a Workload for each of {shape.jobs} Jobs",
+        interval=0.5,
+    )
+    cpu_before = cpu_seconds(pid)
+    started = time.monotonic()
+    _open_quota(bench.plane, shape.quota)
+    wait_for(
+        lambda: True if _count(admin, JOBS_PATH, _complete) >= shape.jobs else None,
+        timeout=max(300.0, shape.jobs * 2.0),
+        what=f"{side}: {shape.jobs} Jobs Complete",
+        interval=0.25,
+    )
+    seconds = time.monotonic() - started
+    cpu = cpu_seconds(pid) - cpu_before
+    return PodsRun(side, shape.jobs, seconds, cpu, startup, _mean_hold(admin))
+
+
+def _transition(obj: dict[str, Any], type_: str) -> datetime | None:
+    for c in (obj.get("status") or {}).get("conditions") or []:
+        if c.get("type") == type_ and c.get("status") == "True":
+            return datetime.fromisoformat(str(c["lastTransitionTime"]).replace("Z", "+00:00"))
+    return None
+
+
+def _mean_hold(admin: Admin) -> float:
+    """Mean time from Admitted to Finished over the Workloads: how long a Job keeps its
+    quota. With the quota Q, Q / hold is the rate an admission controller that reacts at
+    once would reach; the rest of the measured time is quota left idle."""
+    status, body = admin.request("GET", WORKLOADS_PATH)
+    if status != 200:
+        raise RuntimeError(f"GET {WORKLOADS_PATH}: {status} {body}")
+    holds = [
+        (finished - admitted).total_seconds()
+        for w in body["items"]
+        if (admitted := _transition(w, "Admitted")) is not None
+        and (finished := _transition(w, "Finished")) is not None
+    ]
+    return sum(holds) / len(holds) if holds else float("nan")
+
+
+def _queues() -> str:
+    return sample_flavors() + "\n---\n" + flavor_queue(NS, CQ, LQ, FLAVOR, "0")
+
+
+def queuescope_pods_run(
+    toolchain: Any, nodes_toolchain: Any, root: Path, shape: PodsShape
+) -> PodsRun:
+    """queuescope in cluster mode, leader-elected as in a pod."""
+    started = time.monotonic()
+    with _bench_plane(toolchain, nodes_toolchain, root, shape) as bench:
+        server = ClusterModeServer(
+            bench.plane,
+            root / "server",
+            leader_elect=True,
+            extra_args=[
+                "--kube-api-qps",
+                str(shape.qps),
+                "--kube-api-burst",
+                str(int(shape.qps)),
+            ],
+        )
+        server.prepare()
+        bench.plane.apply(_queues())
+        server.start()
+        try:
+            assert server.process is not None
+            return _measure(
+                bench, shape, server.process.pid, "queuescope", time.monotonic() - started
+            )
+        finally:
+            server.stop()
+
+
+# -- upstream Kueue ----------------------------------------------------------------------
+
+
+def kueue_crds(version: str = KUEUE_VERSION) -> list[Path]:
+    """Kueue's CRD bases from its Go module in the module cache (downloaded by the build
+    of its manager)."""
+    gomodcache = subprocess.run(
+        ["go", "env", "GOMODCACHE"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    bases = Path(gomodcache) / f"sigs.k8s.io/kueue@{version}/config/components/crd/bases"
+    found = sorted(bases.glob("kueue.x-k8s.io_*.yaml"))
+    if not found:
+        raise FileNotFoundError(f"no Kueue CRDs under {bases}")
+    return found
+
+
+def _kueue_config(root: Path, webhook_port: int, health_port: int, qps: float) -> Path:
+    """Upstream's Configuration for a manager outside the cluster: only the batch/v1 Job
+    integration, its own serving certificate (no internal cert management; no webhook
+    configuration points at it), no leader election, the same client QPS as ours."""
+    now = datetime.now(UTC)
+    ca = create_ca(now=now, common_name="bench-kueue-webhook-ca")
+    serving = issue_serving_cert(ca, namespace="kueue-system", service="kueue", now=now)
+    certs = root / "webhook-certs"
+    certs.mkdir(parents=True, exist_ok=True)
+    write_certified_key(serving, certs / "tls.crt", certs / "tls.key")
+    config = {
+        "apiVersion": "config.kueue.x-k8s.io/v1beta1",
+        "kind": "Configuration",
+        "namespace": "kueue-system",
+        "health": {"healthProbeBindAddress": f"127.0.0.1:{health_port}"},
+        "metrics": {"bindAddress": "0"},
+        "webhook": {"port": webhook_port, "host": "127.0.0.1", "certDir": str(certs)},
+        "leaderElection": {"leaderElect": False},
+        "internalCertManagement": {"enable": False},
+        "integrations": {"frameworks": ["batch/job"]},
+        "clientConnection": {"qps": qps, "burst": int(qps)},
+    }
+    path = root / "kueue-config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def _healthy(port: int) -> bool | None:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as response:
+            return True if response.status == 200 else None
+    except OSError:
+        return None
+
+
+def upstream_pods_run(
+    manager: Path, toolchain: Any, nodes_toolchain: Any, root: Path, shape: PodsShape
+) -> PodsRun:
+    """Upstream Kueue's manager binary (`manager`), same shape, its own control plane:
+    its CRDs from Kueue's module, the same flavors and queue, the same Jobs."""
+    started = time.monotonic()
+    with _bench_plane(toolchain, nodes_toolchain, root, shape) as bench:
+        plane = bench.plane
+        for crd in kueue_crds():
+            plane.kubectl("apply", "--server-side", "-f", str(crd))
+        plane.kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
+        plane.apply(
+            json.dumps(
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kueue-system"}}
+            )
+        )
+        plane.apply(_queues())
+        health = free_port()
+        config = _kueue_config(root / "kueue", free_port(), health, shape.qps)
+        process = ManagedProcess(
+            "kueue-manager",
+            # No on-demand visibility server: neither side serves requests in this run.
+            [str(manager), f"--config={config}", "--feature-gates=VisibilityOnDemand=false"],
+            plane.logs_dir / "kueue-manager.log",
+            env={**os.environ, "KUBECONFIG": str(plane.admin.kubeconfig)},
+        )
+        process.start()
+        try:
+            wait_for(
+                lambda: _healthy(health),
+                timeout=120,
+                what="upstream Kueue manager /readyz",
+                interval=0.5,
+                alive=process.check_alive,
+            )
+            return _measure(
+                bench, shape, process.pid, f"Kueue {KUEUE_VERSION}", time.monotonic() - started
+            )
+        finally:
+            process.stop()
+
+
+@dataclass
+class PodsSection:
+    """What the pods run adds to `cluster-sync`'s result."""
+
+    rows: list[list[str]]
+    figures: dict[str, float]
+    notes: list[str]
+    ours: PodsRun
+    upstream: PodsRun | None
+
+
+def pods_section(
+    toolchain: Any, nodes_toolchain: Any, root: Path, shape: PodsShape, manager: Path | None
+) -> PodsSection:
+    """Our side, then upstream's when a manager binary is given."""
+    ours = queuescope_pods_run(toolchain, nodes_toolchain, root / "ours", shape)
+    upstream = (
+        upstream_pods_run(manager, toolchain, nodes_toolchain, root / "upstream", shape)
+        if manager is not None
+        else None
+    )
+    label = f"pods: {shape.jobs} Jobs, {shape.quota} CPUs, {shape.run_for} each"
+    rows = []
+    figures: dict[str, float] = {}
+    for run in (ours, upstream):
+        if run is None:
+            continue
+        rows.append(
+            [
+                f"{label}, {run.side}: admissions/s end to end (wall, controller CPU)",
+                f"{run.rate:.2f} /s ({run.seconds:.1f} s, {run.cpu:.1f} s CPU)",
+            ]
+        )
+        idle = shape.quota / run.rate - run.hold
+        rows.append(
+            [
+                f"{label}, {run.side}: quota held per Job (Admitted to Finished), "
+                "idle per Job slot between a finish and the next admission",
+                f"{run.hold:.1f} s, {idle:.1f} s",
+            ]
+        )
+        key = "pods_queuescope" if run is ours else "pods_upstream"
+        figures[f"{key}_hold_seconds"] = run.hold
+        figures[f"{key}_idle_seconds"] = idle
+        figures[f"{key}_admissions_per_second"] = run.rate
+        figures[f"{key}_seconds"] = run.seconds
+        figures[f"{key}_cpu_seconds"] = run.cpu
+    notes = [
+        "Pods run: a fresh etcd and kube-apiserver with kube-controller-manager (Job and "
+        "garbage-collector controllers), kube-scheduler and kwok on the same 2 cores; "
+        f"{shape.nodes} kwok Node(s) of flavor {FLAVOR}. Timed from the quota change to the "
+        "last Job Complete; every admission unsuspends a Job whose Pod is created, bound, "
+        f"run for {shape.run_for} and marked Succeeded before its quota is freed.",
+    ]
+    if upstream is not None:
+        ratio = ours.rate / upstream.rate
+        figures["pods_ratio"] = ratio
+        rows.append([f"{label}: queuescope / Kueue {KUEUE_VERSION}", f"{ratio:.2f}"])
+    else:
+        notes.append(
+            f"Upstream Kueue {KUEUE_VERSION} side not run: pass --kueue-manager PATH "
+            "(a manager binary built from Kueue's module) to run it."
+        )
+    return PodsSection(rows, figures, notes, ours, upstream)

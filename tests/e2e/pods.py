@@ -1,0 +1,178 @@
+"""What the `test_pods_*` modules share: Jobs whose Pods kwok runs, the sample flavors in
+the API, and waits on Jobs, Pods and Workloads (docs/cluster.md#real-cluster-tests)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from tests.e2e.cluster import KUEUE, stored_version, wait_json
+from tests.e2e.harness import ControlPlane, wait_for
+from tests.e2e.nodes import SAMPLE_FLAVORS
+
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+
+
+def sample_flavors() -> str:
+    """manifests/samples/10-flavors.yaml in the stored version: the flavors whose labels
+    and taints the kwok Nodes carry."""
+    return stored_version(SAMPLE_FLAVORS.read_text())
+
+
+def flavor_queue(namespace: str, cq: str, lq: str, flavor: str, cpu: str, **spec: Any) -> str:
+    """A ClusterQueue with `cpu` of one sample flavor and its LocalQueue in `namespace`."""
+    docs = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
+        {
+            "apiVersion": KUEUE,
+            "kind": "ClusterQueue",
+            "metadata": {"name": cq},
+            "spec": {
+                "namespaceSelector": {},
+                **spec,
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["cpu"],
+                        "flavors": [
+                            {"name": flavor, "resources": [{"name": "cpu", "nominalQuota": cpu}]}
+                        ],
+                    }
+                ],
+            },
+        },
+        {
+            "apiVersion": KUEUE,
+            "kind": "LocalQueue",
+            "metadata": {"name": lq, "namespace": namespace},
+            "spec": {"clusterQueue": cq},
+        },
+    ]
+    return "\n---\n".join(json.dumps(d) for d in docs)
+
+
+@dataclass(frozen=True)
+class PodJob:
+    """A suspended Job for `queue` whose Pods kwok runs as their labels and annotations
+    say (tests/e2e/nodes.py); its own nodeSelector says `type: kwok` (every kwok Node has it)."""
+
+    name: str
+    namespace: str
+    queue: str
+    cpu: str = "1"
+    parallelism: int = 1
+    priority_class: str | None = None
+    pod_labels: dict[str, str] = field(default_factory=dict)
+    pod_annotations: dict[str, str] = field(default_factory=dict)
+    backoff_limit: int = 0
+
+    def manifest(self) -> str:
+        labels = {QUEUE_LABEL: self.queue}
+        if self.priority_class:
+            labels[PRIORITY_LABEL] = self.priority_class
+        metadata: dict[str, Any] = {"labels": {"app": self.name, **self.pod_labels}}
+        if self.pod_annotations:
+            metadata["annotations"] = dict(self.pod_annotations)
+        container = {
+            "name": "main",
+            "image": "busybox",
+            "resources": {"requests": {"cpu": self.cpu}},
+        }
+        doc = {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": self.name, "namespace": self.namespace, "labels": labels},
+            "spec": {
+                "suspend": True,
+                "parallelism": self.parallelism,
+                "completions": self.parallelism,
+                "backoffLimit": self.backoff_limit,
+                "template": {
+                    "metadata": metadata,
+                    "spec": {
+                        "restartPolicy": "Never",
+                        "terminationGracePeriodSeconds": 0,
+                        "nodeSelector": {"type": "kwok"},
+                        "containers": [container],
+                    },
+                },
+            },
+        }
+        return json.dumps(doc)
+
+
+def condition(obj: dict[str, Any], type_: str, status: str = "True") -> dict[str, Any] | None:
+    for c in (obj.get("status") or {}).get("conditions") or []:
+        if c.get("type") == type_ and c.get("status") == status:
+            return dict(c)
+    return None
+
+
+def _owned_by(workload: dict[str, Any], job: str) -> bool:
+    return any(r.get("name") == job for r in workload["metadata"].get("ownerReferences", []))
+
+
+def workload_of(
+    plane: ControlPlane, namespace: str, job: str, what: str = "exists", predicate: Any = None
+) -> dict[str, Any]:
+    """The Workload owned by Job `job`, once `predicate(workload)` holds (if given)."""
+
+    def found(doc: dict[str, Any]) -> dict[str, Any] | None:
+        for w in doc["items"]:
+            if _owned_by(w, job) and (predicate is None or predicate(w)):
+                return dict(w)
+        return None
+
+    doc = wait_json(
+        plane,
+        f"the Workload of job {job}: {what}",
+        found,
+        "workloads.kueue.x-k8s.io",
+        "-n",
+        namespace,
+        timeout=120,
+    )
+    result = found(doc)
+    assert result is not None
+    return result
+
+
+def wait_job(
+    plane: ControlPlane, namespace: str, name: str, what: str, predicate: Any
+) -> dict[str, Any]:
+    doc = wait_json(
+        plane, f"job {name}: {what}", predicate, "job", name, "-n", namespace, timeout=120
+    )
+    return dict(doc)
+
+
+def job_pods(plane: ControlPlane, namespace: str, job: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = plane.get_json(
+        "pods", "-n", namespace, "-l", f"batch.kubernetes.io/job-name={job}"
+    )["items"]
+    return items
+
+
+def wait_pods(
+    plane: ControlPlane, namespace: str, job: str, what: str, predicate: Any
+) -> list[dict[str, Any]]:
+    """The Pods of `job` once `predicate(pods)` holds."""
+
+    def probe() -> list[dict[str, Any]] | None:
+        pods = job_pods(plane, namespace, job)
+        return pods if predicate(pods) else None
+
+    return wait_for(probe, timeout=120, what=f"pods of {job}: {what}", interval=0.5)
+
+
+def ready(pod: dict[str, Any]) -> bool:
+    return condition(pod, "Ready") is not None
+
+
+def unsuspended(job: dict[str, Any]) -> bool:
+    return not job["spec"].get("suspend")
+
+
+def suspended(job: dict[str, Any]) -> bool:
+    return bool(job["spec"].get("suspend"))

@@ -1,0 +1,177 @@
+"""Jobs with real Pods (issue 16): the Job controller, the scheduler and kwok's Nodes run
+beside kube-apiserver (tests/e2e/nodes.py), so nothing here patches a Job's status.
+
+* An admitted Job is unsuspended with its flavor's nodeSelector and tolerations; the Job
+  controller creates its Pods, the scheduler binds them to a Node of that flavor (the
+  spot Node is tainted: only the toleration lets them in), kwok makes them Ready, and
+  `PodsReady` follows from the Job's status.
+* A preempted Job is suspended again and the Job controller deletes its Pods.
+* A Job whose Pods succeed completes, its Workload finishes and frees the quota: the
+  pending Job is admitted next and runs; a Job whose Pod fails finishes as failed.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.cluster import ClusterModeServer
+from tests.e2e.harness import ControlPlane
+from tests.e2e.nodes import FAIL_AFTER_ANNOTATION, RUN_FOR_ANNOTATION, NodeAgents
+from tests.e2e.pods import (
+    PodJob,
+    condition,
+    flavor_queue,
+    job_pods,
+    ready,
+    sample_flavors,
+    suspended,
+    unsuspended,
+    wait_job,
+    wait_pods,
+    workload_of,
+)
+
+pytestmark = pytest.mark.realcluster
+
+NS = "pods-e2e"
+SPOT_SELECTOR = {"type": "kwok", "cloud.example.com/capacity": "spot"}
+SPOT_TOLERATION = {
+    "key": "cloud.example.com/spot",
+    "operator": "Equal",
+    "value": "true",
+    "effect": "NoSchedule",
+}
+QUEUES = "\n---\n".join(
+    [
+        sample_flavors(),
+        flavor_queue(
+            NS,
+            "cq-spot",
+            "lq-spot",
+            "spot",
+            "2",
+            preemption={"withinClusterQueue": "LowerPriority"},
+        ),
+        flavor_queue(NS, "cq-on-demand", "lq-on-demand", "on-demand", "2"),
+        json.dumps(
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "WorkloadPriorityClass",
+                "metadata": {"name": "pods-urgent"},
+                "value": 1000,
+            }
+        ),
+    ]
+)
+
+
+@pytest.fixture(scope="module")
+def cluster(
+    control_plane: ControlPlane, nodes: NodeAgents, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ControlPlane]:
+    root: Path = tmp_path_factory.mktemp("pods-lifecycle")
+    server = ClusterModeServer(control_plane, root)
+    server.prepare()
+    control_plane.apply(QUEUES)
+    server.start()
+    try:
+        yield control_plane
+    finally:
+        nodes.clear_namespace(NS)
+        server.stop()
+
+
+def test_an_admitted_job_runs_ready_pods_on_its_flavor_and_preemption_deletes_them(
+    cluster: ControlPlane,
+) -> None:
+    plane = cluster
+    started = time.monotonic()
+    plane.apply(PodJob("spot-a", NS, "lq-spot", parallelism=2).manifest())
+
+    job = wait_job(plane, NS, "spot-a", "unsuspended", unsuspended)
+    template = job["spec"]["template"]["spec"]
+    assert template["nodeSelector"] == SPOT_SELECTOR
+    assert SPOT_TOLERATION in template["tolerations"]
+
+    # The Job controller's Pods carry the flavor's placement; the scheduler bound them to
+    # the spot Node (tainted: only the toleration admits them); kwok made them Ready.
+    pods = wait_pods(
+        plane, NS, "spot-a", "two Ready", lambda ps: len(ps) == 2 and all(map(ready, ps))
+    )
+    for pod in pods:
+        assert pod["spec"]["nodeSelector"] == SPOT_SELECTOR
+        assert SPOT_TOLERATION in pod["spec"]["tolerations"]
+        assert pod["spec"]["nodeName"] == "kwok-spot-0"
+        assert pod["status"]["phase"] == "Running"
+
+    # PodsReady follows from the Job's status (ready == parallelism).
+    wait_job(plane, NS, "spot-a", "status.ready 2", lambda j: j.get("status", {}).get("ready") == 2)
+    wl = workload_of(plane, NS, "spot-a", "PodsReady", lambda w: condition(w, "PodsReady"))
+    assert wl["status"]["admission"]["podSetAssignments"][0]["flavors"] == {"cpu": "spot"}
+    print(f"pods: admission to PodsReady took {time.monotonic() - started:.1f}s")
+
+    # A higher-priority Job takes the quota: spot-a is suspended, its Pods are deleted by
+    # the Job controller (kwok finishes the deletion), and the urgent one runs on spot.
+    plane.apply(
+        PodJob("spot-urgent", NS, "lq-spot", cpu="2", priority_class="pods-urgent").manifest()
+    )
+    wait_job(plane, NS, "spot-a", "suspended by preemption", suspended)
+    wait_pods(plane, NS, "spot-a", "deleted", lambda ps: not ps)
+    victim = workload_of(plane, NS, "spot-a", "evicted", lambda w: condition(w, "Evicted"))
+    assert condition(victim, "Evicted")["reason"] == "Preempted"  # type: ignore[index]
+    assert condition(victim, "Admitted") is None
+    restored = wait_job(
+        plane,
+        NS,
+        "spot-a",
+        "its own nodeSelector restored",
+        lambda j: j["spec"]["template"]["spec"].get("nodeSelector") == {"type": "kwok"},
+    )
+    assert SPOT_TOLERATION not in (restored["spec"]["template"]["spec"].get("tolerations") or [])
+    urgent = wait_pods(plane, NS, "spot-urgent", "Ready", lambda ps: len(ps) == 1 and ready(ps[0]))
+    assert urgent[0]["spec"]["nodeName"] == "kwok-spot-0"
+    # The victim waits, suspended, with no Pod: nothing of it runs beside the urgent Job.
+    assert plane.get_json("job", "spot-a", "-n", NS)["spec"]["suspend"] is True
+    assert job_pods(plane, NS, "spot-a") == []
+
+
+def test_a_finished_job_frees_its_quota_and_the_next_runs(cluster: ControlPlane) -> None:
+    plane = cluster
+    runs = {RUN_FOR_ANNOTATION: "3s"}
+    plane.apply(PodJob("first", NS, "lq-on-demand", cpu="2", pod_annotations=runs).manifest())
+    wait_job(plane, NS, "first", "unsuspended", unsuspended)
+    plane.apply(PodJob("second", NS, "lq-on-demand", cpu="2", pod_annotations=runs).manifest())
+    pending = workload_of(
+        plane, NS, "second", "pending", lambda w: (w.get("status") or {}).get("conditions")
+    )
+    assert condition(pending, "QuotaReserved") is None
+    assert plane.get_json("job", "second", "-n", NS)["spec"]["suspend"] is True
+
+    # first's Pod runs 3 s on the on-demand Node and succeeds; the Job controller marks
+    # the Job Complete, the Workload finishes, and its quota goes to second.
+    pods = wait_pods(
+        plane, NS, "first", "Succeeded", lambda ps: ps and ps[0]["status"]["phase"] == "Succeeded"
+    )
+    assert pods[0]["spec"]["nodeName"] == "kwok-on-demand-0"
+    wait_job(plane, NS, "first", "Complete", lambda j: condition(j, "Complete"))
+    done = workload_of(plane, NS, "first", "Finished", lambda w: condition(w, "Finished"))
+    assert condition(done, "Finished")["reason"] == "Succeeded"  # type: ignore[index]
+    wait_job(plane, NS, "second", "unsuspended after first finished", unsuspended)
+    wait_job(plane, NS, "second", "Complete", lambda j: condition(j, "Complete"))
+    workload_of(plane, NS, "second", "Finished", lambda w: condition(w, "Finished"))
+    assert len(job_pods(plane, NS, "second")) == 1
+
+    # A Job whose only Pod fails (backoffLimit 0) fails; its Workload finishes as failed.
+    plane.apply(
+        PodJob(
+            "broken", NS, "lq-on-demand", pod_annotations={FAIL_AFTER_ANNOTATION: "1s"}
+        ).manifest()
+    )
+    wait_job(plane, NS, "broken", "Failed", lambda j: condition(j, "Failed"))
+    failed = workload_of(plane, NS, "broken", "Finished", lambda w: condition(w, "Finished"))
+    assert condition(failed, "Finished")["reason"] == "Failed"  # type: ignore[index]
