@@ -241,6 +241,43 @@ FIELDS: Final[dict[tuple[str, str], str]] = {
     ),
     ("CohortSpec", "resourceGroups"): _RESOURCE_GROUPS,
     ("CohortSpec", "fairSharing"): _FAIR_SHARING,
+    # AdmissionCheck
+    ("AdmissionCheck", "spec"): "Which controller evaluates the check, and its configuration.",
+    ("AdmissionCheck", "status"): "Observed state, written by the check's controller.",
+    ("AdmissionCheckSpec", "controllerName"): (
+        "The controller that evaluates this check (a name it recognizes, not necessarily a "
+        "Deployment's). Required, and cannot be changed."
+    ),
+    ("AdmissionCheckSpec", "retryDelayMinutes"): (
+        "Deprecated and not read: retries are timed by the controller's requeueAfterSeconds."
+    ),
+    ("AdmissionCheckSpec", "parameters"): "An object holding the check's own settings.",
+    ("AdmissionCheckParametersReference", "apiGroup"): "API group of the settings object.",
+    ("AdmissionCheckParametersReference", "kind"): "Kind of the settings object.",
+    ("AdmissionCheckParametersReference", "name"): "Name of the settings object.",
+    ("AdmissionCheckStatus", "conditions"): (
+        "Active=True once the controller can evaluate the check; until then the "
+        "ClusterQueues naming it admit nothing."
+    ),
+    ("AdmissionCheckState", "name"): "The AdmissionCheck.",
+    ("AdmissionCheckState", "state"): (
+        "Pending, Ready (passed), Retry (evict, back off and try again) or Rejected "
+        "(deactivate the Workload)."
+    ),
+    ("AdmissionCheckState", "lastTransitionTime"): "When the state last changed.",
+    ("AdmissionCheckState", "message"): "Human-readable details from the controller.",
+    ("AdmissionCheckState", "requeueAfterSeconds"): (
+        "With Retry: the Workload is not queued again before lastTransitionTime plus this."
+    ),
+    ("AdmissionCheckState", "retryCount"): "How many times this check went through Retry.",
+    ("AdmissionCheckState", "podSetUpdates"): (
+        "Labels, annotations, node selectors and tolerations the check asks the pods to get."
+    ),
+    ("PodSetUpdate", "name"): "The pod set.",
+    ("PodSetUpdate", "labels"): "Labels to add to the pods.",
+    ("PodSetUpdate", "annotations"): "Annotations to add to the pods.",
+    ("PodSetUpdate", "nodeSelector"): "Node selector entries to add to the pods.",
+    ("PodSetUpdate", "tolerations"): "Tolerations to add to the pods.",
 }
 
 POD_TEMPLATE: Final[dict[str, str]] = {

@@ -62,6 +62,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # run as a script from any checkout, installed or not
     sys.path.insert(0, str(REPO))
 
+from scheduler.api.admissioncheck import AdmissionCheck, AdmissionCheckStatus  # noqa: E402
 from scheduler.api.base import Int32, Int64, Timestamp  # noqa: E402
 from scheduler.api.clusterqueue import ClusterQueue, ClusterQueueSpec  # noqa: E402
 from scheduler.api.cohort import Cohort, CohortSpec  # noqa: E402
@@ -72,7 +73,13 @@ from scheduler.api.pod import PodTemplateSpec  # noqa: E402
 from scheduler.api.priority import WorkloadPriorityClass  # noqa: E402
 from scheduler.api.quantity import Quantity  # noqa: E402
 from scheduler.api.quota import FlavorQuotas, ResourceGroup  # noqa: E402
-from scheduler.api.workload import Admission, Workload, WorkloadSpec, WorkloadStatus  # noqa: E402
+from scheduler.api.workload import (  # noqa: E402
+    Admission,
+    AdmissionCheckState,
+    Workload,
+    WorkloadSpec,
+    WorkloadStatus,
+)
 from tools.crddescriptions import FIELDS, POD_TEMPLATE, ROOT  # noqa: E402
 from visibility_server.certs import DEFAULT_NAMESPACE, DEFAULT_SERVICE  # noqa: E402
 from visibility_server.webhooks.conversion import CONVERSION_PATH, CONVERTED_CRDS  # noqa: E402
@@ -119,6 +126,9 @@ LIST_TYPES: dict[tuple[type[BaseModel], str], ListType] = {
     (Admission, "pod_set_assignments"): ListType("map", ("name",)),
     (WorkloadStatus, "conditions"): ListType("map", ("type",)),
     (WorkloadStatus, "reclaimable_pods"): ListType("map", ("name",)),
+    (WorkloadStatus, "admission_checks"): ListType("map", ("name",)),
+    (AdmissionCheckState, "pod_set_updates"): ListType("atomic"),
+    (AdmissionCheckStatus, "conditions"): ListType("map", ("type",)),
 }
 
 
@@ -291,6 +301,15 @@ RESOURCES: tuple[Resource, ...] = (
         True,
         (),
         "Cohort: a node of the quota-sharing tree, with optional quota of its own.",
+    ),
+    Resource(
+        AdmissionCheck,
+        "admissionchecks",
+        ("ac",),
+        True,
+        (),
+        "AdmissionCheck: a condition, evaluated by an external controller, that a Workload "
+        "holding quota must pass before it is admitted.",
     ),
 )
 
@@ -680,6 +699,8 @@ V1BETA2_EDITS: dict[str, tuple[Callable[[Schema], None], ...]] = {
             ),
         ),
     ),
+    # v1beta2 drops the deprecated retry delay (the controller sets requeueAfterSeconds).
+    "AdmissionCheck": (_drop("spec.retryDelayMinutes"),),
     "Workload": (
         _drop("spec.priorityClassSource"),
         _drop("spec.priorityClassName"),

@@ -7,6 +7,7 @@ came from; `ApiError` is the one input-error type, rendered as one line naming f
 document, object and field.
 """
 
+from scheduler.api.admissioncheck import AdmissionCheck, AdmissionCheckSpec, CheckState
 from scheduler.api.clusterqueue import (
     BorrowWithinCohort,
     ClusterQueue,
@@ -50,6 +51,7 @@ from scheduler.api.taints import Taint, Toleration
 from scheduler.api.validation import validate_object, validate_update
 from scheduler.api.workload import (
     Admission,
+    AdmissionCheckState,
     PodSet,
     PodSetAssignment,
     ReclaimablePod,
@@ -62,9 +64,13 @@ from scheduler.api.workload import (
 __all__ = [
     "KINDS",
     "Admission",
+    "AdmissionCheck",
+    "AdmissionCheckSpec",
+    "AdmissionCheckState",
     "ApiError",
     "ApiObject",
     "BorrowWithinCohort",
+    "CheckState",
     "ClusterQueue",
     "ClusterQueuePreemption",
     "ClusterQueueSpec",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TypeAlias
 
+from scheduler.api.admissioncheck import AdmissionCheck
 from scheduler.api.base import TypedObject
 from scheduler.api.clusterqueue import ClusterQueue
 from scheduler.api.cohort import Cohort, CohortV1Alpha1
@@ -28,6 +29,7 @@ ApiObject: TypeAlias = (
     | WorkloadPriorityClass
     | PriorityClass
     | Workload
+    | AdmissionCheck
     | Job
     | Configuration
     | Scenario
@@ -48,6 +50,7 @@ KINDS: dict[tuple[str, str], type[TypedObject]] = {
     ("kueue.x-k8s.io/v1alpha1", "Cohort"): CohortV1Alpha1,
     (KUEUE_V1BETA1, "WorkloadPriorityClass"): WorkloadPriorityClass,
     (KUEUE_V1BETA1, "Workload"): Workload,
+    (KUEUE_V1BETA1, "AdmissionCheck"): AdmissionCheck,
     ("scheduling.k8s.io/v1", "PriorityClass"): PriorityClass,
     ("batch/v1", "Job"): Job,
     ("config.kueue.x-k8s.io/v1beta1", "Configuration"): Configuration,

@@ -17,10 +17,13 @@ from typing import Literal
 
 from pydantic import Field, InstanceOf, SerializeAsAny
 
+from scheduler.api.admissioncheck import CheckState
 from scheduler.api.base import ApiModel, DurationMicros, Int32, Timestamp, TypedObject
 from scheduler.api.meta import KubeObject
 
-EventAction = Literal["podsReady", "finish", "apply", "delete", "deactivate", "activate"]
+EventAction = Literal[
+    "podsReady", "finish", "apply", "delete", "deactivate", "activate", "setCheckState"
+]
 EVENT_ACTIONS: tuple[EventAction, ...] = (
     "podsReady",
     "finish",
@@ -28,6 +31,7 @@ EVENT_ACTIONS: tuple[EventAction, ...] = (
     "delete",
     "deactivate",
     "activate",
+    "setCheckState",
 )
 
 
@@ -45,6 +49,17 @@ class DeleteTarget(ApiModel):
     name: str
 
 
+class CheckStateChange(ApiModel):
+    """What an admission check's controller does: set the check's state on a workload
+    (docs/simulate.md, docs/scheduling.md#admission-checks)."""
+
+    workload: str
+    check: str
+    state: CheckState
+    message: str = ""
+    requeue_after_seconds: Int32 | None = None
+
+
 class ScenarioEvent(ApiModel):
     at: DurationMicros  # offset from spec.startTime, exact microseconds
     pods_ready: str | None = None
@@ -54,6 +69,7 @@ class ScenarioEvent(ApiModel):
     delete: DeleteTarget | None = None
     deactivate: str | None = None
     activate: str | None = None
+    set_check_state: CheckStateChange | None = None
 
     @property
     def actions(self) -> list[EventAction]:
@@ -65,6 +81,7 @@ class ScenarioEvent(ApiModel):
             "delete": self.delete,
             "deactivate": self.deactivate,
             "activate": self.activate,
+            "setCheckState": self.set_check_state,
         }
         return [action for action in EVENT_ACTIONS if values[action] is not None]
 
@@ -75,7 +92,14 @@ class ScenarioEvent(ApiModel):
     @property
     def target(self) -> tuple[str, str] | None:
         """(namespace, name) of the workload a podsReady/finish/(de)activate event names."""
-        for ref in (self.pods_ready, self.finish, self.deactivate, self.activate):
+        change = self.set_check_state
+        for ref in (
+            self.pods_ready,
+            self.finish,
+            self.deactivate,
+            self.activate,
+            change.workload if change is not None else None,
+        ):
             if ref is not None:
                 return split_ref(ref)
         return None

@@ -16,6 +16,10 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
+from scheduler.api.admissioncheck import (
+    AdmissionCheckParametersReference,
+    AdmissionCheckStatus,
+)
 from scheduler.api.base import ApiModel, Int32, Timestamp
 from scheduler.api.clusterqueue import (
     AdmissionChecksStrategy,
@@ -148,6 +152,22 @@ class WorkloadV1Beta2(KubeObject):
     status: WorkloadStatusV1Beta2 = Field(default_factory=WorkloadStatusV1Beta2)
 
 
+# ---------------------------------------------------------------------------
+# AdmissionCheck: v1beta2 drops the deprecated `retryDelayMinutes`.
+
+
+class AdmissionCheckSpecV1Beta2(ApiModel):
+    controller_name: str
+    parameters: AdmissionCheckParametersReference | None = None
+
+
+class AdmissionCheckV1Beta2(KubeObject):
+    api_version: V1BETA2 = API_VERSION
+    kind: Literal["AdmissionCheck"] = "AdmissionCheck"
+    spec: AdmissionCheckSpecV1Beta2 | None = None
+    status: AdmissionCheckStatus = Field(default_factory=AdmissionCheckStatus)
+
+
 V1BETA2_MODELS: dict[str, type[KubeObject]] = {
     "ResourceFlavor": ResourceFlavorV1Beta2,
     "ClusterQueue": ClusterQueueV1Beta2,
@@ -155,4 +175,5 @@ V1BETA2_MODELS: dict[str, type[KubeObject]] = {
     "Cohort": CohortV1Beta2,
     "WorkloadPriorityClass": WorkloadPriorityClassV1Beta2,
     "Workload": WorkloadV1Beta2,
+    "AdmissionCheck": AdmissionCheckV1Beta2,
 }

@@ -6,10 +6,12 @@ from typing import Any, ClassVar, Final, Literal
 
 from pydantic import Field
 
+from scheduler.api.admissioncheck import CheckState
 from scheduler.api.base import ApiModel, Int32, OmitEmptyModel, Timestamp
 from scheduler.api.meta import Condition, KubeObject, condition_is_true
 from scheduler.api.pod import PodTemplateSpec
 from scheduler.api.quantity import QuantityField
+from scheduler.api.taints import Toleration
 
 QUOTA_RESERVED = "QuotaReserved"
 
@@ -66,6 +68,31 @@ class RequeueState(ApiModel):
     requeue_at: Timestamp | None = None
 
 
+class PodSetUpdate(ApiModel):
+    """What an admission check asks one pod set's pods to get
+    (docs/scheduling.md#admission-checks)."""
+
+    name: str
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+    node_selector: dict[str, str] = Field(default_factory=dict)
+    tolerations: list[Toleration] = Field(default_factory=list)
+
+
+class AdmissionCheckState(ApiModel):
+    """One admission check of the Workload, as its controller last set it."""
+
+    name: str
+    state: CheckState
+    last_transition_time: Timestamp
+    message: str
+    # Set by the controller with Retry: the earliest retry is lastTransitionTime + this.
+    requeue_after_seconds: Int32 | None = None
+    # Counted by queuescope: how many times the check went through Retry.
+    retry_count: Int32 | None = None
+    pod_set_updates: list[PodSetUpdate] | None = None
+
+
 class WorkloadStatus(OmitEmptyModel):
     admission: Admission | None = None
     conditions: list[Condition] = Field(default_factory=list)
@@ -73,9 +100,9 @@ class WorkloadStatus(OmitEmptyModel):
     requeue_state: RequeueState | None = None
     # The name's misspelling is Kueue's JSON name.
     accumulated_past_exexcution_time_seconds: Int32 | None = None
+    admission_checks: list[AdmissionCheckState] = Field(default_factory=list)
     # Accepted, not read: written by controllers that are out of scope, or recomputed.
     resource_requests: list[dict[str, Any]] | None = None
-    admission_checks: list[dict[str, Any]] = Field(default_factory=list)
     scheduling_stats: dict[str, Any] | None = None
     cluster_name: str | None = None
     nominated_cluster_names: list[str] = Field(default_factory=list)
@@ -107,8 +134,10 @@ __all__ = [
     "QUOTA_RESERVED",
     "WORKLOAD_PRIORITY_CLASS_SOURCE",
     "Admission",
+    "AdmissionCheckState",
     "PodSet",
     "PodSetAssignment",
+    "PodSetUpdate",
     "PriorityClassSource",
     "ReclaimablePod",
     "RequeueState",

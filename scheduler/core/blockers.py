@@ -9,6 +9,7 @@ parsing text. The wording of the rendered messages is Kueue's (docs/scheduling.m
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -24,6 +25,7 @@ class BlockerKind:
     FLAVOR_NOT_FOUND: Final = "FlavorNotFound"  # the ClusterQueue names a flavor that is missing
     POLICY: Final = "Policy"  # the ClusterQueue or LocalQueue, the namespace, validation, waiting
     PREEMPTION: Final = "Preemption"  # waiting for preempted workloads to leave
+    ADMISSION_CHECK: Final = "AdmissionCheck"  # an admission check not Ready (`check`, `state`)
     OTHER: Final = "Other"  # anything else (an eviction, a selector error, a retry)
 
 
@@ -45,6 +47,8 @@ class Blocker:
     amount: str = ""
     requested: int | None = None
     available: int | None = None
+    check: str = ""  # AdmissionCheck: its name
+    state: str = ""  # AdmissionCheck: its state on the workload (Pending, Retry, ...)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +78,8 @@ class PendingWhy:
     pod_sets: tuple[PodSetBlockers, ...] = ()
     whole: Blocker | None = None
     preempting: int = 0
+    # The admission checks it waits for, each its own blocker; `whole` holds the message.
+    checks: tuple[Blocker, ...] = ()
     message: str = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -88,7 +94,9 @@ class PendingWhy:
     def blockers(self) -> tuple[Blocker, ...]:
         """Every blocker, in the order the message names them."""
         found = [b for ps in self.pod_sets for b in ps.blockers]
-        if not self.pod_sets and self.whole is not None:
+        if self.checks:
+            found.extend(self.checks)
+        elif not self.pod_sets and self.whole is not None:
             found.append(self.whole)
         if self.preempting:
             found.append(Blocker(BlockerKind.PREEMPTION, _preemption_text(self.preempting)))
@@ -96,7 +104,7 @@ class PendingWhy:
 
     def with_preemptions(self, count: int) -> PendingWhy:
         """The same blockers, now waiting for `count` preempted workloads to leave."""
-        return PendingWhy(self.pod_sets, self.whole, count)
+        return PendingWhy(self.pod_sets, self.whole, count, self.checks)
 
 
 def _preemption_text(count: int) -> str:
@@ -111,6 +119,22 @@ def policy(message: str) -> PendingWhy:
 def other(message: str) -> PendingWhy:
     """Pending for a reason that names no flavor or rule (an eviction, a retry)."""
     return PendingWhy(whole=Blocker(BlockerKind.OTHER, message))
+
+
+def waiting_for_checks(message: str, checks: Sequence[tuple[str, str]]) -> PendingWhy:
+    """Pending on admission checks: `message` as a whole, one blocker per (check, state)."""
+    return PendingWhy(
+        whole=Blocker(BlockerKind.OTHER, message),
+        checks=tuple(
+            Blocker(
+                BlockerKind.ADMISSION_CHECK,
+                f"waiting for admission check {name} ({state})",
+                check=name,
+                state=state,
+            )
+            for name, state in checks
+        ),
+    )
 
 
 NOT_TRIED = PendingWhy()  # an entry the cycle has not nominated (the message is empty)

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from scheduler.core import nomination
+from scheduler.core.admission_checks import reserve
 from scheduler.core.blockers import NOT_TRIED, PendingWhy, other, policy
 from scheduler.core.fair_sharing import FairItem, FairPreemptor, FairSharingOrder
 from scheduler.core.flavor_assigner import (
@@ -395,7 +396,9 @@ def _admit(s: Scheduler, e: Entry, usage: FRAmounts) -> None:
     wl.conditions.set(
         QUOTA_RESERVED, "True", "QuotaReserved", f"Quota reserved in ClusterQueue {e.cq.name}", now
     )
-    wl.conditions.set(ADMITTED, "True", "Admitted", "The workload is admitted", now)
+    if reserve(s, wl, e.cq):
+        # Admitted at once unless admission checks apply (docs/scheduling.md#admission-checks).
+        wl.conditions.set(ADMITTED, "True", "Admitted", "The workload is admitted", now)
     for type_ in (EVICTED, PREEMPTED):
         cond = wl.conditions.get(type_)
         if cond is not None and cond.is_true:

@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 
 from scheduler.api import (
+    AdmissionCheck,
     ClusterQueue,
     Cohort,
     Configuration,
@@ -23,10 +24,12 @@ from scheduler.api import (
 )
 from scheduler.api.quantity import Quantity, scheduler_value
 from scheduler.api.requests import limits_exceeded, pod_requests
+from scheduler.core.admission_checks import merge_controller_states, reconcile_checks
 from scheduler.core.clock import Instant, instant_from_datetime
 from scheduler.core.conditions import Condition, Conditions
 from scheduler.core.config import QueueVisibility, SchedulerConfig, WaitForPodsReady
 from scheduler.core.model import (
+    AdmissionCheckInfo,
     ClusterQueueInfo,
     FlavorInfo,
     LocalQueueInfo,
@@ -40,6 +43,7 @@ from scheduler.core.visibility import owner_references
 from scheduler.core.workload import (
     EMPTY_MAPPING,
     Admission,
+    CheckStatus,
     PodSetAssignment,
     PodSetSpec,
     RequeueState,
@@ -102,6 +106,24 @@ def cluster_queue_info(obj: ClusterQueue) -> ClusterQueueInfo:
         stop_policy=spec.stop_policy,
         weight=_weight(spec.fair_sharing.weight),
         admission_checks=tuple(obj.admission_check_names),
+        check_flavors=_check_flavors(obj),
+    )
+
+
+def _check_flavors(obj: ClusterQueue) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    strategy = obj.spec.admission_checks_strategy
+    rules: dict[str, tuple[str, ...]] = {name: () for name in obj.spec.admission_checks}
+    if strategy is not None:
+        for rule in strategy.admission_checks:
+            rules.setdefault(rule.name, tuple(rule.on_flavors))
+    return tuple(rules.items())
+
+
+def admission_check_info(obj: AdmissionCheck) -> AdmissionCheckInfo:
+    return AdmissionCheckInfo(
+        name=obj.metadata.name,
+        controller=obj.spec.controller_name if obj.spec is not None else "",
+        active=obj.active,
     )
 
 
@@ -277,6 +299,26 @@ def workload_state(
             ),
         )
     finished = conditions.is_true("Finished")
+    checks = tuple(
+        sorted(
+            (
+                CheckStatus(
+                    name=c.name,
+                    state=c.state,
+                    last_transition=instant_from_datetime(c.last_transition_time),
+                    message=c.message,
+                    requeue_after_seconds=c.requeue_after_seconds,
+                    retry_count=c.retry_count,
+                    pod_set_updates=tuple(
+                        u.model_dump(mode="json", by_alias=True, exclude_none=True)
+                        for u in c.pod_set_updates or ()
+                    ),
+                )
+                for c in status.admission_checks
+            ),
+            key=lambda c: c.name,
+        )
+    )
     spec = obj.spec
     # Strings many workloads repeat are interned, empty maps shared: less per workload.
     return WorkloadState(
@@ -300,6 +342,7 @@ def workload_state(
         if status.reclaimable_pods
         else EMPTY_MAPPING,
         finished=finished,
+        admission_checks=checks,
         raw=raw,
     )
 
@@ -326,6 +369,8 @@ def apply_object(
         s.set_cohort(cohort_info(obj))
     elif isinstance(obj, LocalQueue):
         s.set_local_queue(local_queue_info(obj))
+    elif isinstance(obj, AdmissionCheck):
+        s.set_admission_check(admission_check_info(obj))
     elif isinstance(obj, Workload):
         wl = workload_state(
             obj,
@@ -336,9 +381,13 @@ def apply_object(
         old = s.workloads.get(wl.key)
         carries_none = obj.status.admission is None and not obj.status.conditions
         if old is not None and (keep_status or carries_none):
-            # An update that carries no status keeps what the scheduler wrote.
+            # An update that carries no status keeps what the scheduler wrote, except
+            # the check states an external controller set (docs/scheduling.md#admission-checks).
+            theirs = wl.admission_checks
             _carry_status(old, wl)
+            wl.admission_checks = merge_controller_states(old.admission_checks, theirs)
         s.set_workload(wl)
+        reconcile_checks(s, wl)
 
 
 def _carry_status(old: WorkloadState, new: WorkloadState) -> None:
@@ -347,6 +396,7 @@ def _carry_status(old: WorkloadState, new: WorkloadState) -> None:
     new.requeue_state = old.requeue_state
     new.resource_requests = old.resource_requests
     new.finished = old.finished
+    new.admission_checks = old.admission_checks
     new.accumulated_execution_seconds = old.accumulated_execution_seconds
     new.why = old.why
     new.last_assignment = None
@@ -362,6 +412,7 @@ def _deleters(s: Scheduler) -> dict[str, tuple[Container[str], Callable[[str], o
         "Cohort": (s.cohorts, s.delete_cohort),
         "LocalQueue": (s.local_queues, s.delete_local_queue),
         "Workload": (s.workloads, s.delete_workload),
+        "AdmissionCheck": (s.admission_checks, s.delete_admission_check),
     }
 
 

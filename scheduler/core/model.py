@@ -51,7 +51,10 @@ class ClusterQueueInfo:
     preemption: PreemptionPolicy = field(default_factory=PreemptionPolicy)
     stop_policy: str = "None"
     weight: float = 1.0
+    # Every check the queue names, in spec order, and the flavors each applies to
+    # (empty: every flavor of the queue).
     admission_checks: tuple[str, ...] = ()
+    check_flavors: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def group_for(self, resource: str) -> ResourceGroupInfo | None:
         for group in self.groups:
@@ -65,6 +68,15 @@ class ClusterQueueInfo:
 
     def flavor_names(self) -> list[str]:
         return [f for g in self.groups for f in g.flavors]
+
+
+@dataclass(frozen=True, slots=True)
+class AdmissionCheckInfo:
+    """An AdmissionCheck as the core needs it: whether its controller reports Active."""
+
+    name: str
+    controller: str
+    active: bool
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ from scheduler.core.workload import (
     REQUEUED,
     RequeueState,
     WorkloadState,
+    reset_checks,
 )
 
 BACKOFF = "backoff"
@@ -152,11 +153,13 @@ def _pods_ready_timeout(s: Scheduler, wl: WorkloadState) -> None:
     s.evict(wl, "PodsReadyTimeout", f"Exceeded the PodsReady timeout {wl.key}")
 
 
-def deactivate_by_kueue(s: Scheduler, wl: WorkloadState, reason: str) -> None:
+def deactivate_by_kueue(
+    s: Scheduler, wl: WorkloadState, reason: str, detail: str | None = None
+) -> None:
     """docs/scheduling.md#deactivation: DeactivationTarget, then spec.active=false and an eviction
-    that says why."""
+    that says why (`detail`, else the reason's own wording)."""
     now = s.now()
-    detail = _DEACTIVATION_MESSAGES[reason]
+    detail = detail or _DEACTIVATION_MESSAGES[reason]
     wl.conditions.set(DEACTIVATION_TARGET, "True", reason, detail, now)
     wl.active = False
     wl.revision += 1
@@ -165,6 +168,7 @@ def deactivate_by_kueue(s: Scheduler, wl: WorkloadState, reason: str) -> None:
         s.evict(wl, f"DeactivatedDueTo{reason}", message)
     else:
         wl.conditions.set(EVICTED, "True", f"DeactivatedDueTo{reason}", message, now)
+        wl.admission_checks = reset_checks(wl.admission_checks, now)
         s.queues.delete(wl.key)
     wl.conditions.remove(DEACTIVATION_TARGET)
     wl.requeue_state = None

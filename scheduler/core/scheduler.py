@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from scheduler.core.blockers import other, policy
+from scheduler.core.blockers import PendingWhy, other, policy
 from scheduler.core.changes import ChangeFeed, Changes
 from scheduler.core.clock import Clock, Instant
 from scheduler.core.config import SchedulerConfig
 from scheduler.core.holders import Holders
-from scheduler.core.model import ClusterQueueInfo, FlavorInfo, LocalQueueInfo
+from scheduler.core.model import AdmissionCheckInfo, ClusterQueueInfo, FlavorInfo, LocalQueueInfo
 from scheduler.core.nomination import NominationCache
 from scheduler.core.queue.interface import QueueEntry, QueueSettings
 from scheduler.core.queue.loader import QueuePluginError
@@ -31,6 +31,7 @@ from scheduler.core.workload import (
     PODS_READY,
     REQUEUED,
     WorkloadState,
+    reset_checks,
 )
 
 QUEUE_PLUGIN_ANNOTATION = "queuescope.io/queue-plugin"
@@ -51,6 +52,7 @@ class PendingEviction:
     message: str
     requeued_status: str  # "True" after preemption, else "False"
     requeued_reason: str
+    why: PendingWhy | None = None  # why it waits once requeued; None: the message
 
 
 @dataclass(slots=True)
@@ -73,6 +75,8 @@ class Scheduler:
         self.namespaces: dict[str, dict[str, str]] = {}
         self.flavors: dict[str, FlavorInfo] = {}
         self.flavors_epoch = 0  # moves on every flavor change (nomination cache key)
+        self.admission_checks: dict[str, AdmissionCheckInfo] = {}
+        self.checks_epoch = 0  # moves on every AdmissionCheck change
         self.cluster_queues: dict[str, ClusterQueueInfo] = {}
         self.cohorts: dict[str, CohortInfo] = {}
         self.local_queues: dict[str, LocalQueueInfo] = {}
@@ -138,7 +142,13 @@ class Scheduler:
         info = self.cluster_queues[cq]
         # Asked for every CQ several times per cycle; the answer depends only on these.
         # (The entry keeps `info` alive, so its id cannot be reused while it is stored.)
-        inputs = (id(info), cq in self.terminating, self.flavors_epoch, self.tree.structure_version)
+        inputs = (
+            id(info),
+            cq in self.terminating,
+            self.flavors_epoch,
+            self.checks_epoch,
+            self.tree.structure_version,
+        )
         known = self._inactive.get(cq)
         if known is not None and known[0] == inputs:
             return list(known[1])
@@ -154,11 +164,25 @@ class Scheduler:
             reasons.append("Stopped")
         if any(f not in self.flavors for f in info.flavor_names()):
             reasons.append("FlavorNotFound")
-        if info.admission_checks:
+        if self.missing_checks(info):
             reasons.append("AdmissionCheckNotFound")
+        if self.inactive_checks(info):
+            reasons.append("AdmissionCheckInactive")
         if self.tree.in_cycle(cq):
             reasons.append("CohortCycleDetected")
         return reasons
+
+    def missing_checks(self, info: ClusterQueueInfo) -> list[str]:
+        """The AdmissionChecks the queue names that do not exist, sorted."""
+        return sorted(c for c in info.admission_checks if c not in self.admission_checks)
+
+    def inactive_checks(self, info: ClusterQueueInfo) -> list[str]:
+        """The AdmissionChecks the queue names whose controller is not Active, sorted."""
+        return sorted(
+            c
+            for c in info.admission_checks
+            if c in self.admission_checks and not self.admission_checks[c].active
+        )
 
     def cq_active(self, cq: str) -> bool:
         return cq in self.cluster_queues and not self.inactive_reasons(cq)
@@ -346,7 +370,7 @@ class Scheduler:
         return self.unhold(wl.key)
 
     # ---------------------------------------------------------------- evictions
-    def evict(
+    def evict(  # noqa: PLR0913 - keyword-only options of one eviction
         self,
         wl: WorkloadState,
         reason: str,
@@ -354,17 +378,22 @@ class Scheduler:
         *,
         requeued_status: str = "False",
         requeued_reason: str | None = None,
+        why: PendingWhy | None = None,
     ) -> None:
         """Set Evicted=True now; quota is released by :meth:`finalize_evictions`
-        (docs/scheduling.md#eviction-finalisation)."""
+        (docs/scheduling.md#eviction-finalisation). Admission checks go back to Pending
+        (docs/scheduling.md#admission-checks)."""
         now = self.now()
         wl.conditions.set(EVICTED, "True", reason, message, now)
+        wl.admission_checks = reset_checks(wl.admission_checks, now)
         wl.revision += 1
         if self.feed is not None:
             self.feed.evicted(wl.key)
         self.holders.touch(wl.key)  # an evicted holder sorts first in a preemption search
         self.pending_evictions.append(
-            PendingEviction(wl.key, reason, message, requeued_status, requeued_reason or reason)
+            PendingEviction(
+                wl.key, reason, message, requeued_status, requeued_reason or reason, why
+            )
         )
 
     def finalize_evictions(self) -> None:
@@ -376,7 +405,9 @@ class Scheduler:
             if wl is None or wl.admission is None:
                 continue
             wl.conditions.set(REQUEUED, ev.requeued_status, ev.requeued_reason, ev.message, now)
-            wl.set_pending("Pending", other(ev.message), now)
+            if ev.requeued_reason == "AdmissionCheck":
+                self.finish_backoff_if_due(wl)
+            wl.set_pending("Pending", ev.why or other(ev.message), now)
             cq = self.release_quota(wl)
             wl.admission = None
             wl.conditions.set(
@@ -391,6 +422,18 @@ class Scheduler:
                 flush.append(cq)
             self.sync_workload(wl)
         self.flush(flush)
+
+    def finish_backoff_if_due(self, wl: WorkloadState) -> None:
+        """An admission check's Retry with no delay still to run: requeued at once
+        (docs/scheduling.md#admission-checks); a later one ends at its deadline."""
+        rs = wl.requeue_state
+        if rs is not None and rs.requeue_at is not None and rs.requeue_at > self.now():
+            return
+        if rs is not None:
+            rs.requeue_at = None
+        wl.conditions.set(
+            REQUEUED, "True", "BackoffFinished", "The workload backoff was finished", self.now()
+        )
 
     # ----------------------------------------------------------------- signals
     def finish(self, key: str, *, failed: bool = False) -> bool:
@@ -439,6 +482,7 @@ class Scheduler:
                 wl.conditions.set(
                     EVICTED, "True", "Deactivated", "The workload is deactivated", now
                 )
+                wl.admission_checks = reset_checks(wl.admission_checks, now)
             self.queues.delete(key)
         else:
             requeued = wl.conditions.get(REQUEUED)
@@ -478,6 +522,20 @@ class Scheduler:
         # A changed flavor may now match or tolerate: every CQ using it is worth a retry.
         users = [cq for cq, c in sorted(self.cluster_queues.items()) if name in c.flavor_names()]
         self.flush(users)
+
+    def set_admission_check(self, info: AdmissionCheckInfo) -> None:
+        before = {cq for cq in self.cluster_queues if self.cq_active(cq)}
+        self.admission_checks[info.name] = info
+        self.checks_epoch += 1
+        self._after_activity_change(before)
+
+    def delete_admission_check(self, name: str) -> None:
+        if name not in self.admission_checks:
+            return
+        before = {cq for cq in self.cluster_queues if self.cq_active(cq)}
+        del self.admission_checks[name]
+        self.checks_epoch += 1
+        self._after_activity_change(before)
 
     def _after_activity_change(self, before: set[str]) -> None:
         after = {cq for cq in self.cluster_queues if self.cq_active(cq)}

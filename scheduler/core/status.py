@@ -16,7 +16,7 @@ from scheduler.core.fair_sharing import dominant_resource_share, weighted_share
 from scheduler.core.model import ClusterQueueInfo
 from scheduler.core.quota import NodeRef
 from scheduler.core.scheduler import Scheduler
-from scheduler.core.workload import ADMITTED, WorkloadState
+from scheduler.core.workload import ADMITTED, CheckStatus, WorkloadState
 
 Json = dict[str, Any]
 
@@ -28,6 +28,22 @@ def render_condition(c: Condition) -> Json:
     out["lastTransitionTime"] = format_instant(c.last_transition)
     out["reason"] = c.reason
     out["message"] = c.message
+    return out
+
+
+def render_check(c: CheckStatus) -> Json:
+    out: Json = {
+        "name": c.name,
+        "state": c.state,
+        "lastTransitionTime": format_instant(c.last_transition),
+        "message": c.message,
+    }
+    if c.requeue_after_seconds is not None:
+        out["requeueAfterSeconds"] = c.requeue_after_seconds
+    if c.retry_count is not None:
+        out["retryCount"] = c.retry_count
+    if c.pod_set_updates:
+        out["podSetUpdates"] = [dict(u) for u in c.pod_set_updates]
     return out
 
 
@@ -63,6 +79,8 @@ def workload_status(wl: WorkloadState) -> Json:
         status["requeueState"] = rs
     if wl.conditions.items():
         status["conditions"] = render_conditions(wl.conditions)
+    if wl.admission_checks:
+        status["admissionChecks"] = [render_check(c) for c in wl.admission_checks]
     if wl.reclaimable:
         status["reclaimablePods"] = [
             {"name": name, "count": count} for name, count in wl.reclaimable.items()
@@ -153,8 +171,12 @@ def _cq_active_condition(s: Scheduler, cq: ClusterQueueInfo) -> Json:
     missing = [f for f in cq.flavor_names() if f not in s.flavors]
     if missing:
         parts.append(f"references missing ResourceFlavor(s): {','.join(missing)}")
-    if cq.admission_checks:
-        parts.append(f"references missing AdmissionCheck(s): {','.join(cq.admission_checks)}")
+    missing_checks = s.missing_checks(cq)
+    if missing_checks:
+        parts.append(f"references missing AdmissionCheck(s): {','.join(missing_checks)}")
+    inactive_checks = s.inactive_checks(cq)
+    if inactive_checks:
+        parts.append(f"references inactive AdmissionCheck(s): {','.join(inactive_checks)}")
     if "CohortCycleDetected" in reasons:
         parts.append("is in a cohort tree that contains a cycle")
     return {

@@ -129,6 +129,21 @@ class Admission:
     pod_sets: list[PodSetAssignment]
 
 
+@dataclass(frozen=True, slots=True)
+class CheckStatus:
+    """One entry of `status.admissionChecks` (docs/scheduling.md#admission-checks). The
+    check's controller owns `state`, `message`, `requeue_after_seconds` and the pod set
+    updates; the core owns which checks are listed and the reset after a Retry."""
+
+    name: str
+    state: str  # Pending | Ready | Retry | Rejected
+    last_transition: Instant
+    message: str = ""
+    requeue_after_seconds: int | None = None
+    retry_count: int | None = None
+    pod_set_updates: tuple[dict[str, Any], ...] = ()  # camelCase JSON, never mutated
+
+
 @dataclass(slots=True)
 class RequeueState:
     count: int | None = None
@@ -169,6 +184,7 @@ class WorkloadState:
     reclaimable: Mapping[str, int] = field(default_factory=dict)  # read-only
     resource_requests: list[tuple[str, dict[str, int]]] | None = None
     finished: bool = False
+    admission_checks: tuple[CheckStatus, ...] = ()  # sorted by name
     # bookkeeping, never rendered
     revision: int = 0
     last_assignment: LastAssignment | None = None
@@ -265,6 +281,28 @@ class WorkloadState:
             if evicted.reason == "AdmissionCheck":
                 return evicted.last_transition
         return self.creation
+
+
+def reset_checks(checks: tuple[CheckStatus, ...], now: Instant) -> tuple[CheckStatus, ...]:
+    """Every check back to Pending after an eviction (docs/scheduling.md#admission-checks),
+    saying what it was; a Retry counts one more retry."""
+    out: list[CheckStatus] = []
+    for c in checks:
+        if c.state == "Pending":
+            out.append(c)
+            continue
+        retries = (c.retry_count or 0) + 1 if c.state == "Retry" else None
+        out.append(
+            CheckStatus(
+                name=c.name,
+                state="Pending",
+                last_transition=now,
+                message=f"Reset to Pending after eviction. Previously: {c.state}",
+                requeue_after_seconds=c.requeue_after_seconds,
+                retry_count=retries,
+            )
+        )
+    return tuple(out)
 
 
 def pod_set_totals(pod_set: PodSetSpec, count: int) -> dict[str, int]:

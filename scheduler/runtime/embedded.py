@@ -13,8 +13,8 @@ objects it defined stay as they were until it is fixed: a running server never e
 because of a bad manifest. An update that breaks an immutability rule is reported and
 not applied, as `kubectl apply` would be refused.
 
-Kinds: Namespace, ResourceFlavor, Cohort, ClusterQueue, LocalQueue, Workload and Jobs
-(as the Workload the Job integration creates) go to the scheduler; priority classes
+Kinds: Namespace, ResourceFlavor, AdmissionCheck, Cohort, ClusterQueue, LocalQueue, Workload
+and Jobs (as the Workload the Job integration creates) go to the scheduler; priority classes
 resolve Job priorities; RBAC objects are kept for the server's authorizer
 (:meth:`EmbeddedStore.rbac_objects`, with a change callback); a Configuration is only
 read at start-up (:func:`find_configuration`); a Scenario is ignored with a warning.

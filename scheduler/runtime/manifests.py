@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from scheduler.api import (
+    AdmissionCheck,
     ClusterQueue,
     Cohort,
     Job,
@@ -41,13 +42,23 @@ APPLY_RANK: dict[str, int] = {
     "WorkloadPriorityClass": 1,
     "PriorityClass": 1,
     "ResourceFlavor": 2,
+    "AdmissionCheck": 2,
     "Cohort": 3,
     "ClusterQueue": 4,
     "LocalQueue": 5,
     "Workload": 6,
 }
 
-SCHEDULER_KINDS = (Namespace, ResourceFlavor, Cohort, ClusterQueue, LocalQueue, Workload, Job)
+SCHEDULER_KINDS = (
+    Namespace,
+    ResourceFlavor,
+    AdmissionCheck,
+    Cohort,
+    ClusterQueue,
+    LocalQueue,
+    Workload,
+    Job,
+)
 
 
 def object_key(obj: Any) -> ObjectKey:

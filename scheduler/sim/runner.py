@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from scheduler.api import (
+    AdmissionCheck,
     ClusterQueue,
     Cohort,
     Configuration,
@@ -28,6 +29,7 @@ from scheduler.api import (
 )
 from scheduler.api.decode import ApiError, Decoded, decode_object
 from scheduler.api.validation.update import validate_update
+from scheduler.core.admission_checks import set_check_state
 from scheduler.core.clock import Instant, ManualClock, instant_from_datetime
 from scheduler.core.cycle import run_cycle
 from scheduler.core.ingest import apply_object, delete_object, scheduler_config
@@ -46,6 +48,7 @@ _APPLY_ORDER: dict[type[Any], int] = {
     WorkloadPriorityClass: 1,
     PriorityClass: 1,
     ResourceFlavor: 2,
+    AdmissionCheck: 2,
     Cohort: 3,
     ClusterQueue: 4,
     LocalQueue: 5,
@@ -221,6 +224,9 @@ class Simulation:
                 te.action, te.target = "deactivate", ev.deactivate
             elif ev.activate is not None:
                 te.action, te.target = "activate", ev.activate
+            elif ev.set_check_state is not None:
+                te.action, te.obj = "setCheckState", ev.set_check_state
+                te.target = ev.set_check_state.workload
             events.append(te)
             del path
         for i, te in enumerate(events):
@@ -277,6 +283,16 @@ class Simulation:
             s.set_active(ev.target, False)
         elif ev.action == "activate":
             s.set_active(ev.target, True)
+        elif ev.action == "setCheckState":
+            change = ev.obj
+            set_check_state(
+                s,
+                ev.target,
+                change.check,
+                change.state,
+                change.message,
+                change.requeue_after_seconds,
+            )
         s.finalize_evictions()
 
     # -------------------------------------------------------------------- run

@@ -201,8 +201,10 @@ _WHY_PENDING: Final[Schema] = {
                 "properties": {
                     "kind": _string(
                         "Quota, Capacity, Taint, NodeAffinity, FlavorNotFound, Policy, "
-                        "Preemption or Other."
+                        "Preemption, AdmissionCheck or Other."
                     ),
+                    "check": _string("AdmissionCheck concerned."),
+                    "state": _string("Its state on the Workload (Pending, Retry, ...)."),
                     "flavor": _string("ResourceFlavor concerned."),
                     "resource": _string("Resource concerned."),
                     "amount": _string("Quantity missing (Quota) or the maximum (Capacity)."),

@@ -46,7 +46,13 @@ def why_pending(why: WhyPending) -> dict[str, Any]:
     blockers = []
     for b in why.blockers:
         blocker: dict[str, Any] = {"kind": b.kind}
-        for key, value in (("flavor", b.flavor), ("resource", b.resource), ("amount", b.amount)):
+        for key, value in (
+            ("flavor", b.flavor),
+            ("resource", b.resource),
+            ("amount", b.amount),
+            ("check", b.check),
+            ("state", b.state),
+        ):
             if value:
                 blocker[key] = value
         blocker["message"] = b.message

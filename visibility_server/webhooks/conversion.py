@@ -46,6 +46,7 @@ VERSIONS: Final = ("v1beta1", "v1beta2")
 # WorkloadPriorityClass are the same in both (strategy None). tools/crdgen.py checks that
 # every CRD whose schemas differ is listed; the certificate tooling sets their caBundle.
 CONVERTED_CRDS: Final = (
+    "admissionchecks.kueue.x-k8s.io",
     "clusterqueues.kueue.x-k8s.io",
     "cohorts.kueue.x-k8s.io",
     "localqueues.kueue.x-k8s.io",

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from types import UnionType
 from typing import Any
 
+from scheduler.api.admissioncheck import AdmissionCheck
 from scheduler.api.base import TypedObject
 from scheduler.api.clusterqueue import ClusterQueue
 from scheduler.api.cohort import Cohort
@@ -26,6 +27,7 @@ from scheduler.api.namespace import Namespace
 from scheduler.api.priority import PriorityClass
 from scheduler.api.rbac import ClusterRole, ClusterRoleBinding, Role, RoleBinding
 from scheduler.api.scenario import Scenario
+from scheduler.api.validation.admissioncheck import validate_admission_check
 from scheduler.api.validation.common import NameValidator
 from scheduler.api.validation.config import validate_configuration
 from scheduler.api.validation.flavor import validate_resource_flavor
@@ -64,6 +66,7 @@ _SPEC_RULES: tuple[tuple[type | UnionType, Callable[[Any], list[FieldError]]], .
     (Cohort, validate_cohort),
     (LocalQueue, validate_local_queue),
     (Workload, validate_workload),
+    (AdmissionCheck, validate_admission_check),
     (PriorityClass, validate_priority_class),
     (Job, validate_job),
     (Configuration, validate_configuration),

@@ -128,9 +128,19 @@ def validate_scenario(scenario: Scenario) -> list[FieldError]:
             ("finish", event.finish),
             ("deactivate", event.deactivate),
             ("activate", event.activate),
+            (
+                "setCheckState.workload",
+                event.set_check_state.workload if event.set_check_state else None,
+            ),
         ):
             if ref is not None:
                 errors += _ref_errors(child(here, name), ref)
+        change = event.set_check_state
+        if change is not None:
+            path = child(here, "setCheckState")
+            if not change.check:
+                errors.append(required(child(path, "check")))
+            errors += at_least(child(path, "requeueAfterSeconds"), change.requeue_after_seconds, 0)
         target = event.delete
         if target is not None:
             path = child(here, "delete")

@@ -7,6 +7,7 @@ transition rules live here; the new object itself is validated when decoded.
 
 from __future__ import annotations
 
+from scheduler.api.admissioncheck import AdmissionCheck
 from scheduler.api.base import TypedObject
 from scheduler.api.conversion import v1beta2_path
 from scheduler.api.errors import FieldError
@@ -61,6 +62,14 @@ def _reclaimable_update(old: Workload, new: Workload) -> list[FieldError]:
     return errors
 
 
+def _admission_check_update(old: AdmissionCheck, new: AdmissionCheck) -> list[FieldError]:
+    before = old.spec.controller_name if old.spec is not None else None
+    after = new.spec.controller_name if new.spec is not None else None
+    if before is not None and before != after:
+        return [FieldError("spec.controllerName", IMMUTABLE)]
+    return []
+
+
 def validate_update(
     old: TypedObject, new: TypedObject, *, reserved: bool | None = None
 ) -> list[FieldError]:
@@ -84,6 +93,8 @@ def _update_errors(old: TypedObject, new: TypedObject, reserved: bool | None) ->
         return []
     if isinstance(old, Workload) and isinstance(new, Workload):
         return _workload_update(old, new, reserved)
+    if isinstance(old, AdmissionCheck) and isinstance(new, AdmissionCheck):
+        return _admission_check_update(old, new)
     if (
         isinstance(old, ResourceFlavor)
         and isinstance(new, ResourceFlavor)

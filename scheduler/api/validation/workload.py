@@ -10,6 +10,7 @@ from scheduler.api.errors import FieldError
 from scheduler.api.pod import Container, PodSpec
 from scheduler.api.quantity import QuantityError, format_resource, scheduler_value
 from scheduler.api.requests import pod_requests
+from scheduler.api.validation.admissioncheck import validate_check_states
 from scheduler.api.validation.common import (
     at_least,
     child,
@@ -189,6 +190,7 @@ def validate_workload(workload: Workload) -> list[FieldError]:
         errors += _validate_admission(workload)
     errors += validate_conditions("status.conditions", workload.status.conditions)
     errors += _validate_reclaimable_pods(workload)
+    errors += validate_check_states("status.admissionChecks", workload.status.admission_checks)
     requeue = workload.status.requeue_state
     if requeue is not None:
         errors += at_least("status.requeueState.count", requeue.count, 0)

@@ -42,6 +42,8 @@ PRIORITY_CLASSES = Resource(
 )
 RESOURCE_FLAVORS = Resource(KUEUE, KUEUE_VERSION, "resourceflavors", "ResourceFlavor", False)
 COHORTS = Resource(KUEUE, KUEUE_VERSION, "cohorts", "Cohort", False)
+# Read only: their controllers own them (docs/scheduling.md#admission-checks).
+ADMISSION_CHECKS = Resource(KUEUE, KUEUE_VERSION, "admissionchecks", "AdmissionCheck", False)
 CLUSTER_QUEUES = Resource(KUEUE, KUEUE_VERSION, "clusterqueues", "ClusterQueue", False)
 LOCAL_QUEUES = Resource(KUEUE, KUEUE_VERSION, "localqueues", "LocalQueue", True)
 WORKLOAD_PRIORITY_CLASSES = Resource(
@@ -58,6 +60,7 @@ WATCHED: tuple[Resource, ...] = (
     PRIORITY_CLASSES,
     WORKLOAD_PRIORITY_CLASSES,
     RESOURCE_FLAVORS,
+    ADMISSION_CHECKS,
     COHORTS,
     CLUSTER_QUEUES,
     LOCAL_QUEUES,

@@ -41,6 +41,7 @@ from scheduler.runtime.kube.decode import decode_live
 from scheduler.runtime.kube.normalize import same_status
 from scheduler.runtime.kube.reflector import Reflector, drop_managed_fields
 from scheduler.runtime.kube.resources import (
+    ADMISSION_CHECKS,
     CLUSTER_QUEUES,
     COHORTS,
     LOCAL_QUEUES,
@@ -59,7 +60,7 @@ log = logging.getLogger(__name__)
 RESYNC_BUDGET = 0.003  # seconds of work between two yields when taking server status
 CORE_KINDS = frozenset(
     r.kind for r in (NAMESPACES, RESOURCE_FLAVORS, COHORTS, CLUSTER_QUEUES, LOCAL_QUEUES, WORKLOADS)
-)
+) | {ADMISSION_CHECKS.kind}
 
 Listener = Callable[[Resource, Json | None, Json | None], None]  # (resource, new, old)
 

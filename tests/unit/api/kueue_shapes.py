@@ -527,7 +527,7 @@ def workload(api_version: str) -> Obj:
                         )
                     ),
                 },
-                frozenset({"name", "state", "lastTransitionTime"}),
+                frozenset({"name", "state", "lastTransitionTime", "message"}),
             )
         ),
         "resourceRequests": ListOf(
@@ -566,7 +566,9 @@ def workload(api_version: str) -> Obj:
 def admission_check(api_version: str) -> Obj:
     spec: dict[str, Any] = {
         "controllerName": NAME,
-        "parameters": Obj({"apiGroup": NAME, "kind": NAME, "name": NAME}),
+        "parameters": Obj(
+            {"apiGroup": NAME, "kind": NAME, "name": NAME}, frozenset({"apiGroup", "kind", "name"})
+        ),
     }
     if api_version.endswith("v1beta1"):
         spec["retryDelayMinutes"] = COUNT

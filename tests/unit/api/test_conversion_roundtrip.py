@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from scheduler.api import ClusterQueue, Cohort, LocalQueue, ResourceFlavor, Workload
+from scheduler.api import AdmissionCheck, ClusterQueue, Cohort, LocalQueue, ResourceFlavor, Workload
 from scheduler.api import WorkloadPriorityClass as Wpc
 from scheduler.api.conversion import convert_document
 from scheduler.api.errors import ApiError
@@ -26,6 +26,7 @@ MODELS: dict[str, dict[str, type[BaseModel]]] = {
         "LocalQueue": LocalQueue,
         "ClusterQueue": ClusterQueue,
         "Workload": Workload,
+        "AdmissionCheck": AdmissionCheck,
     },
     KUEUE_V1BETA2: dict(V1BETA2_MODELS),
 }

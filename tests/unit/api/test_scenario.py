@@ -109,7 +109,7 @@ def test_exactly_one_action() -> None:
     has_error(
         scenario("events: [{at: 1s, podsReady: a/b, finish: a/b}]"),
         "spec.events[0]",
-        "exactly one of podsReady, finish, apply, delete, deactivate, activate "
+        "exactly one of podsReady, finish, apply, delete, deactivate, activate, setCheckState "
         "must be set (got podsReady, finish)",
     )
     has_error(scenario("events: [{at: 1s}]"), "spec.events[0]", "(got none)")

@@ -38,10 +38,11 @@ EXPECTED = {
     "ResourceFlavor": ("resourceflavors", "Cluster", ["flavor", "flavors", "rf"], False),
     "WorkloadPriorityClass": ("workloadpriorityclasses", "Cluster", ["wpc"], False),
     "Cohort": ("cohorts", "Cluster", ["co"], True),
+    "AdmissionCheck": ("admissionchecks", "Cluster", ["ac"], True),
 }
 VERSIONS = ("v1beta1", "v1beta2")
 # Converted through our webhook (the rest: strategy None), as Kueue does.
-CONVERTED = {"ClusterQueue", "LocalQueue", "Workload", "Cohort"}
+CONVERTED = {"ClusterQueue", "LocalQueue", "Workload", "Cohort", "AdmissionCheck"}
 
 
 def _crdgen() -> ModuleType:

@@ -134,6 +134,7 @@ EXPECTED = [
         "clusterqueues localqueues resourceflavors workloadpriorityclasses cohorts",
     ),
     *_grants("get list watch create update patch delete", KUEUE, "workloads"),
+    *_grants("get list watch", KUEUE, "admissionchecks"),
     *_grants(
         "get update patch",
         KUEUE,

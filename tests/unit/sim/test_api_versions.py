@@ -165,7 +165,6 @@ def test_an_explicit_name_wins_over_generate_name(
         "MultiKueueCluster",
         "MultiKueueConfig",
         "ProvisioningRequestConfig",
-        "AdmissionCheck",
     ],
 )
 def test_unsupported_kueue_kinds_exit_2_naming_them(

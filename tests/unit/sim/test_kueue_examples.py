@@ -28,6 +28,7 @@ IMPLEMENTED = frozenset(
         ("kueue.x-k8s.io", "LocalQueue"),
         ("kueue.x-k8s.io", "Cohort"),
         ("kueue.x-k8s.io", "WorkloadPriorityClass"),
+        ("kueue.x-k8s.io", "AdmissionCheck"),
         ("batch", "Job"),
         ("", "Namespace"),
         ("rbac.authorization.k8s.io", "Role"),
