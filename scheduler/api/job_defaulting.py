@@ -1,9 +1,10 @@
 """What admission does to a new batch/v1 Job (docs/cluster.md#admission-webhooks).
 
 A Job that names a LocalQueue (label `kueue.x-k8s.io/queue-name`) is stored suspended, so
-no pod starts before queuescope admits it. A Job that names none (no label, or an empty one) gets the queue `default`
-when its namespace has a LocalQueue of that name (Kueue's LocalQueue defaulting, always on
-in Kueue v0.19.2, where its feature gate no longer exists), and is then suspended too.
+no pod starts before queuescope admits it. A Job that names none (no label, or an empty
+one) gets the queue `default` when its namespace has a LocalQueue of that name (Kueue's
+LocalQueue defaulting, always on in Kueue v0.19.2, where its feature gate no longer
+exists), and is then suspended too.
 
 Pure: the caller says whether the namespace's `default` LocalQueue exists.
 """
