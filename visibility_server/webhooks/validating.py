@@ -21,9 +21,9 @@ from scheduler.api.base import TypedObject
 from scheduler.api.errors import ApiError, FieldError
 from scheduler.api.job import Job
 from scheduler.api.kinds import KINDS
+from scheduler.api.live import decode_live
 from scheduler.api.validation import validate_update
 from scheduler.api.versions import KUEUE_GROUP
-from scheduler.runtime.kube.decode import decode_live
 from visibility_server.webhooks.default_queue import DefaultQueueLookup
 from visibility_server.webhooks.review import AdmissionRequest
 
