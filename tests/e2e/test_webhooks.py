@@ -17,15 +17,18 @@ import base64
 import copy
 import json
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from cryptography import x509
 
 from tests.e2e.cluster import ClusterModeServer, cpu_queue, flavor, wait_json
 from tests.e2e.harness import ControlPlane, HarnessError, wait_for
 from tests.unit.test_webhook_rules import CASES, NS, SAYS, Case
+from visibility_server.certs import check_live_webhooks, generate_cert_dir
 from visibility_server.webhooks.registrations import WEBHOOK_CONFIGURATIONS
 
 pytestmark = pytest.mark.realcluster
@@ -360,6 +363,23 @@ def test_the_queue_label_stays_where_a_default_queue_exists(
     _denied(
         result, "vjob.queuescope.io", "queue-name must not be empty in namespace with default queue"
     )
+
+
+# -- certificates ------------------------------------------------------------------------
+
+
+def test_certs_verify_finds_the_live_webhooks_trusting_the_serving_certificate(
+    cluster: tuple[ControlPlane, ClusterModeServer],
+) -> None:
+    plane, server = cluster
+    leaf = x509.load_pem_x509_certificate(server.certs.tls_cert.read_bytes())
+    configs = {name: get(plane, kind.lower(), name) for kind, name, _ in WEBHOOK_CONFIGURATIONS}
+    found = check_live_webhooks(leaf, configs, now=datetime.now(UTC))
+    assert (found.errors, found.warnings) == ([], [])
+    other = generate_cert_dir(server.root / "other-certs", now=datetime.now(UTC))
+    stranger = x509.load_pem_x509_certificate(other.tls_cert.read_bytes())
+    refused = check_live_webhooks(stranger, configs, now=datetime.now(UTC))
+    assert len(refused.errors) == sum(len(names) for _, _, names in WEBHOOK_CONFIGURATIONS)
 
 
 # -- fail closed: our server down --------------------------------------------------------

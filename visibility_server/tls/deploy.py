@@ -410,6 +410,55 @@ def check_live_apiservices(
     return found
 
 
+def check_live_webhooks(
+    leaf: x509.Certificate,
+    configurations: Mapping[str, Mapping[str, Any] | None],
+    *,
+    now: datetime,
+    namespace: str = DEFAULT_NAMESPACE,
+    service: str = DEFAULT_SERVICE,
+) -> Findings:
+    """What `certs verify --kubeconfig` checks on our admission webhook configurations as
+    kube-apiserver holds them (name → object, None when absent): each webhook calls our
+    Service and has a `caBundle` that trusts `leaf` for the Service's name. A missing
+    configuration or webhook is a warning: the webhooks are part of the install, but a
+    cluster may run without them (docs/operations.md, "Admission webhooks")."""
+    require_aware(now)
+    name = _service_name(namespace, service)
+    found = Findings()
+    for kind, config_name, webhook_names in WEBHOOK_CONFIGURATIONS:
+        config = configurations.get(config_name)
+        if config is None:
+            found.warnings.append(
+                f"{kind} {config_name} does not exist: Jobs are not stored suspended and "
+                "invalid Kueue objects are accepted (apply manifests/webhooks)"
+            )
+            continue
+        webhooks = {
+            str(w.get("name")): w for w in config.get("webhooks") or () if isinstance(w, Mapping)
+        }
+        for webhook_name in webhook_names:
+            webhook = webhooks.get(webhook_name)
+            what = f"webhook {webhook_name} of {kind} {config_name}"
+            if webhook is None:
+                found.warnings.append(f"{what} does not exist")
+                continue
+            client = webhook.get("clientConfig")
+            client = client if isinstance(client, Mapping) else {}
+            target = client.get("service")
+            target = target if isinstance(target, Mapping) else {}
+            if (target.get("namespace"), target.get("name")) != (name.namespace, name.service):
+                found.errors.append(
+                    f"{what} calls Service {target.get('namespace')}/{target.get('name')}, "
+                    f"not {name.namespace}/{name.service}"
+                )
+                continue
+            found.errors.extend(
+                _live_bundle_problems(what, client.get("caBundle"), leaf, name, now)
+            )
+    return found
+
+
 def _live_bundle_problems(
     what: str, encoded: object, leaf: x509.Certificate, name: ServiceName, now: datetime
 ) -> list[str]:
