@@ -391,15 +391,8 @@ def check_live_apiservices(
         if apiservice is None:
             found.errors.append(f"{what} does not exist")
             continue
-        spec = apiservice.get("spec")
-        spec = spec if isinstance(spec, Mapping) else {}
-        target = spec.get("service")
-        target = target if isinstance(target, Mapping) else {}
-        if (target.get("namespace"), target.get("name")) != (name.namespace, name.service):
-            found.errors.append(
-                f"{what} points at Service {target.get('namespace')}/{target.get('name')}, "
-                f"not {name.namespace}/{name.service}"
-            )
+        spec = _mapping(apiservice.get("spec"))
+        found.errors.extend(_other_service(f"{what} points at", spec, name))
         if spec.get("insecureSkipTLSVerify") is True:
             found.errors.append(
                 f"{what} sets insecureSkipTLSVerify: kube-apiserver does not verify the "
@@ -443,20 +436,30 @@ def check_live_webhooks(
             if webhook is None:
                 found.warnings.append(f"{what} does not exist")
                 continue
-            client = webhook.get("clientConfig")
-            client = client if isinstance(client, Mapping) else {}
-            target = client.get("service")
-            target = target if isinstance(target, Mapping) else {}
-            if (target.get("namespace"), target.get("name")) != (name.namespace, name.service):
-                found.errors.append(
-                    f"{what} calls Service {target.get('namespace')}/{target.get('name')}, "
-                    f"not {name.namespace}/{name.service}"
-                )
+            client = _mapping(webhook.get("clientConfig"))
+            wrong = _other_service(f"{what} calls", client, name)
+            if wrong:
+                found.errors.extend(wrong)
                 continue
             found.errors.extend(
                 _live_bundle_problems(what, client.get("caBundle"), leaf, name, now)
             )
     return found
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _other_service(prefix: str, holder: Mapping[str, Any], name: ServiceName) -> list[str]:
+    """[the problem] when `holder.service` is not our Service, else []."""
+    target = _mapping(holder.get("service"))
+    if (target.get("namespace"), target.get("name")) == (name.namespace, name.service):
+        return []
+    return [
+        f"{prefix} Service {target.get('namespace')}/{target.get('name')}, "
+        f"not {name.namespace}/{name.service}"
+    ]
 
 
 def _live_bundle_problems(
