@@ -11,9 +11,10 @@ nothing.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from fastapi import APIRouter
-from starlette.routing import Route
+from starlette.routing import Match, Route
 from starlette.types import Receive, Scope, Send
 
 from scheduler.runtime.snapshot import Snapshot
@@ -32,6 +33,17 @@ _LABELS = {
     VALIDATE_PATH: ("validating-webhook", "v1"),
     MUTATE_JOB_PATH: ("mutating-webhook", "v1"),
 }
+
+
+class _WebhookRoute(Route):
+    """A Starlette route that names itself in the scope, as FastAPI's routes do, so the
+    access middleware labels the request's metrics with the webhook's path."""
+
+    def matches(self, scope: Scope) -> tuple[Match, dict[str, Any]]:
+        match, child = super().matches(scope)
+        if match != Match.NONE:
+            child["route"] = self
+        return match, child
 
 
 class _ConversionEndpoint:
@@ -64,8 +76,8 @@ def webhook_routes(
     snapshot: Callable[[], Snapshot],
 ) -> frozenset[str]:
     """Add the webhook routes and their metric labels; return the paths that are open."""
-    router.routes.append(Route(CONVERSION_PATH, _ConversionEndpoint()))
+    router.routes.append(_WebhookRoute(CONVERSION_PATH, _ConversionEndpoint()))
     for path, answer_for in answers(snapshot).items():
-        router.routes.append(Route(path, _AdmissionEndpoint(path, answer_for)))
+        router.routes.append(_WebhookRoute(path, _AdmissionEndpoint(path, answer_for)))
     labels.update(_LABELS)
     return frozenset(_LABELS)

@@ -11,7 +11,13 @@ from typing import Any
 import pytest
 
 from tests.unit.test_webhook_rules import V1, V2, job, pod_set, review
-from tests.unit.visibility_server.http.support import Holder, app_for, client, make_snapshot
+from tests.unit.visibility_server.http.support import (
+    ADMIN,
+    Holder,
+    app_for,
+    client,
+    make_snapshot,
+)
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 NS = "webhook-rules"  # the namespace of tests/unit/test_webhook_rules.py's objects
@@ -385,3 +391,15 @@ async def test_a_body_over_the_limit_is_413(monkeypatch: pytest.MonkeyPatch) -> 
     answer = await post("/validate", review(job()))
     assert answer.status_code == 413
     assert answer.json()["reason"] == "RequestEntityTooLarge"
+
+
+async def test_admission_calls_are_counted_by_route() -> None:
+    app = app_for()
+    async with client(app, headers={}) as c:
+        assert (await c.post("/validate", content=review(job()))).status_code == 200
+        assert (await c.post("/mutate-job", content=b"nope")).status_code == 400
+        assert (await c.post("/convert", content=b"nope")).status_code == 400
+        metrics = (await c.get("/metrics", headers=ADMIN)).text
+    assert 'requests_total{code="200",endpoint="validating-webhook",version="v1"} 1.0' in metrics
+    assert 'requests_total{code="400",endpoint="mutating-webhook",version="v1"} 1.0' in metrics
+    assert 'requests_total{code="400",endpoint="conversion",version="v1"} 1.0' in metrics
