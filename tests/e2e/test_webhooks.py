@@ -45,6 +45,14 @@ QUEUES = "\n---\n".join(
         cpu_queue(JOBS_NS, "wh-pool", "cq-webhook", "lq", "4"),
         cpu_queue(DEFAULT_NS, "wh-pool", "cq-webhook-default", "default", "4"),
         json.dumps({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}),
+        json.dumps(
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "WorkloadPriorityClass",
+                "metadata": {"name": "high"},
+                "value": 100,
+            }
+        ),
     ]
 )
 # Refused by kube-apiserver itself (object metadata, the CRD schema, the Job's own
@@ -310,6 +318,54 @@ def test_a_running_job_keeps_its_queue_and_its_workload_its_spec(
         check=False,
     )
     _denied(requeued, "vkueue.queuescope.io", "spec.queueName: field is immutable")
+
+
+def test_a_priority_class_label_is_never_removed(
+    cluster: tuple[ControlPlane, ClusterModeServer],
+) -> None:
+    plane, _ = cluster
+    obj = job("classy", suspend=True)
+    obj["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = "high"
+    obj["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "100"
+    assert apply(plane, obj).returncode == 0
+    result = plane.kubectl(
+        "label", "job", "classy", "-n", JOBS_NS, "kueue.x-k8s.io/priority-class-", check=False
+    )
+    _denied(result, "vjob.queuescope.io", "WorkloadPriorityClass cannot be removed from a workload")
+
+
+def test_partial_admission_fixes_a_running_jobs_parallelism(
+    cluster: tuple[ControlPlane, ClusterModeServer],
+) -> None:
+    plane, _ = cluster
+    obj = job("partial", suspend=False, parallelism=3, completions=3)
+    obj["metadata"]["annotations"] = {"kueue.x-k8s.io/job-min-parallelism": "1"}
+    assert apply(plane, obj).returncode == 0
+    wait_json(
+        plane,
+        "job partial admitted and unsuspended",
+        lambda j: j["spec"].get("suspend") is False,
+        "job",
+        "partial",
+        "-n",
+        JOBS_NS,
+    )
+    result = plane.kubectl(
+        "patch",
+        "job",
+        "partial",
+        "-n",
+        JOBS_NS,
+        "--type=merge",
+        "-p",
+        json.dumps({"spec": {"parallelism": 2}}),
+        check=False,
+    )
+    _denied(
+        result,
+        "vjob.queuescope.io",
+        "spec.parallelism: Forbidden: cannot change when partial admission is enabled",
+    )
 
 
 def test_a_local_queue_keeps_its_cluster_queue(
