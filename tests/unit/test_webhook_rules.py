@@ -1,7 +1,7 @@
 """One bad object per rule of `scheduler/api/validation`, denied by the validating webhook.
 
 The same table runs on the real kube-apiserver through `kubectl apply`
-(tests/e2e/test_webhook_rules.py). Here each object goes to the webhook alone, through
+(tests/e2e/test_webhooks.py). Here each object goes to the webhook alone, through
 the app, so every case proves that OUR rules deny it (on the real cluster, a few are
 refused earlier by kube-apiserver's own validation or the CRD schema, which also names the
 field). Status rules are not here: kube-apiserver drops `status` on create and the webhook
