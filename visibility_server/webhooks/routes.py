@@ -11,7 +11,6 @@ nothing.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from fastapi import APIRouter
 from starlette.routing import Match, Route
@@ -39,7 +38,7 @@ class _WebhookRoute(Route):
     """A Starlette route that names itself in the scope, as FastAPI's routes do, so the
     access middleware labels the request's metrics with the webhook's path."""
 
-    def matches(self, scope: Scope) -> tuple[Match, dict[str, Any]]:
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
         match, child = super().matches(scope)
         if match != Match.NONE:
             child["route"] = self
