@@ -34,6 +34,7 @@ from visibility_server.certs import (
     KeyType,
     begin_ca_rotation,
     check_live_apiservices,
+    check_live_webhooks,
     finish_ca_rotation,
     generate_cert_dir,
     mint_client,
@@ -41,10 +42,15 @@ from visibility_server.certs import (
     rotate_serving_cert,
     verify_cert_dir,
 )
-from visibility_server.kube.apiservices import ApiServiceReadError, read_apiservices
+from visibility_server.kube.apiservices import (
+    ApiServiceReadError,
+    read_apiservices,
+    read_webhook_configurations,
+)
 from visibility_server.kube.transport import RestTransport
 from visibility_server.tls.files import read_certificate
 from visibility_server.tls.pkcs12 import DEFAULT_P12_PASSWORD, write_pkcs12
+from visibility_server.webhooks.registrations import WEBHOOK_CONFIGURATIONS
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -57,7 +63,8 @@ For a cluster install: `generate` writes a CA, a serving certificate for the Ser
 apiservice-cabundle.yaml (a kustomize patch setting spec.caBundle on both visibility
 APIServices); `rotate` replaces the serving certificate from the same CA; `rotate-ca
 begin|finish` replaces the CA without a moment where kube-apiserver distrusts the server;
-`verify` checks a folder and, with --kubeconfig, that the live APIServices trust it.
+`verify` checks a folder and, with --kubeconfig, that the live APIServices and admission
+webhooks trust it.
 
 For the embedded server: `client` mints a client certificate and kubeconfig from the
 state folder's CA (user = --user, groups = each --group); `browser` packs the admin's
@@ -263,13 +270,27 @@ def _live_findings(args: argparse.Namespace, cert_dir: CertDir, now: datetime) -
         leaf = read_certificate(cert_dir.tls_cert)
     except CertsError:
         return Findings()  # verify_cert_dir reported it; nothing to compare the bundles with
-    live = asyncio.run(_read_live_apiservices(args.kubeconfig))
-    return check_live_apiservices(
-        leaf, live, now=now, namespace=args.namespace, service=args.service
+    apiservices, webhooks = asyncio.run(_read_live(args.kubeconfig))
+    found = check_live_apiservices(
+        leaf, apiservices, now=now, namespace=args.namespace, service=args.service
     )
+    if isinstance(webhooks, str):
+        found.warnings.append(webhooks)
+    else:
+        found.extend(
+            check_live_webhooks(
+                leaf, webhooks, now=now, namespace=args.namespace, service=args.service
+            )
+        )
+    return found
 
 
-async def _read_live_apiservices(kubeconfig: Path) -> dict[str, dict[str, Any] | None]:
+Live = dict[str, dict[str, Any] | None]
+
+
+async def _read_live(kubeconfig: Path) -> tuple[Live, Live | str]:
+    """The APIServices, and the webhook configurations (or why they could not be read:
+    a user may read the one and not the other)."""
     kube = KubeClient(str(kubeconfig))
     try:
         try:
@@ -277,7 +298,14 @@ async def _read_live_apiservices(kubeconfig: Path) -> dict[str, dict[str, Any] |
         except (ConfigException, ValueError) as err:
             raise CertsInputError(f"{kubeconfig}: not a usable kubeconfig ({err})") from None
         assert kube.rest is not None  # opened above
-        return await read_apiservices(RestTransport(kube.rest), APISERVICE_NAMES)
+        transport = RestTransport(kube.rest)
+        apiservices = await read_apiservices(transport, APISERVICE_NAMES)
+        configurations = [(kind, name) for kind, name, _ in WEBHOOK_CONFIGURATIONS]
+        try:
+            webhooks: Live | str = await read_webhook_configurations(transport, configurations)
+        except ApiServiceReadError as err:
+            webhooks = f"the admission webhooks' caBundle was not checked: {err}"
+        return apiservices, webhooks
     except KubeError as err:
         raise CertsError(err.detail) from None
     except ApiServiceReadError as err:

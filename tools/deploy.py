@@ -13,14 +13,17 @@ would reject the CRD: the objects need a storage migration first); write
 manifests/overlays/default/certs with `queuescope certs generate` if it is absent (the
 folder is git-ignored) and verify it; apply the CRDs with --force-conflicts (they take over
 the fields Kueue's installer owned) and wait until they are Established; apply the rest of
-overlays/default without the APIServices; wait for the rollout; apply the APIServices;
-wait until both are Available. The APIServices come last so that kube-apiserver never
-registers a group nobody serves yet.
+overlays/default without the APIServices and the admission webhook configurations; wait
+for the rollout; apply the webhook configurations, then the APIServices; wait until both
+are Available. The webhooks and APIServices come last so that kube-apiserver never sends
+a write or a group to a server that is not running yet (the webhooks fail closed).
 
-uninstall: delete our APIServices FIRST (an APIService whose backend is gone makes every
-namespace deletion in the cluster hang in Terminating), then everything of
-overlays/app-only, and the CRDs (with every Kueue object in the cluster) only with
---delete-crds. APIServices that point at another Service are left alone.
+uninstall: delete our admission webhook configurations FIRST (with the server gone, they
+would refuse every write of a Kueue object and of a Job that names a LocalQueue), then our
+APIServices (an APIService whose backend is gone makes every namespace deletion in the
+cluster hang in Terminating), then everything of overlays/app-only, and the CRDs (with
+every Kueue object in the cluster) only with --delete-crds. APIServices that point at
+another Service are left alone.
 
 CMD is split like a shell command line (`--kubectl "kubectl --context prod"`); the cluster
 is whatever that kubectl talks to (KUBECONFIG, current context). Exit codes: 0 done,
@@ -53,6 +56,7 @@ from visibility_server.certs import (
     CertsError,
     refresh_ca_bundle_patch,
 )
+from visibility_server.webhooks.registrations import WEBHOOK_CONFIGURATIONS
 
 REPO = Path(__file__).resolve().parents[1]
 DEPLOYMENT = "queuescope-controller"
@@ -63,6 +67,9 @@ DEFAULT_TIMEOUT = 300
 KUEUE_GROUP = "kueue.x-k8s.io"
 # The Deployment Kueue's manifests and Helm chart install (any namespace).
 KUEUE_DEPLOYMENT = "kueue-controller-manager"
+WEBHOOK_KINDS = frozenset(kind for kind, _, _ in WEBHOOK_CONFIGURATIONS)
+# Applied after the rollout, in this order (see the module docstring).
+LATE_KINDS = (*sorted(WEBHOOK_KINDS), "APIService")
 
 Doc = dict[str, Any]
 
@@ -175,6 +182,7 @@ def install(kubectl: Kubectl, layout: Layout, *, timeout: int) -> None:
     docs = kubectl.render(layout.default)
     crds = [d for d in docs if d.get("kind") == "CustomResourceDefinition"]
     apiservices = [d for d in docs if d.get("kind") == "APIService"]
+    webhooks = [d for d in docs if d.get("kind") in WEBHOOK_KINDS]
     if crds:
         _check_stored_versions(kubectl, crds)
         # Kueue's installer (or an earlier kubectl apply) owns fields of these CRDs: take
@@ -187,7 +195,7 @@ def install(kubectl: Kubectl, layout: Layout, *, timeout: int) -> None:
             f"--timeout={timeout}s",
         )
     kubectl.apply(
-        [d for d in docs if d.get("kind") not in ("APIService", "CustomResourceDefinition")]
+        [d for d in docs if d.get("kind") not in (*LATE_KINDS, "CustomResourceDefinition")]
     )
     kubectl.run(
         "-n",
@@ -197,6 +205,8 @@ def install(kubectl: Kubectl, layout: Layout, *, timeout: int) -> None:
         f"deployment/{DEPLOYMENT}",
         f"--timeout={timeout}s",
     )
+    if webhooks:
+        kubectl.apply(webhooks)
     kubectl.apply(apiservices)
     kubectl.run(
         "wait",
@@ -266,6 +276,11 @@ def _check_stored_versions(kubectl: Kubectl, crds: Sequence[Doc]) -> None:
 
 
 def uninstall(kubectl: Kubectl, layout: Layout, *, timeout: int, delete_crds: bool) -> None:
+    kubectl.run(
+        "delete",
+        *(f"{kind.lower()}/{name}" for kind, name, _ in WEBHOOK_CONFIGURATIONS),
+        "--ignore-not-found",
+    )
     ours: list[str] = []
     for name in APISERVICE_NAMES:
         found = kubectl.apiservice(name)

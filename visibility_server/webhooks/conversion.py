@@ -22,17 +22,16 @@ and the webhook only transforms what it is sent, reads nothing of ours and chang
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, Final
 
 from starlette.types import Receive, Scope, Send
 
 from scheduler.api.conversion import convert_document
 from scheduler.api.errors import ApiError
+from visibility_server.webhooks.asgi import Answer, serve, status_body
 
 log = logging.getLogger(__name__)
 
@@ -54,15 +53,8 @@ CONVERTED_CRDS: Final = (
 )
 # kube-apiserver sends a whole list in one review; bounded so a caller cannot exhaust memory.
 MAX_BODY_BYTES: Final = 256 * 1024 * 1024
-JSON_CONTENT_TYPE: Final = "application/json"
 
 Converter = Callable[[Mapping[str, Any], str], dict[str, Any]]
-
-
-@dataclass(frozen=True)
-class Answer:
-    status: int
-    body: bytes
 
 
 class MalformedReviewError(ValueError):
@@ -74,7 +66,7 @@ def review(body: bytes, convert: Converter | None = None) -> Answer:
     try:
         uid, desired, objects = _parse(body)
     except MalformedReviewError as err:
-        return Answer(400, _status_body(400, "BadRequest", f"malformed ConversionReview: {err}"))
+        return Answer(400, status_body(400, "BadRequest", f"malformed ConversionReview: {err}"))
     try:
         converted = _convert_all(objects, desired, convert or convert_document)
     except _RefusedError as err:
@@ -173,41 +165,7 @@ def _review_body(response: Mapping[str, Any]) -> bytes:
     return json.dumps(doc, separators=(",", ":")).encode()
 
 
-def _status_body(code: int, reason: str, message: str) -> bytes:
-    status = {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Failure",
-        "message": message,
-        "reason": reason,
-        "code": code,
-    }
-    return json.dumps(status, separators=(",", ":")).encode()
-
-
 # -- ASGI wiring -----------------------------------------------------------------------
-
-
-class _TooLargeError(Exception):
-    pass
-
-
-async def _read_body(receive: Receive) -> bytes | None:
-    """The request body; None when the client left; _TooLargeError over MAX_BODY_BYTES."""
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return None
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            raise _TooLargeError
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            return b"".join(chunks)
 
 
 async def serve_conversion(
@@ -215,29 +173,15 @@ async def serve_conversion(
 ) -> None:
     """POST CONVERSION_PATH. Parsing and conversion run in a worker thread: a review may
     carry a whole list, and the event loop must keep its turns meanwhile."""
-    if scope.get("method") != "POST":
-        answer = Answer(
-            405, _status_body(405, "MethodNotAllowed", f"{CONVERSION_PATH} accepts POST only")
-        )
-        extra: list[tuple[bytes, bytes]] = [(b"allow", b"POST")]
-    else:
-        extra = []
-        try:
-            body = await _read_body(receive)
-        except _TooLargeError:
-            message = f"a ConversionReview is limited to {MAX_BODY_BYTES} bytes"
-            answer = Answer(413, _status_body(413, "RequestEntityTooLarge", message))
-        else:
-            if body is None:
-                return
-            answer = await asyncio.to_thread(review, body, convert)
-    headers = [
-        (b"content-type", JSON_CONTENT_TYPE.encode()),
-        (b"content-length", str(len(answer.body)).encode()),
-        *extra,
-    ]
-    await send({"type": "http.response.start", "status": answer.status, "headers": headers})
-    await send({"type": "http.response.body", "body": answer.body})
+    await serve(
+        scope,
+        receive,
+        send,
+        path=CONVERSION_PATH,
+        what="ConversionReview",
+        limit=MAX_BODY_BYTES,
+        answer_for=lambda body: review(body, convert),
+    )
 
 
 def is_conversion_request(scope: Scope) -> bool:

@@ -1,17 +1,48 @@
-"""The webhooks' place in the app: `POST /convert` as a route that skips access checks.
+"""The webhooks' place in the app: POST routes that skip access checks.
 
-kube-apiserver calls a CRD conversion webhook without credentials (docs/operations.md,
-"API versions and the conversion webhook"), so the route is registered as open: the access
-middleware neither authenticates nor authorizes it. It only transforms what it is sent.
+kube-apiserver calls conversion and admission webhooks without credentials
+(docs/operations.md, "API versions and the conversion webhook", "Admission webhooks"), so
+the routes are registered as open: the access middleware neither authenticates nor
+authorizes them. They only judge or transform what they are sent; the admission routes
+read the published snapshot (whether a namespace has a `default` LocalQueue) and change
+nothing.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from fastapi import APIRouter
-from starlette.routing import Route
+from starlette.routing import Match, Route
 from starlette.types import Receive, Scope, Send
 
+from scheduler.runtime.snapshot import Snapshot
+from visibility_server.webhooks.admission import (
+    MAX_BODY_BYTES,
+    MUTATE_JOB_PATH,
+    VALIDATE_PATH,
+    answers,
+)
+from visibility_server.webhooks.asgi import Answer, serve
 from visibility_server.webhooks.conversion import CONVERSION_PATH, serve_conversion
+
+# path -> metric labels (endpoint, API version of the review)
+_LABELS = {
+    CONVERSION_PATH: ("conversion", "v1"),
+    VALIDATE_PATH: ("validating-webhook", "v1"),
+    MUTATE_JOB_PATH: ("mutating-webhook", "v1"),
+}
+
+
+class _WebhookRoute(Route):
+    """A Starlette route that names itself in the scope, as FastAPI's routes do, so the
+    access middleware labels the request's metrics with the webhook's path."""
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        match, child = super().matches(scope)
+        if match != Match.NONE:
+            child["route"] = self
+        return match, child
 
 
 class _ConversionEndpoint:
@@ -21,8 +52,31 @@ class _ConversionEndpoint:
         await serve_conversion(scope, receive, send)
 
 
-def webhook_routes(router: APIRouter, labels: dict[str, tuple[str, str]]) -> frozenset[str]:
+class _AdmissionEndpoint:
+    def __init__(self, path: str, answer_for: Callable[[bytes], Answer]) -> None:
+        self._path = path
+        self._answer_for = answer_for
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await serve(
+            scope,
+            receive,
+            send,
+            path=self._path,
+            what="AdmissionReview",
+            limit=MAX_BODY_BYTES,
+            answer_for=self._answer_for,
+        )
+
+
+def webhook_routes(
+    router: APIRouter,
+    labels: dict[str, tuple[str, str]],
+    snapshot: Callable[[], Snapshot],
+) -> frozenset[str]:
     """Add the webhook routes and their metric labels; return the paths that are open."""
-    router.routes.append(Route(CONVERSION_PATH, _ConversionEndpoint()))
-    labels[CONVERSION_PATH] = ("conversion", "v1")
-    return frozenset({CONVERSION_PATH})
+    router.routes.append(_WebhookRoute(CONVERSION_PATH, _ConversionEndpoint()))
+    for path, answer_for in answers(snapshot).items():
+        router.routes.append(_WebhookRoute(path, _AdmissionEndpoint(path, answer_for)))
+    labels.update(_LABELS)
+    return frozenset(_LABELS)

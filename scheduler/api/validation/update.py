@@ -12,9 +12,11 @@ from scheduler.api.base import TypedObject
 from scheduler.api.conversion import v1beta2_path
 from scheduler.api.errors import FieldError
 from scheduler.api.flavor import ResourceFlavor
+from scheduler.api.job import Job
 from scheduler.api.localqueue import LocalQueue
 from scheduler.api.source import wire_version
 from scheduler.api.validation.common import child, key
+from scheduler.api.validation.job_update import validate_job_update
 from scheduler.api.versions import KUEUE_V1BETA2
 from scheduler.api.workload import Workload
 
@@ -71,7 +73,11 @@ def _admission_check_update(old: AdmissionCheck, new: AdmissionCheck) -> list[Fi
 
 
 def validate_update(
-    old: TypedObject, new: TypedObject, *, reserved: bool | None = None
+    old: TypedObject,
+    new: TypedObject,
+    *,
+    reserved: bool | None = None,
+    default_queue_exists: bool = False,
 ) -> list[FieldError]:
     """Immutability violations of replacing `old` by `new` (same kind and name), named
     as in the version `new` was written in (docs/api-versions.md).
@@ -79,7 +85,11 @@ def validate_update(
     `reserved` says whether the Workload holds quota when the caller knows it better than
     `old`'s status: the runtime and the simulator keep reservations in the core, not in
     the applied manifest. None reads it from `old`'s QuotaReserved condition.
+    `default_queue_exists` says whether a Job's namespace has a LocalQueue named
+    `default` (docs/cluster.md#admission-webhooks).
     """
+    if isinstance(old, Job) and isinstance(new, Job):
+        return validate_job_update(old, new, default_queue_exists=default_queue_exists)
     errors = _update_errors(old, new, reserved)
     if wire_version(new) == KUEUE_V1BETA2:
         return [FieldError(v1beta2_path(e.path), e.detail) for e in errors]

@@ -30,6 +30,9 @@ DEFAULT = documents(OVERLAYS / "default" / "kustomization.yaml")[0]
 APP_ONLY = documents(OVERLAYS / "app-only" / "kustomization.yaml")[0]
 E2E = documents(OVERLAYS / "e2e" / "kustomization.yaml")[0]
 BASES = ["../../crds", "../../rbac", "../../deploy", "../../apiservice"]
+# overlays/default also installs the admission webhooks; overlays/e2e does not (the tests
+# register them against their own server, tests/e2e/test_webhooks.py).
+DEFAULT_BASES = [*BASES, "../../webhooks"]
 
 TLS_DIR = "/var/run/queuescope/tls"
 SECRET = "queuescope-visibility-tls"
@@ -229,7 +232,7 @@ def test_default_makes_the_secret_the_deployment_mounts() -> None:
     # Rotation replaces the Secret in place and replicas hot-reload it
     # (docs/cluster.md#tls-and-certificates).
     assert generator["options"]["disableNameSuffixHash"] is True
-    assert DEFAULT["resources"] == BASES
+    assert DEFAULT["resources"] == DEFAULT_BASES
     assert DEFAULT["components"] == ["../../components/ha"]
 
 

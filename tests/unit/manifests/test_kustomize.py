@@ -10,6 +10,7 @@ does before `kubectl apply -k`.
 from __future__ import annotations
 
 import base64
+import copy
 import os
 import shutil
 import subprocess
@@ -24,6 +25,7 @@ import yaml
 from queuescope.cli import main as queuescope
 from tests.unit.manifests.support import MANIFESTS, NAMESPACE, POD_LABELS, crds, folder_objects
 from visibility_server.webhooks.conversion import CONVERTED_CRDS
+from visibility_server.webhooks.registrations import WEBHOOK_CONFIGURATIONS
 
 KUBECTL = os.environ.get("QUEUESCOPE_KUBECTL", "")
 REQUIRED = os.environ.get("QUEUESCOPE_E2E_REQUIRED") == "1"
@@ -93,7 +95,7 @@ def ca_pem(tree: Path) -> bytes:
 
 
 def test_default_is_every_base_plus_ha_and_the_secret(rendered: dict[str, Objects]) -> None:
-    expected = _keys(_source("crds", "rbac", "deploy", "apiservice"))
+    expected = _keys(_source("crds", "rbac", "deploy", "apiservice", "webhooks"))
     expected |= {PDB, ("Secret", SECRET, NAMESPACE)}
     assert _keys(rendered["default"]) == expected
     assert sum(o["kind"] == "CustomResourceDefinition" for o in rendered["default"]) == len(crds())
@@ -157,7 +159,7 @@ def test_no_namespace_transformer(rendered: dict[str, Objects], overlay: str) ->
     kube-system RoleBinding stays in kube-system."""
     stated = {
         (o["kind"], o["metadata"]["name"]): o["metadata"].get("namespace")
-        for o in _source("crds", "rbac", "deploy", "apiservice", "components/ha")
+        for o in _source("crds", "rbac", "deploy", "apiservice", "webhooks", "components/ha")
     }
     stated[("Secret", SECRET)] = NAMESPACE
     for obj in rendered[overlay]:
@@ -214,6 +216,25 @@ def test_the_converting_crds_trust_the_generated_ca(
             "path": "/convert",
             "port": 443,
         }
+
+
+@pytest.mark.parametrize("overlay", ["default", "app-only"])
+def test_every_admission_webhook_trusts_the_generated_ca(
+    rendered: dict[str, Objects], overlay: str, ca_pem: bytes
+) -> None:
+    """The caBundle patch merges into each webhook by name (docs/operations.md, "Admission
+    webhooks"): all of them, and nothing else of the webhook changes."""
+    for kind, name, names in WEBHOOK_CONFIGURATIONS:
+        config = copy.deepcopy(_one(rendered[overlay], kind, name))  # the fixture is shared
+        source = _one(_source("webhooks"), kind, name)
+        assert [w["name"] for w in config["webhooks"]] == list(names)
+        for webhook, written in zip(config["webhooks"], source["webhooks"], strict=True):
+            client = webhook.pop("clientConfig")
+            assert base64.b64decode(client.pop("caBundle")) == ca_pem
+            assert client == written.pop("clientConfig")
+            assert client["service"]["name"] == "queuescope-visibility"
+            assert client["service"]["namespace"] == NAMESPACE
+            assert webhook == written
 
 
 @pytest.mark.parametrize("overlay", ["default", "app-only"])

@@ -16,6 +16,8 @@ CLUSTER_SCOPED = frozenset(
         "ClusterRole",
         "ClusterRoleBinding",
         "APIService",
+        "MutatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration",
         "ClusterQueue",
         "ResourceFlavor",
         "Cohort",
@@ -26,7 +28,7 @@ CLUSTER_SCOPED = frozenset(
     }
 )
 KUSTOMIZE_KINDS = frozenset({"Kustomization", "Component"})
-BASES = ("crds", "rbac", "deploy", "apiservice")
+BASES = ("crds", "rbac", "deploy", "apiservice", "webhooks")
 COMPONENTS = ("ha", "apf", "self-managed-certs")
 OVERLAYS = ("default", "app-only", "e2e")
 OWN_FOLDERS = (
@@ -63,8 +65,8 @@ def _subfolders(folder: Path) -> set[str]:
 
 
 def test_the_folders_are_exactly_those_of_the_layout() -> None:
-    """docs/cluster.md#manifests: five bases (docs/product.md's), three components, three
-    overlays."""
+    """docs/cluster.md#manifests: the bases (docs/product.md's and the admission
+    webhooks), three components, three overlays."""
     assert _subfolders(MANIFESTS) == {*BASES, "samples", "components", "overlays"}
     assert _subfolders(MANIFESTS / "components") == set(COMPONENTS)
     # overlays/default/certs/ exists once `make deploy` or `certs generate` has run.

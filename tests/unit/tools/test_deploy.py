@@ -57,9 +57,12 @@ APP = [
     _obj("Deployment", "queuescope-controller", "queuescope-system"),
     _obj("Service", "queuescope-visibility", "queuescope-system"),
     _obj("Secret", "queuescope-visibility-tls", "queuescope-system"),
+    _obj("MutatingWebhookConfiguration", "queuescope-mutating"),
+    _obj("ValidatingWebhookConfiguration", "queuescope-validating"),
     _apiservice(V1BETA1),
     _apiservice(V1BETA2),
 ]
+LATE = ("APIService", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
 CRD = _obj(
     "CustomResourceDefinition",
     "clusterqueues.kueue.x-k8s.io",
@@ -145,6 +148,7 @@ def test_install_order(cluster: Cluster) -> None:
         "apply --server-side",
         "-n queuescope-system",
         "apply --server-side",
+        "apply --server-side",
         "wait --for=condition=Available",
     ]
     calls = cluster.calls()
@@ -165,7 +169,7 @@ def test_install_order(cluster: Cluster) -> None:
         f"crd/{CRD['metadata']['name']}",
         "--timeout=7s",
     ]
-    assert "--force-conflicts" not in calls[8] and "--force-conflicts" not in calls[10]
+    assert not any("--force-conflicts" in calls[i] for i in (8, 10, 11))
     assert calls[9] == [
         "-n",
         "queuescope-system",
@@ -174,16 +178,18 @@ def test_install_order(cluster: Cluster) -> None:
         "deployment/queuescope-controller",
         "--timeout=7s",
     ]
-    assert calls[11] == [
+    assert calls[12] == [
         "wait",
         "--for=condition=Available",
         f"apiservice/{V1BETA1}",
         f"apiservice/{V1BETA2}",
         "--timeout=7s",
     ]
-    crds, app, apiservices = cluster.stdin_kinds("apply")
+    crds, app, webhooks, apiservices = cluster.stdin_kinds("apply")
     assert crds == ["CustomResourceDefinition"]
-    assert app == [o["kind"] for o in APP if o["kind"] != "APIService"]
+    assert app == [o["kind"] for o in APP if o["kind"] not in LATE]
+    # After the rollout: the webhooks fail closed, so never before our server runs.
+    assert webhooks == ["MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"]
     assert apiservices == ["APIService", "APIService"]
 
 
@@ -302,7 +308,7 @@ def test_a_failed_rollout_never_registers_the_apiservices(
     cluster.set("fail", {"-n queuescope-system rollout status": 1})
     assert cluster.run("install") == 1
     assert "rollout status deployment/queuescope-controller" in capsys.readouterr().err
-    assert [k for k in cluster.stdin_kinds("apply") if "APIService" in k] == []
+    assert [k for k in cluster.stdin_kinds("apply") if set(LATE) & set(k)] == []
     assert cluster.verbs()[-1] == "-n queuescope-system"
 
 
@@ -324,9 +330,16 @@ def test_uninstall_deletes_the_apiservices_first_and_keeps_the_crds(cluster: Clu
     assert cluster.run("uninstall") == 0
     calls = cluster.calls()
     deletes = [c for c in calls if c[0] == "delete"]
-    assert deletes[0] == ["delete", "apiservice", V1BETA1, V1BETA2, "--ignore-not-found"]
-    assert deletes[1] == ["delete", "--ignore-not-found", "--timeout=7s", "-f", "-"]
-    assert len(deletes) == 2  # no CRDs
+    # The webhooks first: with the server gone they would refuse Kueue writes.
+    assert deletes[0] == [
+        "delete",
+        "mutatingwebhookconfiguration/queuescope-mutating",
+        "validatingwebhookconfiguration/queuescope-validating",
+        "--ignore-not-found",
+    ]
+    assert deletes[1] == ["delete", "apiservice", V1BETA1, V1BETA2, "--ignore-not-found"]
+    assert deletes[2] == ["delete", "--ignore-not-found", "--timeout=7s", "-f", "-"]
+    assert len(deletes) == 3  # no CRDs
     assert ["kustomize", str(cluster.manifests / "overlays" / "app-only")] in calls
     (kinds,) = cluster.stdin_kinds("delete --ignore-not-found")
     assert kinds == [o["kind"] for o in APP]

@@ -32,6 +32,7 @@ from visibility_server.certs import (
     write_certified_key,
 )
 from visibility_server.webhooks.conversion import CONVERTED_CRDS
+from visibility_server.webhooks.registrations import WEBHOOK_CONFIGURATIONS
 
 APISERVICES = ["v1beta1.visibility.kueue.x-k8s.io", "v1beta2.visibility.kueue.x-k8s.io"]
 
@@ -47,10 +48,12 @@ def run(*argv: str, days: int = 0) -> int:
 
 
 def bundles(directory: Path) -> dict[str, list[x509.Certificate]]:
-    """The APIServices' bundles; the CRDs' conversion webhook must carry the same one."""
+    """The APIServices' bundles; the CRDs' conversion webhook and every admission webhook
+    must carry the same one (so a rotation reaches them all at once)."""
     everything = list(yaml.safe_load_all((directory / "apiservice-cabundle.yaml").read_text()))
     docs = everything[: len(APISERVICES)]
-    crds = everything[len(APISERVICES) :]
+    crds = everything[len(APISERVICES) : len(APISERVICES) + len(CONVERTED_CRDS)]
+    admission = everything[len(APISERVICES) + len(CONVERTED_CRDS) :]
     assert [d["metadata"]["name"] for d in docs] == APISERVICES
     assert all(d["apiVersion"] == "apiregistration.k8s.io/v1" for d in docs)
     assert all(d["kind"] == "APIService" for d in docs)
@@ -59,6 +62,13 @@ def bundles(directory: Path) -> dict[str, list[x509.Certificate]]:
         assert crd["kind"] == "CustomResourceDefinition"
         webhook = crd["spec"]["conversion"]["webhook"]["clientConfig"]
         assert webhook["caBundle"] == docs[0]["spec"]["caBundle"]
+    assert [(d["kind"], d["metadata"]["name"]) for d in admission] == [
+        (kind, name) for kind, name, _ in WEBHOOK_CONFIGURATIONS
+    ]
+    for config, (_, _, names) in zip(admission, WEBHOOK_CONFIGURATIONS, strict=True):
+        assert [w["name"] for w in config["webhooks"]] == list(names)
+        for webhook in config["webhooks"]:
+            assert webhook["clientConfig"]["caBundle"] == docs[0]["spec"]["caBundle"]
     return {
         d["metadata"]["name"]: x509.load_pem_x509_certificates(
             base64.b64decode(d["spec"]["caBundle"])
@@ -81,8 +91,10 @@ def test_generate_then_verify(out: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert issued_by(load_cert(out / "tls.crt"), ca)
     patch = (out / "apiservice-cabundle.yaml").read_text()
     encoded = base64.b64encode((out / "ca.crt").read_bytes()).decode()
-    assert patch.count(encoded) == 2 + len(CONVERTED_CRDS), (
-        "caBundle is base64(ca.crt) on both APIServices and every converting CRD"
+    webhooks = sum(len(names) for _, _, names in WEBHOOK_CONFIGURATIONS)
+    assert patch.count(encoded) == 2 + len(CONVERTED_CRDS) + webhooks, (
+        "caBundle is base64(ca.crt) on both APIServices, every converting CRD and every "
+        "admission webhook"
     )
     assert bundles(out) == {name: [ca] for name in APISERVICES}
     capsys.readouterr()
@@ -321,9 +333,7 @@ def test_a_patch_made_before_the_webhook_gets_the_crds_with_the_same_bundle(
     patch.write_text(yaml.safe_dump_all(apiservices_only))
     capsys.readouterr()
     run("verify", "--dir", str(out))
-    assert "sets no conversion webhook caBundle for clusterqueues.kueue.x-k8s.io" in (
-        capsys.readouterr().err
-    )
+    assert "sets no webhook caBundle for clusterqueues.kueue.x-k8s.io" in (capsys.readouterr().err)
     before = bundles_of_apiservices(patch)
     assert refresh_ca_bundle_patch(out) is True
     assert bundles(out) == before
@@ -336,4 +346,5 @@ def bundles_of_apiservices(patch: Path) -> dict[str, list[x509.Certificate]]:
             base64.b64decode(d["spec"]["caBundle"])
         )
         for d in yaml.safe_load_all(patch.read_text())
+        if d["kind"] == "APIService"
     }

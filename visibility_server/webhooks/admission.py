@@ -1,0 +1,83 @@
+"""The admission webhooks' endpoints: AdmissionReview in, AdmissionReview out.
+
+    POST /validate      every kind the API layer knows (Kueue's kinds, batch/v1 Jobs)
+    POST /mutate-job    batch/v1 Jobs: suspended (and the `default` LocalQueue) on create
+
+What each answer means (docs/operations.md, "Admission webhooks"):
+
+* A body that is not a well-formed AdmissionReview request is a 400 `Status` saying what
+  is wrong: kube-apiserver treats it as a failed call and applies the failurePolicy; it is
+  never an allowed response.
+* Before the initial sync, a decision that needs the LocalQueues is a 503 `Status`: a
+  failed call too, never a guess.
+* Otherwise 200 with the review's response: allowed (for /mutate-job with a JSONPatch), or
+  denied with the broken rules.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Final
+
+from scheduler.runtime.snapshot import Snapshot
+from visibility_server.webhooks import responses
+from visibility_server.webhooks.asgi import Answer
+from visibility_server.webhooks.default_queue import (
+    DefaultQueueLookup,
+    NotSyncedError,
+    default_queue_lookup,
+)
+from visibility_server.webhooks.mutating import NotAJobError, job_patch
+from visibility_server.webhooks.review import MalformedReviewError, parse_review
+from visibility_server.webhooks.validating import validate_request
+
+log = logging.getLogger(__name__)
+
+VALIDATE_PATH: Final = "/validate"
+MUTATE_JOB_PATH: Final = "/mutate-job"
+# An UPDATE review holds two objects, each at most kube-apiserver's 3 MiB request limit.
+MAX_BODY_BYTES: Final = 16 * 1024 * 1024
+
+
+def validate_answer(body: bytes, default_queue: DefaultQueueLookup) -> Answer:
+    try:
+        request = parse_review(body)
+    except MalformedReviewError as err:
+        return responses.malformed(str(err))
+    try:
+        verdict = validate_request(request, default_queue)
+    except NotSyncedError as err:
+        return responses.not_ready(f"cannot validate yet: {err}")
+    if verdict.errors:
+        log.info(
+            "denied %s %s %s/%s: %s",
+            request.operation,
+            request.kind.kind,
+            request.namespace,
+            request.name,
+            responses.denial_message(verdict.errors),
+        )
+        return responses.denied(request.uid, verdict.errors)
+    return responses.allowed(request.uid, warnings=verdict.warnings)
+
+
+def mutate_job_answer(body: bytes, default_queue: DefaultQueueLookup) -> Answer:
+    try:
+        request = parse_review(body)
+        patch = job_patch(request, default_queue)
+    except (MalformedReviewError, NotAJobError) as err:
+        return responses.malformed(str(err))
+    except NotSyncedError as err:
+        return responses.not_ready(f"cannot default the LocalQueue yet: {err}")
+    return responses.allowed(request.uid, patch)
+
+
+def answers(
+    snapshot: Callable[[], Snapshot],
+) -> dict[str, Callable[[bytes], Answer]]:
+    """Path → the body's answer, each reading the snapshot current when called."""
+    return {
+        VALIDATE_PATH: lambda body: validate_answer(body, default_queue_lookup(snapshot())),
+        MUTATE_JOB_PATH: lambda body: mutate_job_answer(body, default_queue_lookup(snapshot())),
+    }

@@ -1,0 +1,23 @@
+"""The webhook configurations of manifests/webhooks, by name: what the certificate
+tooling sets the caBundle of, and what `make deploy` applies after the rollout and
+`make undeploy` deletes first (docs/operations.md, "Admission webhooks").
+tests/unit/manifests checks these names against the manifests."""
+
+from __future__ import annotations
+
+from typing import Final
+
+# (kind, configuration name, the names of its webhooks)
+WEBHOOK_CONFIGURATIONS: Final = (
+    (
+        "MutatingWebhookConfiguration",
+        "queuescope-mutating",
+        ("mjob.queuescope.io", "mjob-default-queue.queuescope.io"),
+    ),
+    (
+        "ValidatingWebhookConfiguration",
+        "queuescope-validating",
+        ("vkueue.queuescope.io", "vjob.queuescope.io"),
+    ),
+)
+ADMISSION_API_VERSION: Final = "admissionregistration.k8s.io/v1"

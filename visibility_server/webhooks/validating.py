@@ -1,0 +1,96 @@
+"""The validating webhook's decision: the same rules as `simulate`, `serve --embedded` and
+the store (docs/cluster.md#admission-webhooks).
+
+The kind of the request picks the model from the API layer's table
+(`scheduler.api.kinds.KINDS`), so every kind the API layer knows is validated here without
+a change to this module. The object is decoded as the store decodes what it lists
+(`decode_live`: fields the model has no place for are pruned, then the strict model and
+`scheduler.api.validation`; a v1beta2 object is checked as v1beta2 and converted), and an
+UPDATE also runs `validate_update` against the old object. Whatever is denied here is
+what the store would refuse to load; whatever is allowed, it loads.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from scheduler.api.base import TypedObject
+from scheduler.api.errors import ApiError, FieldError
+from scheduler.api.job import Job
+from scheduler.api.kinds import KINDS
+from scheduler.api.live import decode_live
+from scheduler.api.validation import validate_update
+from scheduler.api.versions import KUEUE_GROUP
+from visibility_server.webhooks.default_queue import DefaultQueueLookup
+from visibility_server.webhooks.review import AdmissionRequest
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    errors: list[FieldError] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def validate_request(request: AdmissionRequest, default_queue: DefaultQueueLookup) -> Verdict:
+    """The broken rules of a CREATE or UPDATE (empty: allowed). NotSyncedError when a
+    Job rule needs the LocalQueues before the server has read them."""
+    kind = request.kind
+    if request.operation not in ("CREATE", "UPDATE") or request.sub_resource:
+        return Verdict()
+    if (kind.api_version, kind.kind) not in KINDS:
+        return _not_ours(request)
+    if request.old_object is not None and _being_deleted(request.old_object):
+        # Only finalizers are left to remove: refusing would keep the object forever.
+        return Verdict()
+    try:
+        new = decode_live(request.new, source=f"admission {request.uid}")
+    except ApiError as err:
+        return Verdict(errors=list(err.errors))
+    if request.operation != "UPDATE" or request.old_object is None:
+        return Verdict()
+    return _update_verdict(request, request.old_object, new, default_queue)
+
+
+def _update_verdict(
+    request: AdmissionRequest,
+    old_raw: dict[str, Any],
+    new: TypedObject,
+    default_queue: DefaultQueueLookup,
+) -> Verdict:
+    try:
+        old = decode_live(old_raw, source=f"admission {request.uid} (old)")
+    except ApiError as err:
+        # Stored before these rules applied: the new object alone decides.
+        log.info("admission %s: the old object does not decode (%s)", request.uid, err)
+        return Verdict()
+    exists = default_queue(request.namespace) if _removes_queue_name(old, new) else False
+    return Verdict(errors=validate_update(old, new, default_queue_exists=exists))
+
+
+def _being_deleted(obj: Mapping[str, Any]) -> bool:
+    metadata = obj.get("metadata")
+    return isinstance(metadata, Mapping) and bool(metadata.get("deletionTimestamp"))
+
+
+def _not_ours(request: AdmissionRequest) -> Verdict:
+    """A kind the API layer does not know: allowed; a Kueue one with a warning."""
+    kind = request.kind
+    if kind.group != KUEUE_GROUP:
+        return Verdict()
+    warning = f"{kind.kind} {kind.api_version} is not implemented by queuescope: not validated"
+    return Verdict(warnings=[warning])
+
+
+def _removes_queue_name(old: object, new: object) -> bool:
+    """Only this Job update reads the LocalQueues (so only it can wait for the sync)."""
+    return (
+        isinstance(old, Job)
+        and isinstance(new, Job)
+        and bool(old.queue_name)
+        and not new.queue_name
+    )
