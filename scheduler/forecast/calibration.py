@@ -28,8 +28,10 @@ WINDOW = 1000  # recent errors kept per ClusterQueue and kind
 MIN_OBSERVATIONS = 30
 # Errors a new ClusterQueue is assumed to have made: quantiles of ln(actual/raw)
 # symmetric around zero, 5%..95% spanning a factor of 10 each way.
+# Evenly spaced over [-a, a] with a = ln(10)/0.9, the 5% and 95% quantiles of the
+# 21 values are exactly -ln(10) and ln(10).
 PRIOR_ERRORS: tuple[float, ...] = tuple(
-    math.log(10.0) * (2.0 * (i + 0.5) / 20 - 1.0) / 0.9 for i in range(20)
+    math.log(10.0) / 0.9 * (2.0 * i / 20 - 1.0) for i in range(21)
 )
 LOW_Q, MID_Q, HIGH_Q = 0.05, 0.5, 0.95
 
