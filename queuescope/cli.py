@@ -11,7 +11,10 @@ from queuescope.certs_cli import add_certs_parser, run_certs
 from queuescope.serve import add_serve_parser, run_serve
 from scheduler.api.decode import ApiError, load_documents
 from scheduler.api.versions import KUEUE_GROUP, KUEUE_VERSIONS, short_version
+from scheduler.forecast.forecaster import Forecaster
+from scheduler.forecast.records import FORECAST, METHODS
 from scheduler.sim.api_version import in_api_version, input_api_version
+from scheduler.sim.forecasts import ForecastRecorder
 from scheduler.sim.output import build_list, render_json, render_table, render_yaml
 from scheduler.sim.runner import Simulation, SimulationError
 
@@ -35,6 +38,16 @@ def _parser() -> argparse.ArgumentParser:
         choices=tuple(short_version(v) for v in KUEUE_VERSIONS),
         help="kueue.x-k8s.io version of the output (default: the version of the input)",
     )
+    sim.add_argument(
+        "--record-forecasts",
+        action="store_true",
+        help="append a WorkloadForecast per workload still pending after its arrival instant",
+    )
+    sim.add_argument(
+        "--forecast-method",
+        choices=METHODS,
+        help=f"runtime model of the forecasts (default: {FORECAST}); needs --record-forecasts",
+    )
     add_certs_parser(sub)
     add_serve_parser(sub)
     return parser
@@ -54,9 +67,22 @@ def simulate(args: argparse.Namespace) -> int:
         if args.cycles is not None and args.cycles < 0:
             raise ApiError(source="--cycles", index=None, path="", detail="must be >= 0")
         start = _parse_time(args.start_time) if args.start_time else None
+        if args.forecast_method is not None and not args.record_forecasts:
+            raise ApiError(
+                source="--forecast-method", index=None, path="", detail="needs --record-forecasts"
+            )
         documents = load_documents(args.paths, generate_names=True)
+        recorder = (
+            ForecastRecorder(Forecaster(args.forecast_method or FORECAST))
+            if args.record_forecasts
+            else None
+        )
         sim = Simulation(
-            documents, cycles=args.cycles, until_idle=args.until_idle or None, start_time=start
+            documents,
+            cycles=args.cycles,
+            until_idle=args.until_idle or None,
+            start_time=start,
+            observer=recorder,
         )
         result = sim.run()
         for warning in sim.rejected_updates:
@@ -76,6 +102,8 @@ def simulate(args: argparse.Namespace) -> int:
             else input_api_version(documents)
         )
         doc = in_api_version(build_list(result), version)
+        if recorder is not None:
+            doc["items"].extend(recorder.items())
         text = render_json(doc) if args.output == "json" else render_yaml(doc)
     sys.stdout.write(text)
     return EXIT_OK

@@ -5,39 +5,25 @@ clock, so tests drive it with a manual clock); publishing freezes each ClusterQu
 state into an immutable :class:`AdmissionVelocity` that the snapshot carries and the
 server evaluates at request time (`docs/dashboard.md` describes the method).
 
-The rate is an exponentially decayed count over an exponentially decayed window with
-the same time constant: an admission `t` seconds ago weighs `exp(-t/tau)`, and so does
-a second of observation `t` seconds ago. Their ratio is the recent admission rate;
-a queue observed for less than `tau` is not penalised for the time before it existed,
-and the window never counts less than `min_window_seconds`, so the burst of admissions
-at start-up does not read as a sustained rate.
+The decayed rate itself is pure and lives in `scheduler/forecast/rate.py`, shared with
+the simulator's rate forecasts. The rate is an exponentially decayed count over an
+exponentially decayed window with the same time constant: an admission `t` seconds
+ago weighs `exp(-t/tau)`, and so does a second of observation `t` seconds ago. Their
+ratio is the recent admission rate; a queue observed for less than `tau` is not
+penalised for the time before it existed, and the window never counts less than
+`min_window_seconds`, so the burst of admissions at start-up does not read as a
+sustained rate.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
-from dataclasses import dataclass
 
-from scheduler.runtime.snapshot import MICROS, AdmissionVelocity, Instant
+from scheduler.forecast.rate import DecayedRate
+from scheduler.runtime.snapshot import AdmissionVelocity, Instant
 
 DEFAULT_TAU_SECONDS = 300.0
 DEFAULT_MIN_WINDOW_SECONDS = 60.0
-
-
-@dataclass(slots=True)
-class _Rate:
-    at: Instant
-    weight: float = 0.0
-    window_seconds: float = 0.0
-
-    def advance(self, now: Instant, tau: float) -> None:
-        if now <= self.at:
-            return
-        decay = math.exp(-((now - self.at) / MICROS) / tau)
-        self.weight *= decay
-        self.window_seconds = self.window_seconds * decay + tau * (1.0 - decay)
-        self.at = now
 
 
 class AdmissionRates:
@@ -53,15 +39,15 @@ class AdmissionRates:
             raise ValueError("tau_seconds must be positive")
         self.tau_seconds = tau_seconds
         self.min_window_seconds = max(0.0, min_window_seconds)
-        self._rates: dict[str, _Rate] = {}
+        self._rates: dict[str, DecayedRate] = {}
 
     def track(self, cluster_queue: str, now: Instant) -> None:
         """Start observing `cluster_queue` at `now` (its window opens then)."""
-        self._rates.setdefault(cluster_queue, _Rate(now))
+        self._rates.setdefault(cluster_queue, DecayedRate(now))
 
     def observe(self, cluster_queue: str, at: Instant, count: int = 1) -> None:
         """`count` workloads were admitted to `cluster_queue` at `at`."""
-        rate = self._rates.setdefault(cluster_queue, _Rate(at))
+        rate = self._rates.setdefault(cluster_queue, DecayedRate(at))
         rate.advance(at, self.tau_seconds)
         rate.weight += count
 

@@ -25,6 +25,7 @@ from typing import NamedTuple, overload
 
 from scheduler.core.blockers import Blocker
 from scheduler.core.workload import OwnerRef
+from scheduler.forecast.rate import rate_wait
 from scheduler.runtime.persistent import MapEditor, ShardedMap
 
 Instant = int  # microseconds since the epoch, as in the core
@@ -556,12 +557,7 @@ class QuotaSnapshot:
 
 EMPTY_QUOTA = QuotaSnapshot()
 
-# A 90% interval: 5% of the mass below `low`, 5% above `high`.
-_Z90 = 1.6448536269514722
 MICROS = 1_000_000
-# Below one effective admission the rate is a guess: no estimate is better than one.
-# From one on, the wait's variation is at most sqrt(2) and the interval holds the mean.
-MIN_EVIDENCE = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -606,28 +602,17 @@ class AdmissionVelocity:
 
     def estimate(self, position: int, now: Instant) -> WaitEstimate | None:
         """The wait of the workload at 0-based `position`; None while the decayed count
-        of admissions is below one (nothing admitted yet, or not recently).
-
-        Model: the workload needs `position + 1` more admissions; admissions arrive as
-        a Poisson process at the decayed rate. The wait's coefficient of variation
-        combines that process (1/k for k admissions) and the rate's own uncertainty
-        (1/n for n effective admissions observed); the interval is the 5% and 95%
-        quantiles of a log-normal with that mean and variation.
-        """
+        of admissions is below one (nothing admitted yet, or not recently). The model
+        is the rate method's (docs/forecasting.md#the-rate-method)."""
         weight, window = self.state(now)
-        if weight < MIN_EVIDENCE or window <= 0.0:
+        found = rate_wait(weight, window, position)
+        if found is None:
             return None
-        rate = weight / window
-        k = position + 1
-        mean = k / rate
-        cv2 = 1.0 / k + 1.0 / weight
-        sigma = math.sqrt(math.log1p(cv2))
-        mu = math.log(mean) - sigma * sigma / 2.0
         return WaitEstimate(
-            seconds=mean,
-            low_seconds=math.exp(mu - _Z90 * sigma),
-            high_seconds=math.exp(mu + _Z90 * sigma),
-            admissions_per_hour=rate * 3600.0,
+            seconds=found.mean_seconds,
+            low_seconds=found.low_seconds,
+            high_seconds=found.high_seconds,
+            admissions_per_hour=found.rate * 3600.0,
             effective_admissions=weight,
         )
 

@@ -34,9 +34,12 @@ from scheduler.core.clock import Instant, ManualClock, instant_from_datetime
 from scheduler.core.cycle import run_cycle
 from scheduler.core.ingest import apply_object, delete_object, scheduler_config
 from scheduler.core.metadata import fill_metadata
-from scheduler.core.pods_ready import fire_due, next_deadline
+from scheduler.core.pods_ready import admission_blocked, fire_due, next_deadline
 from scheduler.core.queue_status import QueueStatusTracker
 from scheduler.core.scheduler import QUEUE_PLUGIN_ANNOTATION, Scheduler
+from scheduler.core.workload import EVICTED
+from scheduler.sim.observer import ReplayObserver
+from scheduler.sim.runtimes import RuntimeDriver, annotated_runtime, check_annotations
 
 DEFAULT_START = datetime(2026, 1, 1, tzinfo=UTC)
 MAX_CYCLES = 1_000_000
@@ -90,8 +93,14 @@ class Simulation:
         cycles: int | None = None,
         until_idle: bool | None = None,
         start_time: datetime | None = None,
+        observer: ReplayObserver | None = None,
     ) -> None:
         self.documents = list(documents)
+        check_annotations(self.documents)
+        # True runtimes (docs/simulate.md#runtime-annotation) and whoever watches the
+        # replay (the forecast recorder): both need the core's change feed.
+        self.runtimes = RuntimeDriver()
+        self.observer = observer
         configs = [d for d in self.documents if isinstance(d.obj, Configuration)]
         scenarios = [d for d in self.documents if isinstance(d.obj, Scenario)]
         for extra in (configs[1:], scenarios[1:]):
@@ -126,6 +135,9 @@ class Simulation:
         self._cursor = 0
         self._wpcs: dict[str, WorkloadPriorityClass] = {}
         self._pcs: dict[str, PriorityClass] = {}
+        # Workloads that may still have a deadline (not finished): the timed rules and
+        # the idle test walk these instead of every workload ever seen.
+        self._live: set[str] = set()
 
     # ----------------------------------------------------------------- inputs
     def _prepare(self, d: Decoded) -> Any:
@@ -146,6 +158,8 @@ class Simulation:
                 ) from None
         if isinstance(obj, Workload):
             obj = self._fill_meta(obj, ordinal)
+            ns = obj.metadata.namespace or "default"
+            self.runtimes.register(f"{ns}/{obj.metadata.name}", d.obj)
         return obj
 
     def _fill_meta(self, obj: Any, ordinal: int) -> Any:
@@ -163,6 +177,11 @@ class Simulation:
 
     def _apply(self, obj: Any, origin: Decoded | None = None) -> None:
         self._remember(obj)
+        if isinstance(obj, Workload):
+            key = f"{obj.metadata.namespace or 'default'}/{obj.metadata.name}"
+            if key not in self.scheduler.workloads and self.observer is not None:
+                self.observer.arrived(key, self.clock.now())
+            self._live.add(key)
         apply_object(self.scheduler, obj)
         self.scheduler.finalize_evictions()
         if isinstance(obj, ClusterQueue):
@@ -278,7 +297,8 @@ class Simulation:
         elif ev.action == "podsReady":
             s.pods_ready(ev.target)
         elif ev.action == "finish":
-            s.finish(ev.target, failed=ev.failed)
+            if s.finish(ev.target, failed=ev.failed) and self.observer is not None:
+                self.observer.finished(s, [ev.target])
         elif ev.action == "deactivate":
             s.set_active(ev.target, False)
         elif ev.action == "activate":
@@ -305,23 +325,60 @@ class Simulation:
             self._fire(self._timeline[self._cursor])
             self._cursor += 1
             fired = True
-        if fire_due(s):
+        self._drain()
+        done = self.runtimes.fire_due(s)
+        if done:
+            fired = True
+            if self.observer is not None:
+                self.observer.finished(s, done)
+        if fire_due(s, self._live_keys()):
             fired = True
         s.finalize_evictions()
         if fired:
             s.observe_conditions()
         return fired
 
+    def _live_keys(self) -> set[str]:
+        """The workloads that can have a deadline: every one not finished (the others
+        never have one, docs/scheduling.md#finishing-and-deletion)."""
+        s = self.scheduler
+        self._live = {
+            k for k in self._live if (wl := s.workloads.get(k)) is not None and not wl.finished
+        }
+        return self._live
+
+    def _drain(self) -> None:
+        """Hand the core's admissions and evictions to the runtime driver and the
+        observer (nothing to do unless one of them follows the change feed)."""
+        s = self.scheduler
+        if s.feed is None:
+            return
+        changes = s.take_changes()
+        if not (changes.admitted or changes.evicted):
+            return
+        self.runtimes.evicted(changes.evicted)
+        self.runtimes.admitted(s, _still_running(s, changes.admitted))
+        if self.observer is not None:
+            self.observer.changed(s, changes)
+
     def _next_instant(self) -> Instant | None:
-        upcoming = [e.at for e in self._timeline[self._cursor :]]
-        deadline = next_deadline(self.scheduler)
+        # The timeline is sorted: its next event is the earliest left.
+        timeline = self._timeline
+        upcoming = [timeline[self._cursor].at] if self._cursor < len(timeline) else []
+        deadline = next_deadline(self.scheduler, self._live_keys())
         if deadline is not None:
             upcoming.append(deadline)
+        finish = self.runtimes.next_instant()
+        if finish is not None:
+            upcoming.append(finish)
         return min(upcoming) if upcoming else None
 
     def _advance(self) -> bool:
         """Move to the next thing that happens (the cycle's wait while admission is
         blocked, docs/scheduling.md#blocking-admission); False when nothing is left."""
+        self._drain()
+        if not admission_blocked(self.scheduler):
+            return True  # the pods of an annotated workload just became ready
         if self._fire_due_now():
             return True
         instant = self._next_instant()
@@ -335,6 +392,8 @@ class Simulation:
 
     def run(self) -> SimulationResult:
         s = self.scheduler
+        if self.observer is not None or any(_annotated(d.obj) for d in self.documents):
+            s.follow_changes()
         self._timeline = self._load()
         self._cursor = 0
         s.block_waiter = self._advance
@@ -350,6 +409,7 @@ class Simulation:
                 raise SimulationError(f"no idle state after {MAX_CYCLES} cycles")
             stats = run_cycle(s)
             cycles += 1
+            self._drain()
             s.observe_conditions()
             if stats.blocked:
                 # docs/scheduling.md#blocking-admission: nothing can unblock admission; the run ends
@@ -358,11 +418,13 @@ class Simulation:
             if stats.admitted or stats.preempted:
                 seen.clear()
                 continue
-            fingerprint = _fingerprint(s) if stats.ran else None
+            fingerprint = _fingerprint(s, self._live_keys()) if stats.ran else None
             if fingerprint is not None and fingerprint not in seen:
                 seen.add(fingerprint)
                 continue
             # Nothing more can happen at this instant: jump to the next one, if any.
+            if self.observer is not None:
+                self.observer.instant_done(s)
             instant = self._next_instant()
             if instant is None:
                 break
@@ -394,7 +456,25 @@ def _is_job_target(target: str, known: set[str]) -> bool:
     return any(k.startswith(prefix) for k in known)
 
 
-def _fingerprint(s: Scheduler) -> Any:
+def _annotated(obj: Any) -> bool:
+    """Whether a document sets a true runtime, itself or through a Scenario event."""
+    if isinstance(obj, Scenario):
+        return any(_annotated(ev.apply) for ev in obj.spec.events if ev.apply is not None)
+    return annotated_runtime(obj) is not None
+
+
+def _still_running(s: Scheduler, keys: list[str]) -> list[str]:
+    """Of the workloads admitted since the last look, those that still hold their
+    quota unevicted (an admission undone in the same stretch starts no clock)."""
+    out = []
+    for key in keys:
+        wl = s.workloads.get(key)
+        if wl is not None and wl.holds_quota and not wl.conditions.is_true(EVICTED):
+            out.append(key)
+    return out
+
+
+def _fingerprint(s: Scheduler, live: set[str]) -> Any:
     """Everything that decides what the next cycle does, when no quota changed."""
     queues = []
     for name in s.queues.cluster_queues():
@@ -410,8 +490,8 @@ def _fingerprint(s: Scheduler) -> Any:
             if wl.last_assignment is not None
             else None,
         )
-        for key, wl in sorted(s.workloads.items())
-        if wl.last_assignment is not None
+        for key in sorted(live)
+        if (wl := s.workloads[key]).last_assignment is not None
     )
     return (tuple(queues), attempts)
 

@@ -1,0 +1,169 @@
+"""The forward run: the core itself, run ahead on a virtual clock with predicted
+runtimes (docs/forecasting.md#the-forward-run).
+
+From a copy of the state at `now`, admitted workloads finish at their predicted end
+(conditioned on how long they have run), workloads admitted during the run hold
+their quota for their predicted runtime, and no arrival is assumed. The run stops
+once every target is admitted, at the horizon, or when nothing is left to happen.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Collection
+from dataclasses import dataclass, field
+
+from scheduler.core.clock import MICROS_PER_SECOND, Instant
+from scheduler.core.cycle import run_cycle
+from scheduler.core.pods_ready import fire_due, next_deadline
+from scheduler.core.scheduler import Scheduler
+from scheduler.core.workload import EVICTED, QUOTA_RESERVED, WorkloadState
+from scheduler.forecast.fork import fork
+from scheduler.forecast.predictors import RuntimePredictor, facts_of
+
+DEFAULT_HORIZON_SECONDS = 30 * 86_400.0
+# Cycles at one instant that admit and preempt nothing before the instant is over
+# (a queue that keeps offering heads that cannot fit).
+MAX_IDLE_CYCLES = 10_000
+
+
+@dataclass(slots=True)
+class ForwardResult:
+    """Seconds from `now` until each target reserved quota in the run; a target not
+    admitted before the run ended is absent."""
+
+    waits: dict[str, float] = field(default_factory=dict)
+    cycles: int = 0
+    end: Instant = 0
+
+
+def pending_keys(s: Scheduler) -> list[str]:
+    """The workloads a forecast is for: queued, active, holding no quota."""
+    return sorted(
+        k
+        for k, wl in s.workloads.items()
+        if wl.active and not wl.finished and not wl.holds_quota and s.queues.locate(k) is not None
+    )
+
+
+def forward_run(
+    s: Scheduler,
+    predictor: RuntimePredictor,
+    targets: Collection[str],
+    *,
+    horizon_seconds: float = DEFAULT_HORIZON_SECONDS,
+) -> ForwardResult:
+    """Run a private copy of `s` forward from its clock's instant; `s` is not changed."""
+    now = s.now()
+    copy, clock = fork(s, now)
+    copy.follow_changes()
+    run = _Run(copy, predictor, now)
+    for key in copy.holders.all_keys():
+        wl = copy.workloads.get(key)
+        if wl is not None and wl.holds_quota:
+            run.start(wl, _admitted_at(wl, now))
+    for key, wl in copy.workloads.items():
+        if wl.requeue_state is not None and wl.requeue_state.requeue_at is not None:
+            run.watch.add(key)
+    remaining = {k for k in targets if k in copy.workloads}
+    result = ForwardResult()
+    horizon = now + int(horizon_seconds * MICROS_PER_SECOND)
+    while True:
+        result.cycles += run.cycles_at_instant()
+        for key in run.admitted_now:
+            if key in remaining:
+                remaining.discard(key)
+                result.waits[key] = (clock.now() - now) / MICROS_PER_SECOND
+        run.admitted_now.clear()
+        if not remaining:
+            break
+        upcoming = [
+            t for t in (run.next_finish(), next_deadline(copy, run.live())) if t is not None
+        ]
+        if not upcoming or min(upcoming) > horizon:
+            break
+        clock.set(max(clock.now(), min(upcoming)))
+        run.finish_due()
+        fire_due(copy, run.live())
+        copy.finalize_evictions()
+    result.end = clock.now()
+    return result
+
+
+def _admitted_at(wl: WorkloadState, default: Instant) -> Instant:
+    reserved = wl.conditions.get(QUOTA_RESERVED)
+    return reserved.last_transition if reserved is not None else default
+
+
+@dataclass(slots=True)
+class _Run:
+    s: Scheduler
+    predictor: RuntimePredictor
+    made_at: Instant
+    admitted_now: list[str] = field(default_factory=list)
+    # Workloads that may have a deadline of the core's timed rules (quota holders and
+    # those in a requeue backoff): walking these, not every pending one, keeps a step cheap.
+    watch: set[str] = field(default_factory=set)
+    _heap: list[tuple[Instant, str, int]] = field(default_factory=list)
+    _generation: dict[str, int] = field(default_factory=dict)
+
+    def start(self, wl: WorkloadState, admitted_at: Instant) -> None:
+        elapsed = max(0, self.made_at - admitted_at) / MICROS_PER_SECOND
+        total = self.predictor.predict(facts_of(wl), elapsed)
+        end = admitted_at + int(total * MICROS_PER_SECOND)
+        generation = self._generation.get(wl.key, 0) + 1
+        self._generation[wl.key] = generation
+        self.watch.add(wl.key)
+        heapq.heappush(self._heap, (max(end, self.s.now()), wl.key, generation))
+
+    def live(self) -> list[str]:
+        s = self.s
+        self.watch = {
+            k for k in self.watch if (wl := s.workloads.get(k)) is not None and not wl.finished
+        }
+        return sorted(self.watch)
+
+    def next_finish(self) -> Instant | None:
+        heap = self._heap
+        while heap and self._generation.get(heap[0][1]) != heap[0][2]:
+            heapq.heappop(heap)
+        return heap[0][0] if heap else None
+
+    def finish_due(self) -> None:
+        now = self.s.now()
+        heap = self._heap
+        while heap and heap[0][0] <= now:
+            _, key, generation = heapq.heappop(heap)
+            if self._generation.get(key) == generation:
+                del self._generation[key]
+                self.s.finish(key)
+
+    def cycles_at_instant(self) -> int:
+        """Cycles until one makes no progress and examines the heads the previous idle
+        cycle examined (or no heads at all)."""
+        s = self.s
+        cycles = 0
+        idle = 0
+        last_heads: list[tuple[str, str]] | None = None
+        while idle < MAX_IDLE_CYCLES:
+            stats = run_cycle(s)
+            cycles += 1
+            changes = s.take_changes()
+            for key in changes.evicted:
+                self._generation.pop(key, None)
+                self.watch.add(key)
+            for key in changes.admitted:
+                wl = s.workloads.get(key)
+                if wl is not None and wl.holds_quota and not wl.conditions.is_true(EVICTED):
+                    self.admitted_now.append(key)
+                    self.start(wl, s.now())
+            if not stats.ran:
+                break
+            if stats.admitted or stats.preempted:
+                idle, last_heads = 0, None
+                continue
+            if changes.heads == last_heads:
+                break
+            idle += 1
+            last_heads = changes.heads
+        return cycles

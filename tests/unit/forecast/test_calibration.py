@@ -1,0 +1,49 @@
+"""docs/forecasting.md#calibration: the band from the forecaster's own errors."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from scheduler.forecast.calibration import MIN_OBSERVATIONS, OFFSET_SECONDS, Calibration
+
+
+def test_without_history_the_prior_spans_a_factor_of_ten() -> None:
+    band = Calibration().band("cq", 1140.0)  # 1140 + 60 = 1200
+    assert band.p50 == pytest.approx(1140.0)
+    assert band.low == pytest.approx(1200 / 10 - OFFSET_SECONDS)
+    assert band.high == pytest.approx(1200 * 10 - OFFSET_SECONDS)
+
+
+def test_a_biased_forward_run_is_corrected_by_its_median_error() -> None:
+    c = Calibration()
+    for _ in range(MIN_OBSERVATIONS):
+        c.record("cq", 540.0, 1140.0)  # always twice as long (with the offset)
+    band = c.band("cq", 540.0)
+    assert band.p50 == pytest.approx(1140.0)
+    assert band.low == pytest.approx(band.p50) and band.high == pytest.approx(band.p50)
+
+
+def test_the_band_covers_ninety_percent_of_a_known_error_distribution() -> None:
+    rng = random.Random(7)
+    c = Calibration()
+    for _ in range(1000):
+        c.record("cq", 1000.0, (1000 + OFFSET_SECONDS) * math.exp(rng.gauss(0, 1)) - OFFSET_SECONDS)
+    band = c.band("cq", 1000.0)
+    covered = 0
+    for _ in range(2000):
+        actual = (1000 + OFFSET_SECONDS) * math.exp(rng.gauss(0, 1)) - OFFSET_SECONDS
+        covered += band.low <= actual <= band.high
+    assert 0.87 <= covered / 2000 <= 0.93
+
+
+def test_queues_and_immediate_starts_learn_apart() -> None:
+    c = Calibration()
+    for _ in range(MIN_OBSERVATIONS):
+        c.record("a", 0.0, 600.0)
+    assert c.observations("a", 0.0) == MIN_OBSERVATIONS
+    assert c.observations("a", 10.0) == 0 and c.observations("b", 0.0) == 0
+    assert c.band("b", 0.0).p50 == 0.0
+    assert c.band("a", 0.0).p50 == pytest.approx(600.0)
