@@ -50,13 +50,13 @@ def cluster_from_capacity(
     resources = capacity.resources()
     objects: list[dict[str, Any]] = []
     for flavor in capacity.flavors:
-        labels = {"nodeLabels": dict(flavor.node_labels)} if flavor.node_labels else {}
+        selects = {"nodeLabels": dict(flavor.node_labels)} if flavor.node_labels else {}
         objects.append(
             {
                 "apiVersion": KUEUE,
                 "kind": "ResourceFlavor",
                 "metadata": {"name": flavor.name},
-                "spec": labels,
+                "spec": selects,
             }
         )
     for pc, value in capacity.priorities.items():
