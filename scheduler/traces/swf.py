@@ -164,19 +164,23 @@ def _node_spec(spec: str, procs: int, clusters: tuple[str, ...]) -> tuple[list[i
     chunks = spec.split("#", 1)[0].split("+")
     for chunk in chunks:
         parts = chunk.split(":")
-        nodes = int(parts[0])
+        # A chunk names its node count, or one node by its host name.
+        by_host = "." in parts[0] and not parts[0][0].isdigit()
+        nodes = 1 if by_host else int(parts[0])
         if nodes <= 0:
             raise ValueError(f"{nodes} nodes")
         ppn = None
-        for prop in parts[1:]:
+        for prop in parts if by_host else parts[1:]:
             if prop.startswith("ppn="):
                 ppn = math.ceil(float(prop[4:]))
-            elif prop.startswith("cl_"):
-                wanted.add(dns_label(prop[3:]))
-            else:
-                host = re.match(r"\^?([a-z]+)\d*\.", prop)
-                if host and host.group(1) in clusters:
-                    wanted.add(host.group(1))
+                continue
+            # `cl_zewura`, `^cl_zewura`, `zewura12.domain`, `^zewura12...`, `host=zewura12...`
+            name = prop.removeprefix("^").removeprefix("host=")
+            host = re.match(r"(?:cl_)?([a-z]+)\d*(?:\.|$)", name)
+            if host and host.group(1) in clusters:
+                wanted.add(host.group(1))
+            elif name.startswith("cl_"):
+                wanted.add(dns_label(name[3:]))
         if ppn is None:
             ppn = max(1, math.ceil(procs / (nodes * len(chunks))))
         if ppn <= 0:
