@@ -1,5 +1,5 @@
 """`python -m benchmarks forecast-accuracy`: how right start-time forecasts are on real
-traces (docs/benchmarks.md#forecast-accuracy).
+traces (docs/benchmarks.md#forecast-accuracy-how-it-is-measured).
 
 Each trace of ../shared/traces is imported (`queuescope trace import`) and replayed
 with `queuescope simulate --record-forecasts` once per method, one process at a time

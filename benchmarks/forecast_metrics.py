@@ -1,8 +1,8 @@
 """Accuracy of start-time forecasts: the `WorkloadForecast` items `queuescope simulate
---record-forecasts` appends to its output (docs/simulate.md#forecasts-recorded-by-a-replay),
+--record-forecasts` appends to its output (docs/simulate.md#scoring-recorded-forecasts),
 parsed and scored. Pure: lists in, figures out.
 
-The figures (docs/benchmarks.md#forecast-accuracy):
+The figures (docs/benchmarks.md#forecast-accuracy-how-it-is-measured):
 - coverage: the share of forecasts whose actual wait lies within [low, high], the 90% band;
 - p50 error: the median of |p50 - actual| in seconds, and the median log ratio
   |ln((p50 + 1) / (actual + 1))| (0 = exact, ln 2 = off by a factor of two; the +1 s

@@ -152,18 +152,38 @@ class ImportOptions:
 
 @dataclass(slots=True)
 class Imported:
-    """The scenario's documents and what was left out on the way."""
+    """The scenario's documents and what was left out on the way. The arrivals stay jobs
+    until they are written, one at a time: a trace's Workloads are never all in memory."""
 
     objects: list[dict[str, Any]]  # everything but the Scenario, in apply order
-    scenario: dict[str, Any]  # its spec.events are the arrivals
+    head: dict[str, Any]  # the Scenario without its events
     skips: Skips
+    arrivals: list[TraceJob] = field(default_factory=list)
+    start: int = 0  # Unix time of the scenario's start
+    origin: int = 0  # Unix time of the trace's submit time 0
+    priorities: dict[str, int] = field(default_factory=dict)
     dropped_requests: Counter[str] = field(default_factory=Counter)  # resource -> jobs
     dropped_constraints: int = 0
     quota_source: str = ""
 
     @property
     def workloads(self) -> int:
-        return len(self.scenario["spec"]["events"])
+        return len(self.arrivals)
+
+    def events(self) -> Iterator[dict[str, Any]]:
+        """The `apply` events of the arrivals, in submission order."""
+        for job in self.arrivals:
+            created = self.origin + job.submit
+            yield {
+                "at": f"{created - self.start}s",
+                "apply": workload(job, created, self.priorities),
+            }
+
+    @property
+    def scenario(self) -> dict[str, Any]:
+        """The whole Scenario document (events included: for small traces and tests)."""
+        spec = {**self.head["spec"], "events": list(self.events())}
+        return {**self.head, "spec": spec}
 
     def summary(self) -> list[str]:
         namespaces = sum(1 for o in self.objects if o["kind"] == "Namespace")
@@ -325,9 +345,8 @@ def _priorities(cluster: Cluster) -> dict[str, int]:
 
 def build(trace: Trace, cluster: Cluster, options: ImportOptions) -> Imported:
     """The scenario of `trace` on `cluster`: objects, then arrivals as `apply` events."""
-    imported = Imported([], {}, trace.skips, quota_source=cluster.source)
-    priorities = _priorities(cluster)
-    events: list[dict[str, Any]] = []
+    imported = Imported([], {}, trace.skips, origin=trace.origin, priorities=_priorities(cluster))
+    imported.quota_source = cluster.source
     queues: dict[tuple[str, str], None] = {}
     start: int | None = None
     for job in _selected(trace, options):
@@ -340,10 +359,7 @@ def build(trace: Trace, cluster: Cluster, options: ImportOptions) -> Imported:
         if not _fits(restricted, cluster):
             trace.skips.skip("larger than the quota: would never be admitted")
             continue
-        created = trace.origin + job.submit
-        events.append(
-            {"at": f"{created - start}s", "apply": workload(restricted, created, priorities)}
-        )
+        imported.arrivals.append(restricted)
         queues.setdefault((job.tenant, job.queue), None)
     namespaces = sorted({t for t, _ in queues})
     imported.objects = [
@@ -359,11 +375,12 @@ def build(trace: Trace, cluster: Cluster, options: ImportOptions) -> Imported:
         }
         for t, q in sorted(queues)
     ]
-    imported.scenario = {
+    imported.start = start if start is not None else trace.origin
+    imported.head = {
         "apiVersion": SCENARIO,
         "kind": "Scenario",
         "metadata": {"name": trace.name},
-        "spec": {"startTime": _rfc3339(start or trace.origin), "untilIdle": True, "events": events},
+        "spec": {"startTime": _rfc3339(imported.start), "untilIdle": True},
     }
     return imported
 
@@ -380,20 +397,16 @@ def write(imported: Imported, out: TextIO, comments: Sequence[str] = ()) -> None
     for obj in imported.objects:
         out.write("---\n")
         out.write(_dump(obj))
-    scenario = imported.scenario
-    head = {k: v for k, v in scenario.items() if k != "spec"}
     out.write("---\n")
-    out.write(_dump(head))
-    spec = {k: v for k, v in scenario["spec"].items() if k != "events"}
+    out.write(_dump({k: v for k, v in imported.head.items() if k != "spec"}))
     out.write("spec:\n")
-    for line in _dump(spec).splitlines():
+    for line in _dump(imported.head["spec"]).splitlines():
         out.write(f"  {line}\n")
-    events = scenario["spec"]["events"]
-    if not events:
+    if not imported.arrivals:
         out.write("  events: []\n")
         return
     # One event a line, in YAML's flow style (JSON is valid YAML): a trace's tens of
     # thousands of arrivals stay greppable and load fast.
     out.write("  events:\n")
-    for event in events:
+    for event in imported.events():
         out.write(f"  - {json.dumps(event, separators=(', ', ': '))}\n")
