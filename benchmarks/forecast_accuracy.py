@@ -21,6 +21,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from benchmarks.forecast_metrics import (
     BAND_QUANTILES,
@@ -105,6 +106,9 @@ class Replay:
     max_rss_mib: float
 
 
+Results = dict[tuple[str, str], tuple[Replay, Accuracy]]  # (trace, method) -> figures
+
+
 def import_trace(spec: TraceSpec, traces_dir: Path, limit: int, out: Path) -> tuple[int, float]:
     """Write the trace's scenario to `out`; (workloads, seconds) of the import."""
     args = ["trace", "import", spec.format, str(traces_dir / spec.path), "--name", spec.name]
@@ -178,7 +182,7 @@ def _row(r: Replay, a: Accuracy) -> list[str]:
     ]
 
 
-def _targets(results: dict[tuple[str, str], tuple[Replay, Accuracy]], limit: int) -> list[Target]:
+def _targets(results: Results, limit: int) -> list[Target]:
     targets: list[Target] = []
     for trace in sorted({t for t, _ in results}):
         forecast = results.get((trace, "forecast"))
@@ -197,7 +201,53 @@ def _targets(results: dict[tuple[str, str], tuple[Replay, Accuracy]], limit: int
     return targets
 
 
-def plot(results: dict[tuple[str, str], tuple[Replay, Accuracy]], docs: Path) -> list[str]:
+COLORS = {"forecast": "tab:blue", "walltime": "tab:red", "rate": "tab:green"}
+NOTHING_SCORED = "no forecast with an actual wait:\nevery workload started on arrival"
+
+
+def _of(results: Results, trace: str) -> list[tuple[str, Replay, Accuracy]]:
+    return [(m, r, a) for (t, m), (r, a) in sorted(results.items()) if t == trace]
+
+
+def _scatter_panel(ax: Any, trace: str, results: Results) -> None:
+    drawn = False
+    for method, replay_, _ in _of(results, trace):
+        points = [(f.actual + 1, f.p50 + 1) for f in replay_.forecasts if f.actual is not None]
+        if points:
+            xs, ys = zip(*points, strict=True)
+            ax.scatter(xs, ys, s=3, alpha=0.3, color=COLORS.get(method), label=method)
+            drawn = True
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    lo, hi = ax.get_xlim()
+    ax.plot([lo, hi], [lo, hi], color="gray", linewidth=0.8, linestyle=":")
+    ax.set_xlabel("actual wait + 1 (s)")
+    ax.set_ylabel("predicted p50 + 1 (s)")
+    ax.set_title(f"{trace}: predicted against actual wait")
+    if drawn:
+        ax.legend(fontsize=8, markerscale=4)
+    else:
+        ax.text(0.5, 0.5, NOTHING_SCORED, ha="center", va="center", transform=ax.transAxes)
+
+
+def _calibration_panel(ax: Any, trace: str, results: Results) -> None:
+    drawn = False
+    for method, _, acc in _of(results, trace):
+        if acc.calibration:
+            qs, shares = zip(*acc.calibration, strict=True)
+            ax.plot(qs, shares, "o-", color=COLORS.get(method), label=method)
+            drawn = True
+    ax.plot([0, 1], [0, 1], color="gray", linewidth=0.8, linestyle=":", label="calibrated")
+    ax.set_xticks(BAND_QUANTILES)
+    ax.set_xlabel("predicted quantile (low, p50, high)")
+    ax.set_ylabel("share of actual waits at or below it")
+    ax.set_title(f"{trace}: calibration")
+    ax.legend(fontsize=8)
+    if not drawn:
+        ax.text(0.5, 0.5, NOTHING_SCORED, ha="center", va="center", transform=ax.transAxes)
+
+
+def plot(results: Results, docs: Path) -> list[str]:
     """The scatter (p50 against actual) and calibration plots; the file names written."""
     try:
         import matplotlib  # noqa: PLC0415 (optional: the bench extra)
@@ -209,42 +259,18 @@ def plot(results: dict[tuple[str, str], tuple[Replay, Accuracy]], docs: Path) ->
     traces = sorted({t for t, _ in results})
     if not traces:
         return []
-    colors = {"forecast": "tab:blue", "walltime": "tab:red", "rate": "tab:green"}
-    fig, axes = plt.subplots(1, len(traces), figsize=(6 * len(traces), 5), dpi=100, squeeze=False)
-    for ax, trace in zip(axes[0], traces, strict=True):
-        for (t, method), (replay_, _) in sorted(results.items()):
-            if t != trace:
-                continue
-            points = [(f.actual + 1, f.p50 + 1) for f in replay_.forecasts if f.actual is not None]
-            if points:
-                xs, ys = zip(*points, strict=True)
-                ax.scatter(xs, ys, s=3, alpha=0.3, color=colors.get(method), label=method)
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        lo, hi = ax.get_xlim()
-        ax.plot([lo, hi], [lo, hi], color="gray", linewidth=0.8, linestyle=":")
-        ax.set_xlabel("actual wait + 1 (s)")
-        ax.set_ylabel("predicted p50 + 1 (s)")
-        ax.set_title(f"{trace}: predicted against actual wait")
-        ax.legend(fontsize=8, markerscale=4)
-    fig.tight_layout()
-    fig.savefig(docs / SCATTER_PLOT)
-    plt.close(fig)
-    fig, axes = plt.subplots(1, len(traces), figsize=(5 * len(traces), 4.5), dpi=100, squeeze=False)
-    for ax, trace in zip(axes[0], traces, strict=True):
-        for (t, method), (_, acc) in sorted(results.items()):
-            if t == trace and acc.calibration:
-                qs, shares = zip(*acc.calibration, strict=True)
-                ax.plot(qs, shares, "o-", color=colors.get(method), label=method)
-        ax.plot([0, 1], [0, 1], color="gray", linewidth=0.8, linestyle=":", label="calibrated")
-        ax.set_xticks(BAND_QUANTILES)
-        ax.set_xlabel("predicted quantile (low, p50, high)")
-        ax.set_ylabel("share of actual waits at or below it")
-        ax.set_title(f"{trace}: calibration")
-        ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(docs / CALIBRATION_PLOT)
-    plt.close(fig)
+    for name, panel, width in (
+        (SCATTER_PLOT, _scatter_panel, 6),
+        (CALIBRATION_PLOT, _calibration_panel, 5),
+    ):
+        fig, axes = plt.subplots(
+            1, len(traces), figsize=(width * len(traces), 4.8), dpi=100, squeeze=False
+        )
+        for ax, trace in zip(axes[0], traces, strict=True):
+            panel(ax, trace, results)
+        fig.tight_layout()
+        fig.savefig(docs / name)
+        plt.close(fig)
     return [SCATTER_PLOT, CALIBRATION_PLOT]
 
 
@@ -266,7 +292,7 @@ def forecast_accuracy(args: argparse.Namespace) -> Result:
     traces_dir = Path(args.traces_dir)
     if not traces_dir.is_dir():
         raise SystemExit(f"forecast-accuracy: no traces folder {traces_dir} (see --traces-dir)")
-    results: dict[tuple[str, str], tuple[Replay, Accuracy]] = {}
+    results: Results = {}
     notes: list[str] = []
     with tempfile.TemporaryDirectory(prefix="forecast-accuracy-") as tmp:
         workdir = Path(tmp)

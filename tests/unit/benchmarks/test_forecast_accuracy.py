@@ -7,6 +7,7 @@ import argparse
 import json
 import math
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -207,3 +208,56 @@ def test_targets_and_plots(tmp_path: Path) -> None:
     assert written == [fa.SCATTER_PLOT, fa.CALIBRATION_PLOT]
     for name in written:
         assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_trace_without_scored_forecasts_still_plots(tmp_path: Path) -> None:
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text("")
+    r = fa.replay("wagap-2013", scenario, "forecast", tmp_path, _stand_in(tmp_path))
+    r.forecasts = [f for f in r.forecasts if f.actual is None]
+    results = {("wagap-2013", "forecast"): (r, accuracy(r.forecasts))}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # e.g. matplotlib's "no artists with labels"
+        assert fa.plot(results, tmp_path) == [fa.SCATTER_PLOT, fa.CALIBRATION_PLOT]
+
+
+@pytest.mark.skipif(not fa.TRACES_DIR.is_dir(), reason=f"no traces folder {fa.TRACES_DIR}")
+def test_the_whole_benchmark_on_the_first_jobs_of_the_real_traces(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Import through the real command line, replay with the stand-in simulator."""
+    monkeypatch.setattr(fa, "_simulate_help", lambda: "--record-forecasts --forecast-method")
+    stand_in = _stand_in(tmp_path)
+    real_replay = fa.replay
+    scenarios: list[Path] = []
+
+    def replay(trace: str, scenario: Path, method: str, workdir: Path) -> fa.Replay:
+        scenarios.append(scenario)
+        assert scenario.read_text().count("\n  - {") == 20  # --limit 20 arrivals
+        return real_replay(trace, scenario, method, workdir, stand_in)
+
+    monkeypatch.setattr(fa, "replay", replay)
+    args = argparse.Namespace(
+        traces=["kth-sp2", "wagap-2013"],
+        methods=["forecast", "walltime"],
+        limit=20,
+        traces_dir=str(fa.TRACES_DIR),
+        docs=str(tmp_path),
+        write=True,
+        quick=False,
+    )
+    result = fa.forecast_accuracy(args)
+    assert len(scenarios) == 4
+    assert [row[:2] for row in result.rows] == [
+        ["kth-sp2", "forecast"],
+        ["kth-sp2", "walltime"],
+        ["wagap-2013", "forecast"],
+        ["wagap-2013", "walltime"],
+    ]
+    assert result.rows[0][2:4] == ["5 (4 started)", "50.0%"]
+    assert result.headline == 50.0
+    assert result.command.startswith("python -m benchmarks forecast-accuracy --limit 20")
+    assert "kth-sp2: 20 workloads imported in" in result.notes[0]
+    assert f"![benchmarks-forecast-scatter]({fa.SCATTER_PLOT})" in result.notes
+    assert (tmp_path / fa.CALIBRATION_PLOT).is_file()
+    assert result.figures["wagap-2013/walltime"]["coverage"] == 0.5
