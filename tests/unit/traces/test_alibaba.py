@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from scheduler.traces.alibaba import (
     GPU_MODEL_LABEL,
     ORIGIN,
@@ -113,3 +116,23 @@ def test_a_file_without_the_columns_is_one_malformed_line() -> None:
     skips = Skips()
     read_nodes(["sn,cpu_milli\n"], "n.csv", AlibabaOptions("ali"), skips)
     assert skips.malformed == ["n.csv:1: header lacks column(s) memory_mib, gpu, model"]
+
+
+_cell = st.one_of(
+    st.integers(min_value=-5, max_value=10**8).map(str),
+    st.sampled_from(["", "LS", "BE", "T4|P100", "x", "1.5", '"a,b"']),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(_cell, min_size=0, max_size=12).map(",".join), max_size=30))
+def test_any_rows_are_read_without_a_crash_and_every_row_is_accounted_for(
+    rows: list[str],
+) -> None:
+    lines = [HEAD, *(row + "\n" for row in rows)]
+    trace = read_pods(lines, "p.csv", AlibabaOptions("ali"))
+    records = [row for row in rows if row]
+    assert len(trace.jobs) + trace.skips.total == len(records)
+    for job in trace.jobs:
+        assert job.runtime > 0
+        assert job.submit >= 0
