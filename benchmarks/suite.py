@@ -18,6 +18,7 @@ import yaml
 
 from benchmarks.cluster_sync import cluster_sync
 from benchmarks.feed import CLUSTER_QUEUE, Shape, cluster_manifests, feed, workload_manifest
+from benchmarks.forecast_accuracy import TRACES_DIR, forecast_accuracy, forecaster_present, names
 from benchmarks.harness import BenchServer
 from benchmarks.result import Result, Target, format_number
 from benchmarks.stats import median, ratio, summary
@@ -831,6 +832,21 @@ _LIST: Sequence[Benchmark] = (
             Size("kueue-manager", "", "", "upstream Kueue manager binary for the pods run", str),
         ),
         cluster_sync,
+    ),
+    Benchmark(
+        "forecast-accuracy",
+        "start-time forecasts on the KTH-SP2 and wagap-2013 traces: band coverage, p50 "
+        "error against the walltime and rate methods, replay time",
+        (
+            Size("limit", 0, 2000, "jobs per trace, the first submitted (0: all)"),
+            Size("traces", "kth-sp2,wagap-2013", "kth-sp2,wagap-2013", "traces", names),
+            Size("methods", "forecast,walltime,rate", "forecast,walltime,rate", "methods", names),
+            Size("traces-dir", str(TRACES_DIR), str(TRACES_DIR), "the traces folder", str),
+        ),
+        forecast_accuracy if forecaster_present() else None,
+        ""
+        if forecaster_present()
+        else "needs `queuescope simulate --record-forecasts` (issue 15, the forecaster)",
     ),
 )
 

@@ -9,6 +9,7 @@ from datetime import datetime
 
 from queuescope.certs_cli import add_certs_parser, run_certs
 from queuescope.serve import add_serve_parser, run_serve
+from queuescope.trace_cli import add_trace_parser, run_trace
 from scheduler.api.decode import ApiError, load_documents
 from scheduler.api.versions import KUEUE_GROUP, KUEUE_VERSIONS, short_version
 from scheduler.forecast.forecaster import Forecaster
@@ -50,6 +51,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     add_certs_parser(sub)
     add_serve_parser(sub)
+    add_trace_parser(sub)
     return parser
 
 
@@ -117,6 +119,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_certs(args)
     if args.command == "serve":
         return run_serve(args)
+    if args.command == "trace":
+        return run_trace(args, list(argv) if argv is not None else None)
     return EXIT_INTERNAL
 
 

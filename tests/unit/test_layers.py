@@ -63,6 +63,17 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
         "fastapi",
         "time",
     ),
+    # Trace importers: pure mapping from trace records to scenario documents.
+    "scheduler/traces": (
+        "scheduler.core",
+        "scheduler.forecast",
+        "scheduler.sim",
+        "scheduler.runtime",
+        "visibility_server",
+        "queuescope",
+        "asyncio",
+        "time",
+    ),
     # The kube-apiserver client both sides share: below the runtime and the server.
     "scheduler/kubeapi": (
         "scheduler.core",
@@ -100,7 +111,13 @@ OUR_PREFIXES = ("scheduler", "visibility_server", "queuescope")
 # Reading the wall clock through datetime is as forbidden as importing time.
 CLOCK_CALLS = {"now", "utcnow", "today"}
 CLOCK_OWNERS = {"datetime", "date"}
-PURE_FOLDERS = ("scheduler/api", "scheduler/core", "scheduler/forecast", "scheduler/sim")
+PURE_FOLDERS = (
+    "scheduler/api",
+    "scheduler/core",
+    "scheduler/forecast",
+    "scheduler/sim",
+    "scheduler/traces",
+)
 
 
 def _modules(folder: str) -> list[Path]:

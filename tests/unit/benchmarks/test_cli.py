@@ -16,6 +16,7 @@ EXPECTED = {
     "memory",
     "snapshot",
     "cluster-sync",
+    "forecast-accuracy",
 }
 
 
