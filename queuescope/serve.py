@@ -18,6 +18,7 @@ from prometheus_client import CollectorRegistry
 from queuescope import eventloop
 from queuescope.lifecycle import ChangeNotifier, drain, run_until_stopped
 from queuescope.logformat import configure_logging
+from queuescope.lookups import not_pending_lookup
 from queuescope.serve_cluster import add_cluster_flags, run_cluster
 from scheduler.api.decode import ApiError, load_documents
 from scheduler.core.ingest import scheduler_config
@@ -196,6 +197,7 @@ async def _run_embedded(args: argparse.Namespace) -> int:
         authorizer=authorizer,
         version_info=VERSION,
         change_notifier=ChangeNotifier(engine),
+        not_pending=not_pending_lookup(engine),
         metrics_registry=registry,
         health_checks=[
             HealthCheck("event-loop", loop_lag.healthy, frozenset({"livez", "healthz"})),

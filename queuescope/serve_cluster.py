@@ -32,6 +32,7 @@ from prometheus_client.registry import Collector
 
 from queuescope.kubeclient import ClusterClients
 from queuescope.lifecycle import ChangeNotifier, drain, run_until_stopped
+from queuescope.lookups import not_pending_lookup
 from scheduler.api.decode import load_documents
 from scheduler.core.ingest import scheduler_config
 from scheduler.core.scheduler import Scheduler
@@ -379,6 +380,7 @@ async def run_cluster(
         authorizer=authorizer,
         version_info=version,
         change_notifier=ChangeNotifier(engine),
+        not_pending=not_pending_lookup(engine),
         metrics_registry=registry,
         health_checks=[
             HealthCheck("event-loop", loop_lag.healthy, frozenset({"livez", "healthz"})),
