@@ -1,0 +1,377 @@
+"""Forecasts off the event loop: the loop's side of the forecast worker
+(docs/forecasting.md#serving).
+
+Every `interval` seconds (and at once after a start) the service takes the published
+snapshot, sends the worker the snapshot chunks it has not seen and one `Sync` naming the
+chunks of every ClusterQueue, and applies the worker's results as they come, one small
+batch per turn of the loop. The loop's share is bounded: a chunk's keys are pickled in
+one step (about 0.3 ms for 2,048 keys), the other steps are cut by a `TimeBox`, and the
+pipe's blocking reads and writes run in two threads that only move bytes.
+
+Each served forecast carries the snapshot generation and the instant it was made from;
+a new refresh fills a second map while the first is served, and a workload's lookup
+prefers the newer, so what is served is never older than it says. When the worker dies
+(its pipe closes) or a refresh takes longer than `refresh_timeout`, that is logged, the
+process is replaced after a pause (1 s doubling to 30 s) and the new one gets the whole
+state again; served forecasts stay, with their own `madeAt`, until replaced.
+
+When a workload starts, :meth:`ForecastService.record_start` scores the forecast that
+was served for it (:mod:`scheduler.runtime.calibration`) and passes it to the worker's
+method, which may calibrate on it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import multiprocessing
+import pickle
+import queue
+import threading
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+from typing import Final
+
+from scheduler.kubeapi.backoff import Backoff
+from scheduler.runtime.calibration import LiveCalibration, ServedForecast
+from scheduler.runtime.forecast_method import METHODS, Band, Observation
+from scheduler.runtime.forecast_worker import (
+    Chunk,
+    Inbound,
+    Results,
+    Started,
+    Sync,
+    SyncQueue,
+    worker_main,
+)
+from scheduler.runtime.snapshot import MICROS, Instant, Snapshot, ViewChunk, WorkloadKey
+from scheduler.runtime.stepclock import TimeBox
+
+log = logging.getLogger(__name__)
+
+RESTART: Final = Backoff(initial=1.0, factor=2.0, cap=30.0)
+_STOP_SECONDS: Final = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class ForecastConfig:
+    method: str = "rate"
+    interval: float = 10.0  # seconds between the starts of two full refreshes
+    refresh_timeout: float = 120.0  # a refresh not done by then: the worker is replaced
+    step_budget: float = 0.003  # the longest stretch the service runs on the loop
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            known = ", ".join(sorted(METHODS))
+            raise ValueError(f"unknown forecast method {self.method!r} (known: {known})")
+        if self.interval <= 0:
+            raise ValueError("the forecast interval must be positive")
+
+
+@dataclass(slots=True)
+class ForecastStats:
+    """What serving forecasts costs and how it goes; read by tests, benchmarks, /metrics."""
+
+    refreshes: int = 0  # refreshes whose last result arrived
+    restarts: int = 0  # worker processes replaced after a death or a timeout
+    chunks_sent: int = 0
+    last_refresh_seconds: float = 0.0  # from the first message sent to the last applied
+    last_worker_seconds: float = 0.0  # the method's own time in the worker
+    last_made_at: Instant | None = None  # of the newest complete refresh
+    last_served: int = 0  # bands in the newest complete refresh
+    max_step_seconds: float = 0.0  # the longest stretch on the loop (wall)
+    max_step_cpu_seconds: float = 0.0  # the most CPU one stretch used
+    worker_pid: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Refresh:
+    """What the bands of one refresh share."""
+
+    method: str
+    made_at: Instant
+    generation: int
+
+
+_Served = tuple[_Refresh, float, float, float]  # refresh, p50, low, high (seconds)
+
+
+class WorkerLostError(Exception):
+    """The worker's pipe closed, or a refresh took too long."""
+
+
+@dataclass
+class _Worker:
+    """One worker process and the two threads that move bytes over its pipes."""
+
+    process: BaseProcess
+    to_worker: Connection
+    from_worker: Connection
+    inbox: asyncio.Queue[bytes | None]
+    outbox: queue.SimpleQueue[bytes | None] = field(default_factory=queue.SimpleQueue)
+    threads: list[threading.Thread] = field(default_factory=list)
+
+    def send(self, message: Inbound) -> None:
+        """Pickle on the caller's thread (bounded by the message), write in the writer's."""
+        self.outbox.put(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
+
+    async def receive(self, timeout: float) -> Results:
+        try:
+            data = await asyncio.wait_for(self.inbox.get(), timeout)
+        except TimeoutError:
+            raise WorkerLostError(f"no result for {timeout:.0f}s") from None
+        if data is None:
+            raise WorkerLostError(f"exit code {self.process.exitcode}")
+        result: Results = pickle.loads(data)
+        return result
+
+    def start_threads(self, loop: asyncio.AbstractEventLoop) -> None:
+        def write() -> None:
+            while (data := self.outbox.get()) is not None:
+                try:
+                    self.to_worker.send_bytes(data)
+                except OSError:
+                    return
+
+        def read() -> None:
+            while True:
+                try:
+                    data = self.from_worker.recv_bytes()
+                except (EOFError, OSError):
+                    break
+                loop.call_soon_threadsafe(self.inbox.put_nowait, data)
+            with contextlib.suppress(RuntimeError):  # the loop closed first
+                loop.call_soon_threadsafe(self.inbox.put_nowait, None)
+
+        self.threads = [
+            threading.Thread(target=write, name="forecast-writer", daemon=True),
+            threading.Thread(target=read, name="forecast-reader", daemon=True),
+        ]
+        for thread in self.threads:
+            thread.start()
+
+    def close(self) -> None:
+        """Close the input (the worker exits), then make sure it has (in a thread)."""
+        self.outbox.put(None)
+        self.to_worker.close()
+        self.process.join(_STOP_SECONDS)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join(_STOP_SECONDS)
+        self.from_worker.close()
+        for thread in self.threads:
+            thread.join(_STOP_SECONDS)
+
+
+class ForecastService:
+    """Feeds the forecast worker from published snapshots and serves its results."""
+
+    def __init__(
+        self,
+        snapshot: Callable[[], Snapshot],
+        clock: Callable[[], Instant],
+        config: ForecastConfig | None = None,
+        calibration: LiveCalibration | None = None,
+    ) -> None:
+        self._snapshot = snapshot
+        self._clock = clock
+        self.config = config if config is not None else ForecastConfig()
+        self.calibration = calibration if calibration is not None else LiveCalibration()
+        self.stats = ForecastStats()
+        # The newest complete refresh, and the one being received (preferred per key).
+        self._current: dict[WorkloadKey, _Served] = {}
+        self._incoming: dict[WorkloadKey, _Served] = {}
+        # Snapshot chunks the current worker holds, by our id for them.
+        self._sent: weakref.WeakKeyDictionary[ViewChunk, int] = weakref.WeakKeyDictionary()
+        self._held: set[int] = set()
+        self._ids = itertools.count()
+        self._worker: _Worker | None = None
+        self._refreshed = asyncio.Event()
+
+    # -- reading ---------------------------------------------------------------------
+    def forecast(self, namespace: str, name: str) -> ServedForecast | None:
+        """The forecast served for a pending workload, if any. O(1)."""
+        key = (namespace, name)
+        served = self._incoming.get(key) or self._current.get(key)
+        if served is None:
+            return None
+        refresh, p50, low, high = served
+        at = refresh.made_at
+        return ServedForecast(
+            refresh.method,
+            at,
+            refresh.generation,
+            at + round(p50 * MICROS),
+            at + round(low * MICROS),
+            at + round(high * MICROS),
+        )
+
+    async def wait_refreshed(self) -> None:
+        """Until the next refresh is complete (tests)."""
+        self._refreshed.clear()
+        await self._refreshed.wait()
+
+    def record_start(self, key: str, cluster_queue: str, started_at: Instant) -> None:
+        """`key` ("namespace/name") started in `cluster_queue`: score what was served."""
+        namespace, _, name = key.partition("/")
+        served = self.forecast(namespace, name)
+        if served is None:
+            return
+        self.calibration.record(cluster_queue, served, started_at)
+        if self._worker is not None:
+            band = Band(
+                (served.p50 - served.made_at) / MICROS,
+                (served.low - served.made_at) / MICROS,
+                (served.high - served.made_at) / MICROS,
+            )
+            observed = Observation(
+                cluster_queue, (namespace, name), served.made_at, band, started_at
+            )
+            self._worker.send(Started(observed))
+
+    # -- running ---------------------------------------------------------------------
+    async def run(self) -> None:
+        """Run and replace the worker until cancelled."""
+        failures = 0
+        while True:
+            worker = self._start_worker()
+            try:
+                await self._serve(worker)
+            except WorkerLostError as died:
+                failures += 1
+                self.stats.restarts += 1
+                delay = RESTART.delay(failures - 1)
+                log.error(
+                    "event=forecast-worker-died pid=%s reason=%r restart_in=%.1fs",
+                    worker.process.pid,
+                    str(died),
+                    delay,
+                )
+                await self._stop_worker(worker)
+                await asyncio.sleep(delay)
+                continue
+            except BaseException:
+                await asyncio.shield(self._stop_worker(worker))
+                raise
+
+    def _start_worker(self) -> _Worker:
+        context = multiprocessing.get_context("spawn")
+        worker_in, to_worker = context.Pipe(duplex=False)
+        from_worker, worker_out = context.Pipe(duplex=False)
+        process = context.Process(
+            target=worker_main,
+            args=(worker_in, worker_out, self.config.method),
+            name="queuescope-forecast",
+            daemon=True,
+        )
+        process.start()
+        worker_in.close()
+        worker_out.close()
+        loop = asyncio.get_running_loop()
+        worker = _Worker(process, to_worker, from_worker, asyncio.Queue())
+        worker.start_threads(loop)
+        # A new process knows nothing: every chunk is sent again.
+        self._sent = weakref.WeakKeyDictionary()
+        self._held = set()
+        self._worker = worker
+        self.stats.worker_pid = process.pid
+        log.info("event=forecast-worker-started pid=%s method=%s", process.pid, self.config.method)
+        return worker
+
+    async def _stop_worker(self, worker: _Worker) -> None:
+        if self._worker is worker:
+            self._worker = None
+        await asyncio.to_thread(worker.close)
+
+    async def _serve(self, worker: _Worker) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            started = loop.time()
+            snapshot = self._snapshot()
+            if snapshot.synced:
+                await self._send(worker, snapshot)
+                await self._receive(worker, started)
+            delay = started + self.config.interval - loop.time()
+            if delay > 0:
+                # Sleep, but notice a death at once.
+                with contextlib.suppress(TimeoutError):
+                    data = await asyncio.wait_for(worker.inbox.get(), delay)
+                    if data is None:
+                        raise WorkerLostError(f"exit code {worker.process.exitcode}")
+
+    async def _send(self, worker: _Worker, snapshot: Snapshot) -> None:
+        """The chunks the worker lacks, then the Sync; in stretches of `step_budget`."""
+        box = TimeBox(self.config.step_budget)
+        queues: dict[str, SyncQueue] = {}
+        held: set[int] = set()
+        for name, view in snapshot.views.items():
+            ids: list[int] = []
+            for chunk in view.chunks:
+                chunk_id = self._sent.get(chunk)
+                if chunk_id is None:
+                    chunk_id = self._sent[chunk] = next(self._ids)
+                    worker.send(Chunk(chunk_id, tuple([e.key for e in chunk.entries])))
+                    self.stats.chunks_sent += 1
+                ids.append(chunk_id)
+                held.add(chunk_id)
+                await box.pause()
+            queues[name] = SyncQueue(tuple(ids), snapshot.velocities.get(name))
+        forgotten = tuple(self._held - held)
+        self._held = held
+        made_at = self._clock()
+        worker.send(Sync(snapshot.generation, made_at, queues, forgotten, snapshot.quota))
+        self._record(box)
+
+    async def _receive(self, worker: _Worker, started: float) -> None:
+        """Apply the results of the Sync just sent, one batch per turn of the loop."""
+        loop = asyncio.get_running_loop()
+        deadline = started + self.config.refresh_timeout
+        box = TimeBox(self.config.step_budget)
+        refresh: _Refresh | None = None
+        while True:
+            box.end()
+            results = await worker.receive(max(0.0, deadline - loop.time()))
+            box.restart()
+            if refresh is None or refresh.generation != results.generation:
+                refresh = _Refresh(results.method, results.made_at, results.generation)
+            incoming = self._incoming
+            for key, p50, low, high in results.bands:
+                incoming[key] = (refresh, p50, low, high)
+            if results.last:
+                break
+        box.end()
+        self._current, self._incoming = self._incoming, {}
+        stats = self.stats
+        stats.refreshes += 1
+        stats.last_refresh_seconds = loop.time() - started
+        stats.last_worker_seconds = results.seconds
+        stats.last_made_at = results.made_at
+        stats.last_served = len(self._current)
+        self._record(box)
+        self._refreshed.set()
+
+    def _record(self, box: TimeBox) -> None:
+        self.stats.max_step_seconds = max(self.stats.max_step_seconds, box.max)
+        self.stats.max_step_cpu_seconds = max(self.stats.max_step_cpu_seconds, box.max_cpu)
+
+    def worker_resident_bytes(self) -> int | None:
+        """The worker's resident memory (Linux `/proc`), None when unknown."""
+        pid = self.stats.worker_pid
+        if pid is None:
+            return None
+        try:
+            with open(f"/proc/{pid}/status", encoding="ascii") as status:
+                for line in status:
+                    if line.startswith("VmRSS:"):
+                        return int(line.split()[1]) * 1024
+        except OSError:
+            return None
+        return None
+
+
+__all__ = ["ForecastConfig", "ForecastService", "ForecastStats", "WorkerLostError"]
