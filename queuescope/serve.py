@@ -16,6 +16,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from queuescope import eventloop
+from queuescope.forecasting import add_forecast_flags, forecast_service
 from queuescope.lifecycle import ChangeNotifier, drain, run_until_stopped
 from queuescope.logformat import configure_logging
 from queuescope.lookups import not_pending_lookup
@@ -103,6 +104,7 @@ def add_serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
         default=_env("LOOP", "auto"),
         help="event loop: uvloop where installed (auto, the default), or asyncio's own",
     )
+    add_forecast_flags(p)
     add_cluster_flags(p)
 
 
@@ -191,6 +193,7 @@ async def _run_embedded(args: argparse.Namespace) -> int:
     authorizer = Authorizer(backend)
     registry = CollectorRegistry()
     loop_lag = LoopLagMonitor(registry)
+    forecasts = forecast_service(args, engine, registry)
     app = create_app(
         snapshot=engine.snapshot,
         authenticator=authenticator,
@@ -198,6 +201,7 @@ async def _run_embedded(args: argparse.Namespace) -> int:
         version_info=VERSION,
         change_notifier=ChangeNotifier(engine),
         not_pending=not_pending_lookup(engine),
+        forecasts=forecasts.forecast if forecasts is not None else None,
         metrics_registry=registry,
         health_checks=[
             HealthCheck("event-loop", loop_lag.healthy, frozenset({"livez", "healthz"})),
@@ -219,6 +223,8 @@ async def _run_embedded(args: argparse.Namespace) -> int:
         asyncio.create_task(loop_lag.run(), name="loop-lag"),
         asyncio.create_task(server.serve(), name="https"),
     ]
+    if forecasts is not None:
+        tasks.append(asyncio.create_task(forecasts.run(), name="forecasts"))
     if args.demo:
         demo = DemoLoad(
             engine,

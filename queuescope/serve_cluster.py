@@ -30,6 +30,7 @@ from prometheus_client import CollectorRegistry, Gauge
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from queuescope.forecasting import forecast_service
 from queuescope.kubeclient import ClusterClients
 from queuescope.lifecycle import ChangeNotifier, drain, run_until_stopped
 from queuescope.lookups import not_pending_lookup
@@ -374,6 +375,7 @@ async def run_cluster(
 
     stopping = asyncio.Event()
     loop_lag = LoopLagMonitor(registry)
+    forecasts = forecast_service(args, engine, registry)
     app = create_app(
         snapshot=engine.snapshot,
         authenticator=delegated.authenticator,
@@ -381,6 +383,7 @@ async def run_cluster(
         version_info=version,
         change_notifier=ChangeNotifier(engine),
         not_pending=not_pending_lookup(engine),
+        forecasts=forecasts.forecast if forecasts is not None else None,
         metrics_registry=registry,
         health_checks=[
             HealthCheck("event-loop", loop_lag.healthy, frozenset({"livez", "healthz"})),
@@ -414,6 +417,8 @@ async def run_cluster(
         asyncio.create_task(cabundle.run(), name="cabundle-check"),
         asyncio.create_task(server.serve(), name="https"),
     ]
+    if forecasts is not None:
+        tasks.append(asyncio.create_task(forecasts.run(), name="forecasts"))
 
     async def freeze_after_sync() -> None:
         # The initial load lives as long as the process: keep it out of full GC passes.

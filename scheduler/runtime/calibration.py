@@ -12,7 +12,7 @@ import bisect
 from dataclasses import dataclass, field
 from typing import Final
 
-from scheduler.runtime.snapshot import MICROS, Instant
+from scheduler.runtime.snapshot import MICROS, Instant, ServedForecast
 
 # Upper bounds (seconds) of the p50 error histogram: a second to a day.
 ERROR_BUCKETS: Final = (1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0,
@@ -34,18 +34,6 @@ class QueueCalibration:
     @property
     def coverage(self) -> float:
         return self.in_band / self.checked if self.checked else 0.0
-
-
-@dataclass(frozen=True, slots=True)
-class ServedForecast:
-    """A forecast as served: absolute instants."""
-
-    method: str
-    made_at: Instant
-    generation: int
-    p50: Instant
-    low: Instant
-    high: Instant
 
 
 class LiveCalibration:

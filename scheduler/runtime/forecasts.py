@@ -38,7 +38,7 @@ from multiprocessing.process import BaseProcess
 from typing import Final
 
 from scheduler.kubeapi.backoff import Backoff
-from scheduler.runtime.calibration import LiveCalibration, ServedForecast
+from scheduler.runtime.calibration import LiveCalibration
 from scheduler.runtime.forecast_method import METHODS, Band, Observation
 from scheduler.runtime.forecast_worker import (
     Chunk,
@@ -49,7 +49,14 @@ from scheduler.runtime.forecast_worker import (
     SyncQueue,
     worker_main,
 )
-from scheduler.runtime.snapshot import MICROS, Instant, Snapshot, ViewChunk, WorkloadKey
+from scheduler.runtime.snapshot import (
+    MICROS,
+    Instant,
+    ServedForecast,
+    Snapshot,
+    ViewChunk,
+    WorkloadKey,
+)
 from scheduler.runtime.stepclock import TimeBox
 
 log = logging.getLogger(__name__)

@@ -633,6 +633,20 @@ class AdmissionVelocity:
 
 
 @dataclass(frozen=True, slots=True)
+class ServedForecast:
+    """A pending workload's start forecast as the forecast worker published it
+    (docs/forecasting.md#serving): absolute instants, the method, and the instant and
+    snapshot generation it was made from."""
+
+    method: str
+    made_at: Instant
+    generation: int
+    p50: Instant
+    low: Instant
+    high: Instant
+
+
+@dataclass(frozen=True, slots=True)
 class Snapshot:
     """Everything a request may read, at one instant. Publish a new one; never mutate."""
 
