@@ -11,23 +11,27 @@ The event loop only forwards small messages (:mod:`scheduler.runtime.forecasts`)
   the worker forecasts it at once;
 - :class:`Started`: a forecast met the truth, for the method's calibration.
 
-The worker answers each `Sync` with :class:`Results` batches of at most `BATCH` bands,
-the last one flagged, so the loop unpickles a small message per turn. Every message is
+The worker answers each `Sync` with :class:`Results` messages of at most `BATCH` chunks,
+the last one flagged. A chunk's bands travel as one flat array of floats in the chunk's
+own order (p50, low, high per workload; NaN where the method said nothing), so the
+loop receives no per-workload object at all: it unpickles a few arrays per turn and
+finds a workload's band through the chunk it already holds. Every message is
 a pickled plain dataclass on a one-way pipe; the worker exits when its input closes.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import pickle
 import time
+from array import array
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Final
 
 from scheduler.runtime.forecast_method import (
-    Band,
     ForecastInput,
     ForecastMethod,
     Observation,
@@ -38,7 +42,8 @@ from scheduler.runtime.snapshot import AdmissionVelocity, Instant, QuotaSnapshot
 
 log = logging.getLogger(__name__)
 
-BATCH: Final = 2048  # bands per Results message (about 1 ms to unpickle on the loop)
+BATCH: Final = 8  # chunks per Results message (up to 16k bands, a memcpy each to unpickle)
+FIELDS: Final = 3  # p50, low, high per workload
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +77,8 @@ class Results:
     generation: int
     made_at: Instant
     method: str
-    bands: tuple[tuple[WorkloadKey, float, float, float], ...]  # key, p50, low, high
+    # per chunk id: its workloads' bands in its order, FIELDS floats each (NaN: none)
+    chunks: tuple[tuple[int, array[float]], ...]
     last: bool = False
     seconds: float = 0.0  # on the last batch: the forecast's time in the worker
 
@@ -111,19 +117,29 @@ class Replica:
     def forecast(self, sync: Sync) -> Iterator[Results]:
         started = time.perf_counter()
         state = self.state_of(sync)
-        name = self.method.name
-        batch: list[tuple[WorkloadKey, float, float, float]] = []
+        # Where each workload's band goes: its chunk's array, at its index there.
+        arrays: dict[int, array[float]] = {}
+        slots: dict[WorkloadKey, tuple[array[float], int]] = {}
+        for queue in sync.queues.values():
+            for chunk_id in queue.chunk_ids:
+                keys = self.chunks[chunk_id]
+                values = arrays[chunk_id] = array("d", [math.nan]) * (FIELDS * len(keys))
+                for i, key in enumerate(keys):
+                    slots[key] = (values, FIELDS * i)
         for key, band in self.method.forecast(state):
-            batch.append((key, band.p50, band.low, band.high))
-            if len(batch) >= BATCH:
-                yield Results(sync.generation, sync.made_at, name, tuple(batch))
-                batch = []
+            slot = slots.get(key)
+            if slot is not None:
+                values, at = slot
+                values[at], values[at + 1], values[at + 2] = band.p50, band.low, band.high
         seconds = time.perf_counter() - started
-        yield Results(sync.generation, sync.made_at, name, tuple(batch), last=True, seconds=seconds)
-
-
-def band_of(item: tuple[WorkloadKey, float, float, float]) -> Band:
-    return Band(item[1], item[2], item[3])
+        name = self.method.name
+        items = list(arrays.items())
+        for start in range(0, max(1, len(items)), BATCH):
+            batch = tuple(items[start : start + BATCH])
+            last = start + BATCH >= len(items)
+            yield Results(
+                sync.generation, sync.made_at, name, batch, last, seconds if last else 0.0
+            )
 
 
 def worker_main(inbox: Connection, outbox: Connection, method_name: str) -> None:

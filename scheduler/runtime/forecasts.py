@@ -8,9 +8,15 @@ batch per turn of the loop. The loop's share is bounded: a chunk's keys are pick
 one step (about 0.3 ms for 2,048 keys), the other steps are cut by a `TimeBox`, and the
 pipe's blocking reads and writes run in two threads that only move bytes.
 
-Each served forecast carries the snapshot generation and the instant it was made from;
-a new refresh fills a second map while the first is served, and a workload's lookup
-prefers the newer, so what is served is never older than it says. When the worker dies
+Results come back per snapshot chunk: one flat array of floats in the chunk's order, so
+the loop allocates no object per workload and keeps no per-workload index (100k small
+objects per refresh kept the collector busy, and a 100k-key index cost a 6 ms resize
+now and then). A workload's forecast is found through the current snapshot: the chunk
+that holds it, that chunk's array, the workload's index there. Each chunk's array is
+stored with the refresh it came from, so every served forecast carries the snapshot
+generation and the instant it was made from: what is served is never older than it
+says. A workload whose chunk changed has no forecast until the next refresh covers the
+new chunk. When the worker dies
 (its pipe closes) or a refresh takes longer than `refresh_timeout`, that is logged, the
 process is replaced after a pause (1 s doubling to 30 s) and the new one gets the whole
 state again; served forecasts stay, with their own `madeAt`, until replaced.
@@ -26,21 +32,23 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import math
 import multiprocessing
 import pickle
 import queue
 import threading
-import weakref
+from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
-from typing import Final
+from typing import Final, TypeAlias
 
 from scheduler.kubeapi.backoff import Backoff
 from scheduler.runtime.calibration import LiveCalibration
 from scheduler.runtime.forecast_method import METHODS, Band, Observation
 from scheduler.runtime.forecast_worker import (
+    FIELDS,
     Chunk,
     Inbound,
     Results,
@@ -55,7 +63,6 @@ from scheduler.runtime.snapshot import (
     ServedForecast,
     Snapshot,
     ViewChunk,
-    WorkloadKey,
 )
 from scheduler.runtime.stepclock import TimeBox
 
@@ -105,7 +112,8 @@ class _Refresh:
     generation: int
 
 
-_Served = tuple[_Refresh, float, float, float]  # refresh, p50, low, high (seconds)
+_Served: TypeAlias = "tuple[_Refresh, array[float]]"  # a chunk's bands, FIELDS floats per workload
+_PICKLE_SECONDS_PER_KEY: Final = 1.5e-6  # about what pickling one (namespace, name) costs
 
 
 class WorkerLostError(Exception):
@@ -139,11 +147,15 @@ class _Worker:
 
     def start_threads(self, loop: asyncio.AbstractEventLoop) -> None:
         def write() -> None:
-            while (data := self.outbox.get()) is not None:
-                try:
+            # The writer owns the input: closing it is the worker's EOF, and no other
+            # thread may close it under a write.
+            try:
+                while (data := self.outbox.get()) is not None:
                     self.to_worker.send_bytes(data)
-                except OSError:
-                    return
+            except OSError:
+                pass
+            finally:
+                self.to_worker.close()
 
         def read() -> None:
             while True:
@@ -163,16 +175,20 @@ class _Worker:
             thread.start()
 
     def close(self) -> None:
-        """Close the input (the worker exits), then make sure it has (in a thread)."""
+        """Stop the writer (it closes the input: the worker exits), make sure the
+        process has gone, then close the output. Blocking: run it in a thread."""
         self.outbox.put(None)
-        self.to_worker.close()
-        self.process.join(_STOP_SECONDS)
+        writer = self.threads[0] if self.threads else None
+        if writer is not None:
+            writer.join(_STOP_SECONDS)  # a hung worker may leave it blocked in a write
+        stopped = writer is None or not writer.is_alive()
+        self.process.join(_STOP_SECONDS if stopped else 0)
         if self.process.is_alive():
             self.process.kill()
             self.process.join(_STOP_SECONDS)
-        self.from_worker.close()
         for thread in self.threads:
-            thread.join(_STOP_SECONDS)
+            thread.join(_STOP_SECONDS)  # the dead process's pipes fail their reads and writes
+        self.from_worker.close()
 
 
 class ForecastService:
@@ -190,12 +206,11 @@ class ForecastService:
         self.config = config if config is not None else ForecastConfig()
         self.calibration = calibration if calibration is not None else LiveCalibration()
         self.stats = ForecastStats()
-        # The newest complete refresh, and the one being received (preferred per key).
-        self._current: dict[WorkloadKey, _Served] = {}
-        self._incoming: dict[WorkloadKey, _Served] = {}
-        # Snapshot chunks the current worker holds, by our id for them.
-        self._sent: weakref.WeakKeyDictionary[ViewChunk, int] = weakref.WeakKeyDictionary()
-        self._held: set[int] = set()
+        # The chunks the worker holds (those of the last snapshot sent), by our id for
+        # them, and the bands of each, from the refresh that made them.
+        self._ids_of: dict[ViewChunk, int] = {}
+        self._bands: dict[int, _Served] = {}
+        self._known: set[int] = set()  # the ids the current worker process holds
         self._ids = itertools.count()
         self._worker: _Worker | None = None
         self._refreshed = asyncio.Event()
@@ -203,11 +218,19 @@ class ForecastService:
     # -- reading ---------------------------------------------------------------------
     def forecast(self, namespace: str, name: str) -> ServedForecast | None:
         """The forecast served for a pending workload, if any. O(1)."""
-        key = (namespace, name)
-        served = self._incoming.get(key) or self._current.get(key)
-        if served is None:
+        snapshot = self._snapshot()
+        cluster_queue = snapshot.workloads.get((namespace, name))
+        view = snapshot.view(cluster_queue) if cluster_queue is not None else None
+        chunk = view.chunk_of(namespace, name) if view is not None else None
+        chunk_id = self._ids_of.get(chunk) if chunk is not None else None
+        served = self._bands.get(chunk_id) if chunk_id is not None else None
+        if served is None or chunk is None:
             return None
-        refresh, p50, low, high = served
+        refresh, values = served
+        i = FIELDS * chunk.index_of[(namespace, name)]
+        p50, low, high = values[i], values[i + 1], values[i + 2]
+        if math.isnan(p50):
+            return None
         at = refresh.made_at
         return ServedForecast(
             refresh.method,
@@ -282,9 +305,9 @@ class ForecastService:
         loop = asyncio.get_running_loop()
         worker = _Worker(process, to_worker, from_worker, asyncio.Queue())
         worker.start_threads(loop)
-        # A new process knows nothing: every chunk is sent again.
-        self._sent = weakref.WeakKeyDictionary()
-        self._held = set()
+        # A new process knows nothing: every chunk is sent again, under the same ids, so
+        # what was served stays until the new worker's results replace it.
+        self._known = set()
         self._worker = worker
         self.stats.worker_pid = process.pid
         log.info("event=forecast-worker-started pid=%s method=%s", process.pid, self.config.method)
@@ -315,23 +338,31 @@ class ForecastService:
         """The chunks the worker lacks, then the Sync; in stretches of `step_budget`."""
         box = TimeBox(self.config.step_budget)
         queues: dict[str, SyncQueue] = {}
-        held: set[int] = set()
+        held: dict[ViewChunk, int] = {}
         for name, view in snapshot.views.items():
             ids: list[int] = []
             for chunk in view.chunks:
-                chunk_id = self._sent.get(chunk)
+                chunk_id = self._ids_of.get(chunk)
                 if chunk_id is None:
-                    chunk_id = self._sent[chunk] = next(self._ids)
-                    worker.send(Chunk(chunk_id, tuple([e.key for e in chunk.entries])))
+                    chunk_id = next(self._ids)
+                if chunk_id not in self._known:
+                    # Pickling a chunk's keys is one step: make room for it first.
+                    await box.pause(ahead=_PICKLE_SECONDS_PER_KEY * len(chunk))
+                    keys = tuple(chunk.index_of)  # in the chunk's order
+                    worker.send(Chunk(chunk_id, keys))
+                    self._known.add(chunk_id)
                     self.stats.chunks_sent += 1
+                held[chunk] = chunk_id
                 ids.append(chunk_id)
-                held.add(chunk_id)
                 await box.pause()
             queues[name] = SyncQueue(tuple(ids), snapshot.velocities.get(name))
-        forgotten = tuple(self._held - held)
-        self._held = held
+        gone = [chunk_id for chunk, chunk_id in self._ids_of.items() if chunk not in held]
+        self._ids_of = held
+        for chunk_id in gone:
+            self._bands.pop(chunk_id, None)
+            self._known.discard(chunk_id)
         made_at = self._clock()
-        worker.send(Sync(snapshot.generation, made_at, queues, forgotten, snapshot.quota))
+        worker.send(Sync(snapshot.generation, made_at, queues, tuple(gone), snapshot.quota))
         self._record(box)
 
     async def _receive(self, worker: _Worker, started: float) -> None:
@@ -340,25 +371,27 @@ class ForecastService:
         deadline = started + self.config.refresh_timeout
         box = TimeBox(self.config.step_budget)
         refresh: _Refresh | None = None
+        served = 0
+        held = set(self._ids_of.values())
         while True:
             box.end()
             results = await worker.receive(max(0.0, deadline - loop.time()))
             box.restart()
             if refresh is None or refresh.generation != results.generation:
                 refresh = _Refresh(results.method, results.made_at, results.generation)
-            incoming = self._incoming
-            for key, p50, low, high in results.bands:
-                incoming[key] = (refresh, p50, low, high)
+            for chunk_id, values in results.chunks:
+                if chunk_id in held:  # else no snapshot holds it any more
+                    self._bands[chunk_id] = (refresh, values)
+                    served += len(values) // FIELDS
             if results.last:
                 break
         box.end()
-        self._current, self._incoming = self._incoming, {}
         stats = self.stats
         stats.refreshes += 1
         stats.last_refresh_seconds = loop.time() - started
         stats.last_worker_seconds = results.seconds
         stats.last_made_at = results.made_at
-        stats.last_served = len(self._current)
+        stats.last_served = served
         self._record(box)
         self._refreshed.set()
 

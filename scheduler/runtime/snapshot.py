@@ -362,14 +362,22 @@ class ClusterQueueView:
         """The LocalQueue's subsequence, sliced: O(limit + log n)."""
         return self._lq_items((namespace, name), offset, limit)
 
+    def _chunk_number(self, key: WorkloadKey) -> int | None:
+        cell = self._cells.get(key)
+        return self._chunk_at.get(cell) if cell is not None else None
+
     def position_of(self, namespace: str, name: str) -> PageItem | None:
         key = (namespace, name)
-        cell = self._cells.get(key)
-        c = self._chunk_at.get(cell) if cell is not None else None
+        c = self._chunk_number(key)
         if c is None:
             return None
         local = self.chunks[c].index_of.get(key)
         return None if local is None else self._item_at(c, local)
+
+    def chunk_of(self, namespace: str, name: str) -> ViewChunk | None:
+        """The chunk holding the workload (the forecasts are kept per chunk)."""
+        c = self._chunk_number((namespace, name))
+        return None if c is None else self.chunks[c]
 
     def local_queue_digest(self, namespace: str, name: str) -> str:
         """A LocalQueue view's identity: the ClusterQueue digest plus its key and binding."""

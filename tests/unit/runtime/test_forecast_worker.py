@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import pickle
+from array import array
 from collections.abc import Iterator
 
 import pytest
@@ -68,10 +69,10 @@ def test_a_sync_forecasts_the_order_its_chunks_spell() -> None:
     )
     assert len(out) == 1 and out[0].last
     assert (out[0].generation, out[0].made_at, out[0].method) == (7, T0, "recording")
-    assert out[0].bands == (
-        (("ns", "b0"), 0.0, 0.0, 0.0),
-        (("ns", "a0"), 1.0, 1.0, 1.0),
-        (("ns", "a1"), 2.0, 2.0, 2.0),
+    # Per chunk, the bands in the chunk's own order: p50, low, high per workload.
+    assert out[0].chunks == (
+        (2, array("d", [0.0, 0.0, 0.0])),
+        (1, array("d", [1.0, 1.0, 1.0, 2.0, 2.0, 2.0])),
     )
 
 
@@ -87,12 +88,33 @@ def test_chunks_are_kept_across_syncs_until_forgotten() -> None:
         list(replica.handle(Sync(4, T0, {"cq": SyncQueue((1,), None)})))
 
 
-def test_results_come_in_batches_and_the_last_is_flagged() -> None:
+def test_results_come_in_batches_of_chunks_and_the_last_is_flagged() -> None:
     replica = Replica(Recording())
-    list(replica.handle(Chunk(1, keys("w", BATCH * 2 + 5))))
-    out = list(replica.handle(Sync(1, T0, {"cq": SyncQueue((1,), None)})))
-    assert [len(r.bands) for r in out] == [BATCH, BATCH, 5]
+    ids = tuple(range(2 * BATCH + 1))
+    for chunk_id in ids:
+        list(replica.handle(Chunk(chunk_id, keys(f"c{chunk_id}-", 2))))
+    out = list(replica.handle(Sync(1, T0, {"cq": SyncQueue(ids, None)})))
+    assert [len(r.chunks) for r in out] == [BATCH, BATCH, 1]
     assert [r.last for r in out] == [False, False, True]
+    assert [chunk_id for r in out for chunk_id, _ in r.chunks] == list(ids)
+
+
+def test_a_workload_without_a_band_is_nan() -> None:
+    class HeadOnly(Recording):
+        def forecast(self, state: ForecastInput) -> Iterator[tuple[WorkloadKey, Band]]:
+            yield next(iter(super().forecast(state)))
+
+    replica = Replica(HeadOnly())
+    list(replica.handle(Chunk(1, keys("w", 2))))
+    [out] = replica.handle(Sync(1, T0, {"cq": SyncQueue((1,), None)}))
+    values = out.chunks[0][1]
+    assert list(values[:3]) == [0.0, 0.0, 0.0]
+    assert all(math.isnan(v) for v in values[3:])
+
+
+def test_an_empty_snapshot_still_answers() -> None:
+    [out] = Replica(Recording()).handle(Sync(1, T0, {}))
+    assert out.last and out.chunks == ()
 
 
 def test_started_reaches_the_method() -> None:
@@ -107,7 +129,7 @@ def test_messages_survive_the_pipe() -> None:
     messages = [
         Chunk(3, keys("a", 3)),
         Sync(9, T0, {"cq": SyncQueue((3,), VELOCITY)}, forgotten=(1, 2)),
-        Results(9, T0, "rate", ((("ns", "a"), 1.0, 0.5, 2.0),), last=True, seconds=0.25),
+        Results(9, T0, "rate", ((3, array("d", [1.0, 0.5, 2.0])),), last=True, seconds=0.25),
     ]
     for message in messages:
         assert pickle.loads(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)) == message
