@@ -16,11 +16,11 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from queuescope import eventloop
-from queuescope.forecasting import add_forecast_flags, forecast_service
 from queuescope.lifecycle import ChangeNotifier, drain, run_until_stopped
 from queuescope.logformat import configure_logging
 from queuescope.lookups import not_pending_lookup
 from queuescope.serve_cluster import add_cluster_flags, run_cluster
+from queuescope.serve_forecasts import add_forecast_flags, forecast_service
 from scheduler.api.decode import ApiError, load_documents
 from scheduler.core.ingest import scheduler_config
 from scheduler.core.scheduler import Scheduler

@@ -30,10 +30,10 @@ from prometheus_client import CollectorRegistry, Gauge
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from queuescope.forecasting import forecast_service
 from queuescope.kubeclient import ClusterClients
 from queuescope.lifecycle import ChangeNotifier, drain, run_until_stopped
 from queuescope.lookups import not_pending_lookup
+from queuescope.serve_forecasts import forecast_service
 from scheduler.api.decode import load_documents
 from scheduler.core.ingest import scheduler_config
 from scheduler.core.scheduler import Scheduler

@@ -17,17 +17,21 @@ from scheduler.runtime.forecasts import ForecastConfig, ForecastService
 OFF = "none"
 
 
+def _env(name: str, default: str) -> str:
+    return os.environ.get(f"QUEUESCOPE_{name}", default)
+
+
 def add_forecast_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--forecast-method",
         choices=(*sorted(METHODS), OFF),
-        default=os.environ.get("QUEUESCOPE_FORECAST_METHOD", "rate"),
+        default=_env("FORECAST_METHOD", "rate"),
         help="how the forecast worker predicts start times (none: no worker, no estimatedStart)",
     )
     p.add_argument(
         "--forecast-interval",
         type=float,
-        default=float(os.environ.get("QUEUESCOPE_FORECAST_INTERVAL", "10")),
+        default=float(_env("FORECAST_INTERVAL", "10")),
         metavar="SECONDS",
         help="seconds between two full refreshes of every pending workload's forecast",
     )
