@@ -42,6 +42,20 @@ apiVersion: kueue.x-k8s.io/v1beta1
 kind: LocalQueue
 metadata: {name: orphan, namespace: team-a}
 spec: {clusterQueue: cq-gone}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: cq-fast}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: default, resources: [{name: cpu, nominalQuota: "3"}]}]
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {name: fast, namespace: team-a}
+spec: {clusterQueue: cq-fast}
 """
 
 WORKLOAD = """\
@@ -81,6 +95,8 @@ WORKLOADS = {
     "lost": ("nope", True, 4, False),
     "stopped": ("held", True, 5, False),
     "orphaned": ("orphan", True, 6, False),
+    # cq-fast admits three at once: an admission rate, hence forecasts for the other two
+    **{f"fast{i}": ("fast", True, 7, False) for i in range(5)},
 }
 
 
@@ -99,7 +115,8 @@ def _position(server: EmbeddedServer, name: str) -> tuple[int, Any]:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedServer]:
-    with embedded_server(tmp_path_factory.mktemp("position"), _manifests()) as srv:
+    root = tmp_path_factory.mktemp("position")
+    with embedded_server(root, _manifests(), ["--forecast-interval", "1"]) as srv:
         # The first cycle admits `running`; until it has, `running` is still listed.
         deadline = time.monotonic() + READY_SECONDS
         while _position(srv, "running")[1].get("pending", True):
@@ -166,3 +183,25 @@ def test_a_namespaced_user_gets_the_same_answer(server: EmbeddedServer) -> None:
     assert _position(server, "done") == server.get_json(
         f"{V2}/namespaces/team-a/workloads/done/pendingposition", "alice"
     )
+
+
+def test_a_pending_workload_gets_the_forecast_start(server: EmbeddedServer) -> None:
+    """docs/visibility-api.md#pending-position: `estimatedStart` once the forecast worker
+    has refreshed after cq-fast's three admissions."""
+    deadline = time.monotonic() + READY_SECONDS
+    while True:
+        code, listing = server.get_json(f"{V2}/clusterqueues/cq-fast/pendingworkloads", "admin")
+        assert code == 200, listing
+        names = [item["metadata"]["name"] for item in listing["items"]]
+        body = _position(server, names[-1])[1] if len(names) == 2 else {}
+        if "estimatedStart" in body:
+            break
+        assert time.monotonic() < deadline, server.log.read_text()
+        time.sleep(0.2)
+    start = body["estimatedStart"]
+    assert start["method"] == "rate" and isinstance(start["snapshot"], int)
+    assert start["madeAt"] <= start["low"] <= start["p50"] <= start["high"]
+    # The second in line starts no earlier than the first.
+    first = _position(server, names[0])[1].get("estimatedStart")
+    if first is not None and first["snapshot"] == start["snapshot"]:
+        assert first["p50"] <= start["p50"]
