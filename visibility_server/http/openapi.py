@@ -213,6 +213,8 @@ _WHY_PENDING: Final[Schema] = {
         },
     },
 }
+
+
 def _instant(description: str) -> Schema:
     return {**_string(description), "format": "date-time"}
 
