@@ -229,8 +229,8 @@ class ForecastService:
         refresh, values = served
         i = FIELDS * chunk.index_of[(namespace, name)]
         p50, low, high = values[i], values[i + 1], values[i + 2]
-        if math.isnan(p50):
-            return None
+        if not (math.isfinite(p50) and math.isfinite(low) and math.isfinite(high)):
+            return None  # NaN: the method said nothing; an infinite start is no instant
         at = refresh.made_at
         return ServedForecast(
             refresh.method,

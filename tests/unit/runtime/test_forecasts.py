@@ -6,19 +6,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import os
 import signal
+from array import array
 from collections.abc import AsyncIterator
 from types import MappingProxyType
 
 import pytest
 
 from scheduler.runtime.calibration import LiveCalibration
-from scheduler.runtime.forecasts import ForecastConfig, ForecastService
+from scheduler.runtime.forecasts import ForecastConfig, ForecastService, _Refresh
 from scheduler.runtime.snapshot import (
     MICROS,
     AdmissionVelocity,
     PendingEntry,
+    ServedForecast,
     Snapshot,
     build_view,
 )
@@ -143,3 +146,19 @@ def test_a_bad_configuration_is_refused() -> None:
         ForecastConfig(method="nope")
     with pytest.raises(ValueError, match="interval must be positive"):
         ForecastConfig(interval=0)
+
+
+def test_a_band_that_is_no_instant_is_not_served() -> None:
+    """NaN (the method said nothing) and infinity (no instant) serve no forecast; the
+    other workloads of the same chunk keep theirs. Fed by hand: a worker process only
+    runs registered methods."""
+    published = Published(snapshot(1, ["w0", "w1", "w2"]))
+    service = ForecastService(published, lambda: T0, SLOW)
+    chunk = published.current.views["cq"].chunks[0]
+    service._ids_of = {chunk: 1}
+    values = array("d", [10.0, 5.0, 20.0, math.nan, math.nan, math.nan, math.inf, 1.0, math.inf])
+    service._bands = {1: (_Refresh("m", T0, 1), values)}
+    served = service.forecast("ns", "w0")
+    assert served == ServedForecast("m", T0, 1, T0 + 10 * MICROS, T0 + 5 * MICROS, T0 + 20 * MICROS)
+    assert service.forecast("ns", "w1") is None
+    assert service.forecast("ns", "w2") is None
