@@ -16,6 +16,8 @@ from types import MappingProxyType
 import pytest
 
 from scheduler.runtime.calibration import LiveCalibration
+from scheduler.runtime.commands import ApplyObject, MarkSynced
+from scheduler.runtime.engine import Engine
 from scheduler.runtime.forecasts import ForecastConfig, ForecastService, _Refresh
 from scheduler.runtime.snapshot import (
     MICROS,
@@ -25,7 +27,16 @@ from scheduler.runtime.snapshot import (
     Snapshot,
     build_view,
 )
-from tests.unit.runtime.support import eventually
+from tests.unit.runtime.support import (
+    cluster_queue,
+    decode,
+    eventually,
+    flavor,
+    local_queue,
+    namespace,
+    real_scheduler,
+    workload,
+)
 
 T0 = 1_767_225_600 * MICROS
 VELOCITY = AdmissionVelocity(at=T0, weight=60.0, window_seconds=600.0, tau_seconds=300.0)
@@ -162,3 +173,26 @@ def test_a_band_that_is_no_instant_is_not_served() -> None:
     assert served == ServedForecast("m", T0, 1, T0 + 10 * MICROS, T0 + 5 * MICROS, T0 + 20 * MICROS)
     assert service.forecast("ns", "w1") is None
     assert service.forecast("ns", "w2") is None
+
+
+async def test_the_engine_tells_its_admission_observers() -> None:
+    """The calibration's hook: every admission, with its ClusterQueue and instant."""
+    engine = Engine(real_scheduler(), publish_interval=0.02)
+    seen: list[tuple[str, str, int]] = []
+    engine.admission_observers.append(lambda key, cq, at: seen.append((key, cq, at)))
+    engine.start()
+    try:
+        for data in (
+            namespace("team"),
+            flavor(),
+            cluster_queue("cq", "2"),
+            local_queue("team", "main", "cq"),
+            *(workload("team", f"w{i}", "main") for i in range(3)),
+        ):
+            engine.submit(ApplyObject(decode(data)))
+        engine.submit(MarkSynced())
+        await eventually(lambda: len(seen) == 2)
+    finally:
+        await engine.stop()
+    assert sorted(key for key, _, _ in seen) == ["team/w0", "team/w1"]
+    assert all(cq == "cq" and at > 0 for _, cq, at in seen)
