@@ -10,8 +10,10 @@ talks to the API server of the user's kubeconfig (`--kubeconfig`, `KUBECONFIG`,
    (the embedded server, reached directly) is asked for its dashboard overview;
 2. each LocalQueue's pending workloads, through the visibility API
    (`localqueues/{name}/pendingworkloads`): positions in the LocalQueue and ClusterQueue;
-3. each workload's [EXT] `pendingposition`: why it waits and its estimated wait
-   (left blank when the caller may not read them).
+3. each workload's [EXT] `pendingposition`: why it waits, its estimated wait and the
+   forecast worker's start band, `estimatedStart` (left blank when the caller may not
+   read them; the START column counts from now, `-o wide` adds the band and how old
+   the forecast is).
 
 Exit codes: 0 done, 1 the server refused or failed, 2 unusable arguments.
 """
@@ -149,7 +151,7 @@ async def gather(
         if not found.get("pending"):
             return
         row["clusterQueue"] = found.get("clusterQueueName", "")
-        for key in ("estimatedWait", "whyPending"):
+        for key in ("estimatedWait", "estimatedStart", "whyPending"):
             if key in found:
                 row[key] = found[key]
 
@@ -175,11 +177,14 @@ def _duration(seconds: float) -> str:
     return f"{h // 24}d"
 
 
+def _instant(timestamp: str) -> datetime:
+    return datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+
+
 def _age(timestamp: str, now: datetime) -> str:
     if not timestamp:
         return ""
-    created = datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
-    return _duration((now - created).total_seconds())
+    return _duration((now - _instant(timestamp)).total_seconds())
 
 
 def _blocker(b: Json) -> str:
@@ -209,8 +214,36 @@ def _wait(row: Json, *, wide: bool) -> str:
     return text
 
 
+def _start(row: Json, *, wide: bool, now: datetime) -> str:
+    """The forecast start from now (`due` once its median has passed); wide: the band
+    and the forecast's age, so an old forecast is never read as a fresh one."""
+    start = row.get("estimatedStart")
+    if start is None:
+        return "<unknown>"
+
+    def until(field: str) -> str:
+        seconds = (_instant(start[field]) - now).total_seconds()
+        return _duration(seconds) if seconds > 0 else "0s"
+
+    p50 = (_instant(start["p50"]) - now).total_seconds()
+    text = f"~{_duration(p50)}" if p50 > 0 else "due"
+    if wide:
+        text += f" ({until('low')}-{until('high')}, {_age(start['madeAt'], now)} old)"
+    return text
+
+
 def table(rows: Sequence[Json], *, wide: bool, now: datetime) -> str:
-    header = ["NAME", "LOCALQUEUE", "POS(LQ)", "POS(CQ)", "PRIORITY", "AGE", "WAIT", "REASON"]
+    header = [
+        "NAME",
+        "LOCALQUEUE",
+        "POS(LQ)",
+        "POS(CQ)",
+        "PRIORITY",
+        "AGE",
+        "WAIT",
+        "START",
+        "REASON",
+    ]
     if wide:
         header.insert(2, "CLUSTERQUEUE")
     lines = [header]
@@ -223,6 +256,7 @@ def table(rows: Sequence[Json], *, wide: bool, now: datetime) -> str:
             str(r["priority"]),
             _age(r["creationTimestamp"], now),
             _wait(r, wide=wide),
+            _start(r, wide=wide, now=now),
             _why(r),
         ]
         if wide:

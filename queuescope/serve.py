@@ -18,7 +18,9 @@ from prometheus_client import CollectorRegistry
 from queuescope import eventloop
 from queuescope.lifecycle import ChangeNotifier, drain, run_until_stopped
 from queuescope.logformat import configure_logging
+from queuescope.lookups import not_pending_lookup
 from queuescope.serve_cluster import add_cluster_flags, run_cluster
+from queuescope.serve_forecasts import add_forecast_flags, forecast_service
 from scheduler.api.decode import ApiError, load_documents
 from scheduler.core.ingest import scheduler_config
 from scheduler.core.scheduler import Scheduler
@@ -102,6 +104,7 @@ def add_serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
         default=_env("LOOP", "auto"),
         help="event loop: uvloop where installed (auto, the default), or asyncio's own",
     )
+    add_forecast_flags(p)
     add_cluster_flags(p)
 
 
@@ -190,12 +193,15 @@ async def _run_embedded(args: argparse.Namespace) -> int:
     authorizer = Authorizer(backend)
     registry = CollectorRegistry()
     loop_lag = LoopLagMonitor(registry)
+    forecasts = forecast_service(args, engine, registry)
     app = create_app(
         snapshot=engine.snapshot,
         authenticator=authenticator,
         authorizer=authorizer,
         version_info=VERSION,
         change_notifier=ChangeNotifier(engine),
+        not_pending=not_pending_lookup(engine),
+        forecasts=forecasts.forecast if forecasts is not None else None,
         metrics_registry=registry,
         health_checks=[
             HealthCheck("event-loop", loop_lag.healthy, frozenset({"livez", "healthz"})),
@@ -217,6 +223,8 @@ async def _run_embedded(args: argparse.Namespace) -> int:
         asyncio.create_task(loop_lag.run(), name="loop-lag"),
         asyncio.create_task(server.serve(), name="https"),
     ]
+    if forecasts is not None:
+        tasks.append(asyncio.create_task(forecasts.run(), name="forecasts"))
     if args.demo:
         demo = DemoLoad(
             engine,

@@ -32,6 +32,8 @@ from prometheus_client.registry import Collector
 
 from queuescope.kubeclient import ClusterClients
 from queuescope.lifecycle import ChangeNotifier, drain, run_until_stopped
+from queuescope.lookups import not_pending_lookup
+from queuescope.serve_forecasts import forecast_service
 from scheduler.api.decode import load_documents
 from scheduler.core.ingest import scheduler_config
 from scheduler.core.scheduler import Scheduler
@@ -375,12 +377,15 @@ async def run_cluster(
 
     stopping = asyncio.Event()
     loop_lag = LoopLagMonitor(registry)
+    forecasts = forecast_service(args, engine, registry)
     app = create_app(
         snapshot=engine.snapshot,
         authenticator=delegated.authenticator,
         authorizer=authorizer,
         version_info=version,
         change_notifier=ChangeNotifier(engine),
+        not_pending=not_pending_lookup(engine),
+        forecasts=forecasts.forecast if forecasts is not None else None,
         metrics_registry=registry,
         health_checks=[
             HealthCheck("event-loop", loop_lag.healthy, frozenset({"livez", "healthz"})),
@@ -414,6 +419,8 @@ async def run_cluster(
         asyncio.create_task(cabundle.run(), name="cabundle-check"),
         asyncio.create_task(server.serve(), name="https"),
     ]
+    if forecasts is not None:
+        tasks.append(asyncio.create_task(forecasts.run(), name="forecasts"))
 
     async def freeze_after_sync() -> None:
         # The initial load lives as long as the process: keep it out of full GC passes.

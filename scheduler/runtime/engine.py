@@ -32,7 +32,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from scheduler.api import ClusterQueue, Workload
@@ -181,6 +181,9 @@ class Engine:
         # from it; `_settle` resets it when it yields between command slices).
         self._stretch = TimeBox(command_budget)
         self.stats = EngineStats()
+        # Called with (workload key, ClusterQueue, instant) for every admission (the
+        # forecasts' live calibration records the forecast then served).
+        self.admission_observers: list[Callable[[str, str, Instant], None]] = []
 
     # -- reading ---------------------------------------------------------------------
     def snapshot(self) -> Snapshot:
@@ -540,6 +543,8 @@ class Engine:
             cq = s.holders.cluster_queue_of(key)
             if cq is not None:
                 self.rates.observe(cq, now)
+                for observer in self.admission_observers:
+                    observer(key, cq, now)
 
     def _fingerprint(self, heads: list[tuple[str, str]]) -> object:
         """What decides whether another cycle can do something different: every

@@ -363,14 +363,22 @@ class ClusterQueueView:
         """The LocalQueue's subsequence, sliced: O(limit + log n)."""
         return self._lq_items((namespace, name), offset, limit)
 
+    def _chunk_number(self, key: WorkloadKey) -> int | None:
+        cell = self._cells.get(key)
+        return self._chunk_at.get(cell) if cell is not None else None
+
     def position_of(self, namespace: str, name: str) -> PageItem | None:
         key = (namespace, name)
-        cell = self._cells.get(key)
-        c = self._chunk_at.get(cell) if cell is not None else None
+        c = self._chunk_number(key)
         if c is None:
             return None
         local = self.chunks[c].index_of.get(key)
         return None if local is None else self._item_at(c, local)
+
+    def chunk_of(self, namespace: str, name: str) -> ViewChunk | None:
+        """The chunk holding the workload (the forecasts are kept per chunk)."""
+        c = self._chunk_number((namespace, name))
+        return None if c is None else self.chunks[c]
 
     def local_queue_digest(self, namespace: str, name: str) -> str:
         """A LocalQueue view's identity: the ClusterQueue digest plus its key and binding."""
@@ -615,6 +623,20 @@ class AdmissionVelocity:
             admissions_per_hour=found.rate * 3600.0,
             effective_admissions=weight,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class ServedForecast:
+    """A pending workload's start forecast as the forecast worker published it
+    (docs/forecasting.md#serving): absolute instants, the method, and the instant and
+    snapshot generation it was made from."""
+
+    method: str
+    made_at: Instant
+    generation: int
+    p50: Instant
+    low: Instant
+    high: Instant
 
 
 @dataclass(frozen=True, slots=True)

@@ -105,6 +105,9 @@ def demo_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoServer
                 str(state),
                 "--listen",
                 f"127.0.0.1:{port}",
+                # Forecasts refreshed every second, so the Estimated start column fills soon.
+                "--forecast-interval",
+                "1",
             ],
             stdout=out,
             stderr=subprocess.STDOUT,

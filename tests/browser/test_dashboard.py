@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -203,3 +204,34 @@ def test_without_a_certificate_the_page_explains(page_as: PageAs, demo_server: D
     page.wait_for_selector("#message:not([hidden])", timeout=WAIT_MS)
     assert "not authenticated" in page.inner_text("#message")
     assert page.query_selector_all("[data-cq]") == []
+
+
+def test_the_estimated_start_shows_the_forecast_and_its_age(
+    page_as: PageAs, demo_server: DemoServer
+) -> None:
+    page = page_as("admin")
+    page.goto(f"{demo_server.url}/dashboard?clusterQueue=research-a")
+    # The first forecasts need a few admissions of the demo load to rate from.
+    cell = page.wait_for_selector('[data-testid="estimated-start"]', timeout=MATCH_SECONDS * 1000)
+    assert cell is not None
+    row = page.evaluate(
+        """(cell) => {
+            const tr = cell.closest("tr");
+            return [tr.dataset.namespace, tr.dataset.name, cell.innerText, cell.title];
+        }""",
+        cell,
+    )
+    namespace, name, text, title = row
+    lines = text.splitlines()
+    assert lines[0] == "due" or lines[0].startswith("~"), text
+    assert lines[1].startswith("90%: "), text
+    assert lines[2].startswith("rate, ") and lines[2].endswith(" old"), text
+    # The title names the forecast's instant and snapshot, as the lookup serves them.
+    assert re.search(r"rate, made at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ from snapshot \d+$", title)
+    status, lookup = fetch_json(
+        page, f"{API}/namespaces/{namespace}/workloads/{name}/pendingposition"
+    )
+    if status == 200 and "estimatedStart" in lookup:  # it may have been admitted meanwhile
+        start = lookup["estimatedStart"]
+        assert set(start) == {"p50", "low", "high", "method", "madeAt", "snapshot"}
+        assert start["low"] <= start["p50"] <= start["high"]

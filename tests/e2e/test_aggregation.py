@@ -22,11 +22,13 @@ from tests.e2e.aggregated import (
     CLUSTER_QUEUE_ORDER,
     GROUP,
     VERSIONS,
+    WORKLOAD,
     Aggregated,
     cq_path,
     lq_path,
     positions,
 )
+from tests.e2e.cluster import cpu_queue
 from tests.e2e.harness import User, wait_for
 
 
@@ -227,3 +229,47 @@ def test_apiservices_stay_available(aggregated: Aggregated) -> None:
         condition = aggregated.apiservice_condition(version)
         assert condition is not None and condition["status"] == "True", condition
     aggregated.server.check_alive()
+
+
+def test_the_lookup_serves_the_forecast_start_and_every_workload(aggregated: Aggregated) -> None:
+    """docs/visibility-api.md#pending-position through kube-apiserver: a queue that admits
+    three of five one-CPU workloads has an admission rate, so the forecast worker (method
+    `rate`) gives the two left pending an `estimatedStart`; an admitted one says why it is
+    not pending."""
+    one_cpu = WORKLOAD.replace('cpu: "2"', 'cpu: "1"')
+    workloads = "".join(
+        one_cpu.format(name=f"f{i}", ns="team-f", queue="lq-f", priority=0, sec=i) for i in range(5)
+    )
+    aggregated.server.apply_objects(
+        "forecast", cpu_queue("team-f", "default", "cq-f", "lq-f", "3") + "\n" + workloads
+    )
+    base = f"/apis/{GROUP}/v1beta2/namespaces/team-f/workloads"
+
+    def pending_names() -> list[str] | None:
+        doc = _kubectl_raw(aggregated, cq_path("v1beta2", "cq-f"))
+        names = [item["metadata"]["name"] for item in doc["items"]]
+        return names if len(names) == 2 else None
+
+    waiting = wait_for(pending_names, timeout=90, what="three of five admitted in cq-f")
+
+    def forecast() -> dict[str, Any] | None:
+        doc = _kubectl_raw(aggregated, f"{base}/{waiting[-1]}/pendingposition")
+        return doc if "estimatedStart" in doc else None
+
+    # The worker refreshes every 10 s by default; the first refresh with a rate follows
+    # the admissions.
+    doc = wait_for(forecast, timeout=90, what="an estimatedStart for the last pending workload")
+    start = doc["estimatedStart"]
+    assert doc["pending"] is True and doc["positionInClusterQueue"] == 1
+    assert set(start) == {"p50", "low", "high", "method", "madeAt", "snapshot"}
+    assert start["method"] == "rate"
+    assert start["madeAt"] <= start["low"] <= start["p50"] <= start["high"]
+    assert isinstance(start["snapshot"], int)
+    admitted = sorted({f"f{i}" for i in range(5)} - set(waiting))[0]
+    done = _kubectl_raw(aggregated, f"{base}/{admitted}/pendingposition")
+    assert (done["pending"], done["reason"], done["clusterQueueName"]) == (
+        False,
+        "QuotaReserved",
+        "cq-f",
+    )
+    assert done["localQueueName"] == "lq-f"

@@ -7,19 +7,16 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import signal
-import socket
 import ssl
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from queuescope.cli import main as cli_main
+from tests.integration.embedded import EmbeddedServer as Server
+from tests.integration.embedded import embedded_server
 
 GROUP = "/apis/visibility.kueue.x-k8s.io/v1beta1"
 
@@ -66,47 +63,9 @@ spec:
           resources: {{requests: {{cpu: "2"}}}}
 """
 
-RBAC = Path(__file__).resolve().parents[2] / "manifests" / "samples" / "70-rbac.yaml"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@dataclass
-class Server:
-    port: int
-    state: Path
-    manifests: Path
-
-    def context(self, user: str | None) -> ssl.SSLContext:
-        ctx = ssl.create_default_context(cafile=str(self.state / "ca.crt"))
-        if user == "admin":
-            ctx.load_cert_chain(self.state / "admin.crt", self.state / "admin.key")
-        elif user is not None:
-            users = self.state / "users"
-            ctx.load_cert_chain(users / f"{user}.crt", users / f"{user}.key")
-        return ctx
-
-    def get(self, path: str, user: str | None = None) -> tuple[int, bytes]:
-        conn = http.client.HTTPSConnection(
-            "127.0.0.1", self.port, context=self.context(user), timeout=10
-        )
-        try:
-            conn.request("GET", path)
-            response = conn.getresponse()
-            return response.status, response.read()
-        finally:
-            conn.close()
-
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    root = tmp_path_factory.mktemp("embedded")
-    manifests = root / "manifests"
-    manifests.mkdir()
     workloads = [
         ("a-high", "team-a", 100, 0),
         ("b-high", "team-b", 100, 1),
@@ -116,52 +75,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     text = CLUSTER + "".join(
         WORKLOAD.format(name=n, ns=ns, priority=p, sec=sec) for n, ns, p, sec in workloads
     )
-    (manifests / "cluster.yaml").write_text(text)
-    (manifests / "rbac.yaml").write_text(RBAC.read_text())
-    state = root / "state"
-    port = _free_port()
-    log = (root / "serve.log").open("w")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "queuescope.cli",
-            "serve",
-            "--embedded",
-            str(manifests),
-            "--state-dir",
-            str(state),
-            "--listen",
-            f"127.0.0.1:{port}",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    srv = Server(port, state, manifests)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert proc.poll() is None, (root / "serve.log").read_text()
-            try:
-                if srv.get("/readyz")[0] == 200:
-                    break
-            except (OSError, ssl.SSLError):
-                pass
-            assert time.monotonic() < deadline, (
-                "server not ready: " + (root / "serve.log").read_text()
-            )
-            time.sleep(0.2)
-        assert cli_main(["certs", "client", "--state-dir", str(state), "--user", "alice"]) == 0
+    with embedded_server(tmp_path_factory.mktemp("embedded"), text) as srv:
+        assert cli_main(["certs", "client", "--state-dir", str(srv.state), "--user", "alice"]) == 0
         yield srv
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-        log.close()
 
 
 def _positions(body: bytes) -> list[tuple[str, str, int, int]]:

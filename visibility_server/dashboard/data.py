@@ -13,6 +13,7 @@ from typing import Any
 
 from scheduler.api.quantity import format_resource
 from scheduler.runtime.snapshot import (
+    AdmissionVelocity,
     ClusterQueueQuota,
     ClusterQueueView,
     CohortQuota,
@@ -21,8 +22,9 @@ from scheduler.runtime.snapshot import (
     ResourceUsage,
     Snapshot,
 )
+from visibility_server.http.position import ForecastLookup
 from visibility_server.http.render import rfc3339_seconds
-from visibility_server.http.waiting import estimated_wait, why_pending
+from visibility_server.http.waiting import estimated_start, estimated_wait, why_pending
 
 Json = dict[str, Any]
 
@@ -134,10 +136,10 @@ def local_queues_of(snapshot: Snapshot, namespace: str | None) -> list[tuple[str
 
 def _item(
     item: PageItem,
-    view: ClusterQueueView,
-    snapshot: Snapshot,
+    velocity: AdmissionVelocity | None,
     now: Instant,
     details: Callable[[str], bool],
+    forecasts: ForecastLookup | None,
 ) -> Json:
     entry = item.entry
     body: Json = {
@@ -152,11 +154,12 @@ def _item(
     if details(entry.namespace):
         if entry.why is not None:
             body["whyPending"] = why_pending(entry.why)
-        wait = estimated_wait(
-            snapshot.velocities.get(view.name), item.position_in_cluster_queue, now
-        )
+        wait = estimated_wait(velocity, item.position_in_cluster_queue, now)
         if wait is not None:
             body["estimatedWait"] = wait
+        forecast = forecasts(entry.namespace, entry.name) if forecasts is not None else None
+        if forecast is not None:
+            body["estimatedStart"] = estimated_start(forecast)
     return body
 
 
@@ -171,7 +174,11 @@ class PendingPage:
 
 
 def pending_list(
-    snapshot: Snapshot, page: PendingPage, now: Instant, details: Callable[[str], bool]
+    snapshot: Snapshot,
+    page: PendingPage,
+    now: Instant,
+    details: Callable[[str], bool],
+    forecasts: ForecastLookup | None = None,
 ) -> Json:
     """One page of a ClusterQueue's or LocalQueue's pending workloads, with why they wait
     and when they may be admitted where `details(namespace)` allows it."""
@@ -185,7 +192,7 @@ def pending_list(
         ),
         "total": total,
         "admissionsPerHour": round(velocity.rate(now) * 3600.0, 2) if velocity else 0.0,
-        "items": [_item(i, view, snapshot, now, details) for i in items],
+        "items": [_item(i, velocity, now, details, forecasts) for i in items],
     }
     if local_queue is not None:
         doc["localQueue"] = {"namespace": local_queue[0], "name": local_queue[1]}

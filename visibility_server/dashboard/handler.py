@@ -33,6 +33,7 @@ from visibility_server.dashboard import data
 from visibility_server.http import status
 from visibility_server.http.encode import json_compact
 from visibility_server.http.etag import none_match, tag_of_bytes
+from visibility_server.http.position import ForecastLookup
 from visibility_server.http.query import parse_int64
 from visibility_server.http.waiting import estimate_instant
 
@@ -161,11 +162,13 @@ class Dashboard:
         allowed: Allowed,
         *,
         version: str,
+        forecasts: ForecastLookup | None = None,
     ) -> None:
         self._snapshot = snapshot
         self._clock = clock
         self._allowed = allowed
         self._version = version
+        self._forecasts = forecasts
         self._assets = _load_assets()
 
     # -- the page and its assets ----------------------------------------------------------
@@ -289,7 +292,7 @@ class Dashboard:
         items = view.page(0, limit)
         details = await rights.details(list(data.namespaces_of(items)))
         page = data.PendingPage(view, items, len(view))
-        return data.pending_list(snapshot, page, self._now(), details)
+        return data.pending_list(snapshot, page, self._now(), details, self._forecasts)
 
     async def _local_queue(
         self, rights: _Rights, namespace: str, name: str, params: Mapping[str, str]
@@ -314,4 +317,4 @@ class Dashboard:
         total = len(view.local_queue_indexes(namespace, name))
         details = await rights.details([namespace])
         page = data.PendingPage(view, items, total, key)
-        return data.pending_list(snapshot, page, self._now(), details)
+        return data.pending_list(snapshot, page, self._now(), details, self._forecasts)

@@ -19,6 +19,8 @@ from visibility_server.http.etag import tag_of
 from visibility_server.http.memo import RenderMemo
 from visibility_server.http.negotiation import Media
 from visibility_server.http.position import (
+    Estimates,
+    ForecastLookup,
     NotPendingLookup,
     not_pending_position,
     pending_position,
@@ -83,10 +85,12 @@ class Answers:
         snapshot: Callable[[], Snapshot],
         clock: Callable[[], float],
         not_pending: NotPendingLookup | None,
+        forecasts: ForecastLookup | None = None,
     ) -> None:
         self._snapshot = snapshot
         self._clock = clock
         self._not_pending = not_pending
+        self._forecasts = forecasts
         self._bodies = BodyCache()
         self.memo = RenderMemo()
 
@@ -205,10 +209,12 @@ class Answers:
         if view is not None and item is not None:
             velocity = snapshot.velocities.get(view.name)
             now = estimate_instant(self._clock())
-            document = pending_position(api_version, view, item, velocity, now)
+            forecast = self._forecasts(namespace, name) if self._forecasts is not None else None
+            estimates = Estimates(velocity, now, forecast)
+            document = pending_position(api_version, view, item, estimates)
             body = encode(document, media, pretty)
             # The view digest covers positions and counts; why it waits and the
-            # estimate are not part of it, so the body itself is hashed in as well.
+            # estimates are not part of it, so the body itself is hashed in as well.
             etag = tag_of(view.digest, namespace, name, route.version, media.value, body)
             return Answer(etag, 1, lambda: iter((body,)), media.content_type)
         state = self._not_pending(namespace, name) if self._not_pending is not None else None

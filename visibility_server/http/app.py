@@ -30,7 +30,7 @@ from visibility_server.http.errors import install_error_handlers
 from visibility_server.http.health import NOT_LIVENESS, Health, HealthCheck, SyncLatch
 from visibility_server.http.longpoll import ChangeNotifier
 from visibility_server.http.metrics import http_metrics
-from visibility_server.http.position import NotPendingLookup
+from visibility_server.http.position import ForecastLookup, NotPendingLookup
 from visibility_server.http.routers.discovery import discovery_routes, openapi_routes
 from visibility_server.http.routers.health import health_routes
 from visibility_server.http.routers.pending import pending_routes
@@ -80,6 +80,7 @@ def create_app(  # noqa: PLR0913 - keyword-only settings; each caller names the 
     clock: Callable[[], float] = time.time,
     health_checks: Sequence[HealthCheck] = (),
     not_pending: NotPendingLookup | None = None,
+    forecasts: ForecastLookup | None = None,
     dashboard: bool = True,
 ) -> FastAPI:
     """The visibility server's ASGI app (see the module and `server` docstrings).
@@ -88,7 +89,8 @@ def create_app(  # noqa: PLR0913 - keyword-only settings; each caller names the 
     `extensions` is a subset of `pendingposition`, `longpoll` (empty: exactly the
     upstream surface). `health_checks` adds the runtime's checks (`event-loop`,
     `authentication-config`, `shutdown`) to the built-in `ping` and `informer-sync`.
-    `not_pending` classifies a Workload that the snapshot does not list as pending.
+    `not_pending` classifies a Workload that the snapshot does not list as pending;
+    `forecasts` gives the forecast served for a pending one (`estimatedStart`).
     `dashboard` serves the built-in dashboard under `/dashboard` (docs/dashboard.md),
     outside the API's paths.
     """
@@ -127,6 +129,7 @@ def create_app(  # noqa: PLR0913 - keyword-only settings; each caller names the 
         change_notifier=change_notifier,
         clock=clock,
         not_pending=not_pending,
+        forecasts=forecasts,
         dashboard=dashboard,
     )
     server = VisibilityServer(config)

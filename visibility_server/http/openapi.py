@@ -178,6 +178,7 @@ def _visibility_schemas(version: str, pendingposition: bool, ref: str) -> dict[s
                 "message": _string("Why the Workload is still waiting."),
                 "whyPending": _WHY_PENDING,
                 "estimatedWait": _ESTIMATED_WAIT,
+                "estimatedStart": _ESTIMATED_START,
             },
             "x-kubernetes-group-version-kind": _gvk(version, "PendingWorkloadPosition"),
         }
@@ -214,6 +215,25 @@ _WHY_PENDING: Final[Schema] = {
         },
     },
 }
+
+
+def _instant(description: str) -> Schema:
+    return {**_string(description), "format": "date-time"}
+
+
+_ESTIMATED_START: Final[Schema] = {
+    "description": "When the Workload may start, from the forecast worker, with its origin.",
+    "type": "object",
+    "properties": {
+        "p50": _instant("Median start."),
+        "low": _instant("Start before which 5% of the forecast's mass lies."),
+        "high": _instant("Start after which 5% of the forecast's mass lies."),
+        "method": _string("How the forecast was made (rate, ...)."),
+        "madeAt": _instant("When the forecast was made."),
+        "snapshot": _integer("Generation of the snapshot it was made from.", "int64"),
+    },
+}
+
 _ESTIMATED_WAIT: Final[Schema] = {
     "description": "When the Workload may be admitted, from its ClusterQueue's admission rate.",
     "type": "object",

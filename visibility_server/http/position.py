@@ -3,7 +3,9 @@
 A pending Workload is answered from the snapshot in O(1) (its view's index map);
 `message` carries the last `QuotaReserved=False` message (why it is still waiting)
 when there is one, `whyPending` the same condition with the blockers it names, and
-`estimatedWait` when its ClusterQueue admits at a known rate (docs/dashboard.md).
+`estimatedWait` when its ClusterQueue admits at a known rate (docs/dashboard.md), and
+`estimatedStart` when the forecast worker has made a forecast for it
+(docs/forecasting.md#serving).
 A Workload that is not pending is classified by an optional lookup the runtime
 provides from its informer cache; without one, or when the lookup does not know it
 either, the answer is 404.
@@ -16,9 +18,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from scheduler.runtime.snapshot import AdmissionVelocity, ClusterQueueView, Instant, PageItem
+from scheduler.runtime.snapshot import (
+    AdmissionVelocity,
+    ClusterQueueView,
+    Instant,
+    PageItem,
+    ServedForecast,
+)
 from visibility_server.http.render import rfc3339_seconds
-from visibility_server.http.waiting import estimated_wait, why_pending
+from visibility_server.http.waiting import estimated_start, estimated_wait, why_pending
 
 POSITION_KIND: Final = "PendingWorkloadPosition"
 
@@ -44,14 +52,24 @@ class NotPending:
 
 # (namespace, name) -> the Workload's state when it is not pending, None when unknown.
 NotPendingLookup = Callable[[str, str], NotPending | None]
+# (namespace, name) -> the forecast served for a pending Workload, None without one.
+ForecastLookup = Callable[[str, str], ServedForecast | None]
+
+
+@dataclass(frozen=True, slots=True)
+class Estimates:
+    """What the lookup knows about when a pending Workload may start."""
+
+    velocity: AdmissionVelocity | None = None  # its ClusterQueue's admission rate
+    now: Instant = 0  # the instant `estimatedWait` is evaluated at
+    forecast: ServedForecast | None = None  # the forecast worker's, for `estimatedStart`
 
 
 def pending_position(
     api_version: str,
     view: ClusterQueueView,
     item: PageItem,
-    velocity: AdmissionVelocity | None = None,
-    now: Instant = 0,
+    estimates: Estimates = Estimates(),
 ) -> dict[str, Any]:
     entry = item.entry
     body: dict[str, Any] = {
@@ -78,9 +96,11 @@ def pending_position(
         body["message"] = entry.why_pending
     if entry.why is not None:
         body["whyPending"] = why_pending(entry.why)
-    wait = estimated_wait(velocity, item.position_in_cluster_queue, now)
+    wait = estimated_wait(estimates.velocity, item.position_in_cluster_queue, estimates.now)
     if wait is not None:
         body["estimatedWait"] = wait
+    if estimates.forecast is not None:
+        body["estimatedStart"] = estimated_start(estimates.forecast)
     return body
 
 

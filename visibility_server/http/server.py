@@ -33,7 +33,7 @@ from visibility_server.http.health import Health
 from visibility_server.http.longpoll import ChangeNotifier, Gate
 from visibility_server.http.memo import RenderMemo
 from visibility_server.http.metrics import HttpMetrics
-from visibility_server.http.position import NotPendingLookup
+from visibility_server.http.position import ForecastLookup, NotPendingLookup
 from visibility_server.http.requestinfo import RequestInfo
 
 log = logging.getLogger(__name__)
@@ -70,17 +70,24 @@ class ServerConfig:
     change_notifier: ChangeNotifier | None
     clock: Callable[[], float]
     not_pending: NotPendingLookup | None = None
+    forecasts: ForecastLookup | None = None  # the served forecast of a pending Workload
     dashboard: bool = False  # serve the built-in dashboard under /dashboard
 
 
 class VisibilityServer:
     def __init__(self, config: ServerConfig) -> None:
         self.config = config
-        self.answers = Answers(config.snapshot, config.clock, config.not_pending)
+        self.answers = Answers(config.snapshot, config.clock, config.not_pending, config.forecasts)
         self.inflight_gate = Gate(config.max_inflight)
         self.waiter_gate = Gate(config.max_waiters)
         self.dashboard = (
-            Dashboard(config.snapshot, config.clock, self.allowed, version=config.versions[0])
+            Dashboard(
+                config.snapshot,
+                config.clock,
+                self.allowed,
+                version=config.versions[0],
+                forecasts=config.forecasts,
+            )
             if config.dashboard
             else None
         )

@@ -10,7 +10,13 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from scheduler.runtime.snapshot import MICROS, AdmissionVelocity, Instant, WhyPending
+from scheduler.runtime.snapshot import (
+    MICROS,
+    AdmissionVelocity,
+    Instant,
+    ServedForecast,
+    WhyPending,
+)
 from visibility_server.http.render import rfc3339_seconds
 
 ESTIMATE_STEP_SECONDS: Final = 10
@@ -38,6 +44,20 @@ def estimated_wait(
         "admissionsPerHour": round(estimate.admissions_per_hour, 2),
         "effectiveAdmissions": round(estimate.effective_admissions, 1),
         "method": ESTIMATE_METHOD,
+    }
+
+
+def estimated_start(forecast: ServedForecast) -> dict[str, Any]:
+    """`estimatedStart`: the start band the forecast worker made, with the instant and
+    the snapshot it was made from, so a reader can tell how old it is
+    (docs/visibility-api.md#pending-position)."""
+    return {
+        "p50": rfc3339_seconds(forecast.p50),
+        "low": rfc3339_seconds(forecast.low),
+        "high": rfc3339_seconds(forecast.high),
+        "method": forecast.method,
+        "madeAt": rfc3339_seconds(forecast.made_at),
+        "snapshot": forecast.generation,
     }
 
 

@@ -132,3 +132,56 @@ async def test_local_queues_from_kueue_then_from_the_embedded_server() -> None:
         await local_queue_names(FakeApi({kueue: KubeError(403, "Forbidden")}), "team-a")
     with pytest.raises(PluginError, match="500"):
         await local_queue_names(FakeApi({kueue: KubeError(500, "boom")}), "team-a")
+
+
+async def test_the_start_column_counts_from_now_and_says_how_old_the_forecast_is() -> None:
+    ahead = position(90)
+    ahead["estimatedStart"] = {
+        "p50": "2026-01-01T00:15:00Z",
+        "low": "2026-01-01T00:12:00Z",
+        "high": "2026-01-01T00:40:00Z",
+        "method": "rate",
+        "madeAt": "2026-01-01T00:09:30Z",
+        "snapshot": 12,
+    }
+    overdue = position(None)
+    overdue["estimatedStart"] = {
+        "p50": "2026-01-01T00:05:00Z",
+        "low": "2026-01-01T00:01:00Z",
+        "high": "2026-01-01T00:20:00Z",
+        "method": "rate",
+        "madeAt": "2026-01-01T00:00:00Z",
+        "snapshot": 3,
+    }
+    api = FakeApi(
+        {
+            f"{V}/localqueues/main/pendingworkloads?limit=5": summary("w1", "w2", "w3"),
+            f"{V}/workloads/w1/pendingposition": ahead,
+            f"{V}/workloads/w2/pendingposition": overdue,
+            f"{V}/workloads/w3/pendingposition": position(None),
+        }
+    )
+    rows = await gather(api, "team-a", ["main"], "v1beta2", 5)
+    assert rows[0]["estimatedStart"]["snapshot"] == 12
+    lines = render("table", "team-a", rows, NOW).splitlines()
+    assert lines[0].split() == [
+        "NAME",
+        "LOCALQUEUE",
+        "POS(LQ)",
+        "POS(CQ)",
+        "PRIORITY",
+        "AGE",
+        "WAIT",
+        "START",
+        "REASON",
+    ]
+    assert lines[1].split()[6:8] == ["~1m", "~5m"]
+    assert lines[2].split()[6:8] == ["<unknown>", "due"]
+    assert lines[3].split()[6:8] == ["<unknown>", "<unknown>"]
+    wide = render("wide", "team-a", rows, NOW).splitlines()
+    assert "~5m (2m-30m, 30s old)" in wide[1]
+    assert "due (0s-10m, 10m old)" in wide[2]
+    assert (
+        json.loads(render("json", "team-a", rows, NOW))["items"][1]["estimatedStart"]
+        == (overdue["estimatedStart"])
+    )

@@ -82,6 +82,29 @@ function age(timestamp) {
   return duration((Date.now() - Date.parse(timestamp)) / 1000);
 }
 
+// The forecast start, counted from now; the band and the forecast's age below it, so an
+// old forecast is never read as a fresh one (docs/dashboard.md).
+function untilText(timestamp) {
+  const seconds = (Date.parse(timestamp) - Date.now()) / 1000;
+  return seconds > 0 ? duration(seconds) : "0s";
+}
+
+function startCell(start) {
+  if (!start) return el("td", { class: "start" }, "unknown");
+  const due = Date.parse(start.p50) <= Date.now();
+  return el(
+    "td",
+    {
+      class: "start",
+      "data-testid": "estimated-start",
+      title: `median ${start.p50}, 90%: ${start.low} to ${start.high}; ${start.method}, made at ${start.madeAt} from snapshot ${start.snapshot}`,
+    },
+    due ? "due" : `~${untilText(start.p50)}`,
+    el("div", { class: "sub" }, `90%: ${untilText(start.low)}–${untilText(start.high)}`),
+    el("div", { class: "sub", "data-testid": "forecast-age" }, `${start.method}, ${age(start.madeAt)} old`),
+  );
+}
+
 function blockerText(b) {
   if (b.kind === "Quota") return `${b.resource} in ${b.flavor}: ${b.amount} more needed`;
   if (b.kind === "Capacity") return `${b.resource} in ${b.flavor}: over the maximum ${b.amount}`;
@@ -269,7 +292,7 @@ function renderPending(list) {
   const body = $("pending").tBodies[0];
   body.replaceChildren();
   if (!list.items.length) {
-    body.append(el("tr", {}, el("td", { colSpan: 8, class: "empty" }, "Nothing pending.")));
+    body.append(el("tr", {}, el("td", { colSpan: 9, class: "empty" }, "Nothing pending.")));
   }
   for (const item of list.items) {
     const wait = item.estimatedWait;
@@ -296,6 +319,7 @@ function renderPending(list) {
           wait ? `~${duration(wait.seconds)}` : "unknown",
           wait ? el("div", { class: "sub" }, `90%: ${duration(wait.lowSeconds)}–${duration(wait.highSeconds)}`) : null,
         ),
+        startCell(item.estimatedStart),
         el(
           "td",
           { class: "why", title: why ? why.message : "" },

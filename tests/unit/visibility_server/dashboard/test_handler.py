@@ -16,6 +16,7 @@ from scheduler.runtime.snapshot import (
     PendingEntry,
     QuotaSnapshot,
     ResourceUsage,
+    ServedForecast,
     Snapshot,
     WhyPending,
 )
@@ -363,3 +364,25 @@ async def test_estimates_move_with_time_and_the_etag_follows() -> None:
     now_r, later_r = await get(now_app, path, ALICE), await get(later_app, path, ALICE)
     assert now_r.json()["positionInClusterQueue"] == later_r.json()["positionInClusterQueue"]
     assert now_r.headers["etag"] != later_r.headers["etag"]
+
+
+async def test_pending_items_carry_the_served_forecast_with_the_details() -> None:
+    forecast = ServedForecast("rate", T0, 7, T0 + 120 * SECOND, T0 + 60 * SECOND, T0 + 600 * SECOND)
+    served = {("team-b", "c-mid"): forecast}
+    a = app_for(
+        dashboard_snapshot(), authorizer=authorizer(), forecasts=lambda ns, n: served.get((ns, n))
+    )
+    items = (await get(a, f"{API}/clusterqueues/cq-a/pending", ALICE)).json()["items"]
+    by_name = {i["name"]: i for i in items}
+    assert by_name["c-mid"]["estimatedStart"] == {
+        "p50": "2026-01-01T00:02:00Z",
+        "low": "2026-01-01T00:01:00Z",
+        "high": "2026-01-01T00:10:00Z",
+        "method": "rate",
+        "madeAt": "2026-01-01T00:00:00Z",
+        "snapshot": 7,
+    }
+    assert "estimatedStart" not in by_name["a-high"]
+    # Like the other details, only for callers who may look the workload up.
+    hidden = (await get(a, f"{API}/clusterqueues/cq-a/pending", DAVE)).json()["items"]
+    assert all("estimatedStart" not in i for i in hidden)

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
+from scheduler.runtime.snapshot import ServedForecast
 from tests.unit.visibility_server.http.support import (
+    ADMIN,
     ALICE,
     BOB,
     CAROL,
@@ -126,3 +130,32 @@ async def test_extension_off_is_404_everywhere() -> None:
 async def test_position_ignores_paging_parameters() -> None:
     r = await get(app_for(), pos("a-low") + "?limit=abc&offset=x")
     assert r.status_code == 200
+
+
+async def test_estimated_start_is_the_served_forecast_with_its_origin() -> None:
+    forecast = ServedForecast(
+        method="rate",
+        made_at=T0 + 60 * SECOND,
+        generation=42,
+        p50=T0 + 600 * SECOND,
+        low=T0 + 300 * SECOND,
+        high=T0 + 1800 * SECOND,
+    )
+    served = {("team-a", "a-low"): forecast}
+    app = app_for(forecasts=lambda ns, n: served.get((ns, n)))
+    r = await get(app, pos("a-low"))
+    assert r.json()["estimatedStart"] == {
+        "p50": "2026-01-01T00:10:00Z",
+        "low": "2026-01-01T00:05:00Z",
+        "high": "2026-01-01T00:30:00Z",
+        "method": "rate",
+        "madeAt": "2026-01-01T00:01:00Z",
+        "snapshot": 42,
+    }
+    # A newer forecast is a new body: the ETag moves with it.
+    served[("team-a", "a-low")] = dataclasses.replace(forecast, generation=43)
+    again = await get(app, pos("a-low"), {**ADMIN, "If-None-Match": r.headers["etag"]})
+    assert again.status_code == 200
+    assert again.json()["estimatedStart"]["snapshot"] == 43
+    # A workload without a forecast has no field.
+    assert "estimatedStart" not in (await get(app, pos("a-high"))).json()

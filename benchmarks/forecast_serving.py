@@ -1,0 +1,164 @@
+"""`python -m benchmarks.forecast_serving [--pending N] [--refreshes K]`: what serving
+forecasts costs (docs/forecasting.md#serving, figures in docs/benchmarks.md).
+
+A real engine on the system clock holds N pending workloads in one ClusterQueue (the
+`feed` of the other benchmarks) and publishes as in `serve`; the ClusterQueue is given
+an admission rate so that the `rate` method forecasts every workload. The forecast
+service runs its worker process with a one-second cadence, and the benchmark reports,
+over K refreshes after the first: each refresh's time (snapshot taken to last result
+applied, the first one sending every chunk), the worker's own time, the longest
+stretch the service ran on the loop in wall and CPU time, the loop lag measured by the
+servers' `LoopLagMonitor` every 10 ms meanwhile, and the resident memory of the worker
+and of the server process. For comparison, the loop lag is first measured as long
+without the forecast service.
+
+Not part of `python -m benchmarks all`: run it on its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import resource
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import yaml
+
+from benchmarks.feed import CLUSTER_QUEUE, Shape, cluster_manifests, feed
+from scheduler.api import decode_object
+from scheduler.core.ingest import apply_object, scheduler_config
+from scheduler.core.scheduler import Scheduler
+from scheduler.runtime.clock import SystemClock
+from scheduler.runtime.collector import GcPacer
+from scheduler.runtime.commands import MarkSynced
+from scheduler.runtime.engine import Engine
+from scheduler.runtime.forecasts import ForecastConfig, ForecastService
+from visibility_server.looplag import LoopLagMonitor
+
+
+class _Lags(LoopLagMonitor):
+    """The servers' loop-lag monitor, keeping every sample for percentiles."""
+
+    def __init__(self) -> None:
+        super().__init__(interval=0.01)
+        self.samples: list[float] = []
+
+    def record(self, lag: float) -> None:
+        super().record(lag)
+        self.samples.append(max(0.0, lag))
+
+    def figures(self) -> dict[str, float]:
+        ordered = sorted(self.samples) or [0.0]
+
+        def at(q: float) -> float:
+            return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000, 2)
+
+        return {"p50_ms": at(0.5), "p99_ms": at(0.99), "max_ms": at(1.0), "n": len(ordered)}
+
+
+def _cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _rss_bytes(pid: str = "self") -> int:
+    with open(f"/proc/{pid}/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+async def measure(pending: int, refreshes: int) -> dict[str, Any]:
+    s = Scheduler(SystemClock(), scheduler_config(None))
+    shape = Shape(namespaces=10)
+    for doc in yaml.safe_load_all(cluster_manifests(shape)):
+        apply_object(s, decode_object(doc))
+    feed(s, shape, pending)
+    engine = Engine(s, publish_interval=0.2, gc_pacer=GcPacer())
+    # 600 admissions over the last ten minutes: a rate for every position.
+    now = s.now()
+    for i in range(600):
+        engine.rates.observe(CLUSTER_QUEUE, now - (600 - i) * 1_000_000)
+    engine.submit(MarkSynced())
+    engine_task = asyncio.create_task(engine.run())
+    while len(engine.snapshot().views.get(CLUSTER_QUEUE, ())) < pending:
+        await asyncio.sleep(0.1)
+    rss_before = _rss_bytes()
+    # The loop's lag without forecasts, over as long as the measured refreshes take.
+    baseline = _Lags()
+    baseline_task = asyncio.create_task(baseline.run())
+    cpu_before, wall_before = _cpu_seconds(), time.perf_counter()
+    await asyncio.sleep(refreshes + 2.0)
+    idle_cpu_share = (_cpu_seconds() - cpu_before) / (time.perf_counter() - wall_before)
+    baseline_task.cancel()
+    await asyncio.gather(baseline_task, return_exceptions=True)
+
+    service = ForecastService(engine.snapshot, s.now, ForecastConfig(interval=1.0))
+    lag = _Lags()
+    cpu_before, wall_before = _cpu_seconds(), time.perf_counter()
+    tasks = [asyncio.create_task(service.run()), asyncio.create_task(lag.run())]
+    rows: list[dict[str, Any]] = []
+    worker_rss = 0
+    try:
+        seen = 0
+        while len(rows) < refreshes + 1:
+            await asyncio.sleep(0.05)
+            if service.stats.refreshes > seen:
+                seen = service.stats.refreshes
+                worker_rss = max(worker_rss, service.worker_resident_bytes() or 0)
+                rows.append(
+                    {
+                        "refresh": seen,
+                        "served": service.stats.last_served,
+                        "refresh_s": round(service.stats.last_refresh_seconds, 3),
+                        "worker_s": round(service.stats.last_worker_seconds, 3),
+                        "chunks_sent": service.stats.chunks_sent,
+                        "max_step_ms": round(service.stats.max_step_seconds * 1000, 2),
+                        "max_step_cpu_ms": round(service.stats.max_step_cpu_seconds * 1000, 2),
+                        "loop_lag_max_ms": round(lag.max_lag * 1000, 2),
+                    }
+                )
+        forecast_cpu_share = (_cpu_seconds() - cpu_before) / (time.perf_counter() - wall_before)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await engine.stop()
+        await asyncio.gather(engine_task, return_exceptions=True)
+    return {
+        "pending": pending,
+        "refreshes": rows,
+        "loop_lag_without_forecasts": baseline.figures(),
+        "loop_lag_with_forecasts": lag.figures(),
+        # the server process's CPU (its threads, not the worker) per wall second
+        "server_cpu_share_without_forecasts": round(idle_cpu_share, 3),
+        "server_cpu_share_with_forecasts": round(forecast_cpu_share, 3),
+        "worker_rss_mib": round(worker_rss / 2**20, 1),
+        "server_rss_mib_before": round(rss_before / 2**20, 1),
+        "server_rss_mib_after": round(_rss_bytes() / 2**20, 1),
+        "server_max_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "engine_max_step_cpu_ms": round(engine.stats.max_step_cpu_seconds * 1000, 2),
+        "publish_max_step_cpu_ms": round(engine.publisher.stats.max_step_cpu_seconds * 1000, 2),
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.forecast_serving")
+    p.add_argument("--pending", type=int, default=100_000)
+    p.add_argument("--refreshes", type=int, default=5)
+    args = p.parse_args(argv)
+    started = time.perf_counter()
+    result = asyncio.run(measure(args.pending, args.refreshes))
+    result["seconds"] = round(time.perf_counter() - started, 1)
+    json.dump(result, sys.stdout, indent=2)
+    print()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,51 @@
+"""The forecast worker's flags and wiring, shared by both serve modes
+(docs/operations.md#forecasts)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+from prometheus_client import CollectorRegistry
+
+from queuescope.forecast_metrics import ForecastCollector
+from scheduler.runtime.engine import Engine
+from scheduler.runtime.forecast_method import METHODS
+from scheduler.runtime.forecasts import ForecastConfig, ForecastService
+
+OFF = "none"
+
+
+def _env(name: str, default: str) -> str:
+    return os.environ.get(f"QUEUESCOPE_{name}", default)
+
+
+def add_forecast_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--forecast-method",
+        choices=(*sorted(METHODS), OFF),
+        default=_env("FORECAST_METHOD", "rate"),
+        help="how the forecast worker predicts start times (none: no worker, no estimatedStart)",
+    )
+    p.add_argument(
+        "--forecast-interval",
+        type=float,
+        default=float(_env("FORECAST_INTERVAL", "10")),
+        metavar="SECONDS",
+        help="seconds between two full refreshes of every pending workload's forecast",
+    )
+
+
+def forecast_service(
+    args: argparse.Namespace, engine: Engine, registry: CollectorRegistry
+) -> ForecastService | None:
+    """The service the flags ask for, hooked to the engine's admissions and to /metrics;
+    None when forecasts are off. Its `run` is for the caller to start."""
+    if args.forecast_method == OFF:
+        return None
+    config = ForecastConfig(method=args.forecast_method, interval=args.forecast_interval)
+    service = ForecastService(engine.snapshot, engine.scheduler.now, config)
+    engine.admission_observers.append(service.record_start)
+    registry.register(ForecastCollector(service, time.time))
+    return service

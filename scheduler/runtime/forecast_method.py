@@ -1,0 +1,119 @@
+"""What a forecast method sees and returns, and the method of today: `rate`
+(docs/forecasting.md#serving).
+
+A method runs in the forecast worker (`forecast_worker.py`), a separate process, on a
+:class:`ForecastInput`: the pending order of every ClusterQueue as the published
+snapshot it was made from shows it, with each ClusterQueue's admission rate and the
+quota tree. It returns, for the pending workloads it can say something about, a
+:class:`Band` of start times in seconds after `made_at`. Workloads it leaves out get no
+estimate. After a workload has started, the worker hands the method what was forecast
+for it and when it really started (:meth:`ForecastMethod.observe`), so a method can
+calibrate itself on its own errors.
+
+A method is named by a string (`--forecast-method`) and made in the worker by
+:func:`make_method`, so the worker can be spawned without pickling one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Protocol
+
+from scheduler.runtime.snapshot import (
+    EMPTY_QUOTA,
+    AdmissionVelocity,
+    Instant,
+    QuotaSnapshot,
+    WorkloadKey,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Band:
+    """A start-time distribution: its median and 90% band, in seconds after `made_at`."""
+
+    p50: float
+    low: float  # the 5% quantile
+    high: float  # the 95% quantile
+
+
+@dataclass(frozen=True, slots=True)
+class QueueOrder:
+    """One ClusterQueue's pending workloads in its order, and its admission rate."""
+
+    order: Sequence[WorkloadKey]
+    velocity: AdmissionVelocity | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ForecastInput:
+    """The state a forecast is made from: one published snapshot."""
+
+    generation: int  # the snapshot's generation
+    made_at: Instant  # µs since the epoch, the scheduler's clock when it was taken
+    queues: Mapping[str, QueueOrder] = field(default_factory=lambda: MappingProxyType({}))
+    quota: QuotaSnapshot = EMPTY_QUOTA
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """A workload started: what was forecast for it, and when it really started."""
+
+    cluster_queue: str
+    key: WorkloadKey
+    made_at: Instant
+    band: Band
+    started_at: Instant
+
+
+class ForecastMethod(Protocol):
+    """A forecast method, made once per worker process and kept while it lives."""
+
+    @property
+    def name(self) -> str: ...
+
+    def forecast(self, state: ForecastInput) -> Iterator[tuple[WorkloadKey, Band]]:
+        """Bands of the pending workloads of `state`, in any order, lazily: the worker
+        sends them in batches as they come."""
+        ...
+
+    def observe(self, observation: Observation) -> None:
+        """A forecast met the truth (calibration); methods that do not learn ignore it."""
+        ...
+
+
+class RateMethod:
+    """Today's estimate (docs/dashboard.md#estimated-wait): position over the decayed
+    admission rate of the ClusterQueue, with a log-normal 90% band. Its median is the
+    band's geometric middle. A ClusterQueue with too few recent admissions gets none."""
+
+    name = "rate"
+
+    def forecast(self, state: ForecastInput) -> Iterator[tuple[WorkloadKey, Band]]:
+        for _, queue in sorted(state.queues.items()):
+            velocity = queue.velocity
+            if velocity is None:
+                continue
+            for position, key in enumerate(queue.order):
+                estimate = velocity.estimate(position, state.made_at)
+                if estimate is None:
+                    break  # the evidence does not depend on the position
+                low, high = estimate.low_seconds, estimate.high_seconds
+                yield key, Band(math.sqrt(low * high), low, high)
+
+    def observe(self, observation: Observation) -> None:
+        """The rate is re-measured from admissions on the loop; nothing to learn here."""
+
+
+METHODS: dict[str, Callable[[], ForecastMethod]] = {"rate": RateMethod}
+
+
+def make_method(name: str) -> ForecastMethod:
+    factory = METHODS.get(name)
+    if factory is None:
+        known = ", ".join(sorted(METHODS))
+        raise ValueError(f"unknown forecast method {name!r} (known: {known})")
+    return factory()

@@ -1,0 +1,159 @@
+"""The forecast worker: a separate process that keeps a replica of the published pending
+order and runs the forecast method on it (docs/forecasting.md#serving).
+
+The event loop only forwards small messages (:mod:`scheduler.runtime.forecasts`):
+
+- :class:`Chunk`: the workload keys of one snapshot chunk the worker has not seen yet,
+  under an id of the loop's choosing (snapshot chunks are immutable and shared between
+  snapshots, so after k changes only O(k) chunks travel);
+- :class:`Sync`: one snapshot as chunk ids per ClusterQueue, with the admission rates
+  and the quota tree, the ids of chunks no snapshot holds any more, and the instant:
+  the worker forecasts it at once;
+- :class:`Started`: a forecast met the truth, for the method's calibration.
+
+The worker answers each `Sync` with :class:`Results` messages of at most `BATCH` chunks,
+the last one flagged. A chunk's bands travel as one flat array of floats in the chunk's
+own order (p50, low, high per workload; NaN where the method said nothing), so the
+loop receives no per-workload object at all: it unpickles a few arrays per turn and
+finds a workload's band through the chunk it already holds. Every message is
+a pickled plain dataclass on a one-way pipe; the worker exits when its input closes.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import pickle
+import time
+from array import array
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from typing import Final
+
+from scheduler.runtime.forecast_method import (
+    ForecastInput,
+    ForecastMethod,
+    Observation,
+    QueueOrder,
+    make_method,
+)
+from scheduler.runtime.snapshot import AdmissionVelocity, Instant, QuotaSnapshot, WorkloadKey
+
+log = logging.getLogger(__name__)
+
+BATCH: Final = 8  # chunks per Results message (up to 16k bands, a memcpy each to unpickle)
+FIELDS: Final = 3  # p50, low, high per workload
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    chunk_id: int
+    keys: tuple[WorkloadKey, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SyncQueue:
+    chunk_ids: tuple[int, ...]
+    velocity: AdmissionVelocity | None
+
+
+@dataclass(frozen=True, slots=True)
+class Sync:
+    generation: int
+    made_at: Instant
+    queues: Mapping[str, SyncQueue]
+    forgotten: tuple[int, ...] = ()
+    quota: QuotaSnapshot = field(default_factory=QuotaSnapshot)
+
+
+@dataclass(frozen=True, slots=True)
+class Started:
+    observation: Observation
+
+
+@dataclass(frozen=True, slots=True)
+class Results:
+    generation: int
+    made_at: Instant
+    method: str
+    # per chunk id: its workloads' bands in its order, FIELDS floats each (NaN: none)
+    chunks: tuple[tuple[int, array[float]], ...]
+    last: bool = False
+    seconds: float = 0.0  # on the last batch: the forecast's time in the worker
+
+
+Inbound = Chunk | Sync | Started
+
+
+class Replica:
+    """The worker's copy of the pending order, fed with the loop's messages (pure: the
+    unit tests drive it without a process)."""
+
+    def __init__(self, method: ForecastMethod) -> None:
+        self.method = method
+        self.chunks: dict[int, tuple[WorkloadKey, ...]] = {}
+
+    def handle(self, message: Inbound) -> Iterator[Results]:
+        """Apply one message; the Results it asks for (a Sync's, as they are made)."""
+        if isinstance(message, Chunk):
+            self.chunks[message.chunk_id] = message.keys
+        elif isinstance(message, Started):
+            self.method.observe(message.observation)
+        else:
+            yield from self.forecast(message)
+
+    def state_of(self, sync: Sync) -> ForecastInput:
+        for chunk_id in sync.forgotten:
+            self.chunks.pop(chunk_id, None)
+        queues: dict[str, QueueOrder] = {}
+        for name, queue in sync.queues.items():
+            order: list[WorkloadKey] = []
+            for chunk_id in queue.chunk_ids:
+                order.extend(self.chunks[chunk_id])
+            queues[name] = QueueOrder(order, queue.velocity)
+        return ForecastInput(sync.generation, sync.made_at, queues, sync.quota)
+
+    def forecast(self, sync: Sync) -> Iterator[Results]:
+        started = time.perf_counter()
+        state = self.state_of(sync)
+        # Where each workload's band goes: its chunk's array, at its index there.
+        arrays: dict[int, array[float]] = {}
+        slots: dict[WorkloadKey, tuple[array[float], int]] = {}
+        for queue in sync.queues.values():
+            for chunk_id in queue.chunk_ids:
+                keys = self.chunks[chunk_id]
+                values = arrays[chunk_id] = array("d", [math.nan]) * (FIELDS * len(keys))
+                for i, key in enumerate(keys):
+                    slots[key] = (values, FIELDS * i)
+        for key, band in self.method.forecast(state):
+            slot = slots.get(key)
+            if slot is not None:
+                values, at = slot
+                values[at], values[at + 1], values[at + 2] = band.p50, band.low, band.high
+        seconds = time.perf_counter() - started
+        name = self.method.name
+        items = list(arrays.items())
+        for start in range(0, max(1, len(items)), BATCH):
+            batch = tuple(items[start : start + BATCH])
+            last = start + BATCH >= len(items)
+            yield Results(
+                sync.generation, sync.made_at, name, batch, last, seconds if last else 0.0
+            )
+
+
+def worker_main(inbox: Connection, outbox: Connection, method_name: str) -> None:
+    """The worker process: apply messages in order until the input closes."""
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s %(message)s")
+    replica = Replica(make_method(method_name))
+    while True:
+        try:
+            data = inbox.recv_bytes()
+        except (EOFError, OSError):
+            return
+        message = pickle.loads(data)
+        for results in replica.handle(message):
+            try:
+                outbox.send_bytes(pickle.dumps(results, protocol=pickle.HIGHEST_PROTOCOL))
+            except (BrokenPipeError, OSError):
+                return

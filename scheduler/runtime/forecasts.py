@@ -1,0 +1,417 @@
+"""Forecasts off the event loop: the loop's side of the forecast worker
+(docs/forecasting.md#serving).
+
+Every `interval` seconds (and at once after a start) the service takes the published
+snapshot, sends the worker the snapshot chunks it has not seen and one `Sync` naming the
+chunks of every ClusterQueue, and applies the worker's results as they come, one small
+batch per turn of the loop. The loop's share is bounded: a chunk's keys are pickled in
+one step (about 0.3 ms for 2,048 keys), the other steps are cut by a `TimeBox`, and the
+pipe's blocking reads and writes run in two threads that only move bytes.
+
+Results come back per snapshot chunk: one flat array of floats in the chunk's order, so
+the loop allocates no object per workload and keeps no per-workload index (100k small
+objects per refresh kept the collector busy, and a 100k-key index cost a 6 ms resize
+now and then). A workload's forecast is found through the current snapshot: the chunk
+that holds it, that chunk's array, the workload's index there. Each chunk's array is
+stored with the refresh it came from, so every served forecast carries the snapshot
+generation and the instant it was made from: what is served is never older than it
+says. A workload whose chunk changed has no forecast until the next refresh covers the
+new chunk. When the worker dies
+(its pipe closes) or a refresh takes longer than `refresh_timeout`, that is logged, the
+process is replaced after a pause (1 s doubling to 30 s) and the new one gets the whole
+state again; served forecasts stay, with their own `madeAt`, until replaced.
+
+When a workload starts, :meth:`ForecastService.record_start` scores the forecast that
+was served for it (:mod:`scheduler.runtime.calibration`) and passes it to the worker's
+method, which may calibrate on it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import math
+import multiprocessing
+import pickle
+import queue
+import threading
+from array import array
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+from typing import Final, TypeAlias
+
+from scheduler.kubeapi.backoff import Backoff
+from scheduler.runtime.calibration import LiveCalibration
+from scheduler.runtime.forecast_method import METHODS, Band, Observation
+from scheduler.runtime.forecast_worker import (
+    FIELDS,
+    Chunk,
+    Inbound,
+    Results,
+    Started,
+    Sync,
+    SyncQueue,
+    worker_main,
+)
+from scheduler.runtime.snapshot import (
+    MICROS,
+    Instant,
+    ServedForecast,
+    Snapshot,
+    ViewChunk,
+)
+from scheduler.runtime.stepclock import TimeBox
+
+log = logging.getLogger(__name__)
+
+RESTART: Final = Backoff(initial=1.0, factor=2.0, cap=30.0)
+_STOP_SECONDS: Final = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class ForecastConfig:
+    method: str = "rate"
+    interval: float = 10.0  # seconds between the starts of two full refreshes
+    refresh_timeout: float = 120.0  # a refresh not done by then: the worker is replaced
+    step_budget: float = 0.003  # the longest stretch the service runs on the loop
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            known = ", ".join(sorted(METHODS))
+            raise ValueError(f"unknown forecast method {self.method!r} (known: {known})")
+        if self.interval <= 0:
+            raise ValueError("the forecast interval must be positive")
+
+
+@dataclass(slots=True)
+class ForecastStats:
+    """What serving forecasts costs and how it goes; read by tests, benchmarks, /metrics."""
+
+    refreshes: int = 0  # refreshes whose last result arrived
+    restarts: int = 0  # worker processes replaced after a death or a timeout
+    chunks_sent: int = 0
+    last_refresh_seconds: float = 0.0  # from the first message sent to the last applied
+    last_worker_seconds: float = 0.0  # the method's own time in the worker
+    last_made_at: Instant | None = None  # of the newest complete refresh
+    last_served: int = 0  # bands in the newest complete refresh
+    max_step_seconds: float = 0.0  # the longest stretch on the loop (wall)
+    max_step_cpu_seconds: float = 0.0  # the most CPU one stretch used
+    worker_pid: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Refresh:
+    """What the bands of one refresh share."""
+
+    method: str
+    made_at: Instant
+    generation: int
+
+
+_Served: TypeAlias = "tuple[_Refresh, array[float]]"  # a chunk's bands, FIELDS floats per workload
+_PICKLE_SECONDS_PER_KEY: Final = 1.5e-6  # about what pickling one (namespace, name) costs
+
+
+class WorkerLostError(Exception):
+    """The worker's pipe closed, or a refresh took too long."""
+
+
+@dataclass
+class _Worker:
+    """One worker process and the two threads that move bytes over its pipes."""
+
+    process: BaseProcess
+    to_worker: Connection
+    from_worker: Connection
+    inbox: asyncio.Queue[bytes | None]
+    outbox: queue.SimpleQueue[bytes | None] = field(default_factory=queue.SimpleQueue)
+    threads: list[threading.Thread] = field(default_factory=list)
+
+    def send(self, message: Inbound) -> None:
+        """Pickle on the caller's thread (bounded by the message), write in the writer's."""
+        self.outbox.put(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
+
+    async def receive(self, timeout: float) -> Results:
+        try:
+            data = await asyncio.wait_for(self.inbox.get(), timeout)
+        except TimeoutError:
+            raise WorkerLostError(f"no result for {timeout:.0f}s") from None
+        if data is None:
+            raise WorkerLostError(f"exit code {self.process.exitcode}")
+        result: Results = pickle.loads(data)
+        return result
+
+    def start_threads(self, loop: asyncio.AbstractEventLoop) -> None:
+        def write() -> None:
+            # The writer owns the input: closing it is the worker's EOF, and no other
+            # thread may close it under a write.
+            try:
+                while (data := self.outbox.get()) is not None:
+                    self.to_worker.send_bytes(data)
+            except OSError:
+                pass
+            finally:
+                self.to_worker.close()
+
+        def read() -> None:
+            while True:
+                try:
+                    data = self.from_worker.recv_bytes()
+                except (EOFError, OSError):
+                    break
+                loop.call_soon_threadsafe(self.inbox.put_nowait, data)
+            with contextlib.suppress(RuntimeError):  # the loop closed first
+                loop.call_soon_threadsafe(self.inbox.put_nowait, None)
+
+        self.threads = [
+            threading.Thread(target=write, name="forecast-writer", daemon=True),
+            threading.Thread(target=read, name="forecast-reader", daemon=True),
+        ]
+        for thread in self.threads:
+            thread.start()
+
+    def close(self) -> None:
+        """Stop the writer (it closes the input: the worker exits), make sure the
+        process has gone, then close the output. Blocking: run it in a thread."""
+        self.outbox.put(None)
+        writer = self.threads[0] if self.threads else None
+        if writer is not None:
+            writer.join(_STOP_SECONDS)  # a hung worker may leave it blocked in a write
+        stopped = writer is None or not writer.is_alive()
+        self.process.join(_STOP_SECONDS if stopped else 0)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join(_STOP_SECONDS)
+        for thread in self.threads:
+            thread.join(_STOP_SECONDS)  # the dead process's pipes fail their reads and writes
+        self.from_worker.close()
+
+
+class ForecastService:
+    """Feeds the forecast worker from published snapshots and serves its results."""
+
+    def __init__(
+        self,
+        snapshot: Callable[[], Snapshot],
+        clock: Callable[[], Instant],
+        config: ForecastConfig | None = None,
+        calibration: LiveCalibration | None = None,
+    ) -> None:
+        self._snapshot = snapshot
+        self._clock = clock
+        self.config = config if config is not None else ForecastConfig()
+        self.calibration = calibration if calibration is not None else LiveCalibration()
+        self.stats = ForecastStats()
+        # The chunks the worker holds (those of the last snapshot sent), by our id for
+        # them, and the bands of each, from the refresh that made them.
+        self._ids_of: dict[ViewChunk, int] = {}
+        self._bands: dict[int, _Served] = {}
+        self._known: set[int] = set()  # the ids the current worker process holds
+        self._ids = itertools.count()
+        self._worker: _Worker | None = None
+        self._refreshed = asyncio.Event()
+
+    # -- reading ---------------------------------------------------------------------
+    def forecast(self, namespace: str, name: str) -> ServedForecast | None:
+        """The forecast served for a pending workload, if any. O(1)."""
+        snapshot = self._snapshot()
+        cluster_queue = snapshot.workloads.get((namespace, name))
+        view = snapshot.view(cluster_queue) if cluster_queue is not None else None
+        chunk = view.chunk_of(namespace, name) if view is not None else None
+        chunk_id = self._ids_of.get(chunk) if chunk is not None else None
+        served = self._bands.get(chunk_id) if chunk_id is not None else None
+        if served is None or chunk is None:
+            return None
+        refresh, values = served
+        i = FIELDS * chunk.index_of[(namespace, name)]
+        p50, low, high = values[i], values[i + 1], values[i + 2]
+        if not (math.isfinite(p50) and math.isfinite(low) and math.isfinite(high)):
+            return None  # NaN: the method said nothing; an infinite start is no instant
+        at = refresh.made_at
+        return ServedForecast(
+            refresh.method,
+            at,
+            refresh.generation,
+            at + round(p50 * MICROS),
+            at + round(low * MICROS),
+            at + round(high * MICROS),
+        )
+
+    async def wait_refreshed(self) -> None:
+        """Until the next refresh is complete (tests)."""
+        self._refreshed.clear()
+        await self._refreshed.wait()
+
+    def record_start(self, key: str, cluster_queue: str, started_at: Instant) -> None:
+        """`key` ("namespace/name") started in `cluster_queue`: score what was served."""
+        namespace, _, name = key.partition("/")
+        served = self.forecast(namespace, name)
+        if served is None:
+            return
+        self.calibration.record(cluster_queue, served, started_at)
+        if self._worker is not None:
+            band = Band(
+                (served.p50 - served.made_at) / MICROS,
+                (served.low - served.made_at) / MICROS,
+                (served.high - served.made_at) / MICROS,
+            )
+            observed = Observation(
+                cluster_queue, (namespace, name), served.made_at, band, started_at
+            )
+            self._worker.send(Started(observed))
+
+    # -- running ---------------------------------------------------------------------
+    async def run(self) -> None:
+        """Run and replace the worker until cancelled."""
+        failures = 0
+        while True:
+            worker = self._start_worker()
+            try:
+                await self._serve(worker)
+            except WorkerLostError as died:
+                failures += 1
+                self.stats.restarts += 1
+                delay = RESTART.delay(failures - 1)
+                log.error(
+                    "event=forecast-worker-died pid=%s reason=%r restart_in=%.1fs",
+                    worker.process.pid,
+                    str(died),
+                    delay,
+                )
+                await self._stop_worker(worker)
+                await asyncio.sleep(delay)
+                continue
+            except BaseException:
+                await asyncio.shield(self._stop_worker(worker))
+                raise
+
+    def _start_worker(self) -> _Worker:
+        context = multiprocessing.get_context("spawn")
+        worker_in, to_worker = context.Pipe(duplex=False)
+        from_worker, worker_out = context.Pipe(duplex=False)
+        process = context.Process(
+            target=worker_main,
+            args=(worker_in, worker_out, self.config.method),
+            name="queuescope-forecast",
+            daemon=True,
+        )
+        process.start()
+        worker_in.close()
+        worker_out.close()
+        loop = asyncio.get_running_loop()
+        worker = _Worker(process, to_worker, from_worker, asyncio.Queue())
+        worker.start_threads(loop)
+        # A new process knows nothing: every chunk is sent again, under the same ids, so
+        # what was served stays until the new worker's results replace it.
+        self._known = set()
+        self._worker = worker
+        self.stats.worker_pid = process.pid
+        log.info("event=forecast-worker-started pid=%s method=%s", process.pid, self.config.method)
+        return worker
+
+    async def _stop_worker(self, worker: _Worker) -> None:
+        if self._worker is worker:
+            self._worker = None
+        await asyncio.to_thread(worker.close)
+
+    async def _serve(self, worker: _Worker) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            started = loop.time()
+            snapshot = self._snapshot()
+            if snapshot.synced:
+                await self._send(worker, snapshot)
+                await self._receive(worker, started)
+            delay = started + self.config.interval - loop.time()
+            if delay > 0:
+                # Sleep, but notice a death at once.
+                with contextlib.suppress(TimeoutError):
+                    data = await asyncio.wait_for(worker.inbox.get(), delay)
+                    if data is None:
+                        raise WorkerLostError(f"exit code {worker.process.exitcode}")
+
+    async def _send(self, worker: _Worker, snapshot: Snapshot) -> None:
+        """The chunks the worker lacks, then the Sync; in stretches of `step_budget`."""
+        box = TimeBox(self.config.step_budget)
+        queues: dict[str, SyncQueue] = {}
+        held: dict[ViewChunk, int] = {}
+        for name, view in snapshot.views.items():
+            ids: list[int] = []
+            for chunk in view.chunks:
+                chunk_id = self._ids_of.get(chunk)
+                if chunk_id is None:
+                    chunk_id = next(self._ids)
+                if chunk_id not in self._known:
+                    # Pickling a chunk's keys is one step: make room for it first.
+                    await box.pause(ahead=_PICKLE_SECONDS_PER_KEY * len(chunk))
+                    keys = tuple(chunk.index_of)  # in the chunk's order
+                    worker.send(Chunk(chunk_id, keys))
+                    self._known.add(chunk_id)
+                    self.stats.chunks_sent += 1
+                held[chunk] = chunk_id
+                ids.append(chunk_id)
+                await box.pause()
+            queues[name] = SyncQueue(tuple(ids), snapshot.velocities.get(name))
+        gone = [chunk_id for chunk, chunk_id in self._ids_of.items() if chunk not in held]
+        self._ids_of = held
+        for chunk_id in gone:
+            self._bands.pop(chunk_id, None)
+            self._known.discard(chunk_id)
+        made_at = self._clock()
+        worker.send(Sync(snapshot.generation, made_at, queues, tuple(gone), snapshot.quota))
+        self._record(box)
+
+    async def _receive(self, worker: _Worker, started: float) -> None:
+        """Apply the results of the Sync just sent, one batch per turn of the loop."""
+        loop = asyncio.get_running_loop()
+        deadline = started + self.config.refresh_timeout
+        box = TimeBox(self.config.step_budget)
+        refresh: _Refresh | None = None
+        served = 0
+        held = set(self._ids_of.values())
+        while True:
+            box.end()
+            results = await worker.receive(max(0.0, deadline - loop.time()))
+            box.restart()
+            if refresh is None or refresh.generation != results.generation:
+                refresh = _Refresh(results.method, results.made_at, results.generation)
+            for chunk_id, values in results.chunks:
+                if chunk_id in held:  # else no snapshot holds it any more
+                    self._bands[chunk_id] = (refresh, values)
+                    served += len(values) // FIELDS
+            if results.last:
+                break
+        box.end()
+        stats = self.stats
+        stats.refreshes += 1
+        stats.last_refresh_seconds = loop.time() - started
+        stats.last_worker_seconds = results.seconds
+        stats.last_made_at = results.made_at
+        stats.last_served = served
+        self._record(box)
+        self._refreshed.set()
+
+    def _record(self, box: TimeBox) -> None:
+        self.stats.max_step_seconds = max(self.stats.max_step_seconds, box.max)
+        self.stats.max_step_cpu_seconds = max(self.stats.max_step_cpu_seconds, box.max_cpu)
+
+    def worker_resident_bytes(self) -> int | None:
+        """The worker's resident memory (Linux `/proc`), None when unknown."""
+        pid = self.stats.worker_pid
+        if pid is None:
+            return None
+        try:
+            with open(f"/proc/{pid}/status", encoding="ascii") as status:
+                for line in status:
+                    if line.startswith("VmRSS:"):
+                        return int(line.split()[1]) * 1024
+        except OSError:
+            return None
+        return None
+
+
+__all__ = ["ForecastConfig", "ForecastService", "ForecastStats", "WorkerLostError"]

@@ -1,0 +1,70 @@
+"""Where a Workload that is not pending stands, read from the core's state
+(docs/visibility-api.md#pending-position).
+
+The position lookup answers a pending Workload from the snapshot; every other Workload
+that exists is classified here, in both modes (the embedded store and cluster mode feed
+the same core). A Workload the core queues but the snapshot does not list yet (created
+less than one publish interval ago) is neither: the lookup answers 404 until the next
+publish, as it does for a Workload the core has not seen.
+
+The order of the checks is the order in which one condition hides the next: a finished
+Workload may still carry its admission, an admitted one keeps its LocalQueue even if
+that has gone since, and a deactivated one is out of every queue whatever its queues say.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from scheduler.core.clock import Instant
+from scheduler.core.model import LocalQueueInfo
+from scheduler.core.scheduler import Scheduler
+
+FINISHED: Final = "Finished"
+QUOTA_RESERVED: Final = "QuotaReserved"
+INACTIVE: Final = "Inactive"
+LOCAL_QUEUE_NOT_FOUND: Final = "LocalQueueNotFound"
+LOCAL_QUEUE_STOPPED: Final = "LocalQueueStopped"
+CLUSTER_QUEUE_NOT_FOUND: Final = "ClusterQueueNotFound"
+
+
+@dataclass(frozen=True, slots=True)
+class Standing:
+    """A Workload that exists and is not queued: why, and its queues where known."""
+
+    reason: str  # one of the constants above
+    creation: Instant
+    cluster_queue: str  # "" when unknown
+    local_queue: str  # "" when unknown
+
+
+def standing(scheduler: Scheduler, namespace: str, name: str) -> Standing | None:
+    """Why `namespace/name` is not pending; None if the core does not know it or queues
+    it. O(1): a few dictionary look-ups, so it runs on the request path."""
+    wl = scheduler.workloads.get(f"{namespace}/{name}")
+    if wl is None:
+        return None
+    lq = scheduler.local_queue_of(wl)
+    cluster_queue = lq.cluster_queue if lq is not None else ""
+    if wl.admission is not None and (wl.finished or wl.holds_quota):
+        cluster_queue = wl.admission.cluster_queue
+    reason: str | None = FINISHED
+    if not wl.finished:
+        reason = QUOTA_RESERVED if wl.holds_quota else INACTIVE
+        if not wl.holds_quota and wl.active:
+            reason = _queue_reason(scheduler, lq)
+    if reason is None:
+        return None
+    return Standing(reason, wl.creation, cluster_queue, wl.queue_name)
+
+
+def _queue_reason(scheduler: Scheduler, lq: LocalQueueInfo | None) -> str | None:
+    """Why an active, unadmitted Workload is out of every queue; None if it is queued."""
+    if lq is None:
+        return LOCAL_QUEUE_NOT_FOUND
+    if lq.stop_policy != "None":
+        return LOCAL_QUEUE_STOPPED
+    if lq.cluster_queue not in scheduler.cluster_queues:
+        return CLUSTER_QUEUE_NOT_FOUND
+    return None

@@ -1,0 +1,198 @@
+"""The forecast service with a real worker process: results published with their
+snapshot and instant, a dead worker replaced (docs/forecasting.md#serving)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+import os
+import signal
+from array import array
+from collections.abc import AsyncIterator
+from types import MappingProxyType
+
+import pytest
+
+from scheduler.runtime.calibration import LiveCalibration
+from scheduler.runtime.commands import ApplyObject, MarkSynced
+from scheduler.runtime.engine import Engine
+from scheduler.runtime.forecasts import ForecastConfig, ForecastService, _Refresh
+from scheduler.runtime.snapshot import (
+    MICROS,
+    AdmissionVelocity,
+    PendingEntry,
+    ServedForecast,
+    Snapshot,
+    build_view,
+)
+from tests.unit.runtime.support import (
+    cluster_queue,
+    decode,
+    eventually,
+    flavor,
+    local_queue,
+    namespace,
+    real_scheduler,
+    workload,
+)
+
+T0 = 1_767_225_600 * MICROS
+VELOCITY = AdmissionVelocity(at=T0, weight=60.0, window_seconds=600.0, tau_seconds=300.0)
+# Long enough that a test sees exactly the refreshes it asks for.
+SLOW = ForecastConfig(interval=3600.0)
+
+
+def snapshot(generation: int, names: list[str]) -> Snapshot:
+    entries = [PendingEntry.make("ns", n, T0, (), 0, "lq") for n in names]
+    view = build_view("cq", entries)
+    return Snapshot(
+        generation=generation,
+        synced=True,
+        views=MappingProxyType({"cq": view}),
+        local_queues=MappingProxyType({("ns", "lq"): "cq"}),
+        workloads=MappingProxyType({e.key: "cq" for e in entries}),
+        velocities=MappingProxyType({"cq": VELOCITY}),
+    )
+
+
+class Published:
+    """The snapshot reference, as the engine would hold it."""
+
+    def __init__(self, snap: Snapshot) -> None:
+        self.current = snap
+
+    def __call__(self) -> Snapshot:
+        return self.current
+
+
+@contextlib.asynccontextmanager
+async def running(service: ForecastService) -> AsyncIterator[asyncio.Task[None]]:
+    task = asyncio.create_task(service.run())
+    try:
+        yield task
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def test_forecasts_carry_their_snapshot_and_instant() -> None:
+    published = Published(snapshot(4, ["w0", "w1", "w2"]))
+    service = ForecastService(published, lambda: T0, SLOW)
+    async with running(service):
+        await eventually(lambda: service.stats.refreshes == 1, timeout=60)
+        first = service.forecast("ns", "w0")
+        third = service.forecast("ns", "w2")
+        assert first is not None and third is not None
+        assert (first.method, first.made_at, first.generation) == ("rate", T0, 4)
+        assert first.low < first.p50 < first.high
+        assert T0 < first.p50 < third.p50
+        estimate = VELOCITY.estimate(2, T0)
+        assert estimate is not None
+        assert third.high == T0 + round(estimate.high_seconds * MICROS)
+        assert service.forecast("ns", "unknown") is None
+        assert service.stats.last_made_at == T0 and service.stats.last_served == 3
+        assert service.stats.chunks_sent == 1
+
+
+async def test_a_refresh_sends_only_new_chunks_and_drops_gone_workloads() -> None:
+    published = Published(snapshot(1, ["w0", "w1"]))
+    clock = [T0]
+    service = ForecastService(published, lambda: clock[0], ForecastConfig(interval=0.05))
+    async with running(service):
+        await eventually(lambda: service.stats.refreshes >= 1, timeout=60)
+        sent = service.stats.chunks_sent
+        await eventually(lambda: service.stats.refreshes >= 3)
+        assert service.stats.chunks_sent == sent  # the same snapshot: nothing new travels
+        published.current = snapshot(2, ["w1"])
+        clock[0] = T0 + 5 * MICROS
+        await eventually(lambda: service.stats.last_made_at == T0 + 5 * MICROS)
+        assert service.stats.chunks_sent == sent + 1
+        w1 = service.forecast("ns", "w1")
+        assert w1 is not None and (w1.generation, w1.made_at) == (2, T0 + 5 * MICROS)
+        assert service.forecast("ns", "w0") is None
+
+
+async def test_a_killed_worker_is_logged_and_replaced(caplog: pytest.LogCaptureFixture) -> None:
+    published = Published(snapshot(1, ["w0"]))
+    service = ForecastService(published, lambda: T0, ForecastConfig(interval=0.2))
+    async with running(service):
+        await eventually(lambda: service.stats.refreshes >= 1, timeout=60)
+        pid = service.stats.worker_pid
+        assert pid is not None
+        with caplog.at_level(logging.ERROR, logger="scheduler.runtime.forecasts"):
+            os.kill(pid, signal.SIGKILL)
+            await eventually(lambda: service.stats.restarts == 1, timeout=60)
+        assert f"event=forecast-worker-died pid={pid}" in caplog.text
+        # Until the new worker answers, the old forecast is still served, with its age.
+        served = service.forecast("ns", "w0")
+        assert served is not None and served.made_at == T0
+        refreshes = service.stats.refreshes
+        published.current = snapshot(2, ["w0", "w1"])
+        await eventually(lambda: service.stats.refreshes > refreshes, timeout=60)
+        assert service.stats.worker_pid not in (None, pid)
+        await eventually(lambda: service.forecast("ns", "w1") is not None, timeout=60)
+
+
+async def test_a_start_scores_the_forecast_served_then() -> None:
+    published = Published(snapshot(1, ["w0", "w1"]))
+    calibration = LiveCalibration()
+    service = ForecastService(published, lambda: T0, SLOW, calibration)
+    async with running(service):
+        await eventually(lambda: service.stats.refreshes == 1, timeout=60)
+        w0 = service.forecast("ns", "w0")
+        assert w0 is not None
+        service.record_start("ns/w0", "cq", w0.p50)  # right on the median
+        service.record_start("ns/w1", "cq", w0.made_at)  # far before its band
+        service.record_start("ns/never-forecast", "cq", T0)  # nothing to score
+    [(cq, method, score)] = calibration.scores()
+    assert (cq, method, score.checked, score.in_band, score.early) == ("cq", "rate", 2, 1, 1)
+    assert score.coverage == 0.5
+
+
+def test_a_bad_configuration_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown forecast method 'nope'"):
+        ForecastConfig(method="nope")
+    with pytest.raises(ValueError, match="interval must be positive"):
+        ForecastConfig(interval=0)
+
+
+def test_a_band_that_is_no_instant_is_not_served() -> None:
+    """NaN (the method said nothing) and infinity (no instant) serve no forecast; the
+    other workloads of the same chunk keep theirs. Fed by hand: a worker process only
+    runs registered methods."""
+    published = Published(snapshot(1, ["w0", "w1", "w2"]))
+    service = ForecastService(published, lambda: T0, SLOW)
+    chunk = published.current.views["cq"].chunks[0]
+    service._ids_of = {chunk: 1}
+    values = array("d", [10.0, 5.0, 20.0, math.nan, math.nan, math.nan, math.inf, 1.0, math.inf])
+    service._bands = {1: (_Refresh("m", T0, 1), values)}
+    served = service.forecast("ns", "w0")
+    assert served == ServedForecast("m", T0, 1, T0 + 10 * MICROS, T0 + 5 * MICROS, T0 + 20 * MICROS)
+    assert service.forecast("ns", "w1") is None
+    assert service.forecast("ns", "w2") is None
+
+
+async def test_the_engine_tells_its_admission_observers() -> None:
+    """The calibration's hook: every admission, with its ClusterQueue and instant."""
+    engine = Engine(real_scheduler(), publish_interval=0.02)
+    seen: list[tuple[str, str, int]] = []
+    engine.admission_observers.append(lambda key, cq, at: seen.append((key, cq, at)))
+    engine.start()
+    try:
+        for data in (
+            namespace("team"),
+            flavor(),
+            cluster_queue("cq", "2"),
+            local_queue("team", "main", "cq"),
+            *(workload("team", f"w{i}", "main") for i in range(3)),
+        ):
+            engine.submit(ApplyObject(decode(data)))
+        engine.submit(MarkSynced())
+        await eventually(lambda: len(seen) == 2)
+    finally:
+        await engine.stop()
+    assert sorted(key for key, _, _ in seen) == ["team/w0", "team/w1"]
+    assert all(cq == "cq" and at > 0 for _, cq, at in seen)
