@@ -1,4 +1,4 @@
-// queuescope dashboard, the what-if form (docs/dashboard.md, "What-if"): paste a Job or
+// queuescope dashboard, the what-if form (docs/dashboard.md#what-if-form): paste a Job or
 // Workload, pick a LocalQueue, and see what the next scheduling cycle would do with it.
 // The form POSTs to the visibility API's own `whatif` subresource on this server, with the
 // browser's client certificate, so RBAC decides exactly as it does for kubectl.
