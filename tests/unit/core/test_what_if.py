@@ -11,7 +11,7 @@ import enum
 from collections.abc import Mapping
 from typing import Any, cast
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from scheduler.api.decode import decode_object
@@ -269,34 +269,52 @@ def test_blocked_admission_waits() -> None:
 
 # ------------------------------------------------------------------ properties
 
+_PREEMPTION = st.sampled_from(
+    [
+        None,
+        {"withinClusterQueue": "LowerPriority"},
+        {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any"},
+        {
+            "reclaimWithinCohort": "LowerPriority",
+            "borrowWithinCohort": {"policy": "LowerPriority"},
+        },
+    ]
+)
 _SPECS = st.fixed_dictionaries(
     {
         "quota_a": st.integers(0, 6),
         "quota_b": st.integers(0, 6),
         "strategy": st.sampled_from(["BestEffortFIFO", "StrictFIFO"]),
-        "preempt": st.booleans(),
+        "preemption": _PREEMPTION,
         "existing": st.lists(
             st.tuples(st.sampled_from("ab"), st.integers(1, 5), st.integers(-2, 2)),
             max_size=6,
         ),
-        "cycles": st.integers(0, 3),
-        "new": st.tuples(st.sampled_from("ab"), st.integers(1, 7), st.integers(-2, 3)),
+        "cycles": st.integers(0, 6),
+        "fair": st.booleans(),
+        # (LocalQueue, cpu per pod, priority, pods, minimum pods or None)
+        "new": st.tuples(
+            st.sampled_from("ab"),
+            st.integers(1, 4),
+            st.integers(-2, 5),
+            st.integers(1, 3),
+            st.one_of(st.none(), st.just(1)),
+        ),
     }
 )
 
 
 def _scenario(spec: dict[str, Any]) -> Cluster:
-    preemption = (
-        {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any"}
-        if spec["preempt"]
-        else None
-    )
-    c = Cluster()
+    c = Cluster(SchedulerConfig(fair_sharing=bool(spec.get("fair"))))
     c.apply(namespace(NS), flavor("default"))
     for name, quota in (("a", spec["quota_a"]), ("b", spec["quota_b"])):
         c.apply(
             simple_cq(
-                f"cq-{name}", quota, cohort="co", strategy=spec["strategy"], preemption=preemption
+                f"cq-{name}",
+                quota,
+                cohort="co",
+                strategy=spec["strategy"],
+                preemption=spec["preemption"],
             ),
             local_queue(NS, f"lq-{name}", f"cq-{name}"),
         )
@@ -312,9 +330,19 @@ def _scenario(spec: dict[str, Any]) -> Cluster:
 @given(_SPECS)
 def test_the_answer_is_what_the_next_cycle_does_and_nothing_changes(spec: dict[str, Any]) -> None:
     c = _scenario(spec)
-    queue, cpu, priority = spec["new"]
-    doc = workload(NS, "new", f"lq-{queue}", {CPU: str(cpu)}, priority=priority)
+    queue, cpu, priority, count, min_count = spec["new"]
+    doc = workload(
+        NS,
+        "new",
+        f"lq-{queue}",
+        {CPU: str(cpu)},
+        priority=priority,
+        count=count,
+        min_count=min_count,
+    )
     answer = unchanged(c, doc)
+    event(f"decision: {answer.decision}")
+    event(f"partial: {bool(answer.pod_sets) and answer.pod_sets[0].count < count}")
     # Now create it for real (created at the same instant) and run the next cycle.
     doc["metadata"].pop("creationTimestamp")
     obj = decode_object(doc)
@@ -329,6 +357,11 @@ def test_the_answer_is_what_the_next_cycle_does_and_nothing_changes(spec: dict[s
     assert lq.index(key) == answer.placement.position_in_local_queue
     stats = run_cycle(c.s)
     assert (key in stats.admitted) == (answer.decision == ADMITTED)
+    admission = c.s.workloads[key].admission
+    if admission is not None:  # the flavors and counts (partial admission) it said
+        assert [
+            (p.name, p.count, tuple(sorted(p.flavors.items()))) for p in admission.pod_sets
+        ] == [(p.name, p.count, p.flavors) for p in answer.pod_sets]
     new_uid = c.s.workloads[key].uid
     preempted_for_it = set()
     for victim in stats.preempted:
@@ -346,7 +379,7 @@ def test_a_dry_run_does_not_change_the_next_cycles() -> None:
         "quota_a": 2,
         "quota_b": 3,
         "strategy": "BestEffortFIFO",
-        "preempt": True,
+        "preemption": {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any"},
         "existing": [("a", 2, 0), ("b", 3, 1), ("a", 4, 2), ("b", 1, -1)],
         "cycles": 1,
     }
