@@ -215,7 +215,7 @@ async def _run_embedded(args: argparse.Namespace) -> int:
         health_checks=[
             HealthCheck("event-loop", loop_lag.healthy, frozenset({"livez", "healthz"})),
         ],
-        what_if=WhatIfService(scheduler, store.priority_class_objects),
+        what_if=WhatIfService(scheduler, store.priority_class_objects, engine.snapshot),
         what_if_limit=RateLimit(rate=args.whatif_rate, burst=args.whatif_burst),
     )
     cert_dir = Path(args.cert_dir) if args.cert_dir else state

@@ -387,7 +387,7 @@ async def run_cluster(
             HealthCheck("authentication-config", lambda: delegated.config_loaded, READYZ_ONLY),
             HealthCheck("shutdown", lambda: not stopping.is_set(), READYZ_ONLY),
         ],
-        what_if=WhatIfService(scheduler, runtime.jobs.priority_classes),
+        what_if=WhatIfService(scheduler, runtime.jobs.priority_classes, engine.snapshot),
         what_if_limit=RateLimit(rate=args.whatif_rate, burst=args.whatif_burst),
     )
     reloader = CertificateReloader(

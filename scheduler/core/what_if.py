@@ -101,7 +101,7 @@ class Placement:
     """Where the workload would be listed once queued (0-based; counts include it)."""
 
     position_in_cluster_queue: int
-    position_in_local_queue: int
+    position_in_local_queue: int | None  # None: not counted (`count_local_queue=False`)
     pending_in_cluster_queue: int
     pending_in_local_queue: int
 
@@ -141,8 +141,12 @@ def hypothetical(s: Scheduler, obj: Workload) -> WorkloadState:
     return workload_state(fresh, s.config, now, keep_object=False)
 
 
-def what_if(s: Scheduler, wl: WorkloadState) -> WhatIf:
-    """The next cycle's answer for `wl`, a workload that is not in `s` (see the module)."""
+def what_if(s: Scheduler, wl: WorkloadState, *, count_local_queue: bool = True) -> WhatIf:
+    """The next cycle's answer for `wl`, a workload that is not in `s` (see the module).
+
+    Its position in the LocalQueue is counted over the workloads listed ahead of it,
+    O(position); `count_local_queue=False` leaves it to the caller (the runtime reads it
+    from the published snapshot's per-LocalQueue index in O(log n))."""
     if not wl.active:
         return WhatIf(INADMISSIBLE, None, None, head=False, mode="", why=_DEACTIVATED)
     cq_name, problem = s.resolve(wl)
@@ -152,7 +156,7 @@ def what_if(s: Scheduler, wl: WorkloadState) -> WhatIf:
     queue = s.queues.queue(cq_name)
     assert queue is not None, f"ClusterQueue {cq_name} has no queue"
     entry = s.queue_entry(wl)
-    placement = _placement(queue, entry)
+    placement = _placement(queue, entry, count_local_queue=count_local_queue)
     active = frozenset(c for c in s.cluster_queues if s.cq_active(c))
     blocked = policy_block(s, s.cluster_queues[cq_name], wl, active)
     if blocked is not None:
@@ -164,17 +168,21 @@ def what_if(s: Scheduler, wl: WorkloadState) -> WhatIf:
 _DEACTIVATED: Final = policy("The workload is deactivated")
 
 
-def _placement(queue: PendingQueue, entry: QueueEntry) -> Placement:
+def _placement(queue: PendingQueue, entry: QueueEntry, *, count_local_queue: bool) -> Placement:
     """O(log n) for the position in a FIFO queue; the LocalQueue position counts the
-    entries of that LocalQueue ahead of it (O(position))."""
+    entries of that LocalQueue ahead of it, O(position)."""
     position = queue.insertion_position(entry)
-    lq = entry.local_queue_key
-    ahead_in_lq = sum(1 for e in islice(queue.iter_ordered(), position) if e.local_queue_key == lq)
+    ahead_in_lq = None
+    if count_local_queue:
+        lq = entry.local_queue_key
+        ahead_in_lq = sum(
+            1 for e in islice(queue.iter_ordered(), position) if e.local_queue_key == lq
+        )
     return Placement(
         position_in_cluster_queue=position,
         position_in_local_queue=ahead_in_lq,
         pending_in_cluster_queue=len(queue) + 1,
-        pending_in_local_queue=queue.local_queue_counts().get(lq, 0) + 1,
+        pending_in_local_queue=queue.local_queue_counts().get(entry.local_queue_key, 0) + 1,
     )
 
 

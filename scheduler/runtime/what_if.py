@@ -15,6 +15,7 @@ Workload for this LocalQueue (naming the field).
 from __future__ import annotations
 
 import json
+from bisect import bisect_left
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
@@ -31,6 +32,7 @@ from scheduler.api.workload import Workload
 from scheduler.core.blockers import PendingWhy
 from scheduler.core.scheduler import Scheduler
 from scheduler.core.what_if import WhatIf, hypothetical, what_if
+from scheduler.runtime.snapshot import Snapshot
 
 SOURCE: Final = "request body"
 GENERATED_SUFFIX: Final = "what-if"
@@ -42,10 +44,18 @@ class WhatIfService:
     """`answer(namespace, local_queue, body)`: the dry run of one request."""
 
     def __init__(
-        self, scheduler: Scheduler, priority_classes: Callable[[], PriorityClasses]
+        self,
+        scheduler: Scheduler,
+        priority_classes: Callable[[], PriorityClasses],
+        snapshot: Callable[[], Snapshot] | None = None,
     ) -> None:
+        """With `snapshot` (the engine's published one), the LocalQueue position is read
+        from its per-LocalQueue index in O(log n) instead of counted in the core in
+        O(position): about 25 ms at 100k pending, too long for the event loop. The index
+        is at most one publish interval older than the core's state."""
         self._scheduler = scheduler
         self._priority_classes = priority_classes
+        self._snapshot = snapshot
 
     def local_queue_exists(self, namespace: str, name: str) -> bool:
         return f"{namespace}/{name}" in self._scheduler.local_queues
@@ -61,8 +71,22 @@ class WhatIfService:
                 update={"name": f"{workload.metadata.name}-{GENERATED_SUFFIX}", "uid": ""}
             )
             wl = hypothetical(s, workload.model_copy(update={"metadata": renamed}))
-        result = what_if(s, wl)
-        return render(result, wl.namespace, wl.name, wl.priority, local_queue, s.now())
+        result = what_if(s, wl, count_local_queue=self._snapshot is None)
+        out = render(result, wl.namespace, wl.name, wl.priority, local_queue, s.now())
+        if self._snapshot is not None and result.placement is not None:
+            out["positionInLocalQueue"] = self._local_position(result, wl.namespace, local_queue)
+        return out
+
+    def _local_position(self, result: WhatIf, namespace: str, local_queue: str) -> int:
+        """How many of the LocalQueue's workloads the published snapshot lists before the
+        ClusterQueue position the workload would take."""
+        assert self._snapshot is not None and result.placement is not None
+        assert result.cluster_queue is not None
+        view = self._snapshot().view(result.cluster_queue)
+        if view is None:
+            return 0
+        indexes = view.local_queue_indexes(namespace, local_queue)
+        return bisect_left(indexes, result.placement.position_in_cluster_queue)
 
     def _workload(self, data: dict[str, Any]) -> Workload:
         try:
@@ -171,7 +195,8 @@ def render(  # noqa: PLR0913 - the answer and what names the workload it is abou
     if result.placement is not None:
         p = result.placement
         out["positionInClusterQueue"] = p.position_in_cluster_queue
-        out["positionInLocalQueue"] = p.position_in_local_queue
+        if p.position_in_local_queue is not None:
+            out["positionInLocalQueue"] = p.position_in_local_queue
         out["pendingWorkloadsInClusterQueue"] = p.pending_in_cluster_queue
         out["pendingWorkloadsInLocalQueue"] = p.pending_in_local_queue
     if result.mode:
