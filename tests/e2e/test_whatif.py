@@ -21,8 +21,9 @@ from typing import Any, Final
 import pytest
 import yaml
 
-from tests.e2e.aggregated import GROUP, Aggregated
-from tests.e2e.harness import User
+from tests.e2e.aggregated import GROUP, VERSIONS, Aggregated
+from tests.e2e.harness import User, wait_for
+from tests.e2e.test_scenarios_api import OPENAPI_SECONDS, unresolved_refs
 
 REPO: Final = Path(__file__).resolve().parents[2]
 PLUGIN_DIR: Final = Path(sys.executable).parent
@@ -129,6 +130,25 @@ def test_the_discovery_of_kube_apiserver_lists_the_subresource(
         )
         entries = {r["name"]: r for r in listing["resources"]}
         assert entries["localqueues/whatif"]["verbs"] == ["create"]
+
+
+def test_kube_apiservers_merged_openapi_has_the_operation(env: tuple[Aggregated, User]) -> None:
+    aggregated, _ = env
+    paths = [
+        f"/apis/{GROUP}/{v}/namespaces/{{namespace}}/localqueues/{{name}}/whatif" for v in VERSIONS
+    ]
+
+    def merged() -> dict[str, Any] | None:
+        response = aggregated.get("/openapi/v2", headers={"Accept": "application/json"})
+        assert response.status == 200, response.body[:300]
+        document: dict[str, Any] = response.json()
+        return document if all(p in document.get("paths", {}) for p in paths) else None
+
+    document = wait_for(merged, timeout=OPENAPI_SECONDS, what="what-if in /openapi/v2", interval=2)
+    for path in paths:
+        assert document["paths"][path]["post"]["x-kubernetes-action"] == "post"
+    roots = [document["paths"][p] for p in paths]
+    assert unresolved_refs(document, roots, "#/definitions/") == []
 
 
 def test_get_on_pending_workloads_does_not_grant_what_if(
