@@ -37,7 +37,7 @@ from itertools import islice
 from typing import Final
 
 from scheduler.api.workload import Workload, WorkloadStatus
-from scheduler.core.blockers import NOT_TRIED, PendingWhy, policy
+from scheduler.core.blockers import NOT_TRIED, PendingWhy, other, policy
 from scheduler.core.clock import datetime_from_instant
 from scheduler.core.cycle import (
     WAITING_WHY,
@@ -268,6 +268,12 @@ class _DryRun:
         fits = assignment.mode != NO_FIT
         if why is None:
             why = NOT_TRIED if decision in {ADMITTED, PREEMPTING} else _why_of(e)
+        if decision == QUEUED and not why.blockers:
+            # Which workload is ahead is not said: it may be in a namespace the caller
+            # may not see.
+            why = other(
+                f"the next cycle examines another workload of ClusterQueue {e.cq.name} first"
+            )
         return WhatIf(
             decision=decision,
             cluster_queue=e.cq.name,

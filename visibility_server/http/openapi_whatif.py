@@ -61,7 +61,7 @@ def whatif_schema(version: str) -> Schema:
         "properties": {
             "apiVersion": _s("APIVersion of this representation of the object."),
             "kind": _s("Kind of the object."),
-            "metadata": _object("resourceVersion: the snapshot the estimate used.", {}),
+            "metadata": _object("Empty: a what-if answer is never stored.", {}),
             "workload": _object(
                 "The Workload the request stands for.",
                 {

@@ -151,6 +151,9 @@ def test_behind_an_older_head_is_queued_with_its_position() -> None:
     assert answer.decision == QUEUED
     assert not answer.head
     assert answer.mode == "Fit"  # what it would get at the head
+    assert answer.why.message == (
+        "the next cycle examines another workload of ClusterQueue cq-a first"
+    )
     assert answer.placement is not None
     assert answer.placement.position_in_cluster_queue == 1
     assert answer.placement.position_in_local_queue == 1
