@@ -406,3 +406,25 @@ def test_the_scheduler_type_is_what_the_dump_walks() -> None:
     assert isinstance(walked, tuple)
     assert walked[0] == Scheduler.__name__
     assert "workloads" in dict(cast(tuple[tuple[str, object], ...], walked[1]))
+
+
+def test_a_plugin_queue_places_by_its_own_order() -> None:
+    # A plugin written against PendingQueue alone (newest first): the interface's default
+    # insertion_position and peek place and examine the new workload by that order.
+    plugin = "tests.unit.runtime.plugin_queue:NewestFirstQueue"
+    c = basic_cluster(4, config=SchedulerConfig(default_queue_plugin=plugin))
+    c.apply(
+        workload(NS, "old", "lq-a", {CPU: "8"}, created=1),
+        workload(NS, "older", "lq-a", {CPU: "1"}, created=0, priority=1),
+    )
+    c.advance(10)
+    answer = unchanged(c, workload(NS, "w", "lq-a", {CPU: "1"}))
+    assert answer.placement is not None
+    # priority first (`older`), then the newest: ahead of `old`.
+    assert answer.placement.position_in_cluster_queue == 1
+    assert answer.decision == QUEUED  # `older` is popped first
+    doc = workload(NS, "w", "lq-a", {CPU: "1"})
+    doc["metadata"].pop("creationTimestamp")
+    c.s.set_workload(hypothetical(c.s, cast(Workload, decode_object(doc))))
+    assert c.pending("cq-a") == [f"{NS}/older", f"{NS}/w", f"{NS}/old"]
+    assert f"{NS}/w" not in run_cycle(c.s).admitted
