@@ -209,14 +209,19 @@ class _DryRun:
         own = self._nominated(wl, cq, entry)
         if not head:
             return self._answer(QUEUED, own, self.snapshot, head=False)
-        if admission_blocked(s):
-            return self._answer(PENDING, own, self.snapshot, head=True, why=WAITING_WHY)
+        # docs/scheduling.md#blocking-admission: nothing changes during a dry run, so a
+        # block now lasts the whole cycle; the first entry that would be admitted stops
+        # the loop, and every entry after it is left for a later cycle.
+        blocked = admission_blocked(s)
         loop = AdmissionLoop(self.snapshot, self.admitted_by_cq, CycleStats())
         candidates = [e for e in [own, *self._rival_heads(own.cq.name)] if e.assignment]
         for e in ordered_entries(s, candidates, self.snapshot):
             if e is own:
-                return self._own_turn(own, loop)
-            take_quota(e, loop)
+                if loop.stats.blocked:
+                    return self._answer(PENDING, own, self.snapshot, head=True, why=WAITING_WHY)
+                return self._own_turn(own, loop, blocked=blocked)
+            if take_quota(e, loop) and blocked and _mode(e) != PREEMPT:
+                loop.stats.blocked = True
         # Not a candidate (no assignment was made): pending with its nomination's why.
         return self._answer(PENDING, own, self.snapshot, head=True)
 
@@ -246,13 +251,15 @@ class _DryRun:
                 rivals.append(self._nominated(wl, cq, first))
         return rivals
 
-    def _own_turn(self, own: Entry, loop: AdmissionLoop) -> WhatIf:
-        assert own.assignment is not None
+    def _own_turn(self, own: Entry, loop: AdmissionLoop, *, blocked: bool) -> WhatIf:
         before = loop.snapshot.clone()  # borrowing is measured before its usage is added
         if not take_quota(own, loop):
             return self._answer(PENDING, own, before, head=True)
-        decision = PREEMPTING if own.assignment.mode == PREEMPT else ADMITTED
-        return self._answer(decision, own, before, head=True)
+        if _mode(own) == PREEMPT:
+            return self._answer(PREEMPTING, own, before, head=True)
+        if blocked:
+            return self._answer(PENDING, own, before, head=True, why=WAITING_WHY)
+        return self._answer(ADMITTED, own, before, head=True)
 
     def _answer(
         self,
@@ -285,6 +292,10 @@ class _DryRun:
             victims=_victims(self.s, e),
             why=why,
         )
+
+
+def _mode(e: Entry) -> str:
+    return e.assignment.mode if e.assignment is not None else NO_FIT
 
 
 def _why_of(e: Entry) -> PendingWhy:

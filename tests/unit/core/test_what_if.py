@@ -295,6 +295,7 @@ _SPECS = st.fixed_dictionaries(
         ),
         "cycles": st.integers(0, 6),
         "fair": st.booleans(),
+        "block": st.booleans(),  # waitForPodsReady.blockAdmission; nothing becomes ready
         # (LocalQueue, cpu per pod, priority, pods, minimum pods or None)
         "new": st.tuples(
             st.sampled_from("ab"),
@@ -308,7 +309,11 @@ _SPECS = st.fixed_dictionaries(
 
 
 def _scenario(spec: dict[str, Any]) -> Cluster:
-    c = Cluster(SchedulerConfig(fair_sharing=bool(spec.get("fair"))))
+    wait = WaitForPodsReady(enable=True, block_admission=True) if spec.get("block") else None
+    config = SchedulerConfig(fair_sharing=bool(spec.get("fair")))
+    if wait is not None:
+        config = SchedulerConfig(fair_sharing=config.fair_sharing, wait_for_pods_ready=wait)
+    c = Cluster(config)
     c.apply(namespace(NS), flavor("default"))
     for name, quota in (("a", spec["quota_a"]), ("b", spec["quota_b"])):
         c.apply(
