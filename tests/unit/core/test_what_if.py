@@ -11,7 +11,7 @@ import enum
 from collections.abc import Mapping
 from typing import Any, cast
 
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from scheduler.api.decode import decode_object
@@ -334,8 +334,24 @@ def _scenario(spec: dict[str, Any]) -> Cluster:
     return c
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+_PREEMPTING: dict[str, Any] = {
+    "quota_a": 4,
+    "quota_b": 0,
+    "strategy": "BestEffortFIFO",
+    "preemption": {"withinClusterQueue": "LowerPriority"},
+    "existing": [("a", 4, 0)],
+    "cycles": 1,
+    "fair": False,
+    "block": False,
+    "new": ("a", 2, 5, 1, None),
+}
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_SPECS)
+@example(_PREEMPTING)
+@example({**_PREEMPTING, "block": True})  # a preemptor preempts while admission is blocked
+@example({**_PREEMPTING, "fair": True, "new": ("a", 2, 5, 3, 1)})  # partial admission
 def test_the_answer_is_what_the_next_cycle_does_and_nothing_changes(spec: dict[str, Any]) -> None:
     c = _scenario(spec)
     queue, cpu, priority, count, min_count = spec["new"]
