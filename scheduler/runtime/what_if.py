@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 from bisect import bisect_left
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 import yaml
@@ -35,13 +36,26 @@ from scheduler.core.what_if import WhatIf, hypothetical, what_if
 from scheduler.runtime.snapshot import Snapshot
 
 SOURCE: Final = "request body"
+# Kubernetes objects nest a few dozen levels at most; deeper is refused before decoding.
+MAX_DEPTH: Final = 100
 GENERATED_SUFFIX: Final = "what-if"
 
 PriorityClasses = tuple[Mapping[str, WorkloadPriorityClass], Mapping[str, PriorityClass]]
 
 
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A decoded request: the Workload asked about, for the LocalQueue of the path."""
+
+    workload: Workload
+    local_queue: str
+
+
 class WhatIfService:
-    """`answer(namespace, local_queue, body)`: the dry run of one request."""
+    """The dry run of one request, in two steps: `decoder(namespace, local_queue)` gives
+    a function that turns the body into a `Prepared` workload, pure and safe to run in a
+    worker thread (a large body takes tens of ms to validate); `answer(prepared)` runs
+    the core's dry run on the event loop, where the scheduler's state lives."""
 
     def __init__(
         self,
@@ -60,10 +74,21 @@ class WhatIfService:
     def local_queue_exists(self, namespace: str, name: str) -> bool:
         return f"{namespace}/{name}" in self._scheduler.local_queues
 
-    def answer(self, namespace: str, local_queue: str, body: bytes) -> dict[str, Any]:
-        data = _parse(body)
-        workload = self._workload(_prepared(data, namespace, local_queue))
+    def decoder(self, namespace: str, local_queue: str) -> Callable[[bytes], Prepared]:
+        """Called on the event loop: the priority classes are copied here, so the
+        returned function reads nothing the loop changes."""
+        wpcs, pcs = self._priority_classes()
+        classes = (dict(wpcs), dict(pcs))
+
+        def decode(body: bytes) -> Prepared:
+            data = _prepared(_parse(body), namespace, local_queue)
+            return Prepared(_workload(data, classes), local_queue)
+
+        return decode
+
+    def answer(self, prepared: Prepared) -> dict[str, Any]:
         s = self._scheduler
+        workload, local_queue = prepared.workload, prepared.local_queue
         wl = hypothetical(s, workload)
         if wl.key in s.workloads:
             # A name taken by an existing Workload: the dry run is of a new one.
@@ -77,6 +102,10 @@ class WhatIfService:
             out["positionInLocalQueue"] = self._local_position(result, wl.namespace, local_queue)
         return out
 
+    def dry_run(self, namespace: str, local_queue: str, body: bytes) -> dict[str, Any]:
+        """Both steps at once (tests, and callers without a loop to keep free)."""
+        return self.answer(self.decoder(namespace, local_queue)(body))
+
     def _local_position(self, result: WhatIf, namespace: str, local_queue: str) -> int:
         """How many of the LocalQueue's workloads the published snapshot lists before the
         ClusterQueue position the workload would take."""
@@ -88,19 +117,21 @@ class WhatIfService:
         indexes = view.local_queue_indexes(namespace, local_queue)
         return bisect_left(indexes, result.placement.position_in_cluster_queue)
 
-    def _workload(self, data: dict[str, Any]) -> Workload:
-        try:
-            obj = decode_object(data, source=SOURCE)
-            if isinstance(obj, Job):
-                wpcs, pcs = self._priority_classes()
-                return job_to_workload(obj, wpcs, pcs)
-        except ApiError as err:
-            causes = tuple(FieldCause(e.path or "", e.detail) for e in err.errors)
-            raise DryRunError(422, str(err), causes) from None
-        if not isinstance(obj, Workload):
-            message = f"the body must be a batch/v1 Job or a Workload, not a {obj.kind}"
-            raise DryRunError(422, message, (FieldCause("kind", message),))
-        return obj
+
+def _workload(data: dict[str, Any], classes: PriorityClasses) -> Workload:
+    try:
+        obj = decode_object(data, source=SOURCE)
+        if isinstance(obj, Job):
+            return job_to_workload(obj, *classes)
+    except ApiError as err:
+        causes = tuple(FieldCause(e.path or "", e.detail) for e in err.errors)
+        raise DryRunError(422, str(err), causes) from None
+    except RecursionError:
+        raise DryRunError(400, "the body is nested too deeply") from None
+    if not isinstance(obj, Workload):
+        message = f"the body must be a batch/v1 Job or a Workload, not a {obj.kind}"
+        raise DryRunError(422, message, (FieldCause("kind", message),))
+    return obj
 
 
 def _parse(body: bytes) -> dict[str, Any]:
@@ -111,18 +142,43 @@ def _parse(body: bytes) -> dict[str, Any]:
         raise DryRunError(400, "the body is not UTF-8 text") from None
     try:
         data = json.loads(text)
+    except RecursionError:
+        raise DryRunError(400, "the body is nested too deeply") from None
     except ValueError:
         data = _one_yaml_document(text)
     if not isinstance(data, dict):
         raise DryRunError(400, "the body must be a JSON or YAML object (a Job or a Workload)")
+    if _depth(data) > MAX_DEPTH:
+        raise DryRunError(400, f"the body is nested deeper than {MAX_DEPTH} levels")
     return data
 
 
+def _depth(value: Any) -> int:
+    """How deeply `value` nests (iteratively: a hostile body must not exhaust the stack)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        node, level = stack.pop()
+        deepest = max(deepest, level)
+        if level > MAX_DEPTH:
+            break
+        children = (
+            node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
+        )
+        stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
 def _one_yaml_document(text: str) -> Any:
+    """Aliases are refused: a few of them nested make a small body expand exponentially
+    as later steps walk it ("billion laughs")."""
     try:
+        if any(isinstance(event, yaml.AliasEvent) for event in yaml.parse(text)):
+            raise DryRunError(400, "YAML aliases (*name) are not accepted in the body")
         documents = [d for d in yaml.safe_load_all(text) if d is not None]
     except yaml.YAMLError as err:
         raise DryRunError(400, f"the body is neither JSON nor YAML: {err}") from None
+    except RecursionError:
+        raise DryRunError(400, "the body is nested too deeply") from None
     if len(documents) != 1:
         raise DryRunError(400, f"the body must hold one object, it holds {len(documents)}")
     return documents[0]

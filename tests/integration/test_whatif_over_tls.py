@@ -241,6 +241,7 @@ async def test_an_allowed_caller_gets_the_same_404_as_get(server: RealServer) ->
         (b"{not json: [", 400, "neither JSON nor YAML"),
         (b"- a\n- b\n", 400, "must be a JSON or YAML object"),
         (b"a: 1\n---\nb: 2\n", 400, "one object"),
+        (b"a: &a [x, x]\nb: [*a, *a]\n", 400, "aliases"),
     ],
 )
 async def test_a_body_that_is_not_an_object_is_400(

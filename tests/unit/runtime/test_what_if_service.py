@@ -53,7 +53,7 @@ def _job(**labels: str) -> dict[str, Any]:
 def test_a_job_gets_the_request_namespace_queue_and_its_priority_class() -> None:
     _, service = _service()
     body = yaml.safe_dump(_job(**{"kueue.x-k8s.io/priority-class": "urgent"})).encode()
-    answer = service.answer("team-a", "lq-a", body)
+    answer = service.dry_run("team-a", "lq-a", body)
     assert answer["workload"]["namespace"] == "team-a"
     assert answer["workload"]["localQueueName"] == "lq-a"
     assert answer["workload"]["priority"] == 1000
@@ -66,7 +66,7 @@ def test_a_missing_priority_class_is_422_naming_the_label() -> None:
     _, service = _service()
     body = json.dumps(_job(**{"kueue.x-k8s.io/priority-class": "nope"})).encode()
     with pytest.raises(DryRunError) as err:
-        service.answer("team-a", "lq-a", body)
+        service.dry_run("team-a", "lq-a", body)
     assert err.value.code == 422
     assert err.value.causes[0].field == "metadata.labels[kueue.x-k8s.io/priority-class]"
 
@@ -75,7 +75,7 @@ def test_a_v1beta2_workload_named_like_an_existing_one_is_evaluated_as_new() -> 
     c, service = _service()
     doc = workload("team-a", "taken", None, {"cpu": "1"})
     doc["apiVersion"] = "kueue.x-k8s.io/v1beta2"
-    answer = service.answer("team-a", "lq-a", json.dumps(doc).encode())
+    answer = service.dry_run("team-a", "lq-a", json.dumps(doc).encode())
     assert answer["workload"]["name"] == "taken-what-if"
     assert answer["positionInClusterQueue"] == 1
     assert answer["pendingWorkloadsInClusterQueue"] == 2
@@ -89,10 +89,14 @@ def test_a_v1beta2_workload_named_like_an_existing_one_is_evaluated_as_new() -> 
         (b"[1, 2]", 400),
         (b"", 400),
         (b'{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}', 422),
+        # a "billion laughs": nine aliases nested would expand to 10^9 strings
+        (b"a: &a [x, x]\nb: &b [*a, *a]\nc: [*b, *b]\n", 400),
+        (b"[" * 5000 + b"]" * 5000, 400),
+        (b'{"a":' * 150 + b"1" + b"}" * 150, 400),
     ],
 )
 def test_bodies_that_are_not_a_job_or_workload(body: bytes, code: int) -> None:
     _, service = _service()
     with pytest.raises(DryRunError) as err:
-        service.answer("team-a", "lq-a", body)
+        service.dry_run("team-a", "lq-a", body)
     assert err.value.code == code

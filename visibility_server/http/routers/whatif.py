@@ -11,8 +11,9 @@ whether or not the LocalQueue exists. Then: method 405 -> Accept 406 -> body siz
 
 from __future__ import annotations
 
+import asyncio
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final, Protocol
 
 from starlette.requests import Request
@@ -43,11 +44,15 @@ _METHODS: Final = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 
 
 class WhatIfBackend(Protocol):
-    """The runtime's dry run (`scheduler.runtime.what_if.WhatIfService`)."""
+    """The runtime's dry run (`scheduler.runtime.what_if.WhatIfService`): `decoder`, on
+    the loop, gives a pure function of the body, run in a worker thread; `answer`, on the
+    loop, runs the dry run on what it returned."""
 
     def local_queue_exists(self, namespace: str, name: str) -> bool: ...
 
-    def answer(self, namespace: str, local_queue: str, body: bytes) -> dict[str, Any]: ...
+    def decoder(self, namespace: str, local_queue: str) -> Callable[[bytes], Any]: ...
+
+    def answer(self, prepared: Any) -> dict[str, Any]: ...
 
 
 def _method_not_allowed() -> StatusError:
@@ -116,10 +121,12 @@ class _WhatIfEndpoint:
         namespace, name = request.path_params["namespace"], request.path_params["name"]
         if not self._backend.local_queue_exists(namespace, name):
             raise status.object_not_found("localqueue", name)
+        decode = self._backend.decoder(namespace, name)
         try:
-            answer = self._backend.answer(namespace, name, body)
+            prepared = await asyncio.to_thread(decode, body)
         except DryRunError as err:
             raise _invalid(err, name) from None
+        answer = self._backend.answer(prepared)
         document = await self._document(answer, user, snapshot)
         return _render(document, media, info.pretty)
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -21,7 +22,10 @@ class _NoBackend:
     def local_queue_exists(self, namespace: str, name: str) -> bool:
         raise AssertionError("not called")
 
-    def answer(self, namespace: str, local_queue: str, body: bytes) -> dict[str, Any]:
+    def decoder(self, namespace: str, local_queue: str) -> Callable[[bytes], Any]:
+        raise AssertionError("not called")
+
+    def answer(self, prepared: Any) -> dict[str, Any]:
         raise AssertionError("not called")
 
 
