@@ -61,6 +61,8 @@ def parser() -> argparse.ArgumentParser:
         prog="kubectl pending",
         description="List your pending workloads in a namespace: positions in their "
         "LocalQueue and ClusterQueue, estimated wait and why they wait.",
+        epilog="kubectl pending what-if -f FILE: what the next scheduling cycle would do "
+        "with a Job or Workload before you create it (see what-if --help).",
     )
     p.add_argument("-n", "--namespace", default="", help="default: the context's namespace")
     p.add_argument(
@@ -288,7 +290,7 @@ def render(output: str, namespace: str, rows: Sequence[Json], now: datetime) -> 
 # -- the command ----------------------------------------------------------------------------
 
 
-def _context_namespace(kubeconfig: str | None, context: str | None) -> str:
+def context_namespace(kubeconfig: str | None, context: str | None) -> str:
     try:
         contexts, active = config.list_kube_config_contexts(config_file=kubeconfig)
     except Exception:
@@ -307,7 +309,7 @@ async def _run(args: argparse.Namespace) -> str:
         )
     except Exception as err:
         raise PluginError(f"cannot load the kubeconfig: {err}", EXIT_USAGE) from None
-    namespace = args.namespace or _context_namespace(args.kubeconfig, args.context)
+    namespace = args.namespace or context_namespace(args.kubeconfig, args.context)
     async with client.ApiClient(configuration) as api:
         rest = KubeRest(api)
         try:
@@ -319,10 +321,20 @@ async def _run(args: argparse.Namespace) -> str:
     return render(args.output, namespace, rows, datetime.now(UTC))
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+def default_kubeconfig(args: argparse.Namespace) -> None:
     if args.kubeconfig is None and os.environ.get("KUBECONFIG"):
         args.kubeconfig = os.environ["KUBECONFIG"].split(os.pathsep)[0]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["what-if"]:
+        # The subcommand's module imports this one, hence the import here.
+        from queuescope.kubectl_pending_whatif import main as what_if  # noqa: PLC0415
+
+        return what_if(argv[1:])
+    args = parser().parse_args(argv)
+    default_kubeconfig(args)
     try:
         print(asyncio.run(_run(args)))
     except PluginError as err:

@@ -29,6 +29,7 @@ from scheduler.runtime.collector import GcPacer
 from scheduler.runtime.demo import DemoLoad, DemoPace
 from scheduler.runtime.embedded import EmbeddedStore, find_configuration
 from scheduler.runtime.engine import Engine
+from scheduler.runtime.what_if import WhatIfService
 from visibility_server.authn.chain import AuthenticatorChain
 from visibility_server.authn.config import (
     DEFAULT_EXTRA_HEADERS_PREFIXES,
@@ -41,6 +42,7 @@ from visibility_server.authz.pipeline import Authorizer
 from visibility_server.authz.rbac import RBACAuthorizer
 from visibility_server.http import create_app
 from visibility_server.http.health import HealthCheck
+from visibility_server.http.ratelimit import RateLimit
 from visibility_server.looplag import LoopLagMonitor
 from visibility_server.serving import build_server
 from visibility_server.tls.listener import ListenerTLS
@@ -105,6 +107,19 @@ def add_serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
         help="event loop: uvloop where installed (auto, the default), or asyncio's own",
     )
     add_forecast_flags(p)
+    # docs/visibility-api.md#what-if, "Rate limit": a token bucket per user.
+    p.add_argument(
+        "--whatif-rate",
+        type=float,
+        default=float(_env("WHATIF_RATE", "1")),
+        help="what-if requests per second each user may make, on average",
+    )
+    p.add_argument(
+        "--whatif-burst",
+        type=int,
+        default=int(_env("WHATIF_BURST", "5")),
+        help="what-if requests a user may make at once",
+    )
     add_cluster_flags(p)
 
 
@@ -206,6 +221,8 @@ async def _run_embedded(args: argparse.Namespace) -> int:
         health_checks=[
             HealthCheck("event-loop", loop_lag.healthy, frozenset({"livez", "healthz"})),
         ],
+        what_if=WhatIfService(scheduler, store.priority_class_objects, engine.snapshot),
+        what_if_limit=RateLimit(rate=args.whatif_rate, burst=args.whatif_burst),
     )
     cert_dir = Path(args.cert_dir) if args.cert_dir else state
     if args.leader_elect:

@@ -43,6 +43,7 @@ from scheduler.runtime.engine import Engine
 from scheduler.runtime.kube.cluster import ClusterRuntime
 from scheduler.runtime.kube.leader import LeaderElector, new_identity
 from scheduler.runtime.kube.status_writer import PENDING_WINDOW
+from scheduler.runtime.what_if import WhatIfService
 from visibility_server.authn.config import (
     DEFAULT_EXTRA_HEADERS_PREFIXES,
     DEFAULT_GROUP_HEADERS,
@@ -53,6 +54,7 @@ from visibility_server.authz.cache import CacheLimits
 from visibility_server.authz.pipeline import Authorizer
 from visibility_server.http import create_app
 from visibility_server.http.health import READYZ_ONLY, HealthCheck
+from visibility_server.http.ratelimit import RateLimit
 from visibility_server.kube.cabundle import CaBundleCheck
 from visibility_server.kube.configmap import AuthenticationLookupError
 from visibility_server.kube.delegated import DelegatedAuth, DelegationSettings
@@ -392,6 +394,8 @@ async def run_cluster(
             HealthCheck("authentication-config", lambda: delegated.config_loaded, READYZ_ONLY),
             HealthCheck("shutdown", lambda: not stopping.is_set(), READYZ_ONLY),
         ],
+        what_if=WhatIfService(scheduler, runtime.jobs.priority_classes, engine.snapshot),
+        what_if_limit=RateLimit(rate=args.whatif_rate, burst=args.whatif_burst),
     )
     reloader = CertificateReloader(
         cert_dir, listener, required_sans, interval=args.cert_reload_interval

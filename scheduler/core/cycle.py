@@ -82,17 +82,7 @@ def run_cycle(s: Scheduler) -> CycleStats:
     snapshot = s.tree.clone()
     admitted_by_cq = AdmittedIndex(s.workloads, s.holders, s.counted, active)
     s.nominations.begin_cycle(s, active)
-    preemptor: Preemptor
-    if s.config.fair_sharing:
-        preemptor = FairPreemptor(
-            snapshot,
-            admitted_by_cq,
-            now,
-            s.config.eviction_ordering,
-            s.config.fair_sharing_strategies,
-        )
-    else:
-        preemptor = ClassicPreemptor(snapshot, admitted_by_cq, now, s.config.eviction_ordering)
+    preemptor = cycle_preemptor(s, snapshot, admitted_by_cq)
     entries: list[Entry] = []
     for cq_name, qe in heads:
         wl = s.workloads.get(qe.key)
@@ -105,8 +95,8 @@ def run_cycle(s: Scheduler) -> CycleStats:
         entries.append(entry)
 
     candidates = [e for e in entries if e.assignment is not None]
-    admission = _AdmissionLoop(snapshot, admitted_by_cq, stats)
-    for entry in _ordered(s, candidates, snapshot):
+    admission = AdmissionLoop(snapshot, admitted_by_cq, stats)
+    for entry in ordered_entries(s, candidates, snapshot):
         if stats.blocked:
             # Never reached because admission is blocked: back to the heap, so the
             # next cycle tries them again once the block lifts.
@@ -122,7 +112,20 @@ def run_cycle(s: Scheduler) -> CycleStats:
     return stats
 
 
-def _ordered(s: Scheduler, candidates: list[Entry], snapshot: QuotaTree) -> Iterator[Entry]:
+def cycle_preemptor(s: Scheduler, snapshot: QuotaTree, admitted_by_cq: AdmittedIndex) -> Preemptor:
+    """The target search of a cycle on `snapshot`: fair sharing's or the classic one."""
+    if s.config.fair_sharing:
+        return FairPreemptor(
+            snapshot,
+            admitted_by_cq,
+            s.now(),
+            s.config.eviction_ordering,
+            s.config.fair_sharing_strategies,
+        )
+    return ClassicPreemptor(snapshot, admitted_by_cq, s.now(), s.config.eviction_ordering)
+
+
+def ordered_entries(s: Scheduler, candidates: list[Entry], snapshot: QuotaTree) -> Iterator[Entry]:
     """docs/scheduling.md#classic-entry-order classic order, or the
     docs/scheduling.md#fair-sharing-tournament fair-sharing tournament, which re-ranks after every
     admission because the snapshot's usage changes between yields."""
@@ -157,22 +160,15 @@ def _nominate(
 ) -> None:
     cq = e.cq
     wl = e.wl
-    if cq.name not in active:
-        e.why = policy(f"ClusterQueue {cq.name} is inactive")
-        return
-    if not s.namespace_matches(cq.name, wl.namespace):
-        e.why = policy("Workload namespace doesn't match ClusterQueue selector")
-        e.reason = RequeueReason.NAMESPACE_MISMATCH
-        return
-    exceeded = [d for ps in wl.pod_sets for d in ps.limits_exceeded]
-    if exceeded:
-        e.why = policy(f"resources validation failed: {'; '.join(exceeded)}")
+    blocked = policy_block(s, cq, wl, active)
+    if blocked is not None:
+        e.why, e.reason = blocked
         return
     cache = s.nominations
     key = cache.key(s, cq, wl)
     found = None if key is None else cache.get(key)
     if found is None or nomination.VERIFY:
-        computed = _compute_nomination(s, wl, cq, snapshot, preemptor)
+        computed = compute_nomination(s, wl, cq, snapshot, preemptor)
         if found is not None and found != computed:
             raise AssertionError(f"cached nomination of {wl.key} differs: {found} != {computed}")
         if key is not None and found is None:
@@ -185,7 +181,25 @@ def _nominate(
     e.counts = None if found.counts is None else dict(found.counts)
 
 
-def _compute_nomination(
+def policy_block(
+    s: Scheduler, cq: ClusterQueueInfo, wl: WorkloadState, active: frozenset[str]
+) -> tuple[PendingWhy, RequeueReason] | None:
+    """docs/scheduling.md#nomination-checks: a rule that keeps a head from being nominated
+    at all (inactive ClusterQueue, namespace mismatch, invalid resources), or None."""
+    if cq.name not in active:
+        return policy(f"ClusterQueue {cq.name} is inactive"), RequeueReason.GENERIC
+    if not s.namespace_matches(cq.name, wl.namespace):
+        return (
+            policy("Workload namespace doesn't match ClusterQueue selector"),
+            RequeueReason.NAMESPACE_MISMATCH,
+        )
+    exceeded = [d for ps in wl.pod_sets for d in ps.limits_exceeded]
+    if exceeded:
+        return policy(f"resources validation failed: {'; '.join(exceeded)}"), RequeueReason.GENERIC
+    return None
+
+
+def compute_nomination(
     s: Scheduler, wl: WorkloadState, cq: ClusterQueueInfo, snapshot: QuotaTree, preemptor: Preemptor
 ) -> Nomination:
     search = OneStateSearch(preemptor)
@@ -253,7 +267,7 @@ def _partial_admission(
 
 
 @dataclass(slots=True)
-class _AdmissionLoop:
+class AdmissionLoop:
     """What the admission loop carries from one entry to the next within a cycle."""
 
     snapshot: QuotaTree
@@ -262,45 +276,56 @@ class _AdmissionLoop:
     targets: dict[str, Target] = field(default_factory=dict)  # preemption targets so far
 
 
-def _admission_step(s: Scheduler, e: Entry, loop: _AdmissionLoop) -> None:
-    """docs/scheduling.md#admission-loop, one entry."""
-    snapshot, admitted_by_cq, cycle_targets, stats = (
-        loop.snapshot,
-        loop.admitted_by_cq,
-        loop.targets,
-        loop.stats,
-    )
+def take_quota(e: Entry, loop: AdmissionLoop) -> bool:
+    """docs/scheduling.md#admission-loop, the part that only touches the cycle's snapshot:
+    whether `e` takes its quota there (its usage is then added, its targets claimed).
+
+    An entry that does not has its `why` and `status` set when it was skipped; a
+    preemptor without targets may leave a reservation. Nothing outside `e` and `loop`
+    changes, so the what-if dry run replays it (docs/visibility-api.md#what-if).
+    """
     assert e.assignment is not None
     assignment = e.assignment
+    snapshot, cycle_targets = loop.snapshot, loop.targets
     cq = e.cq.name
     mode = assignment.mode
     if mode == NO_FIT:
-        return
+        return False
     usage = assignment.usage()
     if mode == PREEMPT and not e.targets:
         if e.cq.preemption.reclaim_within_cohort != "Any":
             snapshot.add_usage(cq, _reservation(snapshot, cq, assignment, usage))
-        return
+        return False
     if any(t.key in cycle_targets for t in e.targets):
         _skip(e, "Workload has overlapping preemption targets with another workload")
-        return
+        return False
     if not _fits_without(
-        snapshot, admitted_by_cq, cq, usage, [*cycle_targets, *(t.key for t in e.targets)]
+        snapshot, loop.admitted_by_cq, cq, usage, [*cycle_targets, *(t.key for t in e.targets)]
     ):
         _skip(e, "Workload no longer fits after processing another workload")
-        return
+        return False
     for t in e.targets:
         cycle_targets[t.key] = t
     snapshot.add_usage(cq, usage)
-    if mode == PREEMPT:
-        _issue_preemptions(s, e, stats)
+    return True
+
+
+def _admission_step(s: Scheduler, e: Entry, loop: AdmissionLoop) -> None:
+    """docs/scheduling.md#admission-loop, one entry."""
+    if not take_quota(e, loop):
+        if e.status == SKIPPED:
+            e.wl.last_assignment = None
+        return
+    assert e.assignment is not None
+    if e.assignment.mode == PREEMPT:
+        _issue_preemptions(s, e, loop.stats)
         return
     if admission_blocked(s) and not _wait_until_unblocked(s, e):
-        stats.blocked = True
+        loop.stats.blocked = True
         return
     e.status = NOMINATED
-    _admit(s, e, usage)
-    stats.admitted.append(e.wl.key)
+    _admit(s, e, e.assignment.usage())
+    loop.stats.admitted.append(e.wl.key)
 
 
 def _wait_until_unblocked(s: Scheduler, e: Entry) -> bool:
@@ -353,7 +378,6 @@ def _issue_preemptions(s: Scheduler, e: Entry, stats: CycleStats) -> None:
 def _skip(e: Entry, message: str) -> None:
     e.status = SKIPPED
     e.why = other(message)
-    e.wl.last_assignment = None
 
 
 def _reservation(

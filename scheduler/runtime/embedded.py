@@ -160,6 +160,12 @@ class EmbeddedStore:
         """WorkloadPriorityClass name -> value."""
         return {n: c.value for n, c in sorted(self._workload_priority_classes.items())}
 
+    def priority_class_objects(
+        self,
+    ) -> tuple[dict[str, WorkloadPriorityClass], dict[str, PriorityClass]]:
+        """The WorkloadPriorityClasses and PriorityClasses a Job's priority resolves with."""
+        return dict(self._workload_priority_classes), dict(self._priority_classes)
+
     def configuration(self) -> Configuration | None:
         return self._configuration
 

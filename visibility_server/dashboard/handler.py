@@ -47,6 +47,7 @@ _GROUP: Final = status.VISIBILITY_GROUP
 _ASSETS: Final = {
     "index.html": "text/html; charset=utf-8",
     "app.js": "text/javascript; charset=utf-8",
+    "whatif.js": "text/javascript; charset=utf-8",
     "style.css": "text/css; charset=utf-8",
 }
 # The page loads only its own script and style and talks only to this server.

@@ -31,18 +31,20 @@ from visibility_server.http.health import NOT_LIVENESS, Health, HealthCheck, Syn
 from visibility_server.http.longpoll import ChangeNotifier
 from visibility_server.http.metrics import http_metrics
 from visibility_server.http.position import ForecastLookup, NotPendingLookup
+from visibility_server.http.ratelimit import RateLimit, UserRateLimiter
 from visibility_server.http.routers.discovery import discovery_routes, openapi_routes
 from visibility_server.http.routers.health import health_routes
 from visibility_server.http.routers.pending import pending_routes
 from visibility_server.http.routers.table import RouteTable, match_whole_paths
+from visibility_server.http.routers.whatif import WhatIfBackend, whatif_routes
 from visibility_server.http.server import ServerConfig, VisibilityServer
 from visibility_server.webhooks.routes import webhook_routes
 
 log = logging.getLogger(__name__)
 
 DEFAULT_VERSIONS = ("v1beta2", "v1beta1")
-DEFAULT_EXTENSIONS = frozenset({"pendingposition", "longpoll"})
-KNOWN_EXTENSIONS = frozenset({"pendingposition", "longpoll"})
+DEFAULT_EXTENSIONS = frozenset({"pendingposition", "longpoll", "whatif"})
+KNOWN_EXTENSIONS = frozenset({"pendingposition", "longpoll", "whatif"})
 
 
 def _lifespan(
@@ -82,6 +84,8 @@ def create_app(  # noqa: PLR0913 - keyword-only settings; each caller names the 
     not_pending: NotPendingLookup | None = None,
     forecasts: ForecastLookup | None = None,
     dashboard: bool = True,
+    what_if: WhatIfBackend | None = None,
+    what_if_limit: RateLimit | None = None,
 ) -> FastAPI:
     """The visibility server's ASGI app (see the module and `server` docstrings).
 
@@ -92,7 +96,9 @@ def create_app(  # noqa: PLR0913 - keyword-only settings; each caller names the 
     `not_pending` classifies a Workload that the snapshot does not list as pending;
     `forecasts` gives the forecast served for a pending one (`estimatedStart`).
     `dashboard` serves the built-in dashboard under `/dashboard` (docs/dashboard.md),
-    outside the API's paths.
+    outside the API's paths. `what_if` is the runtime's dry run: with it (and the
+    `whatif` extension on) the LocalQueues' `whatif` subresource is served, each user
+    limited by `what_if_limit` (docs/visibility-api.md#what-if).
     """
     unknown = set(extensions) - KNOWN_EXTENSIONS
     if unknown:
@@ -101,6 +107,7 @@ def create_app(  # noqa: PLR0913 - keyword-only settings; each caller names the 
         raise ValueError("at least one API version must be served")
     pendingposition = "pendingposition" in extensions
     longpoll = "longpoll" in extensions
+    whatif = "whatif" in extensions and what_if is not None
     registry = metrics_registry if metrics_registry is not None else CollectorRegistry()
 
     synced = SyncLatch(lambda: snapshot().synced)
@@ -121,6 +128,7 @@ def create_app(  # noqa: PLR0913 - keyword-only settings; each caller names the 
             pendingposition=pendingposition,
             longpoll=longpoll,
             version_info=version_info,
+            whatif=whatif,
         ),
         health=Health(checks),
         metrics=http_metrics(registry),
@@ -149,6 +157,10 @@ def create_app(  # noqa: PLR0913 - keyword-only settings; each caller names the 
     table = RouteTable(app.router)
     # The data routes first: they are the hot path, and routes are matched in order.
     pending_routes(server, table)
+    if whatif:
+        assert what_if is not None
+        limiter = UserRateLimiter(what_if_limit or RateLimit(), time.monotonic)
+        whatif_routes(server, table, what_if, limiter)
     discovery_routes(server, table)
     openapi_routes(server, table)
     health_routes(server, table)

@@ -15,26 +15,52 @@ from visibility_server.http.status import VISIBILITY_GROUP
 
 SUMMARY_KIND: Final = "PendingWorkloadsSummary"
 POSITION_KIND: Final = "PendingWorkloadPosition"
+WHATIF_KIND: Final = "WorkloadWhatIf"
+WHATIF_SUBRESOURCE: Final = "whatif"
+
+
+@dataclass(frozen=True, slots=True)
+class _Subresource:
+    name: str
+    kind: str
+    verbs: tuple[str, ...] = ("get",)
 
 
 @dataclass(frozen=True, slots=True)
 class _Resource:
-    """A parent resource (no verbs) and its one `get` subresource."""
+    """A parent resource (no verbs) and its subresources; the parent's kind is its
+    first subresource's."""
 
     name: str
     singular: str
-    subresource: str
     namespaced: bool
-    kind: str
+    subresources: tuple[_Subresource, ...]
+
+    @property
+    def kind(self) -> str:
+        return self.subresources[0].kind
 
 
-def _resources(pendingposition: bool) -> list[_Resource]:
+def _resources(pendingposition: bool, whatif: bool = False) -> list[_Resource]:
+    local = [_Subresource("pendingworkloads", SUMMARY_KIND)]
+    if whatif:
+        # [EXT] docs/visibility-api.md#what-if: a POST, authorized as `create`.
+        local.append(_Subresource(WHATIF_SUBRESOURCE, WHATIF_KIND, ("create",)))
     resources = [
-        _Resource("clusterqueues", "clusterqueue", "pendingworkloads", False, SUMMARY_KIND),
-        _Resource("localqueues", "localqueue", "pendingworkloads", True, SUMMARY_KIND),
+        _Resource(
+            "clusterqueues",
+            "clusterqueue",
+            False,
+            (_Subresource("pendingworkloads", SUMMARY_KIND),),
+        ),
+        _Resource("localqueues", "localqueue", True, tuple(local)),
     ]
     if pendingposition:
-        resources.append(_Resource("workloads", "workload", "pendingposition", True, POSITION_KIND))
+        resources.append(
+            _Resource(
+                "workloads", "workload", True, (_Subresource("pendingposition", POSITION_KIND),)
+            )
+        )
     return sorted(resources, key=lambda r: r.name)
 
 
@@ -42,14 +68,30 @@ def group_version(version: str) -> str:
     return f"{VISIBILITY_GROUP}/{version}"
 
 
-def api_resource_list(version: str, pendingposition: bool) -> dict[str, Any]:
+def api_resource_list(
+    version: str, pendingposition: bool, *, whatif: bool = False
+) -> dict[str, Any]:
     """`G/{v}`: `verbs` always present, `singularName` empty for subresources."""
     entries: list[dict[str, Any]] = []
-    for r in _resources(pendingposition):
-        common = {"namespaced": r.namespaced, "kind": r.kind}
-        entries.append({"name": r.name, "singularName": r.singular, **common, "verbs": []})
+    for r in _resources(pendingposition, whatif):
         entries.append(
-            {"name": f"{r.name}/{r.subresource}", "singularName": "", **common, "verbs": ["get"]}
+            {
+                "name": r.name,
+                "singularName": r.singular,
+                "namespaced": r.namespaced,
+                "kind": r.kind,
+                "verbs": [],
+            }
+        )
+        entries.extend(
+            {
+                "name": f"{r.name}/{sub.name}",
+                "singularName": "",
+                "namespaced": r.namespaced,
+                "kind": sub.kind,
+                "verbs": list(sub.verbs),
+            }
+            for sub in r.subresources
         )
     # Sorted by name: a parent sorts right before its `parent/sub` entry.
     entries.sort(key=lambda e: str(e["name"]))
@@ -75,7 +117,7 @@ def api_group_list(versions: Sequence[str]) -> dict[str, Any]:
 
 
 def aggregated_discovery(
-    versions: Sequence[str], pendingposition: bool, api_version: str
+    versions: Sequence[str], pendingposition: bool, api_version: str, *, whatif: bool = False
 ) -> dict[str, Any]:
     """`/apis` as `APIGroupDiscoveryList` (`apidiscovery.k8s.io/v2` or `v2beta1`).
 
@@ -98,13 +140,14 @@ def aggregated_discovery(
                 "verbs": [],
                 "subresources": [
                     {
-                        "subresource": r.subresource,
-                        "responseKind": kind_of(version, r.kind),
-                        "verbs": ["get"],
+                        "subresource": sub.name,
+                        "responseKind": kind_of(version, sub.kind),
+                        "verbs": list(sub.verbs),
                     }
+                    for sub in r.subresources
                 ],
             }
-            for r in _resources(pendingposition)
+            for r in _resources(pendingposition, whatif)
         ]
         listed.append({"version": version, "freshness": "Current", "resources": resources})
     return {

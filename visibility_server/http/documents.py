@@ -55,6 +55,7 @@ class StaticDocuments:
         pendingposition: bool,
         longpoll: bool,
         version_info: Mapping[str, str],
+        whatif: bool = False,
     ) -> None:
         self._docs: dict[DocumentKey, Document] = {}
         self.openapi_v3_hashes: dict[str, str] = {}
@@ -65,7 +66,11 @@ class StaticDocuments:
         ]
         for version in versions:
             objects.append(
-                (Kind.VERSION, version, discovery.api_resource_list(version, pendingposition))
+                (
+                    Kind.VERSION,
+                    version,
+                    discovery.api_resource_list(version, pendingposition, whatif=whatif),
+                )
             )
         for kind, version, obj in objects:
             for pretty in (False, True):
@@ -81,7 +86,9 @@ class StaticDocuments:
             (Media.DISCOVERY_V2, "v2"),
             (Media.DISCOVERY_V2BETA1, "v2beta1"),
         ):
-            obj = discovery.aggregated_discovery(versions, pendingposition, api_version)
+            obj = discovery.aggregated_discovery(
+                versions, pendingposition, api_version, whatif=whatif
+            )
             self._add(Kind.APIS, "", media, False, json_compact(obj))
             self._add(Kind.APIS, "", media, True, json_pretty(obj))
 
@@ -92,7 +99,7 @@ class StaticDocuments:
         # OpenAPI: fixed compact bytes per build (pretty is ignored), because the v3 root
         # names each document by the hash of exactly these bytes.
         release = version_info.get("gitVersion", "v0.0.0")
-        flags = {"pendingposition": pendingposition, "longpoll": longpoll}
+        flags = {"pendingposition": pendingposition, "longpoll": longpoll, "whatif": whatif}
         v2 = json_compact(openapi.swagger_v2(versions, release, **flags))
         per_version = {v: json_compact(openapi.openapi_v3(v, release, **flags)) for v in versions}
         root = json_compact(openapi.openapi_v3_root(per_version))

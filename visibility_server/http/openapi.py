@@ -13,6 +13,7 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any, Final
 
+from visibility_server.http import openapi_whatif
 from visibility_server.http.status import VISIBILITY_GROUP
 
 TITLE: Final = "queuescope visibility API"
@@ -398,7 +399,12 @@ def _v3_operation(op: _Operation, version: str, longpoll: bool) -> dict[str, Any
 
 
 def swagger_v2(
-    versions: Sequence[str], release: str, *, pendingposition: bool, longpoll: bool
+    versions: Sequence[str],
+    release: str,
+    *,
+    pendingposition: bool,
+    longpoll: bool,
+    whatif: bool = False,
 ) -> dict[str, Any]:
     ref = "#/definitions/"
     paths: dict[str, Any] = {}
@@ -407,6 +413,11 @@ def swagger_v2(
         for op in _operations(version, pendingposition):
             paths[op.path] = _v2_operation(op, version, longpoll)
         definitions.update(_visibility_schemas(version, pendingposition, ref))
+        if whatif:
+            paths[openapi_whatif.whatif_path(version)] = openapi_whatif.v2_operation(version)
+            definitions[openapi_whatif.whatif_model(version)] = openapi_whatif.whatif_schema(
+                version
+            )
     return {
         "swagger": "2.0",
         "info": {"title": TITLE, "version": release},
@@ -416,7 +427,7 @@ def swagger_v2(
 
 
 def openapi_v3(
-    version: str, release: str, *, pendingposition: bool, longpoll: bool
+    version: str, release: str, *, pendingposition: bool, longpoll: bool, whatif: bool = False
 ) -> dict[str, Any]:
     ref = "#/components/schemas/"
     schemas = {**_meta_schemas(ref), **_visibility_schemas(version, pendingposition, ref)}
@@ -424,6 +435,9 @@ def openapi_v3(
         op.path: _v3_operation(op, version, longpoll)
         for op in _operations(version, pendingposition)
     }
+    if whatif:
+        paths[openapi_whatif.whatif_path(version)] = openapi_whatif.v3_operation(version)
+        schemas[openapi_whatif.whatif_model(version)] = openapi_whatif.whatif_schema(version)
     return {
         "openapi": "3.0.0",
         "info": {"title": TITLE, "version": release},

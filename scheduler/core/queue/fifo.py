@@ -211,6 +211,14 @@ class FifoQueue(PendingQueue):
             return None
         return self._ordered.index(item)
 
+    def insertion_position(self, entry: QueueEntry) -> int:
+        # (order key, workload key) sorts before the stored item of an equal key, and
+        # never compares entries.
+        return self._ordered.bisect((self.order_key(entry), entry.key))
+
+    def peek(self, now: Instant) -> QueueEntry | None:
+        return self._entries[self._heap[0][1]] if self._heap else None
+
     def counts(self) -> QueueCounts:
         return QueueCounts(
             active=len(self._heap), parked=len(self._parked), in_flight=len(self._in_flight)

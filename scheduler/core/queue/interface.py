@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import operator
 from abc import ABC, abstractmethod
+from bisect import bisect_left
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -190,6 +191,29 @@ class PendingQueue(ABC):
         if ends[-1] != len(listing):
             ends.append(len(listing))
         return [listing[start:end] for start, end in pairwise(ends)]
+
+    def insertion_position(self, entry: QueueEntry) -> int:
+        """Where ``entry`` would be listed if it were pushed now, without pushing it: the
+        number of listed workloads that sort before it (the what-if dry run,
+        docs/visibility-api.md#what-if). The default bisects :meth:`listing` by
+        :meth:`order_key`; a queue with a sorted structure answers in O(log n)."""
+        listing = self.listing()
+        order = self.order_key(entry)
+        return bisect_left(listing, order, key=self.order_key)
+
+    def peek(self, now: Instant) -> QueueEntry | None:
+        """The entry :meth:`pop` would return at ``now``, without popping it.
+
+        The default takes the first listed workload that is not in flight: right for a
+        queue that pops in its listing order and parks nothing. A queue that parks
+        workloads (the FIFO queues) overrides it, otherwise the what-if dry run counts
+        parked workloads as ahead of a new one (too cautious, never too hopeful).
+        """
+        in_flight = self.in_flight_keys()
+        for entry in self.iter_ordered():
+            if entry.key not in in_flight:
+                return entry
+        return None
 
     def in_flight_keys(self) -> frozenset[str]:
         """Keys popped and not yet requeued or released.

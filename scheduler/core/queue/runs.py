@@ -82,6 +82,13 @@ class SortedRuns(Generic[K, V]):
         i, j = self._find(key)
         return self._offsets()[i] + j
 
+    def bisect(self, key: Any) -> int:
+        """How many keys sort before `key` (which need not be present)."""
+        i = bisect_left(self._maxes, key)
+        if i == len(self._maxes):
+            return self._len
+        return self._offsets()[i] + bisect_left(self._keys[i], key)
+
     def islice(self, offset: int) -> Iterator[V]:
         """The values from position `offset` on, lazily (no change while in use)."""
         if offset >= self._len:

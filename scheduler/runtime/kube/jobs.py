@@ -220,6 +220,12 @@ class JobController:
         self.stats.workloads_created += 1
         self.store.observe(WORKLOADS, created)
 
+    def priority_classes(
+        self,
+    ) -> tuple[dict[str, WorkloadPriorityClass], dict[str, PriorityClass]]:
+        """The priority classes a Job's priority resolves with (the what-if dry run too)."""
+        return self._wpcs(), self._pcs()
+
     def _wpcs(self) -> dict[str, WorkloadPriorityClass]:
         return self._decoded(WORKLOAD_PRIORITY_CLASSES, WorkloadPriorityClass)
 

@@ -114,7 +114,8 @@ def test_batch_roles_aggregate_kueues_labels(who: str) -> None:
     assert role["rules"] == []
 
 
-def test_batch_user_gets_exactly_what_kueues_batch_user_gets_plus_pendingposition() -> None:
+def test_batch_user_gets_exactly_what_kueues_batch_user_gets_plus_our_extensions() -> None:
+    """Kueue's batch-user, plus [EXT] pendingposition and what-if (docs/visibility-api.md)."""
     members = [
         o
         for o in RBAC
@@ -129,6 +130,7 @@ def test_batch_user_gets_exactly_what_kueues_batch_user_gets_plus_pendingpositio
         | grants("batch", "jobs/status", ("get",))
         | grants(VISIBILITY, "localqueues/pendingworkloads", VIEW)
         | grants(VISIBILITY, "workloads/pendingposition", VIEW)
+        | grants(VISIBILITY, "localqueues/whatif", ("create",))
     )
 
 

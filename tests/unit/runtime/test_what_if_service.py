@@ -1,0 +1,102 @@
+"""The runtime's what-if (scheduler/runtime/what_if.py): a request body in, through the
+same decoding and Job integration as every ingested object, JSON out."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+import yaml
+
+from scheduler.api.decode import decode_object
+from scheduler.api.dry_run import DryRunError
+from scheduler.api.priority import WorkloadPriorityClass
+from scheduler.runtime.what_if import WhatIfService
+from tests.unit.core.builders import Cluster, flavor, local_queue, namespace, simple_cq, workload
+
+WPC = {
+    "apiVersion": "kueue.x-k8s.io/v1beta1",
+    "kind": "WorkloadPriorityClass",
+    "metadata": {"name": "urgent"},
+    "value": 1000,
+}
+
+
+def _service() -> tuple[Cluster, WhatIfService]:
+    c = Cluster()
+    c.apply(namespace("team-a"), flavor("default"), simple_cq("cq-a", 4))
+    c.apply(local_queue("team-a", "lq-a", "cq-a"))
+    c.apply(workload("team-a", "taken", "lq-a", {"cpu": "1"}))
+    c.advance(10)  # what is asked about is created after `taken`
+    wpc = decode_object(WPC)
+    assert isinstance(wpc, WorkloadPriorityClass)
+    return c, WhatIfService(c.s, lambda: ({"urgent": wpc}, {}))
+
+
+def _job(**labels: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"generateName": "train-", "labels": labels},
+        "spec": {
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "c", "resources": {"requests": {"cpu": "2"}}}],
+                }
+            }
+        },
+    }
+
+
+def test_a_job_gets_the_request_namespace_queue_and_its_priority_class() -> None:
+    _, service = _service()
+    body = yaml.safe_dump(_job(**{"kueue.x-k8s.io/priority-class": "urgent"})).encode()
+    answer = service.dry_run("team-a", "lq-a", body)
+    assert answer["workload"]["namespace"] == "team-a"
+    assert answer["workload"]["localQueueName"] == "lq-a"
+    assert answer["workload"]["priority"] == 1000
+    assert answer["workload"]["name"].startswith("job-train-what-if-")
+    assert answer["decision"] == "Admitted"
+    assert answer["positionInClusterQueue"] == 0  # before `taken`, of priority 0
+
+
+def test_a_missing_priority_class_is_422_naming_the_label() -> None:
+    _, service = _service()
+    body = json.dumps(_job(**{"kueue.x-k8s.io/priority-class": "nope"})).encode()
+    with pytest.raises(DryRunError) as err:
+        service.dry_run("team-a", "lq-a", body)
+    assert err.value.code == 422
+    assert err.value.causes[0].field == "metadata.labels[kueue.x-k8s.io/priority-class]"
+
+
+def test_a_v1beta2_workload_named_like_an_existing_one_is_evaluated_as_new() -> None:
+    c, service = _service()
+    doc = workload("team-a", "taken", None, {"cpu": "1"})
+    doc["apiVersion"] = "kueue.x-k8s.io/v1beta2"
+    answer = service.dry_run("team-a", "lq-a", json.dumps(doc).encode())
+    assert answer["workload"]["name"] == "taken-what-if"
+    assert answer["positionInClusterQueue"] == 1
+    assert answer["pendingWorkloadsInClusterQueue"] == 2
+    assert set(c.s.workloads) == {"team-a/taken"}
+
+
+@pytest.mark.parametrize(
+    ("body", "code"),
+    [
+        (b"\xff\xfe", 400),
+        (b"[1, 2]", 400),
+        (b"", 400),
+        (b'{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}', 422),
+        # a "billion laughs": nine aliases nested would expand to 10^9 strings
+        (b"a: &a [x, x]\nb: &b [*a, *a]\nc: [*b, *b]\n", 400),
+        (b"[" * 5000 + b"]" * 5000, 400),
+        (b'{"a":' * 150 + b"1" + b"}" * 150, 400),
+    ],
+)
+def test_bodies_that_are_not_a_job_or_workload(body: bytes, code: int) -> None:
+    _, service = _service()
+    with pytest.raises(DryRunError) as err:
+        service.dry_run("team-a", "lq-a", body)
+    assert err.value.code == code
