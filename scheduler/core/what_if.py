@@ -211,8 +211,11 @@ class _DryRun:
             return self._answer(QUEUED, own, self.snapshot, head=False)
         # docs/scheduling.md#blocking-admission: nothing changes during a dry run, so a
         # block now lasts the whole cycle; the first entry that would be admitted stops
-        # the loop, and every entry after it is left for a later cycle.
+        # the loop, and every entry after it is left for a later cycle. Without a block
+        # now, a rival admitted before the workload starts one: it holds quota without
+        # PodsReady for the rest of the cycle.
         blocked = admission_blocked(s)
+        blocking = _admission_can_block(s)
         loop = AdmissionLoop(self.snapshot, self.admitted_by_cq, CycleStats())
         candidates = [e for e in [own, *self._rival_heads(own.cq.name)] if e.assignment]
         for e in ordered_entries(s, candidates, self.snapshot):
@@ -220,8 +223,10 @@ class _DryRun:
                 if loop.stats.blocked:
                     return self._answer(PENDING, own, self.snapshot, head=True, why=WAITING_WHY)
                 return self._own_turn(own, loop, blocked=blocked)
-            if take_quota(e, loop) and blocked and _mode(e) != PREEMPT:
-                loop.stats.blocked = True
+            if take_quota(e, loop) and _mode(e) != PREEMPT:
+                if blocked:
+                    loop.stats.blocked = True
+                blocked = blocked or blocking
         # Not a candidate (no assignment was made): pending with its nomination's why.
         return self._answer(PENDING, own, self.snapshot, head=True)
 
@@ -292,6 +297,13 @@ class _DryRun:
             victims=_victims(self.s, e),
             why=why,
         )
+
+
+def _admission_can_block(s: Scheduler) -> bool:
+    """Whether an admission blocks the rest of its cycle (waitForPodsReady with
+    blockAdmission: the admitted workload holds quota without PodsReady)."""
+    cfg = s.config.wait_for_pods_ready
+    return cfg.enable and cfg.block_admission
 
 
 def _mode(e: Entry) -> str:

@@ -95,6 +95,10 @@ def cohort(spec: dict[str, Any]) -> dict[str, Any]:
     return _obj(V2, "Cohort", "cohort-bad", spec)
 
 
+def check(spec: dict[str, Any], version: str = V2) -> dict[str, Any]:
+    return _obj(version, "AdmissionCheck", "ac-bad", {"controllerName": "example.com/c", **spec})
+
+
 def pod_template(**container: Any) -> dict[str, Any]:
     base = {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}
     return {"spec": {"containers": [{**base, **container}], "restartPolicy": "Never"}}
@@ -470,6 +474,24 @@ CASES: list[Case] = [
         "spec.concurrentAdmissionPolicy.migration.constraints.lastAcceptableFlavorName",
     ),
     Case("cq-v1beta1-cohort-name", cq({"cohort": "Bad_Cohort"}, V1), "spec.cohort"),
+    # -- AdmissionCheck -----------------------------------------------------------------
+    Case("ac-controller-name-required", check({"controllerName": ""}), "spec.controllerName"),
+    # v1beta1's schema sets no length limit: the webhook does.
+    Case(
+        "ac-v1beta1-controller-name-length",
+        check({"controllerName": "c" * 254}, V1),
+        "spec.controllerName",
+    ),
+    Case(
+        "ac-v1beta1-retry-delay-negative",
+        check({"retryDelayMinutes": -1}, V1),
+        "spec.retryDelayMinutes",
+    ),
+    Case(
+        "ac-parameters-kind",
+        check({"parameters": {"apiGroup": "example.com", "kind": "-bad", "name": "p"}}),
+        "spec.parameters.kind",
+    ),
     # -- Cohort -------------------------------------------------------------------------
     Case("cohort-parent-name", cohort({"parentName": "Bad_Parent"}), "spec.parentName"),
     Case(

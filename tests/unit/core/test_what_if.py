@@ -352,6 +352,19 @@ _PREEMPTING: dict[str, Any] = {
 @example(_PREEMPTING)
 @example({**_PREEMPTING, "block": True})  # a preemptor preempts while admission is blocked
 @example({**_PREEMPTING, "fair": True, "new": ("a", 2, 5, 3, 1)})  # partial admission
+# a rival head admitted first in the same cycle blocks the rest of it (blockAdmission)
+@example(
+    {
+        **_PREEMPTING,
+        "quota_a": 0,
+        "quota_b": 2,
+        "preemption": None,
+        "existing": [("b", 1, 0)],
+        "cycles": 0,
+        "block": True,
+        "new": ("a", 1, 0, 1, None),
+    }
+)
 def test_the_answer_is_what_the_next_cycle_does_and_nothing_changes(spec: dict[str, Any]) -> None:
     c = _scenario(spec)
     queue, cpu, priority, count, min_count = spec["new"]

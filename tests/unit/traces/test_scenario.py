@@ -58,11 +58,19 @@ def _documents(text: str) -> list[dict[str, object]]:
     return [d for d in yaml.safe_load_all(text) if d is not None]
 
 
-def _admitted(text: str) -> dict[str, bool]:
-    """namespace/name -> whether the simulator admitted it, from its output List."""
+def _reserved_at(text: str) -> dict[str, str | None]:
+    """namespace/name -> when the simulator reserved its quota (None: never), from the
+    `QuotaReserved=True` condition of its output List."""
     items = build_list(Simulation(load_yaml(text, "t.yaml")).run())["items"]
     return {
-        f"{i['metadata']['namespace']}/{i['metadata']['name']}": "admission" in i["status"]
+        f"{i['metadata']['namespace']}/{i['metadata']['name']}": next(
+            (
+                c["lastTransitionTime"]
+                for c in i["status"].get("conditions", [])
+                if c["type"] == "QuotaReserved" and c["status"] == "True"
+            ),
+            None,
+        )
         for i in items
         if i["kind"] == "Workload"
     }
@@ -124,9 +132,13 @@ def test_written_scenario_reads_back_and_runs_in_the_simulator() -> None:
     docs = _documents(text)
     assert docs[:-1] == imported.objects
     assert docs[-1] == imported.scenario
-    states = _admitted(text)
-    # 4 cpus: job-1 (3) is admitted, job-2 (3) waits, job-3 (1) passes it (BestEffortFIFO)
-    assert states == {"user-1/job-1": True, "user-1/job-2": False, "user-1/job-3": True}
+    # 4 cpus: job-1 (3) is admitted at once; job-2 (3) waits until job-1's runtime (60 s)
+    # is over; job-3 (1) passes it on arrival (BestEffortFIFO). Start: 01:46:40.
+    assert _reserved_at(text) == {
+        "user-1/job-1": "2001-09-09T01:46:40Z",
+        "user-1/job-2": "2001-09-09T01:47:40Z",
+        "user-1/job-3": "2001-09-09T01:47:00Z",
+    }
 
 
 def test_start_at_and_limit_select_by_submission() -> None:
