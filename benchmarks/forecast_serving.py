@@ -33,10 +33,10 @@ from scheduler.api import decode_object
 from scheduler.core.ingest import apply_object, scheduler_config
 from scheduler.core.scheduler import Scheduler
 from scheduler.runtime.clock import SystemClock
-from scheduler.runtime.collector import GcPacer
 from scheduler.runtime.commands import MarkSynced
 from scheduler.runtime.engine import Engine
 from scheduler.runtime.forecasts import ForecastConfig, ForecastService
+from scheduler.runtime.heap_freezing import GcPacer
 from visibility_server.looplag import LoopLagMonitor
 
 

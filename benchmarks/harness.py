@@ -1,4 +1,4 @@
-"""Processes of a benchmark: the server (`benchmarks.server`) and the load generator
+"""Processes of a benchmark: the server (`benchmarks.server_under_test`) and the load generator
 (`benchmarks.loadgen`), each its own Python process on 127.0.0.1.
 
 With two or more CPUs the server is pinned to CPU 0 and the load generator to CPU 1,
@@ -65,7 +65,7 @@ def machine() -> dict[str, Any]:
 
 
 class BenchServer:
-    """`python -m benchmarks.server` in a child process, ready when the snapshot holds
+    """`python -m benchmarks.server_under_test` in a child process, ready when the snapshot holds
     the fed queue."""
 
     def __init__(
@@ -106,7 +106,7 @@ class BenchServer:
         cmd = [
             sys.executable,
             "-m",
-            "benchmarks.server",
+            "benchmarks.server_under_test",
             "--dir",
             str(self.dir),
             "--port",

@@ -25,10 +25,10 @@ from scheduler.api.decode import ApiError, load_documents
 from scheduler.core.ingest import scheduler_config
 from scheduler.core.scheduler import Scheduler
 from scheduler.runtime.clock import SystemClock
-from scheduler.runtime.collector import GcPacer
 from scheduler.runtime.demo import DemoLoad, DemoPace
 from scheduler.runtime.embedded import EmbeddedStore, find_configuration
 from scheduler.runtime.engine import Engine
+from scheduler.runtime.heap_freezing import GcPacer
 from scheduler.runtime.what_if import WhatIfService
 from visibility_server.authn.chain import AuthenticatorChain
 from visibility_server.authn.config import (

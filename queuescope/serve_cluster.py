@@ -38,8 +38,8 @@ from scheduler.api.decode import load_documents
 from scheduler.core.ingest import scheduler_config
 from scheduler.core.scheduler import Scheduler
 from scheduler.runtime.clock import SystemClock
-from scheduler.runtime.collector import GcPacer
 from scheduler.runtime.engine import Engine
+from scheduler.runtime.heap_freezing import GcPacer
 from scheduler.runtime.kube.cluster import ClusterRuntime
 from scheduler.runtime.kube.leader import LeaderElector, new_identity
 from scheduler.runtime.kube.status_writer import PENDING_WINDOW

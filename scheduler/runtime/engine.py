@@ -42,7 +42,6 @@ from scheduler.core.cycle import run_cycle
 from scheduler.core.ingest import apply_object, delete_object
 from scheduler.core.pods_ready import Deadline, admission_blocked, deadlines, fire_due
 from scheduler.core.scheduler import Scheduler
-from scheduler.runtime.collector import FreezePolicy, GcPacer
 from scheduler.runtime.commands import (
     ApplyObject,
     Barrier,
@@ -54,6 +53,7 @@ from scheduler.runtime.commands import (
     SetActive,
 )
 from scheduler.runtime.estimates import AdmissionRates
+from scheduler.runtime.heap_freezing import FreezePolicy, GcPacer
 from scheduler.runtime.publisher import (
     DEFAULT_SLICE,
     PublisherLinks,
@@ -68,7 +68,7 @@ log = logging.getLogger(__name__)
 
 FULL_DEADLINE_SCAN_SECONDS = 10.0
 # The engine's publisher freezes the heap after this many new snapshot entries
-# (scheduler.runtime.collector). A full collection walks everything allocated since the
+# (scheduler.runtime.heap_freezing). A full collection walks everything allocated since the
 # last freeze: at 1,000 arrivals/s, freezing every 10,000 entries still let one pass
 # reach 104 ms in loop-lag's 30 s (188 ms passes without freezing); every 2,000 keeps
 # what a pass can find to about two seconds of arrivals.

@@ -16,7 +16,7 @@ A publish:
    :class:`ViewChunk` for each changed run only (snapshot entries cached per workload
    and rebuilt only when something they show changed), updates the persistent
    workload → chunk and workload → ClusterQueue maps for the workloads that moved
-   (:mod:`scheduler.runtime.persistent`), and assembles the view from old and new
+   (:mod:`scheduler.runtime.sharded_map`), and assembles the view from old and new
    chunks (O(#chunks));
 3. **swaps** the snapshot reference and wakes the long-poll waiters.
 
@@ -54,9 +54,9 @@ from types import MappingProxyType
 from scheduler.core.queue.interface import PendingQueue, QueueEntry
 from scheduler.core.scheduler import Scheduler
 from scheduler.runtime.capture import capture_quota, entry_is_current, make_entry
-from scheduler.runtime.collector import FreezePolicy
 from scheduler.runtime.estimates import AdmissionRates
-from scheduler.runtime.persistent import MapEditor, ShardedMap
+from scheduler.runtime.heap_freezing import FreezePolicy
+from scheduler.runtime.sharded_map import MapEditor, ShardedMap
 from scheduler.runtime.snapshot import (
     EMPTY_SNAPSHOT,
     ClusterQueueView,
@@ -214,7 +214,7 @@ class SnapshotPublisher:
         pacing = pacing if pacing is not None else PublishPacing()
         links = links if links is not None else PublisherLinks()
         self.scheduler = scheduler
-        # Freezes the heap after enough new snapshot entries (see collector.py).
+        # Freezes the heap after enough new snapshot entries (see heap_freezing.py).
         self.collector = links.collector if links.collector is not None else FreezePolicy(None)
         self.interval = pacing.interval
         self.slice_size = max(1, pacing.slice_size)

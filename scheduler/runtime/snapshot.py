@@ -26,7 +26,7 @@ from typing import NamedTuple, overload
 from scheduler.core.blockers import Blocker
 from scheduler.core.workload import OwnerRef
 from scheduler.forecast.rate import rate_wait
-from scheduler.runtime.persistent import MapEditor, ShardedMap
+from scheduler.runtime.sharded_map import MapEditor, ShardedMap
 
 Instant = int  # microseconds since the epoch, as in the core
 LocalQueueKey = tuple[str, str]  # (namespace, name)

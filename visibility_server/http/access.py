@@ -28,10 +28,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from visibility_server.authz.identity import UserInfo
 from visibility_server.dashboard import is_dashboard_path
 from visibility_server.http import status
+from visibility_server.http.app_state import VisibilityServer
 from visibility_server.http.credentials import has_impersonation
 from visibility_server.http.errors import UNEXPECTED_CAUSE, status_response
 from visibility_server.http.requestinfo import REQUEST_KEY, RequestInfo, attributes
-from visibility_server.http.server import VisibilityServer
 from visibility_server.http.status import StatusError
 
 log = logging.getLogger(__name__)

@@ -25,6 +25,7 @@ from visibility_server.authn.interface import Authenticator
 from visibility_server.authz.pipeline import Authorizer
 from visibility_server.dashboard.routes import dashboard_routes
 from visibility_server.http.access import AccessMiddleware
+from visibility_server.http.app_state import ServerConfig, VisibilityServer
 from visibility_server.http.documents import StaticDocuments
 from visibility_server.http.errors import install_error_handlers
 from visibility_server.http.health import NOT_LIVENESS, Health, HealthCheck, SyncLatch
@@ -37,7 +38,6 @@ from visibility_server.http.routers.health import health_routes
 from visibility_server.http.routers.pending import pending_routes
 from visibility_server.http.routers.table import RouteTable, match_whole_paths
 from visibility_server.http.routers.whatif import WhatIfBackend, whatif_routes
-from visibility_server.http.server import ServerConfig, VisibilityServer
 from visibility_server.webhooks.routes import webhook_routes
 
 log = logging.getLogger(__name__)

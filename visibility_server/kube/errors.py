@@ -1,7 +1,7 @@
 """Why a delegated-auth call gave no answer, and what the caller gets
 (docs/cluster.md#decision-pipeline).
 
-The HTTP pipeline (`visibility_server.http.server`) answers an authorization error with a
+The HTTP pipeline (`visibility_server.http.app_state`) answers an authorization error with a
 `transient = True` attribute with 503 + `Retry-After: 1`, and any other with 500
 `InternalError` whose cause is the exception's text. So these texts are what an operator
 reads in the 500: each names the fix.

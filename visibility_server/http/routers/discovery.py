@@ -13,13 +13,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from visibility_server.http import status
+from visibility_server.http.app_state import VisibilityServer
 from visibility_server.http.etag import none_match
 from visibility_server.http.negotiation import APIS_MEDIA, JSON_ONLY, OBJECT_MEDIA, negotiate
 from visibility_server.http.requestinfo import info_of
 from visibility_server.http.responses import BytesResponse, Headers
 from visibility_server.http.routers.table import Endpoint, RouteTable
 from visibility_server.http.routes import Kind
-from visibility_server.http.server import VisibilityServer
 from visibility_server.http.status import VISIBILITY_GROUP
 
 ONE_YEAR_SECONDS: Final = 365 * 24 * 3600

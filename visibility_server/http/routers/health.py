@@ -8,6 +8,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from visibility_server.http import status
+from visibility_server.http.app_state import VisibilityServer
 from visibility_server.http.health import CONTENT_TYPE as HEALTH_CONTENT_TYPE
 from visibility_server.http.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from visibility_server.http.query import all_values
@@ -15,7 +16,6 @@ from visibility_server.http.requestinfo import info_of
 from visibility_server.http.responses import BytesResponse
 from visibility_server.http.routers.table import Endpoint, RouteTable
 from visibility_server.http.routes import HEALTH_ENDPOINTS
-from visibility_server.http.server import VisibilityServer
 
 _HEALTH_HEADERS: Final = (
     ("content-type", HEALTH_CONTENT_TYPE),

@@ -20,6 +20,7 @@ from starlette.responses import Response
 
 from visibility_server.http import status
 from visibility_server.http.answers import Answer, Answers
+from visibility_server.http.app_state import VisibilityServer
 from visibility_server.http.etag import none_match
 from visibility_server.http.longpoll import wait_until_changed
 from visibility_server.http.negotiation import OBJECT_MEDIA, SUMMARY_MEDIA, Media, negotiate
@@ -30,7 +31,6 @@ from visibility_server.http.responses import BytesResponse, ChunkedResponse, wai
 from visibility_server.http.routers.discovery import GROUP_PATH
 from visibility_server.http.routers.table import Endpoint, RouteTable
 from visibility_server.http.routes import Kind, Route
-from visibility_server.http.server import VisibilityServer
 
 DATA_CACHE_CONTROL: Final = "private, no-cache"
 

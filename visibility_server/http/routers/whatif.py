@@ -25,6 +25,7 @@ from visibility_server.authz.attributes import Attributes
 from visibility_server.authz.identity import UserInfo
 from visibility_server.http import status
 from visibility_server.http.access import user_of
+from visibility_server.http.app_state import VisibilityServer
 from visibility_server.http.discovery import WHATIF_KIND, WHATIF_SUBRESOURCE
 from visibility_server.http.encode import json_compact, json_pretty, to_yaml
 from visibility_server.http.negotiation import OBJECT_MEDIA, Media, negotiate
@@ -34,7 +35,6 @@ from visibility_server.http.requestinfo import info_of
 from visibility_server.http.responses import BytesResponse
 from visibility_server.http.routers.discovery import GROUP_PATH
 from visibility_server.http.routers.table import Endpoint, PreRenderedRoute, RouteTable
-from visibility_server.http.server import VisibilityServer
 from visibility_server.http.status import StatusError
 
 DEFAULT_MAX_BODY_BYTES: Final = 1 << 20  # 1 MiB: a Job or Workload is a few KiB

@@ -7,7 +7,7 @@ import contextlib
 import gc
 import weakref
 
-from scheduler.runtime.collector import FreezePolicy, GcPacer
+from scheduler.runtime.heap_freezing import FreezePolicy, GcPacer
 
 
 def test_freezes_once_per_threshold_and_never_when_off() -> None:

@@ -1,6 +1,6 @@
 """The benchmark server: `queuescope serve --embedded` with pending work fed in.
 
-    python -m benchmarks.server --dir DIR --port PORT --pending N [--feed bulk|decode]
+    python -m benchmarks.server_under_test --dir DIR --port PORT --pending N [--feed bulk|decode]
 
 It writes the benchmark cluster's manifests into DIR/manifests and runs the real
 command (`queuescope.serve.run_serve` with arguments parsed by the real `queuescope`
@@ -409,7 +409,7 @@ class BenchApp:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.server", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m benchmarks.server_under_test", description=__doc__)
     p.add_argument("--dir", required=True, help="working folder (manifests, state)")
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--pending", type=int, default=0)
