@@ -32,6 +32,7 @@ from visibility_server.certs import (
     CertsInputError,
     Findings,
     KeyType,
+    ServiceName,
     begin_ca_rotation,
     check_live_apiservices,
     check_live_webhooks,
@@ -191,8 +192,7 @@ def run_certs(args: argparse.Namespace, *, now: datetime | None = None) -> int:
 def _generate(args: argparse.Namespace, now: datetime) -> int:
     cert_dir = generate_cert_dir(
         args.directory,
-        namespace=args.namespace,
-        service=args.service,
+        service=ServiceName(args.namespace, args.service),
         now=now,
         key_type=args.key_type,
         force=args.force,

@@ -52,6 +52,7 @@ from visibility_server.authn.config import (
 )
 from visibility_server.authz.cache import CacheLimits
 from visibility_server.authz.pipeline import Authorizer
+from visibility_server.certs import ServiceName
 from visibility_server.http import create_app
 from visibility_server.http.health import READYZ_ONLY, HealthCheck
 from visibility_server.http.ratelimit import RateLimit
@@ -405,8 +406,7 @@ async def run_cluster(
         as_transport(rest),
         lambda: listener.serving_pair.cert_pem,
         registry=registry,
-        namespace=NAMESPACE,
-        service=SERVICE,
+        service=ServiceName(NAMESPACE, SERVICE),
     )
     server = build_server(app, listener, host, port)
     # By the drain the endpoints have dropped this pod (SHUTDOWN_GRACE): what is still

@@ -244,22 +244,27 @@ class EmbeddedStore:
         racy = time.time_ns() - st.st_mtime_ns < _RACY_NS
         if known is not None and known.signature == signature and not known.racy:
             return _Read(path, signature, racy)
+        return self._read_content(_Read(path, signature, racy), known)
+
+    @staticmethod
+    def _read_content(stat: _Read, known: _FileState | None) -> _Read:
+        """Read, hash and (if the hash moved) parse a file that `stat` found changed."""
+        path = stat.path
         try:
             data = Path(path).read_bytes()
         except OSError as err:
-            problem = ApiError(f"cannot read: {err}", source=path)
-            return _Read(path, signature, racy, problem=problem)
+            return replace(stat, problem=ApiError(f"cannot read: {err}", source=path))
         digest = hashlib.sha256(data).hexdigest()
         if known is not None and known.digest == digest:
-            return _Read(path, signature, racy, digest)
+            return replace(stat, digest=digest)
         try:
             documents = load_yaml(data.decode("utf-8"), path)
         except UnicodeDecodeError as err:
             problem = ApiError(f"cannot read: {err}", source=path)
-            return _Read(path, signature, racy, digest, problem=problem)
+            return replace(stat, digest=digest, problem=problem)
         except ApiError as err:
-            return _Read(path, signature, racy, digest, problem=err)
-        return _Read(path, signature, racy, digest, documents)
+            return replace(stat, digest=digest, problem=err)
+        return replace(stat, digest=digest, documents=documents)
 
     def _known(self) -> dict[str, _FileState]:
         """Copies of the file states, for a scan that may run off the loop."""

@@ -48,6 +48,7 @@ from tests.e2e.harness import (
 from visibility_server.certs import (
     APISERVICE_NAMES,
     CertDir,
+    ServiceName,
     generate_cert_dir,
     required_service_san,
 )
@@ -236,7 +237,7 @@ class VisibilityServer:
 
     def prepare(self) -> None:
         """First start only: the certificates and the fixture objects."""
-        generate_cert_dir(self.certs.root, namespace=NAMESPACE, service=SERVICE, now=_now())
+        generate_cert_dir(self.certs.root, service=ServiceName(NAMESPACE, SERVICE), now=_now())
         self.manifests.mkdir()
         self.apply_objects("queues", QUEUES)
         self.apply_workloads(

@@ -49,7 +49,7 @@ from tests.e2e.cluster import (
     wait_json,
 )
 from tests.e2e.harness import ADMIN_GROUPS, ADMIN_USER, ControlPlane, HarnessError, wait_for
-from visibility_server.certs import generate_cert_dir
+from visibility_server.certs import ServiceName, generate_cert_dir
 
 pytestmark = pytest.mark.realcluster
 
@@ -244,7 +244,7 @@ class SwitchServer(ClusterModeServer):
     def prepare(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
         generate_cert_dir(
-            self.certs.root, namespace=NAMESPACE, service=SERVICE, now=datetime.now(UTC)
+            self.certs.root, service=ServiceName(NAMESPACE, SERVICE), now=datetime.now(UTC)
         )
         self.plane.kubectl("apply", "-f", str(REPO / "manifests" / "deploy" / "namespace.yaml"))
         self.plane.kubectl("apply", "-k", str(REPO / "manifests" / "rbac"))

@@ -22,7 +22,7 @@ from prometheus_client import CollectorRegistry, Gauge
 from scheduler.kubeapi.errors import KubeError
 from visibility_server.kube.apiservices import ApiServiceReadError, read_apiservices
 from visibility_server.kube.transport import KubeTransport
-from visibility_server.tls.deploy import APISERVICE_NAMES, check_live_apiservices
+from visibility_server.tls.deploy import APISERVICE_NAMES, ServiceName, check_live_apiservices
 
 logger = logging.getLogger(__name__)
 
@@ -37,17 +37,13 @@ class CaBundleCheck:
         served_cert_pem: Callable[[], bytes],
         *,
         registry: CollectorRegistry | None = None,
-        namespace: str,
-        service: str,
-        interval: float = CHECK_INTERVAL,
-        retry_interval: float = RETRY_INTERVAL,
+        service: ServiceName,
     ) -> None:
         self._transport = transport
         self._served = served_cert_pem
-        self._namespace = namespace
         self._service = service
-        self.interval = interval
-        self.retry_interval = retry_interval
+        self.interval = CHECK_INTERVAL
+        self.retry_interval = RETRY_INTERVAL
         self.trusted: bool | None = None  # None: not known yet (never read)
         self._gauge = (
             Gauge(
@@ -71,8 +67,8 @@ class CaBundleCheck:
             leaf,
             found,
             now=datetime.now(UTC),
-            namespace=self._namespace,
-            service=self._service,
+            namespace=self._service.namespace,
+            service=self._service.service,
         )
         if findings.ok != self.trusted:
             for problem in findings.errors:

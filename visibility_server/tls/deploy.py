@@ -221,17 +221,19 @@ def read_ca_bundle_patch(path: Path) -> dict[str, list[x509.Certificate]]:
 def generate_cert_dir(
     directory: Path,
     *,
-    namespace: str = DEFAULT_NAMESPACE,
-    service: str = DEFAULT_SERVICE,
+    service: ServiceName | None = None,
     now: datetime,
     key_type: KeyType = DEFAULT_KEY_TYPE,
     force: bool = False,
 ) -> CertDir:
     """A new CA (of `key_type`, like the serving key), a serving certificate for the
-    Service, and the patch. Existing material is replaced only with `force`: a new CA
-    invalidates the `caBundle` of a running install."""
+    Service (by default queuescope's own), and the patch. Existing material is replaced
+    only with `force`: a new CA invalidates the `caBundle` of a running install."""
     require_aware(now)
-    name = _service_name(namespace, service)
+    name = _service_name(
+        service.namespace if service is not None else DEFAULT_NAMESPACE,
+        service.service if service is not None else DEFAULT_SERVICE,
+    )
     if directory.exists() and not directory.is_dir():
         raise CertsInputError(f"{directory} exists and is not a folder")
     cert_dir = CertDir(directory)

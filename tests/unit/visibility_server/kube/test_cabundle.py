@@ -11,7 +11,7 @@ from prometheus_client import CollectorRegistry
 
 from tests.unit.visibility_server.kube.support import FakeTransport, response, status_error
 from tests.unit.visibility_server.tls.support import NOW
-from visibility_server.certs import APISERVICE_NAMES, create_ca, issue_serving_cert
+from visibility_server.certs import APISERVICE_NAMES, ServiceName, create_ca, issue_serving_cert
 from visibility_server.kube.apiservices import APISERVICE_PATH
 from visibility_server.kube.cabundle import CaBundleCheck
 
@@ -38,8 +38,7 @@ def check(transport: FakeTransport, registry: CollectorRegistry) -> CaBundleChec
         transport,
         lambda: SERVING.cert_pem,
         registry=registry,
-        namespace="queuescope-system",
-        service="queuescope-visibility",
+        service=ServiceName("queuescope-system", "queuescope-visibility"),
     )
 
 
