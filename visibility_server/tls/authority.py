@@ -253,7 +253,7 @@ def create_ca(
     return CertifiedKey(builder.sign(key, hashes.SHA256()), key)
 
 
-def issue_serving_cert(
+def issue_serving_cert(  # noqa: PLR0913 - the certificate's fields, keyword-only
     ca: CertifiedKey,
     *,
     namespace: str,
@@ -281,7 +281,7 @@ def issue_serving_cert(
     return CertifiedKey(builder.sign(ca.key, hashes.SHA256()), key)
 
 
-def issue_client_cert(
+def issue_client_cert(  # noqa: PLR0913 - the certificate's fields, keyword-only
     ca: CertifiedKey,
     *,
     user: str,
