@@ -28,8 +28,9 @@ from visibility_server.webhooks.default_queue import (
     NotSyncedError,
     default_queue_lookup,
 )
+from visibility_server.webhooks.envelope import MalformedReviewError
 from visibility_server.webhooks.mutating import NotAJobError, job_patch
-from visibility_server.webhooks.review import MalformedReviewError, parse_review
+from visibility_server.webhooks.review import parse_review
 from visibility_server.webhooks.validating import validate_request
 
 log = logging.getLogger(__name__)

@@ -32,6 +32,7 @@ from starlette.types import Receive, Scope, Send
 from scheduler.api.conversion import convert_document
 from scheduler.api.errors import ApiError
 from visibility_server.webhooks.asgi import Answer, serve, status_body
+from visibility_server.webhooks.envelope import MalformedReviewError, review_document
 
 log = logging.getLogger(__name__)
 
@@ -57,10 +58,6 @@ MAX_BODY_BYTES: Final = 256 * 1024 * 1024
 Converter = Callable[[Mapping[str, Any], str], dict[str, Any]]
 
 
-class MalformedReviewError(ValueError):
-    """The body is not a ConversionReview request we can answer."""
-
-
 def review(body: bytes, convert: Converter | None = None) -> Answer:
     """Answer one ConversionReview request body (see the module docstring)."""
     try:
@@ -83,20 +80,7 @@ class _RefusedError(Exception):
 
 
 def _parse(body: bytes) -> tuple[str, str, list[Any]]:
-    try:
-        doc = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as err:
-        raise MalformedReviewError(f"the body is not JSON: {err}") from None
-    if not isinstance(doc, dict):
-        raise MalformedReviewError("the body is not a JSON object")
-    if doc.get("apiVersion") != REVIEW_API_VERSION or doc.get("kind") != REVIEW_KIND:
-        raise MalformedReviewError(
-            f"apiVersion/kind must be {REVIEW_API_VERSION}/{REVIEW_KIND}, "
-            f"not {doc.get('apiVersion')!r}/{doc.get('kind')!r}"
-        )
-    request = doc.get("request")
-    if not isinstance(request, dict):
-        raise MalformedReviewError("request: must be an object")
+    request = review_document(body, REVIEW_API_VERSION, REVIEW_KIND)["request"]
     uid = request.get("uid")
     if not isinstance(uid, str) or not uid:
         raise MalformedReviewError("request.uid: must be a non-empty string")

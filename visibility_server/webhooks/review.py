@@ -9,10 +9,11 @@ none of them changes a decision here.
 
 from __future__ import annotations
 
-import json
 from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from visibility_server.webhooks.envelope import MalformedReviewError, review_document
 
 REVIEW_API_VERSION: Final = "admission.k8s.io/v1"
 REVIEW_KIND: Final = "AdmissionReview"
@@ -56,10 +57,6 @@ class _Review(_Wire):
     request: AdmissionRequest
 
 
-class MalformedReviewError(ValueError):
-    """The body is not an AdmissionReview request we can answer."""
-
-
 def _location(loc: tuple[int | str, ...]) -> str:
     path = ""
     for part in loc:
@@ -69,19 +66,7 @@ def _location(loc: tuple[int | str, ...]) -> str:
 
 def parse_review(body: bytes) -> AdmissionRequest:
     """The request of an AdmissionReview body; MalformedReviewError otherwise."""
-    try:
-        doc = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as err:
-        raise MalformedReviewError(f"the body is not JSON: {err}") from None
-    if not isinstance(doc, dict):
-        raise MalformedReviewError("the body is not a JSON object")
-    if doc.get("apiVersion") != REVIEW_API_VERSION or doc.get("kind") != REVIEW_KIND:
-        raise MalformedReviewError(
-            f"apiVersion/kind must be {REVIEW_API_VERSION}/{REVIEW_KIND}, "
-            f"not {doc.get('apiVersion')!r}/{doc.get('kind')!r}"
-        )
-    if not isinstance(doc.get("request"), dict):
-        raise MalformedReviewError("request: must be an object")
+    doc = review_document(body, REVIEW_API_VERSION, REVIEW_KIND)
     try:
         request = _Review.model_validate(doc).request
     except ValidationError as err:
