@@ -192,7 +192,7 @@ def run_certs(args: argparse.Namespace, *, now: datetime | None = None) -> int:
 def _generate(args: argparse.Namespace, now: datetime) -> int:
     cert_dir = generate_cert_dir(
         args.directory,
-        service=ServiceName(args.namespace, args.service),
+        service=_service(args),
         now=now,
         key_type=args.key_type,
         force=args.force,
@@ -243,7 +243,7 @@ def _rotate_ca(args: argparse.Namespace, now: datetime) -> int:
 
 def _verify(args: argparse.Namespace, now: datetime) -> int:
     cert_dir = CertDir(args.directory)
-    found = verify_cert_dir(args.directory, now=now, namespace=args.namespace, service=args.service)
+    found = verify_cert_dir(args.directory, now=now, service=_service(args))
     if args.kubeconfig is not None:
         found.extend(_live_findings(args, cert_dir, now))
     for warning in found.warnings:
@@ -271,17 +271,11 @@ def _live_findings(args: argparse.Namespace, cert_dir: CertDir, now: datetime) -
     except CertsError:
         return Findings()  # verify_cert_dir reported it; nothing to compare the bundles with
     apiservices, webhooks = asyncio.run(_read_live(args.kubeconfig))
-    found = check_live_apiservices(
-        leaf, apiservices, now=now, namespace=args.namespace, service=args.service
-    )
+    found = check_live_apiservices(leaf, apiservices, now=now, service=_service(args))
     if isinstance(webhooks, str):
         found.warnings.append(webhooks)
     else:
-        found.extend(
-            check_live_webhooks(
-                leaf, webhooks, now=now, namespace=args.namespace, service=args.service
-            )
-        )
+        found.extend(check_live_webhooks(leaf, webhooks, now=now, service=_service(args)))
     return found
 
 
@@ -359,3 +353,7 @@ def _print_written(cert_dir: CertDir) -> None:
         cert_dir.ca_bundle_patch,
     ):
         print(f"wrote {path}")
+
+
+def _service(args: argparse.Namespace) -> ServiceName:
+    return ServiceName(args.namespace, args.service)

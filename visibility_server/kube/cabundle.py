@@ -67,8 +67,7 @@ class CaBundleCheck:
             leaf,
             found,
             now=datetime.now(UTC),
-            namespace=self._service.namespace,
-            service=self._service.service,
+            service=self._service,
         )
         if findings.ok != self.trusted:
             for problem in findings.errors:

@@ -126,6 +126,8 @@ class CertDir(CertFolder):
 
 @dataclass(frozen=True)
 class ServiceName:
+    """The Service kube-apiserver calls: its namespace and name (checked where used)."""
+
     namespace: str
     service: str
 
@@ -230,10 +232,7 @@ def generate_cert_dir(
     Service (by default queuescope's own), and the patch. Existing material is replaced
     only with `force`: a new CA invalidates the `caBundle` of a running install."""
     require_aware(now)
-    name = _service_name(
-        service.namespace if service is not None else DEFAULT_NAMESPACE,
-        service.service if service is not None else DEFAULT_SERVICE,
-    )
+    name = _checked(service)
     if directory.exists() and not directory.is_dir():
         raise CertsInputError(f"{directory} exists and is not a folder")
     cert_dir = CertDir(directory)
@@ -334,14 +333,13 @@ def verify_cert_dir(
     directory: Path,
     *,
     now: datetime,
-    namespace: str = DEFAULT_NAMESPACE,
-    service: str = DEFAULT_SERVICE,
+    service: ServiceName | None = None,
 ) -> Findings:
     """Everything `certs verify` checks offline: the serving certificate's properties
     (docs/cluster.md#tls-and-certificates), the key, the chain to `ca.crt` (or to `ca-previous.crt`
     during a rotation), the CA, and that the patch's `caBundle` trusts the serving certificate."""
     require_aware(now)
-    name = _service_name(namespace, service)
+    name = _checked(service)
     if not directory.is_dir():
         raise CertsInputError(f"{directory}: no such folder")
     cert_dir = CertDir(directory)
@@ -376,8 +374,7 @@ def check_live_apiservices(
     apiservices: Mapping[str, Mapping[str, Any] | None],
     *,
     now: datetime,
-    namespace: str = DEFAULT_NAMESPACE,
-    service: str = DEFAULT_SERVICE,
+    service: ServiceName | None = None,
 ) -> Findings:
     """What `certs verify --kubeconfig` checks on the APIServices as kube-apiserver holds
     them (`apiservices`: name → object, None when it does not exist): each exists, names
@@ -385,7 +382,7 @@ def check_live_apiservices(
     client verifying the Service's name accepts `leaf` (the check kube-apiserver makes on
     every connection). A not-Available condition is a warning: it has other causes."""
     require_aware(now)
-    name = _service_name(namespace, service)
+    name = _checked(service)
     found = Findings()
     for apiservice_name in APISERVICE_NAMES:
         apiservice = apiservices.get(apiservice_name)
@@ -410,8 +407,7 @@ def check_live_webhooks(
     configurations: Mapping[str, Mapping[str, Any] | None],
     *,
     now: datetime,
-    namespace: str = DEFAULT_NAMESPACE,
-    service: str = DEFAULT_SERVICE,
+    service: ServiceName | None = None,
 ) -> Findings:
     """What `certs verify --kubeconfig` checks on our admission webhook configurations as
     kube-apiserver holds them (name → object, None when absent): each webhook calls our
@@ -419,7 +415,7 @@ def check_live_webhooks(
     configuration or webhook is a warning: the webhooks are part of the install, but a
     cluster may run without them (docs/operations.md, "Admission webhooks")."""
     require_aware(now)
-    name = _service_name(namespace, service)
+    name = _checked(service)
     found = Findings()
     for kind, config_name, webhook_names in WEBHOOK_CONFIGURATIONS:
         config = configurations.get(config_name)
@@ -636,6 +632,13 @@ def _read_ca(cert: Path, key: Path) -> CertifiedKey:
     if not key.exists():
         raise CertsInputError(f"{key}: no such file (the CA key is needed to issue)")
     return read_certified_key(cert, key)
+
+
+def _checked(service: ServiceName | None) -> ServiceName:
+    """`service` (by default queuescope's own) once its names are checked."""
+    if service is None:
+        return _service_name(DEFAULT_NAMESPACE, DEFAULT_SERVICE)
+    return _service_name(service.namespace, service.service)
 
 
 def _service_name(namespace: str, service: str) -> ServiceName:

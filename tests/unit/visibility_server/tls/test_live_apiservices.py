@@ -17,6 +17,7 @@ from visibility_server.certs import (
     APISERVICE_NAMES,
     CertifiedKey,
     CertsInputError,
+    ServiceName,
     check_live_apiservices,
     create_ca,
     issue_serving_cert,
@@ -151,11 +152,16 @@ def test_another_service_name_is_checked_against_its_own_san(keys: Keys) -> None
     other = issue_serving_cert(keys.ca, namespace="tools", service="vis", now=NOW)
     target = {"name": "vis", "namespace": "tools", "port": 443}
     live = {name: apiservice(name, keys.ca.cert_pem, service=target) for name in APISERVICE_NAMES}
-    assert check_live_apiservices(other.cert, live, now=NOW, namespace="tools", service="vis").ok
+    assert check_live_apiservices(other.cert, live, now=NOW, service=ServiceName("tools", "vis")).ok
     found = check_live_apiservices(other.cert, live, now=NOW)  # default names: wrong SAN
     assert any("queuescope-visibility.queuescope-system.svc" in e for e in found.errors)
 
 
 def test_bad_names_are_input_errors(keys: Keys) -> None:
     with pytest.raises(CertsInputError):
-        check_live_apiservices(keys.leaf, both(keys.ca.cert_pem), now=NOW, namespace="Not_A_NS")
+        check_live_apiservices(
+            keys.leaf,
+            both(keys.ca.cert_pem),
+            now=NOW,
+            service=ServiceName("Not_A_NS", "queuescope-visibility"),
+        )
