@@ -1,19 +1,19 @@
 """The HTTP layer's Prometheus metrics (docs/visibility-api.md#health-metrics-and-version).
 
-Metrics are registered once per registry: `create_app` may be called several times
-with the same registry (tests, a restarted listener) and prometheus-client refuses
-duplicate names. Other components (snapshot publishing, authn, authz, TLS, leader
-election, loop lag) register their own metrics in the same registry.
+Metrics are registered once per registry (`visibility_server/metrics_registry.py`).
+Other components (snapshot publishing, authn, authz, TLS, leader election, loop lag)
+register their own metrics in the same registry.
 """
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass, field
 from typing import Final
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4, generate_latest
+
+from visibility_server.metrics_registry import OncePerRegistry
 
 CONTENT_TYPE: Final = CONTENT_TYPE_PLAIN_0_0_4
 
@@ -46,16 +46,8 @@ class HttpMetrics:
         return generate_latest(self.registry)
 
 
-_PER_REGISTRY: weakref.WeakKeyDictionary[CollectorRegistry, HttpMetrics] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def http_metrics(registry: CollectorRegistry) -> HttpMetrics:
-    existing = _PER_REGISTRY.get(registry)
-    if existing is not None:
-        return existing
-    metrics = HttpMetrics(
+def _make_http_metrics(registry: CollectorRegistry) -> HttpMetrics:
+    return HttpMetrics(
         registry,
         Counter(
             "queuescope_visibility_requests",
@@ -71,5 +63,6 @@ def http_metrics(registry: CollectorRegistry) -> HttpMetrics:
             buckets=_BUCKETS,
         ),
     )
-    _PER_REGISTRY[registry] = metrics
-    return metrics
+
+
+http_metrics = OncePerRegistry(_make_http_metrics)

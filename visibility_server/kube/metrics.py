@@ -8,16 +8,17 @@ The self-check sets them every 5 minutes, and every review call updates its gaug
 (a 403 drops it to 0, a success raises it to 1), so a deleted `system:auth-delegator`
 binding shows within one request.
 
-Registered once per registry, as `visibility_server.http.metrics` does.
+Registered once per registry (`visibility_server/metrics_registry.py`).
 """
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass, field
 from typing import Final
 
 from prometheus_client import CollectorRegistry, Gauge
+
+from visibility_server.metrics_registry import OncePerRegistry
 
 PERMITTED_METRIC: Final = "queuescope_delegated_auth_permitted"
 SUBJECT_ACCESS_REVIEWS: Final = "subjectaccessreviews"
@@ -42,16 +43,8 @@ class DelegatedAuthMetrics:
         return self._known.get(resource)
 
 
-_PER_REGISTRY: weakref.WeakKeyDictionary[CollectorRegistry, DelegatedAuthMetrics] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def delegated_auth_metrics(registry: CollectorRegistry) -> DelegatedAuthMetrics:
-    existing = _PER_REGISTRY.get(registry)
-    if existing is not None:
-        return existing
-    metrics = DelegatedAuthMetrics(
+def _make_delegated_auth_metrics(registry: CollectorRegistry) -> DelegatedAuthMetrics:
+    return DelegatedAuthMetrics(
         Gauge(
             PERMITTED_METRIC,
             "1 when the queuescope client that makes the delegated-auth calls named by "
@@ -62,8 +55,9 @@ def delegated_auth_metrics(registry: CollectorRegistry) -> DelegatedAuthMetrics:
             registry=registry,
         )
     )
-    _PER_REGISTRY[registry] = metrics
-    return metrics
+
+
+delegated_auth_metrics = OncePerRegistry(_make_delegated_auth_metrics)
 
 
 __all__ = [
