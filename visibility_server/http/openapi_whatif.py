@@ -10,6 +10,7 @@ from visibility_server.http.status import VISIBILITY_GROUP
 Schema = dict[str, Any]
 CONTENT_TYPES: Final = ["application/json", "application/yaml"]
 KIND: Final = "WorkloadWhatIf"
+_DESCRIPTION: Final = f"create a {KIND}: a dry run of the next scheduling cycle"
 
 
 def whatif_model(version: str) -> str:
@@ -179,7 +180,7 @@ def v2_operation(version: str) -> dict[str, Any]:
     responses.update({code: {"description": text} for code, text in _RESPONSES.items()})
     return {
         "post": {
-            "description": f"create a {KIND}: a dry run of the next scheduling cycle",
+            "description": _DESCRIPTION,
             "consumes": CONTENT_TYPES,
             "produces": CONTENT_TYPES,
             "schemes": ["https"],
@@ -187,12 +188,7 @@ def v2_operation(version: str) -> dict[str, Any]:
             "operationId": _op_id(version),
             "parameters": params,
             "responses": responses,
-            "x-kubernetes-action": "post",
-            "x-kubernetes-group-version-kind": {
-                "group": VISIBILITY_GROUP,
-                "kind": KIND,
-                "version": version,
-            },
+            **_kubernetes_extensions(version),
         }
     }
 
@@ -205,7 +201,7 @@ def v3_operation(version: str) -> dict[str, Any]:
     responses.update({code: {"description": text} for code, text in _RESPONSES.items()})
     return {
         "post": {
-            "description": f"create a {KIND}: a dry run of the next scheduling cycle",
+            "description": _DESCRIPTION,
             "tags": [f"visibility_{version}"],
             "operationId": _op_id(version),
             "parameters": [
@@ -224,11 +220,18 @@ def v3_operation(version: str) -> dict[str, Any]:
                 "content": {m: {"schema": {"type": "object"}} for m in CONTENT_TYPES},
             },
             "responses": responses,
-            "x-kubernetes-action": "post",
-            "x-kubernetes-group-version-kind": {
-                "group": VISIBILITY_GROUP,
-                "kind": KIND,
-                "version": version,
-            },
+            **_kubernetes_extensions(version),
         }
+    }
+
+
+def _kubernetes_extensions(version: str) -> dict[str, Any]:
+    """What kube-openapi adds to an operation: the action and the kind it answers with."""
+    return {
+        "x-kubernetes-action": "post",
+        "x-kubernetes-group-version-kind": {
+            "group": VISIBILITY_GROUP,
+            "kind": KIND,
+            "version": version,
+        },
     }
