@@ -115,19 +115,28 @@ class EngineStats:
         self.max_step_cpu_by_kind = {}
 
 
+@dataclass(frozen=True, slots=True)
+class EngineBudgets:
+    """How long the engine may hold the loop, and how often it wakes when idle
+    (docs/architecture.md, "The runtime on one event loop")."""
+
+    idle_tick: float = 1.0  # seconds between wake-ups with nothing to do
+    command_budget: float = 0.005  # seconds of commands or cycles per stretch
+    slice_size: int = DEFAULT_SLICE  # keys per publisher slice between yields
+
+
+DEFAULT_BUDGETS = EngineBudgets()
+
+
 class Engine:
     def __init__(
         self,
         scheduler: Scheduler,
         *,
         publish_interval: float = 0.2,
-        idle_tick: float = 1.0,
-        command_budget: float = 0.005,
-        slice_size: int = DEFAULT_SLICE,
-        rates: AdmissionRates | None = None,
         scheduling: bool = True,
-        collector: FreezePolicy | None = None,
         gc_pacer: GcPacer | None = None,
+        budgets: EngineBudgets = DEFAULT_BUDGETS,
     ) -> None:
         self.scheduler = scheduler
         # Nothing on the runtime's side shows a workload's API object (snapshots and
@@ -136,11 +145,11 @@ class Engine:
         # Off on a follower replica (docs/cluster.md#high-availability): it applies what the leader
         # wrote and publishes snapshots, but runs no cycles and fires no timed rules.
         self._scheduling = scheduling
-        self.idle_tick = idle_tick
-        self.command_budget = command_budget
+        self.idle_tick = budgets.idle_tick
+        self.command_budget = budgets.command_budget
         self._synced = False
         # Fed with every admission on the scheduler's clock; read by the publisher.
-        self.rates = rates if rates is not None else AdmissionRates()
+        self.rates = AdmissionRates()
         # Runs the cyclic collector between steps while the engine runs (the servers
         # pass one; tests and the simulator keep CPython's own schedule).
         self.gc_pacer = gc_pacer
@@ -149,11 +158,11 @@ class Engine:
         self._marks = Changes()
         self.publisher = SnapshotPublisher(
             scheduler,
-            pacing=PublishPacing(interval=publish_interval, slice_size=slice_size),
+            pacing=PublishPacing(interval=publish_interval, slice_size=budgets.slice_size),
             links=PublisherLinks(
                 synced=lambda: self._synced,
                 rates=self.rates,
-                collector=collector if collector is not None else FreezePolicy(ENGINE_FREEZE_AFTER),
+                collector=FreezePolicy(ENGINE_FREEZE_AFTER),
                 changes=self._marks_for_publisher,
             ),
         )
@@ -179,7 +188,7 @@ class Engine:
         self.touched_event = asyncio.Event()
         # When the engine last gave the loop a turn (a stretch of cycles is measured
         # from it; `_settle` resets it when it yields between command slices).
-        self._stretch = TimeBox(command_budget)
+        self._stretch = TimeBox(budgets.command_budget)
         self.stats = EngineStats()
         # Called with (workload key, ClusterQueue, instant) for every admission (the
         # forecasts' live calibration records the forecast then served).

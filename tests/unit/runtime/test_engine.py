@@ -19,7 +19,7 @@ from scheduler.runtime.commands import (
     PodsReady,
     SetActive,
 )
-from scheduler.runtime.engine import Engine
+from scheduler.runtime.engine import Engine, EngineBudgets
 from tests.unit.runtime.support import (
     WAIT,
     cluster_queue,
@@ -300,7 +300,7 @@ async def test_step_maxima_by_kind_and_their_window(engine: Engine) -> None:
 async def test_consecutive_productive_cycles_share_a_stretch() -> None:
     # Each cycle admits one head of the single ClusterQueue: ten admissions are ten
     # cycles, run back to back while they fit in the budget, yet all of them happen.
-    eng = Engine(real_scheduler(), publish_interval=FAST, command_budget=1.0)
+    eng = Engine(real_scheduler(), publish_interval=FAST, budgets=EngineBudgets(command_budget=1.0))
     eng.start()
     try:
         submit_all(
@@ -317,7 +317,9 @@ async def test_consecutive_productive_cycles_share_a_stretch() -> None:
 async def test_cycles_run_between_slices_of_a_command_backlog() -> None:
     # A budget of 10 µs makes every slice a command or two: the first workload is
     # admitted while most of the backlog is still queued, not after all of it.
-    eng = Engine(real_scheduler(), publish_interval=FAST, command_budget=1e-5)
+    eng = Engine(
+        real_scheduler(), publish_interval=FAST, budgets=EngineBudgets(command_budget=1e-5)
+    )
     commands_at_admission: list[int] = []
     observe = eng._observe_admissions
 
