@@ -42,6 +42,7 @@ EXTERNAL_SERVICE = {
     "spec": {"type": "ExternalName", "externalName": "localhost"},
 }
 CRD_NAMES = (
+    "admissionchecks",
     "clusterqueues",
     "cohorts",
     "localqueues",
