@@ -17,6 +17,8 @@ them (`suspend` unset) and the test can see that no Pod exists before admission.
 * Retry: evicted, quota given back, states reset to `Pending`, requeued after the
   controller's `requeueAfterSeconds`.
 * Rejected: deactivated, quota given back, the Job never runs.
+* No check at all: an unsuspended Job waiting for quota is stored suspended and gets
+  no Pod (a watch would see one created and deleted) until it is admitted.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from tests.e2e.aggregated import Aggregated, aggregated_server
 from tests.e2e.checks import CheckController, active
 from tests.e2e.cluster import KUEUE, ClusterModeServer, wait_json
 from tests.e2e.harness import ControlPlane, wait_for
-from tests.e2e.nodes import NodeAgents
+from tests.e2e.nodes import RUN_FOR_ANNOTATION, NodeAgents
 from tests.e2e.pods import (
     PodJob,
     condition,
@@ -413,3 +415,50 @@ def test_a_check_reported_inactive_stops_new_admissions(
         timeout=120,
         what="the Pod of paused",
     )
+
+
+# -- no Pod before admission ------------------------------------------------------------
+
+
+def test_an_unsuspended_job_gets_no_pod_until_it_is_admitted(
+    cluster: tuple[Aggregated, CheckController],
+) -> None:
+    env, _ = cluster
+    plane = env.plane
+    # This module's cluster has our webhooks (kube-apiserver runs them, not a fake).
+    mutating = plane.get_json("mutatingwebhookconfiguration", "queuescope-mutating")
+    assert [w["name"] for w in mutating["webhooks"]] == [
+        "mjob.queuescope.io",
+        "mjob-default-queue.queuescope.io",
+    ]
+    plane.apply(flavor_queue(NS, "cq-plain", "lq-plain", "on-demand", "1"))
+    first = json.loads(
+        PodJob("first", NS, "lq-plain", pod_annotations={RUN_FOR_ANNOTATION: "6s"}).manifest()
+    )
+    del first["spec"]["suspend"]
+    plane.apply(json.dumps(first))
+    wait_pods(plane, NS, "first", "running", lambda ps: ps and all(map(ready, ps)))
+
+    watch = PodWatch(plane, "second")
+    try:
+        plane.apply(unsuspended_job("second", "lq-plain"))
+        assert suspended(plane.get_json("job", "second", "-n", NS))  # stored suspended
+        waiting = workload_of(
+            plane,
+            NS,
+            "second",
+            "waiting for quota",
+            lambda w: condition(w, "QuotaReserved", "False"),
+        )
+        assert not waiting["status"].get("admission")
+        # While it waits the Job controller sees a suspended Job and makes no Pod.
+        assert job_pods(plane, NS, "second") == []
+        # first's Pod succeeds after 6 s and frees the quota: second is admitted and runs.
+        admitted = workload_of(plane, NS, "second", "admitted", lambda w: condition(w, "Admitted"))
+        wait_job(plane, NS, "second", "unsuspended", unsuspended)
+        wait_pods(plane, NS, "second", "Ready", lambda ps: ps and all(map(ready, ps)))
+    finally:
+        seen = watch.stop()
+    admitted_at = condition(admitted, "Admitted")["lastTransitionTime"]  # type: ignore[index]
+    assert seen, "the watch saw the Job's Pod"
+    assert all(p["metadata"]["creationTimestamp"] >= admitted_at for p in seen), (admitted_at, seen)
