@@ -69,13 +69,15 @@ class CheckController:
             }
         )
 
-    def set_state(
+    def set_state(  # noqa: PLR0913 - the fields of one status.admissionChecks entry
         self,
         workload: dict[str, Any],
         check: str,
         state: str,
         message: str = "",
+        *,
         requeue_after_seconds: int | None = None,
+        pod_set_updates: list[dict[str, Any]] | None = None,
     ) -> None:
         """Write this check's entry of the Workload's `status.admissionChecks`."""
         entry: dict[str, Any] = {
@@ -86,6 +88,8 @@ class CheckController:
         }
         if requeue_after_seconds is not None:
             entry["requeueAfterSeconds"] = requeue_after_seconds
+        if pod_set_updates is not None:
+            entry["podSetUpdates"] = pod_set_updates
         meta = workload["metadata"]
         self._apply_status(
             {

@@ -13,7 +13,8 @@ them (`suspend` unset) and the test can see that no Pod exists before admission.
 * Inactive check: the ClusterQueue is `Active=False`/`AdmissionCheckInactive` and admits
   nothing until the controller reports `Active`.
 * Ready: quota is reserved first (`QuotaReserved=True`, the check `Pending`), the Job
-  stays suspended with no Pod; `Admitted` and the Pods come only once the check is Ready.
+  stays suspended with no Pod; `Admitted` and the Pods come only once the check is Ready,
+  with the labels, annotations and tolerations of the check's pod set update.
 * Retry: evicted, quota given back, states reset to `Pending`, requeued after the
   controller's `requeueAfterSeconds`.
 * Rejected: deactivated, quota given back, the Job never runs.
@@ -57,6 +58,7 @@ pytestmark = pytest.mark.realcluster
 NS = "checks-e2e"
 CONTROLLER = "e2e.queuescope.io/check-controller"
 VISIBILITY = "/apis/visibility.kueue.x-k8s.io/v1beta2"
+UPDATE_TOLERATION = {"key": "e2e.queuescope.io/provisioned", "operator": "Exists"}
 
 
 def check_object(name: str) -> dict[str, Any]:
@@ -282,7 +284,20 @@ def test_an_inactive_check_gates_the_queue_and_ready_admits_after_the_reservatio
         assert suspended(plane.get_json("job", "waits-for-check", "-n", NS))
         assert job_pods(plane, NS, "waits-for-check") == []
 
-        controller.set_state(wl, "ac-ready", "Ready", "capacity found")
+        controller.set_state(
+            wl,
+            "ac-ready",
+            "Ready",
+            "capacity found",
+            pod_set_updates=[
+                {
+                    "name": "main",
+                    "labels": {"e2e.queuescope.io/checked": "yes"},
+                    "annotations": {"e2e.queuescope.io/capacity": "found"},
+                    "tolerations": [UPDATE_TOLERATION],
+                }
+            ],
+        )
         admitted = workload_of(
             plane, NS, "waits-for-check", "admitted", lambda w: condition(w, "Admitted")
         )
@@ -292,6 +307,12 @@ def test_an_inactive_check_gates_the_queue_and_ready_admits_after_the_reservatio
             plane, NS, "waits-for-check", "Ready", lambda ps: ps and all(map(ready, ps))
         )
         assert len(pods) == 1
+        # The Pod carries what the check's pod set update asked for (and the Job's own).
+        (pod,) = pods
+        assert pod["metadata"]["labels"]["e2e.queuescope.io/checked"] == "yes"
+        assert pod["metadata"]["labels"]["app"] == "waits-for-check"
+        assert pod["metadata"]["annotations"]["e2e.queuescope.io/capacity"] == "found"
+        assert UPDATE_TOLERATION in pod["spec"]["tolerations"]
         cluster_queue(plane, "cq-ready", "admitted", lambda q: reserving(q) == (1, 1))
     finally:
         seen = watch.stop()
