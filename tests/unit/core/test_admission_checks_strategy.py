@@ -192,3 +192,46 @@ def test_a_state_older_than_the_cores_reset_is_ignored() -> None:
     # The same count or more: written after the server saw the reset.
     newer = entry("a", "Ready", retries=2, at=9)
     assert merge_controller_states(ours, [newer]) == (newer,)
+
+
+# -- the ClusterQueue's checks change under a reservation -------------------------------
+
+
+def test_a_workload_waiting_on_a_check_the_queue_drops_is_admitted() -> None:
+    c = cluster_with(strategy_queue([{"name": "ac-a"}, {"name": "ac-b"}]), "ac-a", "ac-b")
+    c.apply(workload("team-a", "w", "lq-a", {"cpu": "1"}))
+    c.cycle()
+    set_check_state(c.s, "team-a/w", "ac-a", "Ready")
+    assert not c.wl("team-a/w").is_admitted
+    revision = c.wl("team-a/w").revision
+    c.apply(strategy_queue([{"name": "ac-a"}]))  # ac-b is no longer named
+    wl = c.wl("team-a/w")
+    assert listed(c, "team-a/w") == [("ac-a", "Ready")]
+    assert wl.is_admitted and wl.revision > revision
+    # Every check dropped: nothing left to wait for either.
+    c.apply(strategy_queue([]))
+    assert listed(c, "team-a/w") == []
+    assert c.wl("team-a/w").is_admitted
+
+
+def test_a_check_the_queue_adds_is_pending_and_takes_the_admission_back() -> None:
+    c = cluster_with(strategy_queue([]), "ac-new")
+    c.apply(workload("team-a", "w", "lq-a", {"cpu": "1"}))
+    c.cycle()
+    assert c.wl("team-a/w").is_admitted
+    c.apply(strategy_queue([{"name": "ac-new"}]))
+    assert listed(c, "team-a/w") == [("ac-new", "Pending")]
+    assert c.cond("team-a/w", "Admitted")[:2] == ("False", "UnsatisfiedChecks")  # type: ignore[index]
+    assert c.wl("team-a/w").holds_quota
+    set_check_state(c.s, "team-a/w", "ac-new", "Ready")
+    assert c.wl("team-a/w").is_admitted
+
+
+def test_on_flavors_narrowed_away_from_the_assigned_flavor_drops_the_check() -> None:
+    c = cluster_with(strategy_queue([{"name": "ac-1"}], spot_cpu=0), "ac-1")
+    c.apply(workload("team-a", "w", "lq-a", {"cpu": "1"}))
+    c.cycle()
+    assert listed(c, "team-a/w") == [("ac-1", "Pending")]  # on-demand, every flavor
+    c.apply(strategy_queue([{"name": "ac-1", "onFlavors": ["spot"]}], spot_cpu=0))
+    assert listed(c, "team-a/w") == []
+    assert c.wl("team-a/w").is_admitted
