@@ -438,6 +438,21 @@ def test_a_check_reported_inactive_stops_new_admissions(
     )
 
 
+# -- the queue's checks change under a reservation ---------------------------------------
+
+
+def test_a_reservation_waiting_on_a_check_the_queue_drops_is_admitted(
+    cluster: tuple[Aggregated, CheckController],
+) -> None:
+    env, controller = cluster
+    plane = env.plane
+    reserved_behind_an_active_check(env, controller, "drop", "dropped")
+    create(plane, checked_queue("cq-drop", "lq-drop", []))
+    admitted = workload_of(plane, NS, "dropped", "admitted", lambda w: condition(w, "Admitted"))
+    assert check_states(admitted) == []
+    wait_job(plane, NS, "dropped", "unsuspended", unsuspended)
+
+
 # -- no Pod before admission ------------------------------------------------------------
 
 
