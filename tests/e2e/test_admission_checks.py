@@ -438,6 +438,33 @@ def test_a_check_reported_inactive_stops_new_admissions(
     )
 
 
+# -- both API versions -------------------------------------------------------------------
+
+
+def test_a_v1beta1_check_keeps_its_retry_delay_through_the_stored_version(
+    cluster: tuple[Aggregated, CheckController],
+) -> None:
+    env, controller = cluster
+    plane = env.plane
+    old = {
+        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "kind": "AdmissionCheck",
+        "metadata": {"name": "ac-v1beta1"},
+        "spec": {"controllerName": CONTROLLER, "retryDelayMinutes": 5},
+    }
+    create(plane, json.dumps(old))  # through our conversion webhook: stored as v1beta2
+    stored = plane.get_json("admissionchecks.v1beta2.kueue.x-k8s.io", "ac-v1beta1")
+    assert "retryDelayMinutes" not in stored["spec"]
+    assert stored["spec"]["controllerName"] == CONTROLLER
+    back = plane.get_json("admissionchecks.v1beta1.kueue.x-k8s.io", "ac-v1beta1")
+    assert back["spec"]["retryDelayMinutes"] == 5
+    assert "queuescope.io/conversion-data" not in (back["metadata"].get("annotations") or {})
+    # The controller's Active condition, written in v1beta2, reads the same in v1beta1.
+    controller.report_active("ac-v1beta1")
+    back = plane.get_json("admissionchecks.v1beta1.kueue.x-k8s.io", "ac-v1beta1")
+    assert (active(back) or {}).get("status") == "True"
+
+
 # -- the queue's checks change under a reservation ---------------------------------------
 
 
