@@ -9,7 +9,9 @@ import copy
 
 from scheduler.kubeapi.errors import Json
 from scheduler.runtime.commands import ApplyObject
+from scheduler.runtime.kube.ratelimit import TokenBucket
 from scheduler.runtime.kube.resources import ADMISSION_CHECKS, CLUSTER_QUEUES, WORKLOADS
+from scheduler.runtime.kube.status_writer import WorkloadStatusWriter
 from scheduler.runtime.kube.store import KubeStore
 from tests.unit.runtime.kube.fakes import (
     KEY,
@@ -155,3 +157,29 @@ async def test_an_old_retry_read_back_after_the_reset_does_not_evict_twice() -> 
     engine.apply_pending()
     wl = s.workloads[KEY]
     assert [(c.state, c.retry_count) for c in wl.admission_checks] == [("Pending", 1)]
+
+
+async def test_the_writer_never_puts_the_cores_older_states_over_a_controllers_write() -> None:
+    fake = FakeKube()
+    seed_checked_cluster(fake, active=True)
+    store, engine = await synced_store(fake)
+    store.set_leading(True)
+    writer = WorkloadStatusWriter(fake.rest, engine, store, TokenBucket(1000, 1000))
+    admit_in_core(engine)
+    assert await writer.write(KEY)  # the reservation, the check Pending
+    written = fake.stored(WORKLOADS, KEY)
+    assert written is not None and written["status"]["admissionChecks"][0]["state"] == "Pending"
+    # The controller says Ready; the watch delivers it, but the engine has not run yet.
+    ready = state(CHECK, "Ready", lastTransitionTime="2026-01-01T00:00:05Z")
+    fake.server_update(WORKLOADS, KEY, {"status": {"admissionChecks": [ready]}})
+    store.observe(WORKLOADS, fake.stored(WORKLOADS, KEY) or {})
+    assert not engine.scheduler.workloads[KEY].is_admitted
+    assert await writer.write(KEY)
+    final = fake.stored(WORKLOADS, KEY)
+    assert final is not None
+    assert [(c["name"], c["state"]) for c in final["status"]["admissionChecks"]] == [
+        (CHECK, "Ready")
+    ]
+    assert any(
+        c["type"] == "Admitted" and c["status"] == "True" for c in final["status"]["conditions"]
+    )
