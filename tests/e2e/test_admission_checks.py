@@ -191,12 +191,20 @@ def reserving(cq: dict[str, Any]) -> tuple[int, int]:
     return status.get("reservingWorkloads", 0), status.get("admittedWorkloads", 0)
 
 
-def position(env: Aggregated, wl: dict[str, Any]) -> dict[str, Any]:
+def position(env: Aggregated, wl: dict[str, Any], pending: bool) -> dict[str, Any]:
+    """The `pendingposition` answer once it says `pending` (a Workload queued again is
+    listed from the next published snapshot on: 404 until then)."""
     meta = wl["metadata"]
     path = f"{VISIBILITY}/namespaces/{meta['namespace']}/workloads/{meta['name']}/pendingposition"
-    response = env.get(path)
-    assert response.status == 200, (response.status, response.body[:300])
-    return dict(response.json())
+
+    def probe() -> dict[str, Any] | None:
+        response = env.get(path)
+        if response.status != 200:
+            return None
+        body = dict(response.json())
+        return body if body["pending"] is pending else None
+
+    return wait_for(probe, timeout=60, what=f"pendingposition of {meta['name']}: {pending}")
 
 
 def reserved_behind_an_active_check(
@@ -255,8 +263,7 @@ def test_an_inactive_check_gates_the_queue_and_ready_admits_after_the_reservatio
             lambda w: condition(w, "QuotaReserved", "False"),
         )
         assert condition(wl, "QuotaReserved") is None
-        pending = position(env, wl)
-        assert pending["pending"] is True, pending
+        pending = position(env, wl, pending=True)
         assert pending.get("message") == "ClusterQueue cq-ready is inactive", pending
 
         # The controller reports Active: the queue turns Active and reserves quota, but
@@ -275,7 +282,7 @@ def test_an_inactive_check_gates_the_queue_and_ready_admits_after_the_reservatio
             plane, "cq-ready", "reserving, not admitted", lambda q: reserving(q) == (1, 0)
         )
         # What the visibility API says of it: not pending, holding quota, waiting for the check.
-        standing = position(env, wl)
+        standing = position(env, wl, pending=False)
         assert (standing["pending"], standing["reason"]) == (False, "QuotaReserved"), standing
         assert [
             (b["kind"], b["check"], b["state"]) for b in standing["whyPending"]["blockers"]
@@ -349,8 +356,7 @@ def test_retry_evicts_frees_the_quota_resets_the_states_and_requeues_after_the_d
     cluster_queue(plane, "cq-retry", "quota freed", lambda q: reserving(q) == (0, 0))
     assert suspended(plane.get_json("job", "retried", "-n", NS))
     # Backing off, the Workload is pending and says which check sent it back, in which state.
-    backing_off = position(env, evicted)
-    assert backing_off["pending"] is True, backing_off
+    backing_off = position(env, evicted, pending=True)
     assert [(b["kind"], b["check"], b["state"]) for b in backing_off["whyPending"]["blockers"]] == [
         ("AdmissionCheck", "ac-retry", "Retry")
     ], backing_off
@@ -397,7 +403,7 @@ def test_rejected_deactivates_and_frees_the_quota(
         "(never fits)",
     )
     cluster_queue(plane, "cq-reject", "quota freed", lambda q: reserving(q) == (0, 0))
-    standing = position(env, gone)
+    standing = position(env, gone, pending=False)
     assert (standing["pending"], standing["reason"]) == (False, "Inactive"), standing
     assert suspended(plane.get_json("job", "rejected", "-n", NS))
     assert job_pods(plane, NS, "rejected") == []
