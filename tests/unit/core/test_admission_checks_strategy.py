@@ -235,3 +235,17 @@ def test_on_flavors_narrowed_away_from_the_assigned_flavor_drops_the_check() -> 
     c.apply(strategy_queue([{"name": "ac-1", "onFlavors": ["spot"]}], spot_cpu=0))
     assert listed(c, "team-a/w") == []
     assert c.wl("team-a/w").is_admitted
+
+
+def test_a_check_going_inactive_keeps_reservations_and_stops_new_ones() -> None:
+    c = cluster_with(strategy_queue([{"name": "ac-1"}]), "ac-1")
+    c.apply(workload("team-a", "first", "lq-a", {"cpu": "1"}, created=0))
+    c.cycle()
+    c.apply(check("ac-1", active=False))
+    assert c.cq_status("cq-a")["conditions"][0]["reason"] == "AdmissionCheckInactive"
+    c.apply(workload("team-a", "second", "lq-a", {"cpu": "1"}, created=1))
+    c.cycle()
+    assert c.admission("team-a/second") is None
+    assert c.wl("team-a/first").holds_quota
+    set_check_state(c.s, "team-a/first", "ac-1", "Ready")
+    assert c.wl("team-a/first").is_admitted
