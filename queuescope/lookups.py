@@ -20,6 +20,7 @@ def not_pending_lookup(engine: Engine) -> NotPendingLookup:
             creation=found.creation,
             cluster_queue=found.cluster_queue,
             local_queue=found.local_queue,
+            why=found.why,
         )
 
     return lookup

@@ -155,7 +155,12 @@ def reconcile_checks(s: Scheduler, wl: WorkloadState) -> None:
         return
     if not wl.holds_quota or evicted:
         return
-    now = s.now()
+    _sync_admitted(wl, s.now())
+
+
+def _sync_admitted(wl: WorkloadState, now: Instant) -> None:
+    """`Admitted` of a workload holding quota, from its listed checks: True once every
+    one is Ready (at once with none), False again if one leaves Ready."""
     ready = all_ready(wl)
     admitted = wl.conditions.is_true(ADMITTED)
     if ready and not admitted:
@@ -168,6 +173,31 @@ def reconcile_checks(s: Scheduler, wl: WorkloadState) -> None:
             wl.accumulated_execution_seconds += (now - since.last_transition) // MICROS_PER_SECOND
         wl.conditions.set(ADMITTED, "False", UNSATISFIED, UNSATISFIED_MESSAGE, now)
         wl.revision += 1
+
+
+def sync_listed_checks(s: Scheduler, cluster_queue: str) -> list[str]:
+    """After ClusterQueue `cluster_queue` changed: each workload holding quota in it lists
+    exactly the checks that now apply (a new one `Pending`, a dropped one removed), and
+    its `Admitted` follows (docs/scheduling.md#admission-checks); a workload waiting only
+    on a check the queue no longer names is admitted. Returns the keys changed."""
+    cq = s.cluster_queues.get(cluster_queue)
+    if cq is None:
+        return []
+    now = s.now()
+    changed: list[str] = []
+    for key in s.holders.keys(cluster_queue):
+        wl = s.workloads.get(key)
+        if wl is None or wl.admission is None or wl.finished or not wl.active:
+            continue
+        names = applying_checks(cq, wl.admission)
+        if [c.name for c in wl.admission_checks] == names:
+            continue
+        list_checks(wl, names, now)
+        wl.revision += 1
+        if not wl.conditions.is_true(EVICTED):
+            _sync_admitted(wl, now)
+        changed.append(key)
+    return changed
 
 
 def _retry(s: Scheduler, wl: WorkloadState, retry: list[CheckStatus]) -> None:

@@ -24,7 +24,11 @@ from scheduler.api import (
 )
 from scheduler.api.quantity import Quantity, scheduler_value
 from scheduler.api.requests import limits_exceeded, pod_requests
-from scheduler.core.admission_checks import merge_controller_states, reconcile_checks
+from scheduler.core.admission_checks import (
+    merge_controller_states,
+    reconcile_checks,
+    sync_listed_checks,
+)
 from scheduler.core.clock import Instant, instant_from_datetime
 from scheduler.core.conditions import Condition, Conditions
 from scheduler.core.config import QueueVisibility, SchedulerConfig, WaitForPodsReady
@@ -365,6 +369,7 @@ def apply_object(
         s.set_flavor(flavor_info(obj), obj.metadata.name)
     elif isinstance(obj, ClusterQueue):
         s.set_cluster_queue(cluster_queue_info(obj))
+        sync_listed_checks(s, obj.metadata.name)
     elif isinstance(obj, Cohort):
         s.set_cohort(cohort_info(obj))
     elif isinstance(obj, LocalQueue):

@@ -20,6 +20,8 @@ from typing import Final
 from scheduler.core.clock import Instant
 from scheduler.core.model import LocalQueueInfo
 from scheduler.core.scheduler import Scheduler
+from scheduler.runtime.snapshot import WhyPending
+from scheduler.runtime.why import why_waiting_for_checks
 
 FINISHED: Final = "Finished"
 QUOTA_RESERVED: Final = "QuotaReserved"
@@ -37,6 +39,8 @@ class Standing:
     creation: Instant
     cluster_queue: str  # "" when unknown
     local_queue: str  # "" when unknown
+    # QuotaReserved and not admitted yet: the admission checks it waits for.
+    why: WhyPending | None = None
 
 
 def standing(scheduler: Scheduler, namespace: str, name: str) -> Standing | None:
@@ -56,7 +60,8 @@ def standing(scheduler: Scheduler, namespace: str, name: str) -> Standing | None
             reason = _queue_reason(scheduler, lq)
     if reason is None:
         return None
-    return Standing(reason, wl.creation, cluster_queue, wl.queue_name)
+    why = why_waiting_for_checks(wl) if reason == QUOTA_RESERVED else None
+    return Standing(reason, wl.creation, cluster_queue, wl.queue_name, why)
 
 
 def _queue_reason(scheduler: Scheduler, lq: LocalQueueInfo | None) -> str | None:

@@ -10,6 +10,7 @@ tries the workload again.
 
 from __future__ import annotations
 
+from scheduler.core.admission_checks import UNSATISFIED, waiting_why
 from scheduler.core.blockers import Blocker, BlockerKind
 from scheduler.core.workload import QUOTA_RESERVED, WorkloadState
 from scheduler.runtime.snapshot import WhyPending
@@ -31,4 +32,20 @@ def why_pending(wl: WorkloadState) -> WhyPending | None:
         message=reserved.message,
         since=reserved.last_transition,
         blockers=blockers,
+    )
+
+
+def why_waiting_for_checks(wl: WorkloadState) -> WhyPending | None:
+    """A workload holding quota but not admitted yet: the admission checks it waits for,
+    one `AdmissionCheck` blocker per check not Ready, with its state
+    (docs/scheduling.md#admission-checks); None when it waits for nothing."""
+    waiting = waiting_why(wl)
+    reserved = wl.conditions.get(QUOTA_RESERVED)
+    if waiting is None or reserved is None:
+        return None
+    return WhyPending(
+        reason=UNSATISFIED,
+        message=waiting.message,
+        since=reserved.last_transition,
+        blockers=waiting.blockers,
     )

@@ -1,39 +1,55 @@
-"""Done means (issue 12): every ResourceFlavor, ClusterQueue, LocalQueue, Cohort,
-WorkloadPriorityClass and batch/v1 Job document of Kueue v0.19.2's example manifests
-applies unchanged to the real kube-apiserver with queuescope's CRDs installed.
+"""Done means (issues 12 and 13): every ResourceFlavor, ClusterQueue, LocalQueue, Cohort,
+WorkloadPriorityClass, AdmissionCheck and batch/v1 Job document of Kueue v0.19.2's
+example manifests applies unchanged to the real kube-apiserver with queuescope's CRDs installed.
 
 Each document is created with server-side dry run and strict field validation: the API
 server runs its whole admission and validation chain, and a field our schema lacks is an
 error rather than silently pruned. The examples are kueue.x-k8s.io/v1beta2, the stored
 version, so no conversion is involved. The documents are counted, so an example that
 disappears (or a kind that stops being selected) fails the test too.
+
+The four files that define an AdmissionCheck (issue 13) are applied as a user would,
+with `kubectl apply -f`, through our webhooks to our server in cluster mode: their
+ClusterQueues are inactive until the check's controller (the test's, tests/e2e/checks.py)
+reports the check Active, and Active after.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from tests.e2e.cluster import install, subset
+from tests.e2e.checks import CheckController, active
+from tests.e2e.cluster import ClusterModeServer, install, subset, wait_json
 from tests.e2e.harness import ControlPlane
+from tests.e2e.test_webhooks import delete_webhooks, webhook_documents
 
 pytestmark = pytest.mark.realcluster
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO.parent / "shared" / "kueue-examples" / "v0.19.2"
-KUEUE_KINDS = {"ResourceFlavor", "ClusterQueue", "LocalQueue", "Cohort", "WorkloadPriorityClass"}
+KUEUE_KINDS = {
+    "ResourceFlavor",
+    "ClusterQueue",
+    "LocalQueue",
+    "Cohort",
+    "WorkloadPriorityClass",
+    "AdmissionCheck",
+}
 # Counted in the v0.19.2 examples: 25 ResourceFlavors, 20 ClusterQueues, 19 LocalQueues,
-# 5 Cohorts, 3 WorkloadPriorityClasses, 20 batch/v1 Jobs.
+# 5 Cohorts, 3 WorkloadPriorityClasses, 4 AdmissionChecks, 20 batch/v1 Jobs.
 EXPECTED = {
     "ResourceFlavor": 25,
     "ClusterQueue": 20,
     "LocalQueue": 19,
     "Cohort": 5,
     "WorkloadPriorityClass": 3,
+    "AdmissionCheck": 4,
     "Job": 20,
 }
 
@@ -98,3 +114,113 @@ def test_every_example_of_our_kinds_applies_unchanged(control_plane: ControlPlan
         given = {k: v for k, v in doc.items() if k != "metadata"}
         assert subset(given, created), (source, index, created)
     assert refused == [], "\n".join(refused)
+
+
+# -- the AdmissionCheck examples ----------------------------------------------------------
+
+# The kinds of the AdmissionCheck examples that configure a check's controller (its
+# `spec.parameters`) or a feature queuescope does not implement: their CRDs come with
+# that controller, not with queuescope, so on a cluster with only queuescope kubectl
+# refuses these documents and applies the rest (docs/scheduling.md#admission-checks).
+FOREIGN_KINDS = {"ProvisioningRequestConfig", "MultiKueueConfig", "MultiKueueCluster", "Topology"}
+# The example files that hold an AdmissionCheck, with the ClusterQueues they define.
+CHECK_EXAMPLES = {
+    "site/static/examples/sample-admission-check.yaml": [],
+    "site/static/examples/provisioning/provisioning-setup.yaml": ["cluster-queue"],
+    "site/static/examples/multikueue/multikueue-setup.yaml": ["cluster-queue"],
+    "site/static/examples/multikueue/tas/manager-setup.yaml": ["cluster-queue"],
+}
+
+
+@pytest.fixture(scope="module")
+def cluster(
+    control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ControlPlane]:
+    """Our server in cluster mode, with its webhooks, for the examples to go through."""
+    server = ClusterModeServer(control_plane, tmp_path_factory.mktemp("kueue-examples"))
+    server.prepare()
+    server.start()
+    try:
+        control_plane.apply(
+            "\n---\n".join(
+                json.dumps(d)
+                for d in webhook_documents(server.port, server.certs.ca_cert.read_bytes())
+            )
+        )
+        yield control_plane
+    finally:
+        delete_webhooks(control_plane)
+        server.stop()
+
+
+def test_the_check_examples_are_all_counted() -> None:
+    found = sorted(
+        str(path.relative_to(EXAMPLES))
+        for path in EXAMPLES.rglob("*.yaml")
+        if any(
+            isinstance(d, dict) and d.get("kind") == "AdmissionCheck"
+            for d in yaml.safe_load_all(path.read_text())
+        )
+    )
+    assert found == sorted(CHECK_EXAMPLES)
+
+
+@pytest.mark.parametrize("source", sorted(CHECK_EXAMPLES))
+def test_a_check_example_applies_and_its_queue_turns_active_once_the_check_is(
+    cluster: ControlPlane, source: str
+) -> None:
+    plane = cluster
+    path = EXAMPLES / source
+    docs = [d for d in yaml.safe_load_all(path.read_text()) if isinstance(d, dict)]
+    foreign = sorted({d["kind"] for d in docs if d["kind"] in FOREIGN_KINDS})
+    checks = [d["metadata"]["name"] for d in docs if d["kind"] == "AdmissionCheck"]
+    queues = [d["metadata"]["name"] for d in docs if d["kind"] == "ClusterQueue"]
+    assert queues == CHECK_EXAMPLES[source]
+    try:
+        # The file as a user applies it: every document of our kinds goes through our
+        # webhooks and is stored; the controller configuration kinds are refused by
+        # kubectl, naming the kind.
+        result = plane.kubectl("apply", "-f", str(path), check=False)
+        for kind in foreign:
+            assert f'no matches for kind "{kind}" in version "kueue.x-k8s.io/v1beta2"' in (
+                result.stderr
+            ), result.stderr
+        assert (result.returncode != 0) == bool(foreign), result.stderr
+        assert "denied" not in result.stderr, result.stderr
+        for doc in docs:
+            if doc["kind"] in FOREIGN_KINDS:
+                continue
+            resource = f"{doc['kind'].lower()}s.kueue.x-k8s.io"
+            where = ["-n", doc["metadata"]["namespace"]] if "namespace" in doc["metadata"] else []
+            stored = plane.get_json(resource, doc["metadata"]["name"], *where)
+            assert subset(doc.get("spec", {}), stored.get("spec", {})), (source, stored)
+
+        # No controller has reported: every queue naming a check is inactive.
+        for name in queues:
+            gated = wait_json(
+                plane,
+                f"{source}: {name} inactive",
+                lambda q: (active(q) or {}).get("reason") == "AdmissionCheckInactive",
+                "clusterqueues.kueue.x-k8s.io",
+                name,
+            )
+            assert active(gated)["message"] == (  # type: ignore[index]
+                f"Can't admit new workloads: references inactive AdmissionCheck(s): "
+                f"{','.join(sorted(checks))}."
+            )
+        controller = CheckController(plane)
+        for check in checks:
+            controller.report_active(check)
+        stored_check = plane.get_json("admissionchecks.kueue.x-k8s.io", checks[0])
+        assert (active(stored_check) or {}).get("status") == "True"
+        for name in queues:
+            wait_json(
+                plane,
+                f"{source}: {name} Active",
+                lambda q: (active(q) or {}).get("status") == "True",
+                "clusterqueues.kueue.x-k8s.io",
+                name,
+            )
+    finally:
+        # The next file defines the same names: start it from nothing.
+        plane.kubectl("delete", "-f", str(path), "--ignore-not-found", "--wait", check=False)

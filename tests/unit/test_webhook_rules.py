@@ -492,6 +492,21 @@ CASES: list[Case] = [
         check({"parameters": {"apiGroup": "example.com", "kind": "-bad", "name": "p"}}),
         "spec.parameters.kind",
     ),
+    Case(
+        "ac-parameters-api-group",
+        check({"parameters": {"apiGroup": "Example_Com", "kind": "Config", "name": "p"}}),
+        "spec.parameters.apiGroup",
+    ),
+    Case(
+        "ac-parameters-name",
+        check({"parameters": {"apiGroup": "example.com", "kind": "Config", "name": "Bad_Name"}}),
+        "spec.parameters.name",
+    ),
+    Case(
+        "ac-parameters-name-length",
+        check({"parameters": {"apiGroup": "example.com", "kind": "Config", "name": "p" * 64}}),
+        "spec.parameters.name",
+    ),
     # -- Cohort -------------------------------------------------------------------------
     Case("cohort-parent-name", cohort({"parentName": "Bad_Parent"}), "spec.parentName"),
     Case(

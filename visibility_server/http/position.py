@@ -24,6 +24,7 @@ from scheduler.runtime.snapshot import (
     Instant,
     PageItem,
     ServedForecast,
+    WhyPending,
 )
 from visibility_server.http.render import rfc3339_seconds
 from visibility_server.http.waiting import estimated_start, estimated_wait, why_pending
@@ -48,6 +49,8 @@ class NotPending:
     creation: int | None = None  # µs since the epoch, when known
     cluster_queue: str = ""  # "" when unknown
     local_queue: str = ""  # "" when unknown
+    # QuotaReserved, not admitted yet: the admission checks it waits for.
+    why: WhyPending | None = None
 
 
 # (namespace, name) -> the Workload's state when it is not pending, None when unknown.
@@ -121,4 +124,7 @@ def not_pending_position(
         body["clusterQueueName"] = state.cluster_queue
     if state.local_queue:
         body["localQueueName"] = state.local_queue
+    if state.why is not None:
+        body["message"] = state.why.message
+        body["whyPending"] = why_pending(state.why)
     return body

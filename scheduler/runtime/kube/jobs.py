@@ -2,7 +2,8 @@
 
 A Job labelled `kueue.x-k8s.io/queue-name` gets a Workload that the Job owns; the Job
 stays suspended until its Workload is admitted, is unsuspended with the node selectors
-and tolerations of the assigned flavors, reports `PodsReady` when
+and tolerations of the assigned flavors and the pod set updates its admission checks
+asked for (docs/scheduling.md#admission-checks), reports `PodsReady` when
 `ready + succeeded >= parallelism`, is suspended again with its pod template restored
 when the Workload loses its admission (preemption, eviction), and finishes its
 Workload when it completes or fails.
@@ -77,6 +78,73 @@ def _job_finished(job: Json) -> tuple[bool, bool]:
 
 def _pod_spec(obj: Json) -> Json:
     return ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
+
+
+def _template_meta(obj: Json) -> Json:
+    return ((obj.get("spec") or {}).get("template") or {}).get("metadata") or {}
+
+
+@dataclass(slots=True)
+class CheckUpdates:
+    """What the admission checks of a Workload ask its pods to get (their
+    `podSetUpdates` for the Job's pod set), merged."""
+
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    node_selector: dict[str, str]
+    tolerations: list[Json]
+
+
+class UpdateConflictError(Exception):
+    """A check's pod set update sets a key the template already sets differently."""
+
+
+def _merge_key(into: dict[str, str], field: str, key: str, value: str, check: str) -> None:
+    if into.get(key, value) != value:
+        raise UpdateConflictError(
+            f'admission check "{check}" sets {field}[{key}] to "{value}", '
+            f'the pod template has "{into[key]}"'
+        )
+    into[key] = value
+
+
+def check_updates(
+    workload: Json, base_meta: Json, base_selector: dict[str, str], base_tolerations: list[Json]
+) -> CheckUpdates:
+    """The template's labels, annotations, node selector and tolerations with every
+    admission check's `podSetUpdates` for the Workload's first pod set (a Job has one)
+    merged in, in check order: a key set to another value than the template's (or
+    another check's) is a conflict (UpdateConflictError), as in Kueue."""
+    pod_sets = (workload.get("spec") or {}).get("podSets") or []
+    name = pod_sets[0].get("name", "main") if pod_sets else "main"
+    merged = CheckUpdates(
+        labels=dict(base_meta.get("labels") or {}),
+        annotations=dict(base_meta.get("annotations") or {}),
+        node_selector=dict(base_selector),
+        tolerations=list(base_tolerations),
+    )
+    for check in (workload.get("status") or {}).get("admissionChecks") or []:
+        for update in check.get("podSetUpdates") or []:
+            if update.get("name") != name:
+                continue
+            for field, into in (
+                ("labels", merged.labels),
+                ("annotations", merged.annotations),
+                ("nodeSelector", merged.node_selector),
+            ):
+                for key, value in (update.get(field) or {}).items():
+                    _merge_key(into, field, key, value, str(check.get("name", "")))
+            for toleration in update.get("tolerations") or []:
+                if toleration not in merged.tolerations:
+                    merged.tolerations.append(toleration)
+    return merged
+
+
+def _map_patch(current: dict[str, str], wanted: dict[str, str]) -> dict[str, str | None]:
+    """A merge patch turning map `current` into `wanted` (keys to drop set to null)."""
+    patch: dict[str, str | None] = {k: None for k in current if k not in wanted}
+    patch.update({k: v for k, v in wanted.items() if current.get(k) != v})
+    return patch
 
 
 class JobController:
@@ -265,24 +333,46 @@ class JobController:
         template_patch: Json = {}
         if workload is not None:
             original = self._original_pod_spec(workload)
+            original_meta = self._original_template_meta(workload)
             base_selector: dict[str, str] = dict(original.get("nodeSelector") or {})
             base_tolerations: list[Json] = list(original.get("tolerations") or [])
+            labels: dict[str, str] = dict(original_meta.get("labels") or {})
+            annotations: dict[str, str] = dict(original_meta.get("annotations") or {})
             if suspend:
                 selector, tolerations = base_selector, base_tolerations
             else:
                 extra_labels, extra_tolerations = self._flavor_placement(workload)
-                selector = {**base_selector, **extra_labels}
-                tolerations = base_tolerations + [
+                placed = {**base_selector, **extra_labels}
+                placed_tolerations = base_tolerations + [
                     t for t in extra_tolerations if t not in base_tolerations
                 ]
+                try:
+                    updates = check_updates(workload, original_meta, placed, placed_tolerations)
+                except UpdateConflictError as err:
+                    # Kueue cannot start such a Job either; it stays suspended, said in the log.
+                    self.stats.errors += 1
+                    log.error(
+                        "event=job-start-refused job=%s/%s error=%s",
+                        job["metadata"]["namespace"],
+                        job["metadata"]["name"],
+                        err,
+                    )
+                    return
+                selector, tolerations = updates.node_selector, updates.tolerations
+                labels, annotations = updates.labels, updates.annotations
             # A merge patch merges maps: keys to drop are set to null.
-            selector_patch: dict[str, str | None] = {
-                k: None for k in current_selector if k not in selector
-            }
+            selector_patch = _map_patch(current_selector, selector)
             selector_patch.update(selector)
             template_patch = {"spec": {"nodeSelector": selector_patch or None}}
             if tolerations != list(pod.get("tolerations") or []):
                 template_patch["spec"]["tolerations"] = tolerations
+            meta_patch: Json = {}
+            for field, wanted in (("labels", labels), ("annotations", annotations)):
+                current: dict[str, str] = dict(_template_meta(job).get(field) or {})
+                if current != wanted:
+                    meta_patch[field] = _map_patch(current, wanted)
+            if meta_patch:
+                template_patch["metadata"] = meta_patch
         meta = job["metadata"]
         if template_patch and (job.get("status") or {}).get("startTime"):
             job = await self._clear_start_time(job)
@@ -324,21 +414,38 @@ class JobController:
         return result
 
     def _placement_differs(self, job: Json, workload: Json) -> bool:
-        """Does the suspended Job still carry a flavor's node selector or tolerations?"""
+        """Does the suspended Job still carry a flavor's node selector or tolerations, or
+        a label or annotation an admission check's pod set update added?"""
         pod, original = _pod_spec(job), self._original_pod_spec(workload)
-        return (pod.get("nodeSelector") or {}) != (original.get("nodeSelector") or {}) or (
+        if (pod.get("nodeSelector") or {}) != (original.get("nodeSelector") or {}) or (
             pod.get("tolerations") or []
-        ) != (original.get("tolerations") or [])
+        ) != (original.get("tolerations") or []):
+            return True
+        meta, original_meta = _template_meta(job), self._original_template_meta(workload)
+        for field in ("labels", "annotations"):
+            base = original_meta.get(field) or {}
+            if any(base.get(k) != v for k, v in (meta.get(field) or {}).items()):
+                return True
+        return False
 
     @staticmethod
-    def _original_pod_spec(workload: Json) -> Json:
+    def _original_template(workload: Json) -> Json:
+        """The Job's pod template as the Workload recorded it (its only pod set)."""
         pod_sets = (workload.get("spec") or {}).get("podSets") or []
-        if not pod_sets:
-            return {}
+        template: Json = (pod_sets[0].get("template") or {}) if pod_sets else {}
+        return template
+
+    @classmethod
+    def _original_template_meta(cls, workload: Json) -> Json:
+        meta: Json = cls._original_template(workload).get("metadata") or {}
+        return meta
+
+    @classmethod
+    def _original_pod_spec(cls, workload: Json) -> Json:
         # Without the empty values our model renders (a toleration's `value: ""`):
         # the Job, a built-in type, comes back from the server without them, so the
         # raw template would never compare equal and every reconcile would patch.
-        spec: Json = normalized((pod_sets[0].get("template") or {}).get("spec") or {})
+        spec: Json = normalized(cls._original_template(workload).get("spec") or {})
         return spec
 
     async def _delete_orphans(self, namespace: str, job_name: str) -> None:

@@ -56,6 +56,12 @@ class WriterStats:
     deferred: int = 0  # a pending condition beyond the head window: not written now
 
 
+def _check_states(status: Json | None) -> list[tuple[object, object, object]]:
+    """Name, state and retry count of each entry of `status.admissionChecks`."""
+    checks = (status or {}).get("admissionChecks") or []
+    return [(c.get("name"), c.get("state"), c.get("retryCount")) for c in checks]
+
+
 def _split(key: str) -> tuple[str, str]:
     namespace, _, name = key.partition("/")
     return namespace, name
@@ -212,6 +218,16 @@ class WorkloadStatusWriter:
         """Bring one workload's server copy in line with the core, if the difference is
         worth it (:func:`judge`); True if written."""
         verdict, _, server, desired = self._verdict(key)
+        if (
+            verdict.write
+            and server is not None
+            and _check_states(server.get("status")) != _check_states(desired)
+        ):
+            # The server's check states may be a controller's write that the engine has
+            # not taken in yet: writing now would put the core's older states over it
+            # (docs/scheduling.md#admission-checks). Let the engine take them first.
+            await self.engine.flush()
+            verdict, _, server, desired = self._verdict(key)
         if not verdict.write or server is None or desired is None:
             self._count_unwritten(verdict)
             return False

@@ -95,6 +95,17 @@ def _same_except_status(old: Json, new: Json) -> bool:
     return strip(old) == strip(new)
 
 
+def _check_states(obj: Json) -> object:
+    status = obj.get("status")
+    return status.get("admissionChecks") if isinstance(status, dict) else None
+
+
+def _check_states_changed(old: Json | None, new: Json) -> bool:
+    """Whether `status.admissionChecks` differs: a check's controller wrote a state (or
+    this is the echo of our own write, which the core's merge leaves as it is)."""
+    return old is not None and _check_states(old) != _check_states(new)
+
+
 def _newer(a: str, b: str) -> bool:
     """Is resourceVersion `a` newer than `b`? They are opaque in general but etcd's
     are integers; with anything else, trust the newest arrival."""
@@ -229,8 +240,15 @@ class KubeStore:
     def upsert(self, resource: Resource, obj: Json, old: Json | None) -> None:
         if resource.kind in CORE_KINDS:
             # The echo of a status write changes nothing the core reads, except a
-            # Workload's status on a follower (which mirrors the leader's writes).
-            takes_status = resource.kind == WORKLOADS.kind and not self.leading
+            # Workload's status on a follower (which mirrors the leader's writes), the
+            # check states an admission check's controller writes on a Workload, and
+            # an AdmissionCheck's status (its controller's `Active` condition), which
+            # no one but that controller writes (docs/scheduling.md#admission-checks).
+            takes_status = (
+                resource.kind == ADMISSION_CHECKS.kind
+                or (resource.kind == WORKLOADS.kind and not self.leading)
+                or (resource.kind == WORKLOADS.kind and _check_states_changed(old, obj))
+            )
             if old is None or takes_status or not _same_except_status(old, obj):
                 self._apply_core(resource, obj)
             elif resource.kind == WORKLOADS.kind:
