@@ -28,6 +28,7 @@ from scheduler.api.conversion import convert_document
 from tests.e2e.aggregated import NAMESPACE, SERVICE, VisibilityServer
 from tests.e2e.harness import ControlPlane, wait_for
 from visibility_server.certs import SECRET_MODE, write_atomic
+from visibility_server.webhooks.registrations import WEBHOOK_CONFIGURATIONS
 
 REPO = Path(__file__).resolve().parents[2]
 # Objects the tests create before a server runs are written in the stored version: a
@@ -258,3 +259,28 @@ def subset(given: Any, stored: Any) -> bool:
             and all(subset(a, b) for a, b in zip(given, stored, strict=True))
         )
     return bool(given == stored or str(given) == str(stored))
+
+
+WEBHOOKS = REPO / "manifests" / "webhooks"
+
+
+def webhook_documents(port: int, ca_pem: bytes) -> list[dict[str, Any]]:
+    """manifests/webhooks as written, aimed at this session's server."""
+    bundle = base64.b64encode(ca_pem).decode()
+    docs: list[dict[str, Any]] = []
+    for name in ("mutating.yaml", "validating.yaml"):
+        for doc in yaml.safe_load_all((WEBHOOKS / name).read_text()):
+            for webhook in doc["webhooks"]:
+                webhook["clientConfig"]["service"]["port"] = port
+                webhook["clientConfig"]["caBundle"] = bundle
+            docs.append(doc)
+    return docs
+
+
+def delete_webhooks(plane: ControlPlane) -> None:
+    plane.kubectl(
+        "delete",
+        *(f"{kind.lower()}/{name}" for kind, name, _ in WEBHOOK_CONFIGURATIONS),
+        "--ignore-not-found",
+        check=False,
+    )

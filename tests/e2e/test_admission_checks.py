@@ -35,7 +35,13 @@ import pytest
 
 from tests.e2e.aggregated import Aggregated, aggregated_server
 from tests.e2e.checks import CheckController, active
-from tests.e2e.cluster import KUEUE, ClusterModeServer, wait_json
+from tests.e2e.cluster import (
+    KUEUE,
+    ClusterModeServer,
+    delete_webhooks,
+    wait_json,
+    webhook_documents,
+)
 from tests.e2e.harness import ControlPlane, wait_for
 from tests.e2e.nodes import RUN_FOR_ANNOTATION, NodeAgents
 from tests.e2e.pods import (
@@ -51,7 +57,6 @@ from tests.e2e.pods import (
     wait_pods,
     workload_of,
 )
-from tests.e2e.test_webhooks import delete_webhooks, webhook_documents
 
 pytestmark = pytest.mark.realcluster
 

@@ -25,9 +25,15 @@ import pytest
 import yaml
 
 from tests.e2e.checks import CheckController, active
-from tests.e2e.cluster import ClusterModeServer, install, subset, wait_json
+from tests.e2e.cluster import (
+    ClusterModeServer,
+    delete_webhooks,
+    install,
+    subset,
+    wait_json,
+    webhook_documents,
+)
 from tests.e2e.harness import ControlPlane
-from tests.e2e.test_webhooks import delete_webhooks, webhook_documents
 
 pytestmark = pytest.mark.realcluster
 

@@ -13,7 +13,6 @@ No kube-controller-manager runs here, so no Pod is ever created for a Job whatev
 
 from __future__ import annotations
 
-import base64
 import copy
 import json
 from collections.abc import Iterator
@@ -22,10 +21,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from cryptography import x509
 
-from tests.e2e.cluster import ClusterModeServer, cpu_queue, flavor, wait_json
+from tests.e2e.cluster import (
+    ClusterModeServer,
+    cpu_queue,
+    delete_webhooks,
+    flavor,
+    wait_json,
+    webhook_documents,
+)
 from tests.e2e.harness import ControlPlane, HarnessError, wait_for
 from tests.unit.test_webhook_rules import CASES, NS, SAYS, Case
 from visibility_server.certs import check_live_webhooks, generate_cert_dir
@@ -34,7 +39,6 @@ from visibility_server.webhooks.registrations import WEBHOOK_CONFIGURATIONS
 pytestmark = pytest.mark.realcluster
 
 REPO = Path(__file__).resolve().parents[2]
-WEBHOOKS = REPO / "manifests" / "webhooks"
 JOBS_NS = "webhook-jobs"
 DEFAULT_NS = "webhook-default"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -74,28 +78,6 @@ REFUSED_EARLIER = {
     "job-parallelism-negative": "spec.parallelism",
     "job-request-negative": "spec.template.spec.containers[0].resources.requests[cpu]",
 }
-
-
-def webhook_documents(port: int, ca_pem: bytes) -> list[dict[str, Any]]:
-    """manifests/webhooks as written, aimed at this session's server."""
-    bundle = base64.b64encode(ca_pem).decode()
-    docs: list[dict[str, Any]] = []
-    for name in ("mutating.yaml", "validating.yaml"):
-        for doc in yaml.safe_load_all((WEBHOOKS / name).read_text()):
-            for webhook in doc["webhooks"]:
-                webhook["clientConfig"]["service"]["port"] = port
-                webhook["clientConfig"]["caBundle"] = bundle
-            docs.append(doc)
-    return docs
-
-
-def delete_webhooks(plane: ControlPlane) -> None:
-    plane.kubectl(
-        "delete",
-        *(f"{kind.lower()}/{name}" for kind, name, _ in WEBHOOK_CONFIGURATIONS),
-        "--ignore-not-found",
-        check=False,
-    )
 
 
 @pytest.fixture(scope="module")
