@@ -227,14 +227,16 @@ def _decode_applied_objects(data: dict[str, Any], who: dict[str, Any]) -> dict[s
 # YAML files
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that rejects duplicate keys, as Kubernetes' strict decoding does."""
+class _RejectDuplicateKeys(yaml.constructor.SafeConstructor):
+    """Rejects duplicate keys, as Kubernetes' strict decoding does."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[Any] = set()
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=deep)
-            if isinstance(key, typing.Hashable) and key in seen:
+            if not isinstance(key, typing.Hashable):
+                continue  # PyYAML refuses it below ("found unhashable key")
+            if key in seen:
                 raise yaml.constructor.ConstructorError(
                     "while constructing a mapping",
                     node.start_mark,
@@ -245,16 +247,65 @@ class _StrictLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
+class _StrictLoader(_RejectDuplicateKeys, yaml.SafeLoader):
+    """PyYAML's pure-Python loader: the reference for what is accepted and how an error
+    reads."""
+
+
+# libyaml's parser (when PyYAML was built with it) reads a large scenario about twice as
+# fast; the constructor above stays the same Python code. Its error messages are worded
+# differently, so a text it rejects is read again by _StrictLoader, whose error is the
+# one reported: the same text is accepted or refused, with the same words, either way.
+# libyaml also accepts some texts PyYAML refuses: tabs inside plain scalars, `?` inside a
+# plain scalar of a flow mapping. A text with one of these characters is left to
+# _StrictLoader (the divergences were found by tests/unit/api/test_decode_yaml_loaders.py).
+_DIVERGENT = ("\t", "?")
+_FastLoader: type[Any] | None = None
+if getattr(yaml, "__with_libyaml__", False):
+
+    class _CStrictLoader(_RejectDuplicateKeys, yaml.CSafeLoader):
+        """libyaml's parser with the same constructor as _StrictLoader."""
+
+    _FastLoader = _CStrictLoader
+
+
+def _fast_documents(text: str, progress: list[int]) -> Iterator[tuple[int, Any]]:
+    """(index, data) of every non-empty document by the fast loader; `progress[0]`
+    counts the documents handed out. yaml.YAMLError when it rejects the text."""
+    assert _FastLoader is not None
+    loader = _FastLoader(text)
+    try:
+        index = 0
+        while loader.check_node():
+            data = loader.construct_document(loader.get_node())
+            index += 1
+            if data is not None:
+                yield index - 1, data
+            progress[0] = index
+    finally:
+        loader.dispose()
+
+
 def _yaml_documents(text: str, source: str) -> Iterator[tuple[int, Any]]:
     """(index, data) of every document; empty documents are skipped but counted."""
-    loader = _StrictLoader(text)
+    done = [0]  # documents the fast loader already handed out
+    if _FastLoader is not None and not any(c in text for c in _DIVERGENT):
+        try:
+            yield from _fast_documents(text, done)
+            return
+        except yaml.YAMLError:
+            pass  # read again below, for the reference error (and its line)
+    loader: _StrictLoader | None = None
     index = 0
     try:
+        # Inside the try: the reader refuses unprintable characters as it is built.
+        loader = _StrictLoader(text)
         while loader.check_node():
             node = loader.get_node()
-            data = loader.construct_document(node)
-            if data is not None:
-                yield index, data
+            if index >= done[0]:  # the ones before were handed out already
+                data = loader.construct_document(node)
+                if data is not None:
+                    yield index, data
             index += 1
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
@@ -267,7 +318,8 @@ def _yaml_documents(text: str, source: str) -> Iterator[tuple[int, Any]]:
     except yaml.YAMLError as err:
         raise ApiError(f"invalid YAML: {err}", source=source, index=index) from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
 def load_yaml(text: str, source: str, *, generate_names: bool = False) -> list[Decoded]:

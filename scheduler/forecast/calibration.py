@@ -34,6 +34,11 @@ PRIOR_ERRORS: tuple[float, ...] = tuple(
     math.log(10.0) / 0.9 * (2.0 * i / 20 - 1.0) for i in range(21)
 )
 LOW_Q, MID_Q, HIGH_Q = 0.05, 0.5, 0.95
+# Upper bounds (seconds) of the raw waits that share a magnitude window: a forward run
+# that says ten minutes and one that says a day are wrong by different factors. A
+# magnitude window is used once it holds MIN_OBSERVATIONS errors; until then, the
+# kind's window (all magnitudes) is.
+MAGNITUDES: tuple[float, ...] = (600.0, 3600.0, 4 * 3600.0, 86_400.0)
 
 
 @dataclass(slots=True)
@@ -55,17 +60,23 @@ class Calibration:
     def record(self, cluster_queue: str, raw_seconds: float, actual_seconds: float) -> None:
         """The workload of a forecast started `actual_seconds` after it was made."""
         error = math.log((actual_seconds + OFFSET_SECONDS) / (raw_seconds + OFFSET_SECONDS))
-        self.windows.setdefault(_slot(cluster_queue, raw_seconds), ErrorWindow()).add(error)
+        for slot in _slots(cluster_queue, raw_seconds):
+            self.windows.setdefault(slot, ErrorWindow()).add(error)
 
     def observations(self, cluster_queue: str, raw_seconds: float) -> int:
         window = self.windows.get(_slot(cluster_queue, raw_seconds))
         return 0 if window is None else len(window.errors)
 
     def band(self, cluster_queue: str, raw_seconds: float) -> StartBand:
-        window = self.windows.get(_slot(cluster_queue, raw_seconds))
-        errors = list(window.errors) if window is not None else []
-        if len(errors) < MIN_OBSERVATIONS:
-            errors += PRIOR_ERRORS
+        errors: list[float] = []
+        for slot in reversed(_slots(cluster_queue, raw_seconds)):  # the narrowest first
+            window = self.windows.get(slot)
+            if window is not None and len(window.errors) >= MIN_OBSERVATIONS:
+                errors = list(window.errors)
+                break
+        else:
+            window = self.windows.get(_slot(cluster_queue, raw_seconds))
+            errors = (list(window.errors) if window is not None else []) + list(PRIOR_ERRORS)
         errors.sort()
         base = raw_seconds + OFFSET_SECONDS
 
@@ -74,6 +85,16 @@ class Calibration:
 
         low, p50, high = scaled(LOW_Q), scaled(MID_Q), scaled(HIGH_Q)
         return StartBand(p50=p50, low=min(low, p50), high=max(high, p50))
+
+
+def _slots(cluster_queue: str, raw_seconds: float) -> tuple[str, ...]:
+    """The windows a forecast's error goes to: its kind's, and (for a raw wait above
+    zero) its magnitude's."""
+    kind = _slot(cluster_queue, raw_seconds)
+    if raw_seconds <= 0:
+        return (kind,)
+    bucket = sum(1 for bound in MAGNITUDES if raw_seconds > bound)
+    return (kind, f"{kind}/{bucket}")
 
 
 def _slot(cluster_queue: str, raw_seconds: float) -> str:

@@ -28,7 +28,8 @@ class JobFacts:
 
     user: str  # the USER_LABEL label, else the namespace
     local_queue: str  # "namespace/name"
-    limit_seconds: float | None  # maximumExecutionTimeSeconds
+    limit_seconds: float | None  # maximumExecutionTimeSeconds left to run
+    request_seconds: float | None = None  # maximumExecutionTimeSeconds as requested
 
 
 def facts_of(wl: WorkloadState) -> JobFacts:
@@ -39,6 +40,7 @@ def facts_of(wl: WorkloadState) -> JobFacts:
         limit_seconds=None
         if limit is None
         else float(max(0, limit - wl.accumulated_execution_seconds)),
+        request_seconds=None if limit is None else float(limit),
     )
 
 
@@ -84,17 +86,20 @@ class WalltimePredictor:
 
 @dataclass(slots=True)
 class HistoryPredictor:
-    """Learned from finished workloads (Tsafrir, Etsion and Feitelson 2007): the
-    average of the user's last two runtimes, capped by the request; a user with no
-    history gets the median of the LocalQueue's recent runtimes, then of everyone's,
-    then the request (or DEFAULT_RUNTIME_SECONDS)."""
+    """Learned from finished workloads (after Tsafrir, Etsion and Feitelson 2007): how
+    much of its request a user's last two workloads used, applied to this workload's
+    request (a user who asks for ten hours and uses one asks for two and uses about
+    twelve minutes); without a request, the average of the user's last two runtimes.
+    A user with no history gets the median of its LocalQueue's recent ratios (or
+    runtimes), then of everyone's, then the request (or DEFAULT_RUNTIME_SECONDS).
+    Capped by what is left of the request."""
 
     per_user: int = 2
     per_queue: int = 50
     method: str = FORECAST
-    _users: dict[str, deque[float]] = field(default_factory=dict)
-    _queues: dict[str, deque[float]] = field(default_factory=dict)
-    _everyone: deque[float] = field(default_factory=lambda: deque(maxlen=200))
+    _users: dict[str, _Recent] = field(default_factory=dict)
+    _queues: dict[str, _Recent] = field(default_factory=dict)
+    _everyone: _Recent = field(default_factory=lambda: _Recent(200))
 
     def predict(self, facts: JobFacts, elapsed: float) -> float:
         base = self._base(facts)
@@ -103,21 +108,51 @@ class HistoryPredictor:
         return _beyond(max(base, 1.0), elapsed, facts.limit_seconds)
 
     def _base(self, facts: JobFacts) -> float:
+        request = facts.request_seconds
         mine = self._users.get(facts.user)
-        if mine:
-            return sum(mine) / len(mine)
-        queue = self._queues.get(facts.local_queue)
-        for recent in (queue, self._everyone):
-            if recent:
-                return _median(recent)
+        if mine is not None:
+            if request is not None and mine.ratios:
+                return request * sum(mine.ratios) / len(mine.ratios)
+            if mine.runtimes:
+                return sum(mine.runtimes) / len(mine.runtimes)
+        for recent in (self._queues.get(facts.local_queue), self._everyone):
+            if recent is None:
+                continue
+            if request is not None and recent.ratios:
+                return request * _median(recent.ratios)
+            if recent.runtimes:
+                return _median(recent.runtimes)
         if facts.limit_seconds is not None:
             return facts.limit_seconds
         return DEFAULT_RUNTIME_SECONDS
 
     def observe(self, facts: JobFacts, runtime: float) -> None:
-        self._users.setdefault(facts.user, deque(maxlen=self.per_user)).append(runtime)
-        self._queues.setdefault(facts.local_queue, deque(maxlen=self.per_queue)).append(runtime)
-        self._everyone.append(runtime)
+        request = facts.request_seconds
+        ratio = min(1.0, runtime / request) if request else None
+        for recent in (
+            self._users.setdefault(facts.user, _Recent(self.per_user)),
+            self._queues.setdefault(facts.local_queue, _Recent(self.per_queue)),
+            self._everyone,
+        ):
+            recent.add(runtime, ratio)
+
+
+@dataclass(slots=True)
+class _Recent:
+    """The last `size` runtimes, and the last `size` runtime/request ratios."""
+
+    size: int
+    runtimes: deque[float] = field(init=False)
+    ratios: deque[float] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.runtimes = deque(maxlen=self.size)
+        self.ratios = deque(maxlen=self.size)
+
+    def add(self, runtime: float, ratio: float | None) -> None:
+        self.runtimes.append(runtime)
+        if ratio is not None:
+            self.ratios.append(ratio)
 
 
 def _median(values: deque[float]) -> float:

@@ -47,3 +47,16 @@ def test_queues_and_immediate_starts_learn_apart() -> None:
     assert c.observations("a", 10.0) == 0 and c.observations("b", 0.0) == 0
     assert c.band("b", 0.0).p50 == 0.0
     assert c.band("a", 0.0).p50 == pytest.approx(600.0)
+
+
+def test_short_and_long_raw_waits_learn_their_own_factor() -> None:
+    c = Calibration()
+    for _ in range(MIN_OBSERVATIONS):
+        c.record("cq", 240.0, 540.0)  # short forecasts: (540+60)/(240+60) = twice too short
+        c.record("cq", 86_340.0, 43_140.0)  # day-long ones: twice too long
+    assert c.band("cq", 240.0).p50 == pytest.approx(540.0)
+    assert c.band("cq", 86_340.0).p50 == pytest.approx(43_140.0)
+    # A magnitude with too few errors of its own falls back to every later forecast's.
+    mixed = c.band("cq", 7_140.0)
+    assert mixed.low == pytest.approx(7_200 / 2 - OFFSET_SECONDS)
+    assert mixed.high == pytest.approx(7_200 * 2 - OFFSET_SECONDS)

@@ -1,0 +1,48 @@
+"""docs/forecasting.md#runtime-predictors: what the learned predictor predicts."""
+
+from __future__ import annotations
+
+import pytest
+
+from scheduler.forecast.predictors import DEFAULT_RUNTIME_SECONDS, HistoryPredictor, JobFacts
+
+
+def _facts(user: str, request: float | None, queue: str = "ns/lq") -> JobFacts:
+    return JobFacts(user=user, local_queue=queue, limit_seconds=request, request_seconds=request)
+
+
+def test_a_users_share_of_its_request_carries_over_to_a_new_request() -> None:
+    p = HistoryPredictor()
+    p.observe(_facts("u", 1000.0), 100.0)
+    p.observe(_facts("u", 2000.0), 600.0)  # used 10% then 30%: 20% on average
+    assert p.predict(_facts("u", 5000.0), 0) == pytest.approx(1000.0)
+    p.observe(_facts("u", 100.0), 100.0)  # the last two: 30% and 100%
+    assert p.predict(_facts("u", 1000.0), 0) == pytest.approx(650.0)
+
+
+def test_without_a_request_the_users_last_two_runtimes() -> None:
+    p = HistoryPredictor()
+    p.observe(_facts("u", None), 100.0)
+    p.observe(_facts("u", None), 300.0)
+    assert p.predict(_facts("u", None), 0) == pytest.approx(200.0)
+
+
+def test_a_new_user_gets_its_queues_median_share_then_everyones() -> None:
+    p = HistoryPredictor()
+    assert p.predict(_facts("new", None), 0) == DEFAULT_RUNTIME_SECONDS
+    assert p.predict(_facts("new", 800.0), 0) == 800.0
+    for share in (0.1, 0.2, 0.9):
+        p.observe(_facts("a", 1000.0, "ns/lq"), 1000.0 * share)
+    p.observe(_facts("b", 1000.0, "ns/other"), 1000.0)
+    assert p.predict(_facts("new", 500.0, "ns/lq"), 0) == pytest.approx(100.0)  # median 20%
+    # everyone's last: 10%, 20%, 90%, 100%, median 55%
+    assert p.predict(_facts("new", 500.0, "ns/none"), 0) == pytest.approx(275.0)
+
+
+def test_a_job_past_its_prediction_runs_longer_but_never_past_its_request() -> None:
+    p = HistoryPredictor()
+    p.observe(_facts("u", 1000.0), 100.0)
+    facts = _facts("u", 1000.0)
+    assert p.predict(facts, 0) == pytest.approx(100.0)
+    assert p.predict(facts, 200) == pytest.approx(360.0)  # 1.5 x 200 + 60
+    assert p.predict(facts, 900) == pytest.approx(1000.0)
