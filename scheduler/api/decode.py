@@ -259,7 +259,7 @@ class _StrictLoader(_RejectDuplicateKeys, yaml.SafeLoader):
 # libyaml also accepts some texts PyYAML refuses: tabs inside plain scalars, `?` inside a
 # plain scalar of a flow mapping. A text with one of these characters is left to
 # _StrictLoader (the divergences were found by tests/unit/api/test_decode_yaml_loaders.py).
-_DIVERGENT = ("\t", "?")
+_DIVERGENT = ("\t", "?", "\ufeff")
 _FastLoader: type[Any] | None = None
 if getattr(yaml, "__with_libyaml__", False):
 
