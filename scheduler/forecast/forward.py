@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from scheduler.core.clock import MICROS_PER_SECOND, Instant
 from scheduler.core.cycle import run_cycle
-from scheduler.core.pods_ready import fire_due, next_deadline
+from scheduler.core.pods_ready import Deadline, deadlines, fire_due
 from scheduler.core.scheduler import Scheduler
 from scheduler.core.workload import EVICTED, QUOTA_RESERVED, WorkloadState
 from scheduler.forecast.fork import fork
@@ -64,7 +64,7 @@ def forward_run(
             run.start(wl, _admitted_at(wl, now))
     for key, wl in copy.workloads.items():
         if wl.requeue_state is not None and wl.requeue_state.requeue_at is not None:
-            run.watch.add(key)
+            run.dirty.add(key)
     remaining = {k for k in targets if k in copy.workloads}
     result = ForwardResult()
     horizon = now + int(horizon_seconds * MICROS_PER_SECOND)
@@ -77,14 +77,12 @@ def forward_run(
         run.admitted_now.clear()
         if not remaining:
             break
-        upcoming = [
-            t for t in (run.next_finish(), next_deadline(copy, run.live())) if t is not None
-        ]
+        upcoming = [t for t in (run.next_finish(), run.next_deadline()) if t is not None]
         if not upcoming or min(upcoming) > horizon:
             break
         clock.set(max(clock.now(), min(upcoming)))
         run.finish_due()
-        fire_due(copy, run.live())
+        run.fire_due()
         copy.finalize_evictions()
     result.end = clock.now()
     return result
@@ -101,9 +99,14 @@ class _Run:
     predictor: RuntimePredictor
     made_at: Instant
     admitted_now: list[str] = field(default_factory=list)
-    # Workloads that may have a deadline of the core's timed rules (quota holders and
-    # those in a requeue backoff): walking these, not every pending one, keeps a step cheap.
-    watch: set[str] = field(default_factory=set)
+    # The deadlines of the core's timed rules (requeue backoff, pods-ready timeouts,
+    # maximum execution time) of the workloads that have one. A workload's deadlines
+    # change only when the workload does, and in the run it changes only as a head or a
+    # victim of a cycle, at its finish or when one of its deadlines fires; those keys
+    # are `dirty` and recomputed before the next step. Walking every quota holder's
+    # rules at every step instead was a fifth of the run.
+    timed: dict[str, list[Deadline]] = field(default_factory=dict)
+    dirty: set[str] = field(default_factory=set)
     _heap: list[tuple[Instant, str, int]] = field(default_factory=list)
     _generation: dict[str, int] = field(default_factory=dict)
 
@@ -113,15 +116,35 @@ class _Run:
         end = admitted_at + int(total * MICROS_PER_SECOND)
         generation = self._generation.get(wl.key, 0) + 1
         self._generation[wl.key] = generation
-        self.watch.add(wl.key)
+        self.dirty.add(wl.key)
         heapq.heappush(self._heap, (max(end, self.s.now()), wl.key, generation))
 
-    def live(self) -> list[str]:
+    def _refresh(self) -> None:
         s = self.s
-        self.watch = {
-            k for k in self.watch if (wl := s.workloads.get(k)) is not None and not wl.finished
-        }
-        return sorted(self.watch)
+        for key in self.dirty:
+            wl = s.workloads.get(key)
+            found = deadlines(s, wl) if wl is not None and not wl.finished else None
+            if found:
+                self.timed[key] = found
+            else:
+                self.timed.pop(key, None)
+        self.dirty.clear()
+
+    def next_deadline(self) -> Instant | None:
+        """The earliest deadline strictly after now (as `pods_ready.next_deadline`)."""
+        self._refresh()
+        now = self.s.now()
+        future = [d.at for found in self.timed.values() for d in found if d.at > now]
+        return min(future) if future else None
+
+    def fire_due(self) -> None:
+        """Fire the deadlines at or before now (as `pods_ready.fire_due`)."""
+        self._refresh()
+        now = self.s.now()
+        due = sorted(key for key, found in self.timed.items() if any(d.at <= now for d in found))
+        if due:
+            fire_due(self.s, due)
+            self.dirty.update(due)
 
     def next_finish(self) -> Instant | None:
         heap = self._heap
@@ -137,6 +160,7 @@ class _Run:
             if self._generation.get(key) == generation:
                 del self._generation[key]
                 self.s.finish(key)
+                self.dirty.add(key)
 
     def cycles_at_instant(self) -> int:
         """Cycles until one makes no progress and examines the heads the previous idle
@@ -149,9 +173,12 @@ class _Run:
             stats = run_cycle(s)
             cycles += 1
             changes = s.take_changes()
+            self.dirty.update(key for _, key in changes.heads)
+            for keys in changes.queues.values():
+                self.dirty.update(keys)
             for key in changes.evicted:
                 self._generation.pop(key, None)
-                self.watch.add(key)
+                self.dirty.add(key)
             for key in changes.admitted:
                 wl = s.workloads.get(key)
                 if wl is not None and wl.holds_quota and not wl.conditions.is_true(EVICTED):
