@@ -16,9 +16,8 @@ what the published snapshot carries (docs/forecasting.md#serving): a :class:`Set
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
-from types import MappingProxyType
 
 from scheduler.core.clock import Instant, ManualClock
 from scheduler.core.config import SchedulerConfig
@@ -32,7 +31,7 @@ class Setup:
     """Everything of a Scheduler but its workloads, in name order: what a copy shares."""
 
     config: SchedulerConfig
-    namespaces: tuple[tuple[str, Mapping[str, str]], ...] = ()
+    namespaces: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()  # name, labels
     flavors: tuple[tuple[str, FlavorInfo], ...] = ()
     cohorts: tuple[CohortInfo, ...] = ()
     cluster_queues: tuple[ClusterQueueInfo, ...] = ()
@@ -45,7 +44,7 @@ def setup_of(s: Scheduler) -> Setup:
     return Setup(
         s.config,
         tuple(
-            (name, MappingProxyType(dict(labels))) for name, labels in sorted(s.namespaces.items())
+            (name, tuple(sorted(labels.items()))) for name, labels in sorted(s.namespaces.items())
         ),
         tuple(sorted(s.flavors.items())),
         tuple(cohort for _, cohort in sorted(s.cohorts.items())),

@@ -13,7 +13,7 @@ import heapq
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
-from scheduler.core.clock import MICROS_PER_SECOND, Instant
+from scheduler.core.clock import MICROS_PER_SECOND, Instant, ManualClock
 from scheduler.core.cycle import run_cycle
 from scheduler.core.pods_ready import Deadline, deadlines, fire_due
 from scheduler.core.scheduler import Scheduler
@@ -52,10 +52,15 @@ def forward_run(
     targets: Collection[str],
     *,
     horizon_seconds: float = DEFAULT_HORIZON_SECONDS,
+    clock: ManualClock | None = None,
 ) -> ForwardResult:
-    """Run a private copy of `s` forward from its clock's instant; `s` is not changed."""
+    """Run a private copy of `s` forward from its clock's instant; `s` is not changed.
+
+    With `clock` (the ManualClock `s` runs on), `s` is the caller's own throwaway state
+    (the forecast worker builds one per refresh): it is run forward itself, not copied.
+    """
     now = s.now()
-    copy, clock = fork(s, now)
+    copy, clock = (s, clock) if clock is not None else fork(s, now)
     copy.follow_changes()
     run = _Run(copy, predictor, now)
     for key in copy.holders.all_keys():
