@@ -143,6 +143,7 @@ async def measure(
                         "served": service.stats.last_served,
                         "refresh_s": round(service.stats.last_refresh_seconds, 3),
                         "worker_s": round(service.stats.last_worker_seconds, 3),
+                        "worker_cpu_s": round(service.stats.last_worker_cpu_seconds, 3),
                         # the worker process's CPU since it started (all refreshes so far)
                         "worker_cpu_total_s": round(worker_cpu, 2),
                         "chunks_sent": service.stats.chunks_sent,

@@ -14,6 +14,7 @@ forecasts (`observe`), per ClusterQueue.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterator
 from types import MappingProxyType
 
@@ -96,8 +97,17 @@ class ForwardMethod:
             for (namespace, name), facts in zip(queue.order, queue.facts, strict=False):
                 if facts is not None and (namespace, name) not in holding:
                     workloads.append(pending_workload(namespace, name, facts))
-        s, clock = assemble(state.setup, workloads, state.made_at)
-        made = self.forecaster.forecast(s, consume=clock)
+        # The run allocates millions of short-lived objects on a heap that holds the
+        # whole replica: the cyclic collector kept walking it and took 35-40% of a
+        # refresh. Off for the run; one collection afterwards frees the throwaway state.
+        gc.disable()
+        try:
+            s, clock = assemble(state.setup, workloads, state.made_at)
+            made = self.forecaster.forecast(s, consume=clock)
+        finally:
+            gc.enable()
+        del s, clock, workloads
+        gc.collect()
         self._before, self._served = self._served, {}
         for key, found in made.items():
             namespace, _, name = key.partition("/")

@@ -105,6 +105,7 @@ class Results:
     chunks: tuple[tuple[int, array[float]], ...]
     last: bool = False
     seconds: float = 0.0  # on the last batch: the forecast's time in the worker
+    cpu_seconds: float = 0.0  # ... and the worker's CPU time for it
 
 
 Inbound = Chunk | Running | Sync | Started
@@ -169,7 +170,7 @@ class Replica:
         )
 
     def forecast(self, sync: Sync) -> Iterator[Results]:
-        started = time.perf_counter()
+        started, started_cpu = time.perf_counter(), time.process_time()
         state = self.state_of(sync)
         # Where each workload's band goes: its chunk's array, at its index there.
         arrays: dict[int, array[float]] = {}
@@ -186,13 +187,20 @@ class Replica:
                 values, at = slot
                 values[at], values[at + 1], values[at + 2] = band.p50, band.low, band.high
         seconds = time.perf_counter() - started
+        cpu_seconds = time.process_time() - started_cpu
         name = self.method.name
         items = list(arrays.items())
         for start in range(0, max(1, len(items)), BATCH):
             batch = tuple(items[start : start + BATCH])
             last = start + BATCH >= len(items)
             yield Results(
-                sync.generation, sync.made_at, name, batch, last, seconds if last else 0.0
+                sync.generation,
+                sync.made_at,
+                name,
+                batch,
+                last,
+                seconds if last else 0.0,
+                cpu_seconds if last else 0.0,
             )
 
 

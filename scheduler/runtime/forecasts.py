@@ -97,6 +97,7 @@ class ForecastStats:
     chunks_sent: int = 0
     last_refresh_seconds: float = 0.0  # from the first message sent to the last applied
     last_worker_seconds: float = 0.0  # the method's own time in the worker
+    last_worker_cpu_seconds: float = 0.0  # ... and the worker's CPU time for it
     last_made_at: Instant | None = None  # of the newest complete refresh
     last_served: int = 0  # bands in the newest complete refresh
     max_step_seconds: float = 0.0  # the longest stretch on the loop (wall)
@@ -443,6 +444,7 @@ class ForecastService:
         stats.refreshes += 1
         stats.last_refresh_seconds = loop.time() - started
         stats.last_worker_seconds = results.seconds
+        stats.last_worker_cpu_seconds = results.cpu_seconds
         stats.last_made_at = results.made_at
         stats.last_served = served
         self._record(box)
