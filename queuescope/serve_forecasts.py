@@ -15,8 +15,10 @@ from scheduler.runtime.forecast_method import METHODS
 from scheduler.runtime.forecasts import ForecastConfig, ForecastService
 
 OFF = "none"
-# The forward run meets the 100k-pending refresh target (docs/forecasting.md#cost-measured).
-DEFAULT_METHOD = "forecast"
+# Not `forecast`: its refresh grows with the square of a BestEffortFIFO queue's depth
+# (Kueue's default strategy), so 100k pending would never refresh in time
+# (docs/forecasting.md#which-method-by-default).
+DEFAULT_METHOD = "rate"
 
 
 def _env(name: str, default: str) -> str:

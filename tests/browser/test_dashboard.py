@@ -211,7 +211,7 @@ def test_the_estimated_start_shows_the_forecast_and_its_age(
 ) -> None:
     page = page_as("admin")
     page.goto(f"{demo_server.url}/dashboard?clusterQueue=research-a")
-    # The first forecasts come with the worker's first refresh of the demo load.
+    # The first forecasts need a few admissions of the demo load to rate from.
     cell = page.wait_for_selector('[data-testid="estimated-start"]', timeout=MATCH_SECONDS * 1000)
     assert cell is not None
     row = page.evaluate(
@@ -225,9 +225,9 @@ def test_the_estimated_start_shows_the_forecast_and_its_age(
     lines = text.splitlines()
     assert lines[0] == "due" or lines[0].startswith("~"), text
     assert lines[1].startswith("90%: "), text
-    assert lines[2].startswith("forecast, ") and lines[2].endswith(" old"), text
+    assert lines[2].startswith("rate, ") and lines[2].endswith(" old"), text
     # The title names the forecast's instant and snapshot, as the lookup serves them.
-    assert re.search(r"forecast, made at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ from snapshot \d+$", title)
+    assert re.search(r"rate, made at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ from snapshot \d+$", title)
     status, lookup = fetch_json(
         page, f"{API}/namespaces/{namespace}/workloads/{name}/pendingposition"
     )

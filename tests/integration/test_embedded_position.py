@@ -187,7 +187,7 @@ def test_a_namespaced_user_gets_the_same_answer(server: EmbeddedServer) -> None:
 
 def test_a_pending_workload_gets_the_forecast_start(server: EmbeddedServer) -> None:
     """docs/visibility-api.md#pending-position: `estimatedStart` once the forecast worker
-    (the default method, `forecast`) has refreshed after cq-fast's three admissions."""
+    has refreshed after cq-fast's three admissions."""
     deadline = time.monotonic() + READY_SECONDS
     while True:
         code, listing = server.get_json(f"{V2}/clusterqueues/cq-fast/pendingworkloads", "admin")
@@ -199,7 +199,7 @@ def test_a_pending_workload_gets_the_forecast_start(server: EmbeddedServer) -> N
         assert time.monotonic() < deadline, server.log.read_text()
         time.sleep(0.2)
     start = body["estimatedStart"]
-    assert start["method"] == "forecast" and isinstance(start["snapshot"], int)
+    assert start["method"] == "rate" and isinstance(start["snapshot"], int)
     assert start["madeAt"] <= start["low"] <= start["p50"] <= start["high"]
     # The second in line starts no earlier than the first.
     first = _position(server, names[0])[1].get("estimatedStart")
