@@ -24,6 +24,7 @@ from scheduler.runtime.forecast_method import (
     QueueOrder,
     make_method,
 )
+from scheduler.runtime.forecast_worker import Chunk, Replica, Running, Sync, SyncQueue
 from scheduler.runtime.forecasts import ForecastConfig, ForecastService
 from scheduler.runtime.publisher import PublishPacing, SnapshotPublisher
 from scheduler.runtime.snapshot import MICROS, FinishedWorkload, Snapshot
@@ -220,3 +221,59 @@ async def test_the_real_worker_serves_the_forward_run() -> None:
         await asyncio.gather(task, return_exceptions=True)
         await engine.stop()
     assert not math.isnan(service.stats.last_worker_seconds)
+
+
+async def test_the_snapshot_carries_holders_and_finishes_with_their_runtimes() -> None:
+    clock = ManualClock(T0)
+    s = Scheduler(clock, scheduler_config(None))
+    cluster(s, *base(), job("a", 3, limit=100, user="alice"), job("b", 1))
+    while run_cycle(s).admitted:
+        pass
+    publisher = SnapshotPublisher(s, pacing=PublishPacing(wait_for_sync=False))
+    await publisher.publish()
+    first = publisher.snapshot()
+    assert sorted(r.name for r in first.running) == ["a", "b"]
+    assert first.finished == ()
+    assert first.setup is not None
+    clock.set(T0 + 30 * MICROS)
+    s.finish("team/a")
+    await publisher.publish()
+    second = publisher.snapshot()
+    assert [r.name for r in second.running] == ["b"]
+    assert second.running[0] is first.running[1]  # unchanged holders are reused
+    assert second.setup is first.setup  # so is an unchanged configuration
+    (done,) = second.finished
+    assert (done.name, done.runtime_seconds, done.facts.user) == ("a", 30.0, "alice")
+    # A holder that is deleted did not finish: nothing is learned from it.
+    s.delete_workload("team/b")
+    await publisher.publish()
+    third = publisher.snapshot()
+    assert third.running == () and third.finished == second.finished
+
+
+async def test_parts_of_a_chunk_and_of_the_holders_add_up_in_the_worker() -> None:
+    """The service sends long chunks and many holders in parts: the worker's input is
+    the same as from one message."""
+    jobs = [job("a", 3, limit=100)] + [job(f"w{i}", 1, limit=60) for i in range(5)]
+    s = core_with(*jobs)
+    snapshot = await published(s)
+    whole = state_of(snapshot, s.now())
+    (view,) = snapshot.views.values()
+    keys = [e.key for e in view.entries]
+    facts = [e.facts for e in view.entries]
+    replica = Replica(ForwardMethod("walltime"))
+    for start in range(0, len(keys), 2):
+        list(
+            replica.handle(
+                Chunk(1, tuple(keys[start : start + 2]), tuple(facts[start : start + 2]), start)
+            )
+        )
+    list(replica.handle(Running(snapshot.running[:0], 0)))
+    list(replica.handle(Running(snapshot.running, 0)))  # a new list replaces the old
+    sync = Sync(1, s.now(), {"cq": SyncQueue((1,), None)}, (), snapshot.quota, snapshot.setup)
+    state = replica.state_of(sync)
+    assert list(state.queues["cq"].order) == keys and list(state.queues["cq"].facts) == facts
+    assert tuple(state.running) == whole.running
+    assert dict(ForwardMethod("walltime").forecast(state)) == dict(
+        ForwardMethod("walltime").forecast(whole)
+    )
