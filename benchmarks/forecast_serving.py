@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import resource
@@ -71,6 +72,33 @@ class _Lags(LoopLagMonitor):
 def _cpu_seconds() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
+
+
+class _Collections:
+    """The server process's garbage collections while measured: the longest, by
+    generation (a pause of the collector is a pause of the loop)."""
+
+    def __init__(self) -> None:
+        self.longest: dict[int, float] = {}
+        self.count = 0
+        self._started = 0.0
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+            return
+        generation = info.get("generation", -1)
+        elapsed = time.perf_counter() - self._started
+        self.count += 1
+        self.longest[generation] = max(self.longest.get(generation, 0.0), elapsed)
+
+    def figures(self) -> dict[str, Any]:
+        return {
+            "count": self.count,
+            "longest_ms_by_generation": {
+                str(g): round(s * 1000, 2) for g, s in sorted(self.longest.items())
+            },
+        }
 
 
 def _process_cpu_seconds(pid: int | None) -> float:
@@ -125,6 +153,8 @@ async def measure(
     config = ForecastConfig(method=method, interval=1.0, refresh_timeout=600.0)
     service = ForecastService(engine.snapshot, s.now, config)
     lag = _Lags()
+    collections = _Collections()
+    gc.callbacks.append(collections)
     cpu_before, wall_before = _cpu_seconds(), time.perf_counter()
     tasks = [asyncio.create_task(service.run()), asyncio.create_task(lag.run())]
     rows: list[dict[str, Any]] = []
@@ -154,6 +184,7 @@ async def measure(
                 )
         forecast_cpu_share = (_cpu_seconds() - cpu_before) / (time.perf_counter() - wall_before)
     finally:
+        gc.callbacks.remove(collections)
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -166,6 +197,7 @@ async def measure(
         "refreshes": rows,
         "loop_lag_without_forecasts": baseline.figures(),
         "loop_lag_with_forecasts": lag.figures(),
+        "server_collections_with_forecasts": collections.figures(),
         # the server process's CPU (its threads, not the worker) per wall second
         "server_cpu_share_without_forecasts": round(idle_cpu_share, 3),
         "server_cpu_share_with_forecasts": round(forecast_cpu_share, 3),
