@@ -79,6 +79,18 @@ class RunningCapture:
     _finished: deque[FinishedWorkload] = field(default_factory=lambda: deque(maxlen=FINISHED_KEPT))
     _finished_view: tuple[FinishedWorkload, ...] = ()
     _seq: int = 0
+    _epochs: tuple[tuple[str, int], ...] | None = None
+
+    def unchanged(self, s: Scheduler) -> bool:
+        """Whether the holders are as at the last capture, in O(#ClusterQueues): the core
+        moves a ClusterQueue's holder epoch whenever its set of holders, or a holder's
+        admission, changes. Whether pods are ready does not move it, so with
+        waitForPodsReady on (where a forecast reads it) every publish captures."""
+        names = sorted(s.cluster_queues.keys() | s.terminating)  # holders may outlive a CQ
+        epochs = tuple((cq, s.holders.epoch(cq)) for cq in names)
+        same = epochs == self._epochs and not s.config.wait_for_pods_ready.enable
+        self._epochs = epochs
+        return same
 
     def steps(self, s: Scheduler, keys: list[str]) -> Iterator[None]:
         """Capture the holders `keys` (taken in the publish's synchronous capture step),

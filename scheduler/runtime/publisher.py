@@ -427,20 +427,22 @@ class SnapshotPublisher:
             workloads = self._workloads = editor.finish()
         return workloads
 
-    def _capture_forecast_inputs(self, previous: Snapshot) -> tuple[Setup, list[str]]:
+    def _capture_forecast_inputs(self, previous: Snapshot) -> tuple[Setup, list[str] | None]:
         """The configuration (the previous snapshot's object if unchanged, so readers
-        compare identity) and the quota holders' keys, for the forecast worker."""
+        compare identity) and the quota holders' keys (None: as at the last capture),
+        for the forecast worker."""
         s = self.scheduler
         setup = setup_of(s)
         if previous.setup is not None and setup == previous.setup:
             setup = previous.setup
-        return setup, s.holders.all_keys()
+        return setup, None if self._running.unchanged(s) else s.holders.all_keys()
 
     async def _running_and_finished(
-        self, holders: list[str], steps: TimeBox
+        self, holders: list[str] | None, steps: TimeBox
     ) -> tuple[tuple[RunningWorkload, ...], tuple[FinishedWorkload, ...]]:
-        for _ in self._running.steps(self.scheduler, holders):
-            await steps.pause()
+        if holders is not None:
+            for _ in self._running.steps(self.scheduler, holders):
+                await steps.pause()
         return self._running.running, self._running.finished
 
     def _capture(self, name: str, touched: set[str] | None) -> _Captured:

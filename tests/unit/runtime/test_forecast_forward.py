@@ -249,6 +249,8 @@ async def test_the_snapshot_carries_holders_and_finishes_with_their_runtimes() -
     await publisher.publish()
     third = publisher.snapshot()
     assert third.running == () and third.finished == second.finished
+    # Nothing changed: no new snapshot (the holders are not walked again either).
+    assert not await publisher.publish()
 
 
 async def test_parts_of_a_chunk_and_of_the_holders_add_up_in_the_worker() -> None:
