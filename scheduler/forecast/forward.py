@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 
 from scheduler.core.clock import MICROS_PER_SECOND, Instant, ManualClock
 from scheduler.core.cycle import run_cycle
+from scheduler.core.flavor_assigner import pod_set_requests
+from scheduler.core.model import ClusterQueueInfo
 from scheduler.core.pods_ready import Deadline, deadlines, fire_due
 from scheduler.core.scheduler import Scheduler
 from scheduler.core.workload import EVICTED, QUOTA_RESERVED, WorkloadState
@@ -46,23 +48,25 @@ def pending_keys(s: Scheduler) -> list[str]:
     )
 
 
-def forward_run(
+def forward_run(  # noqa: PLR0913 - keyword-only options of one run
     s: Scheduler,
     predictor: RuntimePredictor,
     targets: Collection[str],
     *,
     horizon_seconds: float = DEFAULT_HORIZON_SECONDS,
     clock: ManualClock | None = None,
+    shortcut: bool = True,
 ) -> ForwardResult:
     """Run a private copy of `s` forward from its clock's instant; `s` is not changed.
 
     With `clock` (the ManualClock `s` runs on), `s` is the caller's own throwaway state
     (the forecast worker builds one per refresh): it is run forward itself, not copied.
+    `shortcut=False` runs every cycle :class:`Hopeless` would skip (tests compare both).
     """
     now = s.now()
     copy, clock = (s, clock) if clock is not None else fork(s, now)
     copy.follow_changes()
-    run = _Run(copy, predictor, now)
+    run = _Run(copy, predictor, now, hopeless=Hopeless.of(copy) if shortcut else None)
     for key in copy.holders.all_keys():
         wl = copy.workloads.get(key)
         if wl is not None and wl.holds_quota:
@@ -98,11 +102,133 @@ def _admitted_at(wl: WorkloadState, default: Instant) -> Instant:
     return reserved.last_transition if reserved is not None else default
 
 
+@dataclass(frozen=True, slots=True)
+class _Bound:
+    """What no workload of a ClusterQueue asks for less of: per covered resource, its
+    flavor (the only one of its group) and the smallest total request."""
+
+    least: tuple[tuple[str, str, int], ...]  # (flavor, resource, smallest request)
+    preempts: bool  # LowerPriority within the queue (else Never)
+
+
+@dataclass(slots=True)
+class Hopeless:
+    """When the rest of an instant's cycles can admit nothing (docs/forecasting.md#cost).
+
+    After a quota release the core flushes every parked head back and, under
+    BestEffortFIFO, tries each one again, one cycle each: a run over a deep queue spends
+    nearly all its time failing those heads, which makes it grow with the square of the
+    queue's depth. Those cycles can be skipped, without changing any answer, when they
+    cannot admit or preempt anything: in every ClusterQueue with workloads left, some
+    resource has less quota free than any of its workloads asks for, and none of them
+    outranks the lowest-priority holder. The heads left untried stay queued instead of
+    parked; the next release flushes every parked head back anyway, and until then the
+    quota does not grow (every release flushes), so whatever the next instant tries fails
+    as it would have.
+
+    Only ClusterQueues where that decides alone are covered: without a Cohort (no
+    borrowing, no reclaim), one flavor per resource group (the flavor scan's resume state
+    never matters), no partial admission, preemption within the queue `Never` or
+    `LowerPriority`; and none with fair sharing or blockAdmission. The bounds are taken
+    over every workload of the queue at the start of the run, pending or holding quota
+    (a superset of what can be pending later in a run without arrivals); the priorities
+    forget a workload when it finishes.
+    """
+
+    bounds: dict[str, _Bound]  # ClusterQueue -> bound; absent: not covered
+    # ClusterQueue -> priority -> its workloads not finished; a workload's ClusterQueues
+    priorities: dict[str, dict[int, int]]
+    member_of: dict[str, tuple[str, ...]]
+
+    @staticmethod
+    def of(s: Scheduler) -> Hopeless | None:
+        cfg = s.config
+        if cfg.fair_sharing or cfg.wait_for_pods_ready.block_admission:
+            return None
+        members: dict[str, list[WorkloadState]] = {}
+        member_of: dict[str, tuple[str, ...]] = {}
+        for wl in s.workloads.values():
+            if wl.finished:
+                continue
+            lq = s.local_queue_of(wl)
+            cqs = {lq.cluster_queue} if lq is not None else set()
+            if wl.admission is not None:
+                cqs.add(wl.admission.cluster_queue)
+            member_of[wl.key] = tuple(sorted(cqs))
+            for cq in cqs:
+                members.setdefault(cq, []).append(wl)
+        bounds: dict[str, _Bound] = {}
+        priorities: dict[str, dict[int, int]] = {}
+        for name, info in s.cluster_queues.items():
+            mine = members.get(name, [])
+            found = _bound(info, mine)
+            if found is not None:
+                bounds[name] = found
+                counts = priorities[name] = {}
+                for wl in mine:
+                    counts[wl.priority] = counts.get(wl.priority, 0) + 1
+        return Hopeless(bounds, priorities, member_of)
+
+    def finished(self, wl: WorkloadState) -> None:
+        for cq in self.member_of.pop(wl.key, ()):
+            counts = self.priorities.get(cq)
+            if counts is not None and counts.get(wl.priority, 0) > 0:
+                counts[wl.priority] -= 1
+
+    def holds(self, s: Scheduler) -> bool:
+        tree = s.tree
+        for name in s.cluster_queues:
+            queue = s.queues.queue(name)
+            if queue is None or len(queue) == 0:
+                continue
+            bound = self.bounds.get(name)
+            if bound is None:
+                return False
+            if not any(
+                tree.nominal(name, (flavor, resource)) - tree.usage(name, (flavor, resource))
+                < least
+                for flavor, resource, least in bound.least
+            ):
+                return False
+            lowest = s.holders.lowest_priority(name)
+            if bound.preempts and lowest is not None:
+                top = max((p for p, n in self.priorities[name].items() if n > 0), default=None)
+                if top is not None and top > lowest:
+                    return False
+        return True
+
+
+def _bound(info: ClusterQueueInfo, workloads: list[WorkloadState]) -> _Bound | None:
+    if info.cohort or any(len(g.flavors) != 1 for g in info.groups):
+        return None
+    policy = info.preemption.within_cluster_queue
+    if policy not in ("Never", "LowerPriority"):
+        return None
+    least: dict[str, int] = {}
+    for wl in workloads:
+        if any(ps.min_count is not None for ps in wl.pod_sets):
+            return None
+        totals: dict[str, int] = {}
+        for _, _, amounts in pod_set_requests(wl, info):
+            for resource, amount in amounts.items():
+                totals[resource] = totals.get(resource, 0) + amount
+        for group in info.groups:
+            for resource in group.covered:
+                asked = totals.get(resource, 0)
+                least[resource] = min(least.get(resource, asked), asked)
+    flavor_of = {r: g.flavors[0] for g in info.groups for r in g.covered}
+    return _Bound(
+        tuple((flavor_of[r], r, n) for r, n in sorted(least.items()) if n > 0),
+        policy == "LowerPriority",
+    )
+
+
 @dataclass(slots=True)
 class _Run:
     s: Scheduler
     predictor: RuntimePredictor
     made_at: Instant
+    hopeless: Hopeless | None = None
     admitted_now: list[str] = field(default_factory=list)
     # The deadlines of the core's timed rules (requeue backoff, pods-ready timeouts,
     # maximum execution time) of the workloads that have one. A workload's deadlines
@@ -166,6 +292,9 @@ class _Run:
                 del self._generation[key]
                 self.s.finish(key)
                 self.dirty.add(key)
+                wl = self.s.workloads.get(key)
+                if self.hopeless is not None and wl is not None:
+                    self.hopeless.finished(wl)
 
     def cycles_at_instant(self) -> int:
         """Cycles until one makes no progress and examines the heads the previous idle
@@ -196,6 +325,8 @@ class _Run:
                 continue
             if changes.heads == last_heads:
                 break
+            if self.hopeless is not None and self.hopeless.holds(s):
+                break  # the rest of this instant's cycles would fail every head
             idle += 1
             last_heads = changes.heads
         return cycles
