@@ -1,6 +1,6 @@
 """`python -m benchmarks.forecast_serving [--pending N] [--refreshes K] [--method M]
-[--cpu-quota Q]`: what serving forecasts costs (docs/forecasting.md#serving, figures in
-docs/benchmarks.md).
+[--cpu-quota Q] [--strategy S]`: what serving forecasts costs
+(docs/forecasting.md#serving, figures in docs/benchmarks.md).
 
 A real engine on the system clock holds N pending workloads in one ClusterQueue (the
 `feed` of the other benchmarks: one cpu each, no `maximumExecutionTimeSeconds`) and
@@ -123,10 +123,14 @@ def _rss_bytes(pid: str = "self") -> int:
 
 
 async def measure(
-    pending: int, refreshes: int, method: str = "rate", cpu_quota: str = "0"
+    pending: int,
+    refreshes: int,
+    method: str = "rate",
+    cpu_quota: str = "0",
+    strategy: str = "StrictFIFO",
 ) -> dict[str, Any]:
     s = Scheduler(SystemClock(), scheduler_config(None))
-    shape = Shape(namespaces=10, cpu_quota=cpu_quota)
+    shape = Shape(namespaces=10, cpu_quota=cpu_quota, strategy=strategy)
     for doc in yaml.safe_load_all(cluster_manifests(shape)):
         apply_object(s, decode_object(doc))
     feed(s, shape, pending)
@@ -193,6 +197,7 @@ async def measure(
     return {
         "method": method,
         "cpu_quota": cpu_quota,
+        "strategy": strategy,
         "pending": pending,
         "refreshes": rows,
         "loop_lag_without_forecasts": baseline.figures(),
@@ -220,12 +225,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=None,
         help="the ClusterQueue's cpu quota (default: 0 for rate, 100 for the forward methods)",
     )
+    p.add_argument("--strategy", choices=("StrictFIFO", "BestEffortFIFO"), default="StrictFIFO")
     args = p.parse_args(argv)
     quota = (
         args.cpu_quota if args.cpu_quota is not None else ("0" if args.method == "rate" else "100")
     )
     started = time.perf_counter()
-    result = asyncio.run(measure(args.pending, args.refreshes, args.method, quota))
+    result = asyncio.run(measure(args.pending, args.refreshes, args.method, quota, args.strategy))
     result["seconds"] = round(time.perf_counter() - started, 1)
     json.dump(result, sys.stdout, indent=2)
     print()

@@ -15,8 +15,8 @@ from scheduler.runtime.forecast_method import METHODS
 from scheduler.runtime.forecasts import ForecastConfig, ForecastService
 
 OFF = "none"
-# Not `forecast`: its refresh grows with the square of a BestEffortFIFO queue's depth
-# (Kueue's default strategy), so 100k pending would never refresh in time
+# Not `forecast`: its refresh grows with the square of the depth of a BestEffortFIFO queue
+# of mixed sizes (Kueue's default strategy), so 100k pending would never refresh in time
 # (docs/forecasting.md#which-method-by-default).
 DEFAULT_METHOD = "rate"
 
