@@ -111,7 +111,7 @@ class _Bound:
     preempts: bool  # LowerPriority within the queue (else Never)
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Hopeless:
     """When the rest of an instant's cycles can admit nothing (docs/forecasting.md#cost).
 
@@ -120,33 +120,34 @@ class Hopeless:
     nearly all its time failing those heads, which makes it grow with the square of the
     queue's depth. Those cycles can be skipped, without changing any answer, when they
     cannot admit or preempt anything: in every ClusterQueue with workloads left, some
-    resource has less quota free than any of its workloads asks for, and none of them
-    outranks the lowest-priority holder. The heads left untried stay queued instead of
-    parked; the next release flushes every parked head back anyway, and until then the
-    quota does not grow (every release flushes), so whatever the next instant tries fails
-    as it would have.
+    resource has less quota free than any of its workloads asks for, and no head not
+    tried yet outranks the lowest-priority holder. The heads left untried stay queued
+    instead of parked; the next release flushes every parked head back anyway, and until
+    then neither the quota nor the holders change (every release flushes; nothing fits,
+    and a preemption is a release), so whatever a later instant tries fails as it would
+    have.
 
     Only ClusterQueues where that decides alone are covered: without a Cohort (no
     borrowing, no reclaim), one flavor per resource group (the flavor scan's resume state
     never matters), no partial admission, preemption within the queue `Never` or
-    `LowerPriority`; and none with fair sharing or blockAdmission. The bounds are taken
-    over every workload of the queue at the start of the run, pending or holding quota
-    (a superset of what can be pending later in a run without arrivals); the priorities
-    forget a workload when it finishes.
+    `LowerPriority`, popping by priority (no queue plugin); and none with fair sharing or
+    blockAdmission. The bounds are taken over every workload of the queue at the start of
+    the run, pending or holding quota (a superset of what can be pending later in a run
+    without arrivals).
     """
 
     bounds: dict[str, _Bound]  # ClusterQueue -> bound; absent: not covered
-    # ClusterQueue -> priority -> its workloads not finished; a workload's ClusterQueues
-    priorities: dict[str, dict[int, int]]
-    member_of: dict[str, tuple[str, ...]]
 
     @staticmethod
     def of(s: Scheduler) -> Hopeless | None:
         cfg = s.config
-        if cfg.fair_sharing or cfg.wait_for_pods_ready.block_admission:
+        if (
+            cfg.fair_sharing
+            or cfg.wait_for_pods_ready.block_admission
+            or cfg.default_queue_plugin is not None
+        ):
             return None
         members: dict[str, list[WorkloadState]] = {}
-        member_of: dict[str, tuple[str, ...]] = {}
         for wl in s.workloads.values():
             if wl.finished:
                 continue
@@ -154,29 +155,18 @@ class Hopeless:
             cqs = {lq.cluster_queue} if lq is not None else set()
             if wl.admission is not None:
                 cqs.add(wl.admission.cluster_queue)
-            member_of[wl.key] = tuple(sorted(cqs))
             for cq in cqs:
                 members.setdefault(cq, []).append(wl)
         bounds: dict[str, _Bound] = {}
-        priorities: dict[str, dict[int, int]] = {}
         for name, info in s.cluster_queues.items():
-            mine = members.get(name, [])
-            found = _bound(info, mine)
+            found = _bound(info, members.get(name, []))
             if found is not None:
                 bounds[name] = found
-                counts = priorities[name] = {}
-                for wl in mine:
-                    counts[wl.priority] = counts.get(wl.priority, 0) + 1
-        return Hopeless(bounds, priorities, member_of)
-
-    def finished(self, wl: WorkloadState) -> None:
-        for cq in self.member_of.pop(wl.key, ()):
-            counts = self.priorities.get(cq)
-            if counts is not None and counts.get(wl.priority, 0) > 0:
-                counts[wl.priority] -= 1
+        return Hopeless(bounds)
 
     def holds(self, s: Scheduler) -> bool:
         tree = s.tree
+        now = s.now()
         for name in s.cluster_queues:
             queue = s.queues.queue(name)
             if queue is None or len(queue) == 0:
@@ -190,17 +180,18 @@ class Hopeless:
                 for flavor, resource, least in bound.least
             ):
                 return False
-            lowest = s.holders.lowest_priority(name)
-            if bound.preempts and lowest is not None:
-                top = max((p for p, n in self.priorities[name].items() if n > 0), default=None)
-                if top is not None and top > lowest:
+            if bound.preempts:
+                # The queue pops by priority: its next head outranks every head not tried.
+                lowest = s.holders.lowest_priority(name)
+                head = queue.peek(now)
+                if lowest is not None and head is not None and head.priority > lowest:
                     return False
         return True
 
 
 def _bound(info: ClusterQueueInfo, workloads: list[WorkloadState]) -> _Bound | None:
-    if info.cohort or any(len(g.flavors) != 1 for g in info.groups):
-        return None
+    if info.cohort or info.queue_plugin or any(len(g.flavors) != 1 for g in info.groups):
+        return None  # a queue plugin may pop in another order than by priority
     policy = info.preemption.within_cluster_queue
     if policy not in ("Never", "LowerPriority"):
         return None
@@ -292,9 +283,6 @@ class _Run:
                 del self._generation[key]
                 self.s.finish(key)
                 self.dirty.add(key)
-                wl = self.s.workloads.get(key)
-                if self.hopeless is not None and wl is not None:
-                    self.hopeless.finished(wl)
 
     def cycles_at_instant(self) -> int:
         """Cycles until one makes no progress and examines the heads the previous idle
