@@ -1,16 +1,22 @@
-"""`python -m benchmarks.forecast_serving [--pending N] [--refreshes K]`: what serving
-forecasts costs (docs/forecasting.md#serving, figures in docs/benchmarks.md).
+"""`python -m benchmarks.forecast_serving [--pending N] [--refreshes K] [--method M]
+[--cpu-quota Q] [--strategy S]`: what serving forecasts costs
+(docs/forecasting.md#serving, figures in docs/benchmarks.md).
 
 A real engine on the system clock holds N pending workloads in one ClusterQueue (the
-`feed` of the other benchmarks) and publishes as in `serve`; the ClusterQueue is given
-an admission rate so that the `rate` method forecasts every workload. The forecast
-service runs its worker process with a one-second cadence, and the benchmark reports,
-over K refreshes after the first: each refresh's time (snapshot taken to last result
-applied, the first one sending every chunk), the worker's own time, the longest
-stretch the service ran on the loop in wall and CPU time, the loop lag measured by the
-servers' `LoopLagMonitor` every 10 ms meanwhile, and the resident memory of the worker
-and of the server process. For comparison, the loop lag is first measured as long
-without the forecast service.
+`feed` of the other benchmarks: one cpu each, no `maximumExecutionTimeSeconds`) and
+publishes as in `serve`; the ClusterQueue is given an admission rate so that the `rate`
+method forecasts every workload. With a quota Q > 0 (the default for the forward
+methods: 100 cpu) the engine admits Q workloads first, so the `forecast` and
+`walltime` methods run the core forward over a queue that really drains: 100 workloads
+an hour (the one-hour default runtime), until the 30-day horizon. The forecast service
+runs its worker process with a one-second cadence (a refresh starts as soon as the
+previous one is done when it takes longer), and the benchmark reports, over K refreshes
+after the first: each refresh's time (snapshot taken to last result applied, the first
+one sending every chunk), the worker's own time and its CPU time, the longest stretch
+the service ran on the loop in wall and CPU time, the loop lag measured by the servers'
+`LoopLagMonitor` every 10 ms meanwhile, and the resident memory of the worker and of the
+server process. For comparison, the loop lag is first measured as long without the
+forecast service.
 
 Not part of `python -m benchmarks all`: run it on its own.
 """
@@ -19,7 +25,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
+import os
 import resource
 import sys
 import time
@@ -35,6 +43,7 @@ from scheduler.core.scheduler import Scheduler
 from scheduler.runtime.clock import SystemClock
 from scheduler.runtime.commands import MarkSynced
 from scheduler.runtime.engine import Engine
+from scheduler.runtime.forecast_method import METHODS
 from scheduler.runtime.forecasts import ForecastConfig, ForecastService
 from scheduler.runtime.heap_freezing import GcPacer
 from visibility_server.looplag import LoopLagMonitor
@@ -65,6 +74,46 @@ def _cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+class _Collections:
+    """The server process's garbage collections while measured: the longest, by
+    generation (a pause of the collector is a pause of the loop)."""
+
+    def __init__(self) -> None:
+        self.longest: dict[int, float] = {}
+        self.count = 0
+        self._started = 0.0
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+            return
+        generation = info.get("generation", -1)
+        elapsed = time.perf_counter() - self._started
+        self.count += 1
+        self.longest[generation] = max(self.longest.get(generation, 0.0), elapsed)
+
+    def figures(self) -> dict[str, Any]:
+        return {
+            "count": self.count,
+            "longest_ms_by_generation": {
+                str(g): round(s * 1000, 2) for g, s in sorted(self.longest.items())
+            },
+        }
+
+
+def _process_cpu_seconds(pid: int | None) -> float:
+    """User + system CPU of a process (Linux `/proc/PID/stat`), 0 when unknown."""
+    if pid is None:
+        return 0.0
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
+
+
 def _rss_bytes(pid: str = "self") -> int:
     with open(f"/proc/{pid}/status", encoding="ascii") as status:
         for line in status:
@@ -73,9 +122,15 @@ def _rss_bytes(pid: str = "self") -> int:
     return 0
 
 
-async def measure(pending: int, refreshes: int) -> dict[str, Any]:
+async def measure(
+    pending: int,
+    refreshes: int,
+    method: str = "rate",
+    cpu_quota: str = "0",
+    strategy: str = "StrictFIFO",
+) -> dict[str, Any]:
     s = Scheduler(SystemClock(), scheduler_config(None))
-    shape = Shape(namespaces=10)
+    shape = Shape(namespaces=10, cpu_quota=cpu_quota, strategy=strategy)
     for doc in yaml.safe_load_all(cluster_manifests(shape)):
         apply_object(s, decode_object(doc))
     feed(s, shape, pending)
@@ -86,7 +141,8 @@ async def measure(pending: int, refreshes: int) -> dict[str, Any]:
         engine.rates.observe(CLUSTER_QUEUE, now - (600 - i) * 1_000_000)
     engine.submit(MarkSynced())
     engine_task = asyncio.create_task(engine.run())
-    while len(engine.snapshot().views.get(CLUSTER_QUEUE, ())) < pending:
+    admitted = int(cpu_quota)
+    while len(engine.snapshot().views.get(CLUSTER_QUEUE, ())) < pending - admitted:
         await asyncio.sleep(0.1)
     rss_before = _rss_bytes()
     # The loop's lag without forecasts, over as long as the measured refreshes take.
@@ -98,8 +154,11 @@ async def measure(pending: int, refreshes: int) -> dict[str, Any]:
     baseline_task.cancel()
     await asyncio.gather(baseline_task, return_exceptions=True)
 
-    service = ForecastService(engine.snapshot, s.now, ForecastConfig(interval=1.0))
+    config = ForecastConfig(method=method, interval=1.0, refresh_timeout=600.0)
+    service = ForecastService(engine.snapshot, s.now, config)
     lag = _Lags()
+    collections = _Collections()
+    gc.callbacks.append(collections)
     cpu_before, wall_before = _cpu_seconds(), time.perf_counter()
     tasks = [asyncio.create_task(service.run()), asyncio.create_task(lag.run())]
     rows: list[dict[str, Any]] = []
@@ -108,15 +167,19 @@ async def measure(pending: int, refreshes: int) -> dict[str, Any]:
         seen = 0
         while len(rows) < refreshes + 1:
             await asyncio.sleep(0.05)
+            worker_rss = max(worker_rss, service.worker_resident_bytes() or 0)
             if service.stats.refreshes > seen:
                 seen = service.stats.refreshes
-                worker_rss = max(worker_rss, service.worker_resident_bytes() or 0)
+                worker_cpu = _process_cpu_seconds(service.stats.worker_pid)
                 rows.append(
                     {
                         "refresh": seen,
                         "served": service.stats.last_served,
                         "refresh_s": round(service.stats.last_refresh_seconds, 3),
                         "worker_s": round(service.stats.last_worker_seconds, 3),
+                        "worker_cpu_s": round(service.stats.last_worker_cpu_seconds, 3),
+                        # the worker process's CPU since it started (all refreshes so far)
+                        "worker_cpu_total_s": round(worker_cpu, 2),
                         "chunks_sent": service.stats.chunks_sent,
                         "max_step_ms": round(service.stats.max_step_seconds * 1000, 2),
                         "max_step_cpu_ms": round(service.stats.max_step_cpu_seconds * 1000, 2),
@@ -125,16 +188,21 @@ async def measure(pending: int, refreshes: int) -> dict[str, Any]:
                 )
         forecast_cpu_share = (_cpu_seconds() - cpu_before) / (time.perf_counter() - wall_before)
     finally:
+        gc.callbacks.remove(collections)
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         await engine.stop()
         await asyncio.gather(engine_task, return_exceptions=True)
     return {
+        "method": method,
+        "cpu_quota": cpu_quota,
+        "strategy": strategy,
         "pending": pending,
         "refreshes": rows,
         "loop_lag_without_forecasts": baseline.figures(),
         "loop_lag_with_forecasts": lag.figures(),
+        "server_collections_with_forecasts": collections.figures(),
         # the server process's CPU (its threads, not the worker) per wall second
         "server_cpu_share_without_forecasts": round(idle_cpu_share, 3),
         "server_cpu_share_with_forecasts": round(forecast_cpu_share, 3),
@@ -151,9 +219,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.forecast_serving")
     p.add_argument("--pending", type=int, default=100_000)
     p.add_argument("--refreshes", type=int, default=5)
+    p.add_argument("--method", choices=sorted(METHODS), default="rate")
+    p.add_argument(
+        "--cpu-quota",
+        default=None,
+        help="the ClusterQueue's cpu quota (default: 0 for rate, 100 for the forward methods)",
+    )
+    p.add_argument("--strategy", choices=("StrictFIFO", "BestEffortFIFO"), default="StrictFIFO")
     args = p.parse_args(argv)
+    quota = (
+        args.cpu_quota if args.cpu_quota is not None else ("0" if args.method == "rate" else "100")
+    )
     started = time.perf_counter()
-    result = asyncio.run(measure(args.pending, args.refreshes))
+    result = asyncio.run(measure(args.pending, args.refreshes, args.method, quota, args.strategy))
     result["seconds"] = round(time.perf_counter() - started, 1)
     json.dump(result, sys.stdout, indent=2)
     print()

@@ -15,6 +15,10 @@ from scheduler.runtime.forecast_method import METHODS
 from scheduler.runtime.forecasts import ForecastConfig, ForecastService
 
 OFF = "none"
+# Not `forecast`: its refresh grows with the square of the depth of a BestEffortFIFO queue
+# of mixed sizes (Kueue's default strategy), so 100k pending would never refresh in time
+# (docs/forecasting.md#which-method-by-default).
+DEFAULT_METHOD = "rate"
 
 
 def _env(name: str, default: str) -> str:
@@ -25,8 +29,12 @@ def add_forecast_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--forecast-method",
         choices=(*sorted(METHODS), OFF),
-        default=_env("FORECAST_METHOD", "rate"),
-        help="how the forecast worker predicts start times (none: no worker, no estimatedStart)",
+        default=_env("FORECAST_METHOD", DEFAULT_METHOD),
+        help=(
+            "how the forecast worker predicts start times: forecast (the scheduler run "
+            "forward with learned runtimes), walltime (runtimes = maximumExecutionTimeSeconds), "
+            "rate (position over the admission rate); none: no worker, no estimatedStart"
+        ),
     )
     p.add_argument(
         "--forecast-interval",

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
-from scheduler.core.clock import MICROS_PER_SECOND, Instant
+from scheduler.core.clock import MICROS_PER_SECOND, Instant, ManualClock
 from scheduler.core.scheduler import Scheduler
 from scheduler.core.visibility import pending_workloads
 from scheduler.core.workload import WorkloadState
@@ -68,10 +68,15 @@ class Forecaster:
 
     # -------------------------------------------------------------- forecasts
     def forecast(
-        self, s: Scheduler, targets: Collection[str] | None = None
+        self,
+        s: Scheduler,
+        targets: Collection[str] | None = None,
+        *,
+        consume: ManualClock | None = None,
     ) -> dict[str, WaitForecast]:
         """Forecasts for `targets` (default: every pending workload) that are pending
-        in a ClusterQueue; `s` is not changed."""
+        in a ClusterQueue; `s` is not changed, unless `consume` is given: then `s` is a
+        throwaway state on that clock and is run forward itself (no copy)."""
         wanted = pending_keys(s) if targets is None else sorted(targets)
         queued = {k: cq for k in wanted if (cq := s.queues.locate(k)) is not None}
         if not queued:
@@ -81,7 +86,11 @@ class Forecaster:
             raw = self._rate_waits(s, queued, now)
         else:
             raw = forward_run(
-                s, self.predictor, list(queued), horizon_seconds=self.horizon_seconds
+                s,
+                self.predictor,
+                list(queued),
+                horizon_seconds=self.horizon_seconds,
+                clock=consume,
             ).waits
         out: dict[str, WaitForecast] = {}
         for key, cq in queued.items():

@@ -7,42 +7,85 @@ out (they hold nothing and never change again), and so are the API objects kept 
 output: a forecast reads none of them. Building the copy through the core's own entry
 points (`set_cluster_queue`, `set_workload`, ...) gives it queues and a quota tree
 that are consistent by construction, at a fraction of `copy.deepcopy`'s cost.
+
+The same construction (:func:`assemble`) builds the forecast worker's Scheduler from
+what the published snapshot carries (docs/forecasting.md#serving): a :class:`Setup`
+(the configuration records, frozen and picklable) and the live workloads.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
+from dataclasses import dataclass
 
 from scheduler.core.clock import Instant, ManualClock
-from scheduler.core.scheduler import Scheduler
+from scheduler.core.config import SchedulerConfig
+from scheduler.core.model import ClusterQueueInfo, FlavorInfo, LocalQueueInfo
+from scheduler.core.scheduler import CohortInfo, Scheduler
 from scheduler.core.workload import RequeueState, WorkloadState
+
+
+@dataclass(frozen=True, slots=True)
+class Setup:
+    """Everything of a Scheduler but its workloads, in name order: what a copy shares."""
+
+    config: SchedulerConfig
+    namespaces: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()  # name, labels
+    flavors: tuple[tuple[str, FlavorInfo], ...] = ()
+    cohorts: tuple[CohortInfo, ...] = ()
+    cluster_queues: tuple[ClusterQueueInfo, ...] = ()
+    local_queues: tuple[LocalQueueInfo, ...] = ()
+    terminating: tuple[str, ...] = ()  # ClusterQueues deleted while holding quota
+
+
+def setup_of(s: Scheduler) -> Setup:
+    """The configuration of `s`: O(#objects of configuration), no workload read."""
+    return Setup(
+        s.config,
+        tuple(
+            (name, tuple(sorted(labels.items()))) for name, labels in sorted(s.namespaces.items())
+        ),
+        tuple(sorted(s.flavors.items())),
+        tuple(cohort for _, cohort in sorted(s.cohorts.items())),
+        tuple(cq for _, cq in sorted(s.cluster_queues.items())),
+        tuple(lq for _, lq in sorted(s.local_queues.items())),
+        tuple(sorted(s.terminating)),
+    )
+
+
+def assemble(
+    setup: Setup, workloads: Iterable[WorkloadState], now: Instant
+) -> tuple[Scheduler, ManualClock]:
+    """A Scheduler of `setup` holding `workloads` (which it owns from now on), on its
+    own virtual clock set to `now`."""
+    clock = ManualClock(now)
+    s = Scheduler(clock, setup.config)
+    s.keep_objects = False
+    for name, labels in setup.namespaces:
+        s.set_namespace(name, dict(labels))
+    for name, flavor in setup.flavors:
+        s.set_flavor(flavor, name)
+    for cohort in setup.cohorts:
+        s.set_cohort(cohort)
+    for cq in setup.cluster_queues:
+        s.set_cluster_queue(cq)
+    for lq in setup.local_queues:
+        s.set_local_queue(lq)
+    for name in setup.terminating:
+        s.delete_cluster_queue(name)
+    for wl in workloads:
+        s.set_workload(wl)
+    s.finalize_evictions()
+    return s, clock
 
 
 def fork(s: Scheduler, now: Instant) -> tuple[Scheduler, ManualClock]:
     """A Scheduler in the state of `s`, on its own virtual clock set to `now`;
     nothing of it is shared with `s` that either could change."""
-    clock = ManualClock(now)
-    copy = Scheduler(clock, s.config)
-    copy.keep_objects = False
-    for name, labels in sorted(s.namespaces.items()):
-        copy.set_namespace(name, labels)
-    for name, flavor in sorted(s.flavors.items()):
-        copy.set_flavor(flavor, name)
-    for _, cohort in sorted(s.cohorts.items()):
-        copy.set_cohort(cohort)
-    for _, cq in sorted(s.cluster_queues.items()):
-        copy.set_cluster_queue(cq)
-    for _, lq in sorted(s.local_queues.items()):
-        copy.set_local_queue(lq)
-    for name in sorted(s.terminating):
-        copy.delete_cluster_queue(name)
-    for key in sorted(s.workloads):
-        wl = s.workloads[key]
-        if wl.finished:
-            continue
-        copy.set_workload(_copy_workload(wl))
-    copy.finalize_evictions()
-    return copy, clock
+    workloads = s.workloads
+    live = (_copy_workload(wl) for key in sorted(workloads) if not (wl := workloads[key]).finished)
+    return assemble(setup_of(s), live, now)
 
 
 def _copy_workload(wl: WorkloadState) -> WorkloadState:

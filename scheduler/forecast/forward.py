@@ -13,9 +13,11 @@ import heapq
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
-from scheduler.core.clock import MICROS_PER_SECOND, Instant
+from scheduler.core.clock import MICROS_PER_SECOND, Instant, ManualClock
 from scheduler.core.cycle import run_cycle
-from scheduler.core.pods_ready import fire_due, next_deadline
+from scheduler.core.flavor_assigner import pod_set_requests
+from scheduler.core.model import ClusterQueueInfo
+from scheduler.core.pods_ready import Deadline, deadlines, fire_due
 from scheduler.core.scheduler import Scheduler
 from scheduler.core.workload import EVICTED, QUOTA_RESERVED, WorkloadState
 from scheduler.forecast.fork import fork
@@ -46,25 +48,32 @@ def pending_keys(s: Scheduler) -> list[str]:
     )
 
 
-def forward_run(
+def forward_run(  # noqa: PLR0913 - keyword-only options of one run
     s: Scheduler,
     predictor: RuntimePredictor,
     targets: Collection[str],
     *,
     horizon_seconds: float = DEFAULT_HORIZON_SECONDS,
+    clock: ManualClock | None = None,
+    shortcut: bool = True,
 ) -> ForwardResult:
-    """Run a private copy of `s` forward from its clock's instant; `s` is not changed."""
+    """Run a private copy of `s` forward from its clock's instant; `s` is not changed.
+
+    With `clock` (the ManualClock `s` runs on), `s` is the caller's own throwaway state
+    (the forecast worker builds one per refresh): it is run forward itself, not copied.
+    `shortcut=False` runs every cycle :class:`Hopeless` would skip (tests compare both).
+    """
     now = s.now()
-    copy, clock = fork(s, now)
+    copy, clock = (s, clock) if clock is not None else fork(s, now)
     copy.follow_changes()
-    run = _Run(copy, predictor, now)
+    run = _Run(copy, predictor, now, hopeless=Hopeless.of(copy) if shortcut else None)
     for key in copy.holders.all_keys():
         wl = copy.workloads.get(key)
         if wl is not None and wl.holds_quota:
             run.start(wl, _admitted_at(wl, now))
     for key, wl in copy.workloads.items():
         if wl.requeue_state is not None and wl.requeue_state.requeue_at is not None:
-            run.watch.add(key)
+            run.dirty.add(key)
     remaining = {k for k in targets if k in copy.workloads}
     result = ForwardResult()
     horizon = now + int(horizon_seconds * MICROS_PER_SECOND)
@@ -77,14 +86,12 @@ def forward_run(
         run.admitted_now.clear()
         if not remaining:
             break
-        upcoming = [
-            t for t in (run.next_finish(), next_deadline(copy, run.live())) if t is not None
-        ]
+        upcoming = [t for t in (run.next_finish(), run.next_deadline()) if t is not None]
         if not upcoming or min(upcoming) > horizon:
             break
         clock.set(max(clock.now(), min(upcoming)))
         run.finish_due()
-        fire_due(copy, run.live())
+        run.fire_due()
         copy.finalize_evictions()
     result.end = clock.now()
     return result
@@ -95,15 +102,133 @@ def _admitted_at(wl: WorkloadState, default: Instant) -> Instant:
     return reserved.last_transition if reserved is not None else default
 
 
+@dataclass(frozen=True, slots=True)
+class _Bound:
+    """What no workload of a ClusterQueue asks for less of: per covered resource, its
+    flavor (the only one of its group) and the smallest total request."""
+
+    least: tuple[tuple[str, str, int], ...]  # (flavor, resource, smallest request)
+    preempts: bool  # LowerPriority within the queue (else Never)
+
+
+@dataclass(frozen=True, slots=True)
+class Hopeless:
+    """When the rest of an instant's cycles can admit nothing (docs/forecasting.md#cost).
+
+    After a quota release the core flushes every parked head back and, under
+    BestEffortFIFO, tries each one again, one cycle each: a run over a deep queue spends
+    nearly all its time failing those heads, which makes it grow with the square of the
+    queue's depth. Those cycles can be skipped, without changing any answer, when they
+    cannot admit or preempt anything: in every ClusterQueue with workloads left, some
+    resource has less quota free than any of its workloads asks for, and no head not
+    tried yet outranks the lowest-priority holder. The heads left untried stay queued
+    instead of parked; the next release flushes every parked head back anyway, and until
+    then neither the quota nor the holders change (every release flushes; nothing fits,
+    and a preemption is a release), so whatever a later instant tries fails as it would
+    have.
+
+    Only ClusterQueues where that decides alone are covered: without a Cohort (no
+    borrowing, no reclaim), one flavor per resource group (the flavor scan's resume state
+    never matters), no partial admission, preemption within the queue `Never` or
+    `LowerPriority`, popping by priority (no queue plugin); and none with fair sharing or
+    blockAdmission. The bounds are taken over every workload of the queue at the start of
+    the run, pending or holding quota (a superset of what can be pending later in a run
+    without arrivals).
+    """
+
+    bounds: dict[str, _Bound]  # ClusterQueue -> bound; absent: not covered
+
+    @staticmethod
+    def of(s: Scheduler) -> Hopeless | None:
+        cfg = s.config
+        if (
+            cfg.fair_sharing
+            or cfg.wait_for_pods_ready.block_admission
+            or cfg.default_queue_plugin is not None
+        ):
+            return None
+        members: dict[str, list[WorkloadState]] = {}
+        for wl in s.workloads.values():
+            if wl.finished:
+                continue
+            lq = s.local_queue_of(wl)
+            cqs = {lq.cluster_queue} if lq is not None else set()
+            if wl.admission is not None:
+                cqs.add(wl.admission.cluster_queue)
+            for cq in cqs:
+                members.setdefault(cq, []).append(wl)
+        bounds: dict[str, _Bound] = {}
+        for name, info in s.cluster_queues.items():
+            found = _bound(info, members.get(name, []))
+            if found is not None:
+                bounds[name] = found
+        return Hopeless(bounds)
+
+    def holds(self, s: Scheduler) -> bool:
+        tree = s.tree
+        now = s.now()
+        for name in s.cluster_queues:
+            queue = s.queues.queue(name)
+            if queue is None or len(queue) == 0:
+                continue
+            bound = self.bounds.get(name)
+            if bound is None:
+                return False
+            if not any(
+                tree.nominal(name, (flavor, resource)) - tree.usage(name, (flavor, resource))
+                < least
+                for flavor, resource, least in bound.least
+            ):
+                return False
+            if bound.preempts:
+                # The queue pops by priority: its next head outranks every head not tried.
+                lowest = s.holders.lowest_priority(name)
+                head = queue.peek(now)
+                if lowest is not None and head is not None and head.priority > lowest:
+                    return False
+        return True
+
+
+def _bound(info: ClusterQueueInfo, workloads: list[WorkloadState]) -> _Bound | None:
+    if info.cohort or info.queue_plugin or any(len(g.flavors) != 1 for g in info.groups):
+        return None  # a queue plugin may pop in another order than by priority
+    policy = info.preemption.within_cluster_queue
+    if policy not in ("Never", "LowerPriority"):
+        return None
+    least: dict[str, int] = {}
+    for wl in workloads:
+        if any(ps.min_count is not None for ps in wl.pod_sets):
+            return None
+        totals: dict[str, int] = {}
+        for _, _, amounts in pod_set_requests(wl, info):
+            for resource, amount in amounts.items():
+                totals[resource] = totals.get(resource, 0) + amount
+        for group in info.groups:
+            for resource in group.covered:
+                asked = totals.get(resource, 0)
+                least[resource] = min(least.get(resource, asked), asked)
+    flavor_of = {r: g.flavors[0] for g in info.groups for r in g.covered}
+    return _Bound(
+        tuple((flavor_of[r], r, n) for r, n in sorted(least.items()) if n > 0),
+        policy == "LowerPriority",
+    )
+
+
 @dataclass(slots=True)
 class _Run:
     s: Scheduler
     predictor: RuntimePredictor
     made_at: Instant
+    hopeless: Hopeless | None = None
     admitted_now: list[str] = field(default_factory=list)
-    # Workloads that may have a deadline of the core's timed rules (quota holders and
-    # those in a requeue backoff): walking these, not every pending one, keeps a step cheap.
-    watch: set[str] = field(default_factory=set)
+    # The deadlines of the core's timed rules (requeue backoff, pods-ready timeouts,
+    # maximum execution time) of the workloads that have one. A workload's deadlines
+    # change only when the workload does, and in the run it changes only as a head or a
+    # victim of a cycle, at its finish or when one of its deadlines fires; those keys
+    # are `dirty` and recomputed before the next step. Walking every quota holder's
+    # rules at every step instead was a fifth of the run.
+    timed: dict[str, list[Deadline]] = field(default_factory=dict)
+    dirty: set[str] = field(default_factory=set)
     _heap: list[tuple[Instant, str, int]] = field(default_factory=list)
     _generation: dict[str, int] = field(default_factory=dict)
 
@@ -113,15 +238,35 @@ class _Run:
         end = admitted_at + int(total * MICROS_PER_SECOND)
         generation = self._generation.get(wl.key, 0) + 1
         self._generation[wl.key] = generation
-        self.watch.add(wl.key)
+        self.dirty.add(wl.key)
         heapq.heappush(self._heap, (max(end, self.s.now()), wl.key, generation))
 
-    def live(self) -> list[str]:
+    def _refresh(self) -> None:
         s = self.s
-        self.watch = {
-            k for k in self.watch if (wl := s.workloads.get(k)) is not None and not wl.finished
-        }
-        return sorted(self.watch)
+        for key in self.dirty:
+            wl = s.workloads.get(key)
+            found = deadlines(s, wl) if wl is not None and not wl.finished else None
+            if found:
+                self.timed[key] = found
+            else:
+                self.timed.pop(key, None)
+        self.dirty.clear()
+
+    def next_deadline(self) -> Instant | None:
+        """The earliest deadline strictly after now (as `pods_ready.next_deadline`)."""
+        self._refresh()
+        now = self.s.now()
+        future = [d.at for found in self.timed.values() for d in found if d.at > now]
+        return min(future) if future else None
+
+    def fire_due(self) -> None:
+        """Fire the deadlines at or before now (as `pods_ready.fire_due`)."""
+        self._refresh()
+        now = self.s.now()
+        due = sorted(key for key, found in self.timed.items() if any(d.at <= now for d in found))
+        if due:
+            fire_due(self.s, due)
+            self.dirty.update(due)
 
     def next_finish(self) -> Instant | None:
         heap = self._heap
@@ -137,6 +282,7 @@ class _Run:
             if self._generation.get(key) == generation:
                 del self._generation[key]
                 self.s.finish(key)
+                self.dirty.add(key)
 
     def cycles_at_instant(self) -> int:
         """Cycles until one makes no progress and examines the heads the previous idle
@@ -149,9 +295,12 @@ class _Run:
             stats = run_cycle(s)
             cycles += 1
             changes = s.take_changes()
+            self.dirty.update(key for _, key in changes.heads)
+            for keys in changes.queues.values():
+                self.dirty.update(keys)
             for key in changes.evicted:
                 self._generation.pop(key, None)
-                self.watch.add(key)
+                self.dirty.add(key)
             for key in changes.admitted:
                 wl = s.workloads.get(key)
                 if wl is not None and wl.holds_quota and not wl.conditions.is_true(EVICTED):
@@ -164,6 +313,8 @@ class _Run:
                 continue
             if changes.heads == last_heads:
                 break
+            if self.hopeless is not None and self.hopeless.holds(s):
+                break  # the rest of this instant's cycles would fail every head
             idle += 1
             last_heads = changes.heads
         return cycles

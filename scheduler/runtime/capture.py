@@ -14,6 +14,7 @@ from scheduler.core.quota import NodeRef
 from scheduler.core.scheduler import Scheduler
 from scheduler.core.visibility import owner_references
 from scheduler.core.workload import QUOTA_RESERVED, WorkloadState
+from scheduler.runtime.forecast_facts import facts_are_current, workload_facts
 from scheduler.runtime.snapshot import (
     ClusterQueueQuota,
     ClusterQueueView,
@@ -27,7 +28,9 @@ from scheduler.runtime.snapshot import (
 from scheduler.runtime.why import why_pending
 
 
-def entry_is_current(entry: PendingEntry, wl: WorkloadState) -> bool:
+def entry_is_current(
+    entry: PendingEntry, wl: WorkloadState, eviction_ordering: bool = True
+) -> bool:
     """Whether `entry` still shows `wl` as it is: every field an entry shows, compared.
 
     (Cheaper to keep than a token of the same fields per workload; the owner tuple is
@@ -38,6 +41,7 @@ def entry_is_current(entry: PendingEntry, wl: WorkloadState) -> bool:
         or entry.priority != wl.priority
         or entry.local_queue != wl.queue_name
         or entry.owners != owner_references(wl.raw)
+        or not facts_are_current(entry.facts, wl, eviction_ordering)
     ):
         return False
     reserved = wl.conditions.get(QUOTA_RESERVED)
@@ -52,7 +56,7 @@ def entry_is_current(entry: PendingEntry, wl: WorkloadState) -> bool:
     )
 
 
-def make_entry(wl: WorkloadState) -> PendingEntry:
+def make_entry(wl: WorkloadState, eviction_ordering: bool = True) -> PendingEntry:
     why = why_pending(wl)
     return PendingEntry.make(
         wl.namespace,
@@ -63,6 +67,7 @@ def make_entry(wl: WorkloadState) -> PendingEntry:
         wl.queue_name,
         why.message if why is not None else "",
         why,
+        workload_facts(wl, eviction_ordering),
     )
 
 
@@ -70,11 +75,11 @@ class EntryCache:
     def __init__(self) -> None:
         self._entries: dict[str, PendingEntry] = {}
 
-    def entry(self, wl: WorkloadState) -> PendingEntry:
+    def entry(self, wl: WorkloadState, eviction_ordering: bool = True) -> PendingEntry:
         found = self._entries.get(wl.key)
-        if found is not None and entry_is_current(found, wl):
+        if found is not None and entry_is_current(found, wl, eviction_ordering):
             return found
-        entry = make_entry(wl)
+        entry = make_entry(wl, eviction_ordering)
         self._entries[wl.key] = entry
         return entry
 
@@ -86,7 +91,8 @@ class EntryCache:
 def capture_view(s: Scheduler, cluster_queue: str, cache: EntryCache) -> ClusterQueueView:
     queue = s.queues.queue(cluster_queue)
     order = queue.listing() if queue is not None else ()
-    entries = [cache.entry(s.workloads[e.key]) for e in order if e.key in s.workloads]
+    ordering = s.config.eviction_ordering
+    entries = [cache.entry(s.workloads[e.key], ordering) for e in order if e.key in s.workloads]
     return build_view(cluster_queue, entries)
 
 

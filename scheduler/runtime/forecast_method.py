@@ -1,5 +1,5 @@
-"""What a forecast method sees and returns, and the method of today: `rate`
-(docs/forecasting.md#serving).
+"""What a forecast method sees and returns, and the methods: `forecast` and `walltime`
+(the core run forward, `forecast_forward.py`) and `rate` (docs/forecasting.md#serving).
 
 A method runs in the forecast worker (`forecast_worker.py`), a separate process, on a
 :class:`ForecastInput`: the pending order of every ClusterQueue as the published
@@ -22,11 +22,15 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Protocol
 
+from scheduler.forecast.fork import Setup
 from scheduler.runtime.snapshot import (
     EMPTY_QUOTA,
     AdmissionVelocity,
+    FinishedWorkload,
     Instant,
     QuotaSnapshot,
+    RunningWorkload,
+    WorkloadFacts,
     WorkloadKey,
 )
 
@@ -46,6 +50,8 @@ class QueueOrder:
 
     order: Sequence[WorkloadKey]
     velocity: AdmissionVelocity | None = None
+    # What the core needs of each, in the same order (None where it was not captured).
+    facts: Sequence[WorkloadFacts | None] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +62,12 @@ class ForecastInput:
     made_at: Instant  # µs since the epoch, the scheduler's clock when it was taken
     queues: Mapping[str, QueueOrder] = field(default_factory=lambda: MappingProxyType({}))
     quota: QuotaSnapshot = EMPTY_QUOTA
+    # For the methods that run the core forward: the configuration (None until the
+    # first snapshot that carries one), the quota holders, and the finishes the worker
+    # has not been shown before (oldest first).
+    setup: Setup | None = None
+    running: Sequence[RunningWorkload] = ()
+    finished: Sequence[FinishedWorkload] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +120,21 @@ class RateMethod:
         """The rate is re-measured from admissions on the loop; nothing to learn here."""
 
 
-METHODS: dict[str, Callable[[], ForecastMethod]] = {"rate": RateMethod}
+def _forward(name: str) -> Callable[[], ForecastMethod]:
+    def make() -> ForecastMethod:
+        # Imported here: the forward methods import this module's types.
+        from scheduler.runtime.forecast_forward import ForwardMethod  # noqa: PLC0415 - a cycle
+
+        return ForwardMethod(name)
+
+    return make
+
+
+METHODS: dict[str, Callable[[], ForecastMethod]] = {
+    "forecast": _forward("forecast"),
+    "walltime": _forward("walltime"),
+    "rate": RateMethod,
+}
 
 
 def make_method(name: str) -> ForecastMethod:

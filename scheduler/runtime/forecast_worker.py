@@ -4,11 +4,14 @@ order and runs the forecast method on it (docs/forecasting.md#serving).
 The event loop only forwards small messages (:mod:`scheduler.runtime.forecasts`):
 
 - :class:`Chunk`: the workload keys of one snapshot chunk the worker has not seen yet,
-  under an id of the loop's choosing (snapshot chunks are immutable and shared between
-  snapshots, so after k changes only O(k) chunks travel);
+  with what the core needs of each (:class:`WorkloadFacts`), under an id of the loop's
+  choosing (snapshot chunks are immutable and shared between snapshots, so after k
+  changes only O(k) chunks travel); a long chunk travels in parts (`start` > 0 extends);
+- :class:`Running`: the quota holders, in parts, when they changed;
 - :class:`Sync`: one snapshot as chunk ids per ClusterQueue, with the admission rates
-  and the quota tree, the ids of chunks no snapshot holds any more, and the instant:
-  the worker forecasts it at once;
+  and the quota tree, the configuration when it changed, the finishes not sent yet,
+  the ids of chunks no snapshot holds any more, and the instant: the worker forecasts
+  it at once;
 - :class:`Started`: a forecast met the truth, for the method's calibration.
 
 The worker answers each `Sync` with :class:`Results` messages of at most `BATCH` chunks,
@@ -31,6 +34,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Final
 
+from scheduler.forecast.fork import Setup
 from scheduler.runtime.forecast_method import (
     ForecastInput,
     ForecastMethod,
@@ -38,7 +42,15 @@ from scheduler.runtime.forecast_method import (
     QueueOrder,
     make_method,
 )
-from scheduler.runtime.snapshot import AdmissionVelocity, Instant, QuotaSnapshot, WorkloadKey
+from scheduler.runtime.snapshot import (
+    AdmissionVelocity,
+    FinishedWorkload,
+    Instant,
+    QuotaSnapshot,
+    RunningWorkload,
+    WorkloadFacts,
+    WorkloadKey,
+)
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +62,16 @@ FIELDS: Final = 3  # p50, low, high per workload
 class Chunk:
     chunk_id: int
     keys: tuple[WorkloadKey, ...]
+    facts: tuple[WorkloadFacts | None, ...] = ()  # per key, when the snapshot has them
+    start: int = 0  # 0: the chunk's first part; else these keys extend it
+
+
+@dataclass(frozen=True, slots=True)
+class Running:
+    """The quota holders; `start` 0 begins a new list, a later part extends it."""
+
+    workloads: tuple[RunningWorkload, ...]
+    start: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +87,8 @@ class Sync:
     queues: Mapping[str, SyncQueue]
     forgotten: tuple[int, ...] = ()
     quota: QuotaSnapshot = field(default_factory=QuotaSnapshot)
+    setup: Setup | None = None  # None: as in the previous Sync
+    finished: tuple[FinishedWorkload, ...] = ()  # not sent before, oldest first
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,9 +105,10 @@ class Results:
     chunks: tuple[tuple[int, array[float]], ...]
     last: bool = False
     seconds: float = 0.0  # on the last batch: the forecast's time in the worker
+    cpu_seconds: float = 0.0  # ... and the worker's CPU time for it
 
 
-Inbound = Chunk | Sync | Started
+Inbound = Chunk | Running | Sync | Started
 
 
 class Replica:
@@ -93,11 +118,26 @@ class Replica:
     def __init__(self, method: ForecastMethod) -> None:
         self.method = method
         self.chunks: dict[int, tuple[WorkloadKey, ...]] = {}
+        self.facts: dict[int, tuple[WorkloadFacts | None, ...]] = {}
+        self.running: list[RunningWorkload] = []
+        self.setup: Setup | None = None
 
     def handle(self, message: Inbound) -> Iterator[Results]:
         """Apply one message; the Results it asks for (a Sync's, as they are made)."""
         if isinstance(message, Chunk):
-            self.chunks[message.chunk_id] = message.keys
+            facts = message.facts
+            if not facts:  # no facts (a snapshot without them): None per key
+                facts = (None,) * len(message.keys)
+            if message.start == 0:
+                self.chunks[message.chunk_id] = message.keys
+                self.facts[message.chunk_id] = facts
+            else:
+                self.chunks[message.chunk_id] += message.keys
+                self.facts[message.chunk_id] += facts
+        elif isinstance(message, Running):
+            if message.start == 0:
+                self.running = []
+            self.running.extend(message.workloads)
         elif isinstance(message, Started):
             self.method.observe(message.observation)
         else:
@@ -106,16 +146,31 @@ class Replica:
     def state_of(self, sync: Sync) -> ForecastInput:
         for chunk_id in sync.forgotten:
             self.chunks.pop(chunk_id, None)
+            self.facts.pop(chunk_id, None)
+        if sync.setup is not None:
+            self.setup = sync.setup
         queues: dict[str, QueueOrder] = {}
         for name, queue in sync.queues.items():
             order: list[WorkloadKey] = []
+            facts: list[WorkloadFacts | None] = []
             for chunk_id in queue.chunk_ids:
                 order.extend(self.chunks[chunk_id])
-            queues[name] = QueueOrder(order, queue.velocity)
-        return ForecastInput(sync.generation, sync.made_at, queues, sync.quota)
+                facts.extend(self.facts[chunk_id])
+            # () when no workload of the queue came with facts
+            known = facts if any(f is not None for f in facts) else ()
+            queues[name] = QueueOrder(order, queue.velocity, known)
+        return ForecastInput(
+            sync.generation,
+            sync.made_at,
+            queues,
+            sync.quota,
+            self.setup,
+            tuple(self.running),
+            sync.finished,
+        )
 
     def forecast(self, sync: Sync) -> Iterator[Results]:
-        started = time.perf_counter()
+        started, started_cpu = time.perf_counter(), time.process_time()
         state = self.state_of(sync)
         # Where each workload's band goes: its chunk's array, at its index there.
         arrays: dict[int, array[float]] = {}
@@ -132,13 +187,20 @@ class Replica:
                 values, at = slot
                 values[at], values[at + 1], values[at + 2] = band.p50, band.low, band.high
         seconds = time.perf_counter() - started
+        cpu_seconds = time.process_time() - started_cpu
         name = self.method.name
         items = list(arrays.items())
         for start in range(0, max(1, len(items)), BATCH):
             batch = tuple(items[start : start + BATCH])
             last = start + BATCH >= len(items)
             yield Results(
-                sync.generation, sync.made_at, name, batch, last, seconds if last else 0.0
+                sync.generation,
+                sync.made_at,
+                name,
+                batch,
+                last,
+                seconds if last else 0.0,
+                cpu_seconds if last else 0.0,
             )
 
 

@@ -52,6 +52,7 @@ from scheduler.runtime.forecast_worker import (
     Chunk,
     Inbound,
     Results,
+    Running,
     Started,
     Sync,
     SyncQueue,
@@ -96,6 +97,7 @@ class ForecastStats:
     chunks_sent: int = 0
     last_refresh_seconds: float = 0.0  # from the first message sent to the last applied
     last_worker_seconds: float = 0.0  # the method's own time in the worker
+    last_worker_cpu_seconds: float = 0.0  # ... and the worker's CPU time for it
     last_made_at: Instant | None = None  # of the newest complete refresh
     last_served: int = 0  # bands in the newest complete refresh
     max_step_seconds: float = 0.0  # the longest stretch on the loop (wall)
@@ -114,6 +116,10 @@ class _Refresh:
 
 _Served: TypeAlias = "tuple[_Refresh, array[float]]"  # a chunk's bands, FIELDS floats per workload
 _PICKLE_SECONDS_PER_KEY: Final = 1.5e-6  # about what pickling one (namespace, name) costs
+# ... and one workload's facts or a quota holder (its pod sets are shared by many, but
+# not always within one message); parts of _PART keep one pickling step near 1-2 ms.
+_PICKLE_SECONDS_PER_FACT: Final = 6e-6
+_PART: Final = 256
 
 
 class WorkerLostError(Exception):
@@ -211,6 +217,10 @@ class ForecastService:
         self._ids_of: dict[ViewChunk, int] = {}
         self._bands: dict[int, _Served] = {}
         self._known: set[int] = set()  # the ids the current worker process holds
+        # What the current worker process was sent of the rest (identity compares).
+        self._sent_setup: object = None
+        self._sent_running: object = None
+        self._sent_finished = 0  # the seq of the last finish sent
         self._ids = itertools.count()
         self._worker: _Worker | None = None
         self._refreshed = asyncio.Event()
@@ -272,7 +282,11 @@ class ForecastService:
             worker = self._start_worker()
             try:
                 await self._serve(worker)
-            except WorkerLostError as died:
+            except Exception as died:
+                # Anything else is a bug in feeding or reading the worker (a message
+                # that does not pickle, ...): it must not end forecasting for good.
+                if not isinstance(died, WorkerLostError):
+                    log.exception("msg=%r", "forecast refresh failed")
                 failures += 1
                 self.stats.restarts += 1
                 delay = RESTART.delay(failures - 1)
@@ -308,6 +322,8 @@ class ForecastService:
         # A new process knows nothing: every chunk is sent again, under the same ids, so
         # what was served stays until the new worker's results replace it.
         self._known = set()
+        self._sent_setup = self._sent_running = None
+        self._sent_finished = 0
         self._worker = worker
         self.stats.worker_pid = process.pid
         log.info("event=forecast-worker-started pid=%s method=%s", process.pid, self.config.method)
@@ -346,12 +362,7 @@ class ForecastService:
                 if chunk_id is None:
                     chunk_id = next(self._ids)
                 if chunk_id not in self._known:
-                    # Pickling a chunk's keys is one step: make room for it first.
-                    await box.pause(ahead=_PICKLE_SECONDS_PER_KEY * len(chunk))
-                    keys = tuple(chunk.index_of)  # in the chunk's order
-                    worker.send(Chunk(chunk_id, keys))
-                    self._known.add(chunk_id)
-                    self.stats.chunks_sent += 1
+                    await self._send_chunk(worker, box, chunk_id, chunk)
                 held[chunk] = chunk_id
                 ids.append(chunk_id)
                 await box.pause()
@@ -361,9 +372,52 @@ class ForecastService:
         for chunk_id in gone:
             self._bands.pop(chunk_id, None)
             self._known.discard(chunk_id)
+        await self._send_running(worker, box, snapshot)
+        setup = snapshot.setup if snapshot.setup is not self._sent_setup else None
+        self._sent_setup = snapshot.setup
+        finished = tuple(f for f in snapshot.finished if f.seq > self._sent_finished)
+        if finished:
+            self._sent_finished = finished[-1].seq
+        await box.pause(ahead=_PICKLE_SECONDS_PER_FACT * len(finished))
         made_at = self._clock()
-        worker.send(Sync(snapshot.generation, made_at, queues, tuple(gone), snapshot.quota))
+        worker.send(
+            Sync(
+                snapshot.generation,
+                made_at,
+                queues,
+                tuple(gone),
+                snapshot.quota,
+                setup,
+                finished,
+            )
+        )
         self._record(box)
+
+    async def _send_chunk(
+        self, worker: _Worker, box: TimeBox, chunk_id: int, chunk: ViewChunk
+    ) -> None:
+        """A chunk's keys and facts, in parts: pickling a part is one step, so room
+        is made for it first."""
+        keys = tuple(chunk.index_of)  # in the chunk's order
+        entries = chunk.entries
+        for start in range(0, max(1, len(keys)), _PART):
+            part = keys[start : start + _PART]
+            await box.pause(ahead=(_PICKLE_SECONDS_PER_KEY + _PICKLE_SECONDS_PER_FACT) * len(part))
+            facts = tuple(e.facts for e in entries[start : start + _PART])
+            worker.send(Chunk(chunk_id, part, facts, start))
+        self._known.add(chunk_id)
+        self.stats.chunks_sent += 1
+
+    async def _send_running(self, worker: _Worker, box: TimeBox, snapshot: Snapshot) -> None:
+        """The quota holders, in parts, if they changed since the last send."""
+        running = snapshot.running
+        if running is self._sent_running:
+            return
+        for start in range(0, max(1, len(running)), _PART):
+            part = running[start : start + _PART]
+            await box.pause(ahead=_PICKLE_SECONDS_PER_FACT * len(part))
+            worker.send(Running(part, start))
+        self._sent_running = running
 
     async def _receive(self, worker: _Worker, started: float) -> None:
         """Apply the results of the Sync just sent, one batch per turn of the loop."""
@@ -390,6 +444,7 @@ class ForecastService:
         stats.refreshes += 1
         stats.last_refresh_seconds = loop.time() - started
         stats.last_worker_seconds = results.seconds
+        stats.last_worker_cpu_seconds = results.cpu_seconds
         stats.last_made_at = results.made_at
         stats.last_served = served
         self._record(box)

@@ -53,15 +53,19 @@ from types import MappingProxyType
 
 from scheduler.core.queue.interface import PendingQueue, QueueEntry
 from scheduler.core.scheduler import Scheduler
+from scheduler.forecast.fork import Setup, setup_of
 from scheduler.runtime.capture import capture_quota, entry_is_current, make_entry
 from scheduler.runtime.estimates import AdmissionRates
+from scheduler.runtime.forecast_facts import RunningCapture
 from scheduler.runtime.heap_freezing import FreezePolicy
 from scheduler.runtime.sharded_map import MapEditor, ShardedMap
 from scheduler.runtime.snapshot import (
     EMPTY_SNAPSHOT,
     ClusterQueueView,
+    FinishedWorkload,
     LocalQueueKey,
     PendingEntry,
+    RunningWorkload,
     Snapshot,
     ViewAssembly,
     ViewChunk,
@@ -241,6 +245,8 @@ class SnapshotPublisher:
         self._changed: asyncio.Event | None = None
         self._lock: asyncio.Lock | None = None
         self._last_start = float("-inf")
+        # The quota holders and finishes the forecast worker is fed (forecast_facts.py).
+        self._running = RunningCapture()
         self.stats = PublishStats()
 
     # -- reading -------------------------------------------------------------------
@@ -347,6 +353,7 @@ class SnapshotPublisher:
         synced = self._synced()
         quota = capture_quota(s)
         velocities = self.rates.velocities(existing, s.now())
+        setup, holders = self._capture_forecast_inputs(previous)
         capture = steps.end()[0]
         self.stats.last_capture_seconds = capture
         self.stats.max_capture_seconds = max(self.stats.max_capture_seconds, capture)
@@ -366,6 +373,7 @@ class SnapshotPublisher:
             views[item.name] = view
             self.stats.views_built += 1
             views_changed = True
+        running, finished = await self._running_and_finished(holders, steps)
         for name in previous.views.keys() - existing:
             self._queues.pop(name, None)
             for chunk in previous.views[name].chunks:
@@ -377,11 +385,34 @@ class SnapshotPublisher:
             or local_queues != dict(previous.local_queues)
             or quota != previous.quota
             or velocities != dict(previous.velocities)
+            or setup is not previous.setup
+            or running is not previous.running
+            or finished is not previous.finished
         ):
             self._finish(steps, started)
             return False
 
         # (3) the workload index (only for workloads that came or left), then swap
+        workloads = await self._index(moves, steps)
+        self._snapshot = Snapshot(
+            generation=previous.generation + 1,
+            synced=synced,
+            views=MappingProxyType(dict(sorted(views.items()))),
+            local_queues=MappingProxyType(local_queues),
+            workloads=workloads,
+            quota=quota,
+            velocities=MappingProxyType(velocities),
+            setup=setup,
+            running=running,
+            finished=finished,
+        )
+        self.stats.publishes += 1
+        self._finish(steps, started)
+        self._notify()
+        return True
+
+    async def _index(self, moves: _Moves, steps: TimeBox) -> ShardedMap[WorkloadKey, str]:
+        """The workload -> ClusterQueue map, edited for the workloads that came or left."""
         workloads = self._workloads
         if moves.removed or moves.added:
             editor = workloads.edit()
@@ -394,19 +425,25 @@ class SnapshotPublisher:
                 if i % _BATCH == 0:
                     await steps.pause()
             workloads = self._workloads = editor.finish()
-        self._snapshot = Snapshot(
-            generation=previous.generation + 1,
-            synced=synced,
-            views=MappingProxyType(dict(sorted(views.items()))),
-            local_queues=MappingProxyType(local_queues),
-            workloads=workloads,
-            quota=quota,
-            velocities=MappingProxyType(velocities),
-        )
-        self.stats.publishes += 1
-        self._finish(steps, started)
-        self._notify()
-        return True
+        return workloads
+
+    def _capture_forecast_inputs(self, previous: Snapshot) -> tuple[Setup, list[str] | None]:
+        """The configuration (the previous snapshot's object if unchanged, so readers
+        compare identity) and the quota holders' keys (None: as at the last capture),
+        for the forecast worker."""
+        s = self.scheduler
+        setup = setup_of(s)
+        if previous.setup is not None and setup == previous.setup:
+            setup = previous.setup
+        return setup, None if self._running.unchanged(s) else s.holders.all_keys()
+
+    async def _running_and_finished(
+        self, holders: list[str] | None, steps: TimeBox
+    ) -> tuple[tuple[RunningWorkload, ...], tuple[FinishedWorkload, ...]]:
+        if holders is not None:
+            for _ in self._running.steps(self.scheduler, holders):
+                await steps.pause()
+        return self._running.running, self._running.finished
 
     def _capture(self, name: str, touched: set[str] | None) -> _Captured:
         """The runs of one ClusterQueue's order, reusing unchanged runs (synchronous)."""
@@ -436,11 +473,12 @@ class SnapshotPublisher:
         """Touched workloads in kept runs: if what the snapshot shows of one changed,
         drop its cached entry and capture its run afresh (it is rebuilt)."""
         workloads = self.scheduler.workloads
+        ordering = self.scheduler.config.eviction_ordering
         kept = {r.chunk.cell: i for i, r in enumerate(runs) if r.chunk is not None}
         for key in touched:
             cached = state.cache.get(key)
             wl = workloads.get(key)
-            if cached is None or wl is None or entry_is_current(cached[1], wl):
+            if cached is None or wl is None or entry_is_current(cached[1], wl, ordering):
                 continue
             del state.cache[key]
             namespace, _, name = key.partition("/")
@@ -549,6 +587,7 @@ class SnapshotPublisher:
         so a requeue that changed nothing visible still reuses its entry.
         """
         workloads = self.scheduler.workloads
+        ordering = self.scheduler.config.eviction_ordering
         cache = state.cache
         touched = item.touched
         entries: list[PendingEntry] = []
@@ -574,8 +613,8 @@ class SnapshotPublisher:
                         append(cached[1])
                     continue
                 entry = cached[1] if cached is not None else None
-                if entry is None or not entry_is_current(entry, wl):
-                    entry = make_entry(wl)
+                if entry is None or not entry_is_current(entry, wl, ordering):
+                    entry = make_entry(wl, ordering)
                 cache[key] = (qe, entry)
                 append(entry)
         return tuple(entries)

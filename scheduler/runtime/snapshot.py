@@ -24,7 +24,8 @@ from types import MappingProxyType
 from typing import NamedTuple, overload
 
 from scheduler.core.blockers import Blocker
-from scheduler.core.workload import OwnerRef
+from scheduler.core.workload import Admission, OwnerRef, PodSetSpec
+from scheduler.forecast.fork import Setup
 from scheduler.forecast.rate import rate_wait
 from scheduler.runtime.sharded_map import MapEditor, ShardedMap
 
@@ -44,6 +45,49 @@ class WhyPending:
 
 
 @dataclass(frozen=True, slots=True)
+class WorkloadFacts:
+    """What the forecast worker needs of a workload to run the core forward with it
+    (docs/forecasting.md#what-the-worker-is-fed). `pod_sets` is the core's own tuple,
+    which the core never mutates (it replaces it), so sharing it copies nothing."""
+
+    uid: str
+    local_queue: str
+    priority: int
+    order_timestamp: Instant  # the queue's ordering instant (creation, or an eviction)
+    pod_sets: tuple[PodSetSpec, ...]
+    maximum_execution_time_seconds: int | None
+    accumulated_execution_seconds: int
+    user: str  # the label the runtime predictors key on ("" without it)
+    requeue_count: int | None = None
+    requeue_at: Instant | None = None  # the end of a requeue backoff
+
+
+@dataclass(frozen=True, slots=True)
+class RunningWorkload:
+    """A workload holding quota, as the forecast worker needs it: what it holds and
+    since when (the time it has already run)."""
+
+    namespace: str
+    name: str
+    admission: Admission  # the core's own record, replaced (never mutated) on change
+    admitted_at: Instant  # the QuotaReserved transition
+    pods_ready: bool
+    facts: WorkloadFacts
+
+
+@dataclass(frozen=True, slots=True)
+class FinishedWorkload:
+    """A workload that finished after holding quota `runtime_seconds` (what the
+    runtime predictors learn from); `seq` numbers finishes in the order seen."""
+
+    seq: int
+    namespace: str
+    name: str
+    runtime_seconds: float
+    facts: WorkloadFacts
+
+
+@dataclass(frozen=True, slots=True)
 class PendingEntry:
     """One pending workload as visibility shows it; built once per workload revision."""
 
@@ -59,6 +103,8 @@ class PendingEntry:
     # attempt. Like `why_pending`, not part of the fingerprint (it does not move the
     # order), so lookups that show it hash it into their ETag themselves.
     why: WhyPending | None = None
+    # What the forecast worker runs the core with; None where nobody captured it (tests).
+    facts: WorkloadFacts | None = None
     # (namespace, name), made once: every map of a snapshot keyed by workload (chunk
     # indexes, cells, the workload -> ClusterQueue map) shares this one tuple.
     key: WorkloadKey = field(init=False, compare=False, repr=False)
@@ -76,6 +122,7 @@ class PendingEntry:
         local_queue: str,
         why_pending: str = "",
         why: WhyPending | None = None,
+        facts: WorkloadFacts | None = None,
     ) -> PendingEntry:
         h = hashlib.blake2b(digest_size=8)
         for part in (namespace, name, str(creation), str(priority), local_queue):
@@ -86,7 +133,16 @@ class PendingEntry:
                 h.update(part.encode())
                 h.update(b"\1")
         return PendingEntry(
-            namespace, name, creation, owners, priority, local_queue, why_pending, h.digest(), why
+            namespace,
+            name,
+            creation,
+            owners,
+            priority,
+            local_queue,
+            why_pending,
+            h.digest(),
+            why,
+            facts,
         )
 
     @property
@@ -656,6 +712,13 @@ class Snapshot:
     velocities: Mapping[str, AdmissionVelocity] = field(
         default_factory=lambda: MappingProxyType({})
     )
+    # What the forecast worker runs the core forward from, besides the pending entries'
+    # facts (docs/forecasting.md#what-the-worker-is-fed): the configuration, the quota
+    # holders, and the latest finishes (the last FINISHED_KEPT, oldest first). Each is
+    # the previous snapshot's own object when it did not change.
+    setup: Setup | None = None
+    running: tuple[RunningWorkload, ...] = ()
+    finished: tuple[FinishedWorkload, ...] = ()
 
     def view(self, cluster_queue: str) -> ClusterQueueView | None:
         return self.views.get(cluster_queue)

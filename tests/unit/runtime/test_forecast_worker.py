@@ -159,5 +159,7 @@ def test_a_rate_without_evidence_gives_nothing() -> None:
 
 
 def test_an_unknown_method_is_named() -> None:
-    with pytest.raises(ValueError, match="unknown forecast method 'nope' \\(known: rate\\)"):
+    with pytest.raises(
+        ValueError, match="unknown forecast method 'nope' \\(known: forecast, rate, walltime\\)"
+    ):
         make_method("nope")

@@ -20,7 +20,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from scheduler.api.dry_run import DryRunError
-from scheduler.runtime.snapshot import MICROS, Snapshot
+from scheduler.runtime.snapshot import MICROS, ServedForecast, Snapshot
 from visibility_server.authz.attributes import Attributes
 from visibility_server.authz.identity import UserInfo
 from visibility_server.http import status
@@ -29,6 +29,7 @@ from visibility_server.http.app_state import VisibilityServer
 from visibility_server.http.discovery import WHATIF_KIND, WHATIF_SUBRESOURCE
 from visibility_server.http.encode import json_compact, json_pretty, to_yaml
 from visibility_server.http.negotiation import OBJECT_MEDIA, Media, negotiate
+from visibility_server.http.position import ForecastLookup
 from visibility_server.http.ratelimit import UserRateLimiter
 from visibility_server.http.render import rfc3339_seconds
 from visibility_server.http.requestinfo import info_of
@@ -40,6 +41,7 @@ from visibility_server.http.status import StatusError
 DEFAULT_MAX_BODY_BYTES: Final = 1 << 20  # 1 MiB: a Job or Workload is a few KiB
 WORKLOADS_GROUP: Final = "kueue.x-k8s.io"
 ESTIMATE_METHOD: Final = "rate"
+NEIGHBOURS: Final = "-neighbours"  # suffix of the method of a band read from the neighbours
 _METHODS: Final = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 
 
@@ -158,7 +160,7 @@ class _WhatIfEndpoint:
         }
         if victims:
             document["preemption"] = {"victims": shown, "hiddenVictims": len(victims) - len(shown)}
-        estimate = estimated_start(answer, snapshot, evaluated)
+        estimate = estimated_start(answer, snapshot, evaluated, self._server.config.forecasts)
         if estimate is not None:
             document["estimatedStart"] = estimate
         return document
@@ -177,12 +179,18 @@ class _WhatIfEndpoint:
 
 
 def estimated_start(
-    answer: Mapping[str, Any], snapshot: Snapshot, now: int
+    answer: Mapping[str, Any],
+    snapshot: Snapshot,
+    now: int,
+    forecasts: ForecastLookup | None = None,
 ) -> dict[str, Any] | None:
-    """`estimatedStart` with the `rate` method: the ClusterQueue's decayed admission rate
-    applied to the position the workload would take (docs/dashboard.md). Admitted now:
-    the band is the instant itself. None when it would not be queued, or the
-    ClusterQueue has admitted too little to estimate from."""
+    """`estimatedStart` of the hypothetical workload (docs/visibility-api.md#what-if).
+
+    Admitted now: the band is the instant itself. Queued at position `p` of its
+    ClusterQueue: from the forecasts the worker serves for the workloads around that
+    place (:func:`_from_neighbours`, method `<served method>-neighbours`), else with the
+    `rate` method: the ClusterQueue's decayed admission rate applied to `p`
+    (docs/dashboard.md). None when it would not be queued, or neither has anything."""
     made_at = rfc3339_seconds(now)
     common = {"method": ESTIMATE_METHOD, "madeAt": made_at, "snapshot": str(snapshot.generation)}
     if answer.get("admitted"):
@@ -191,6 +199,10 @@ def estimated_start(
     position = answer.get("positionInClusterQueue")
     if cq is None or position is None or answer.get("decision") == "Inadmissible":
         return None
+    if forecasts is not None:
+        served = _from_neighbours(snapshot, cq, position, forecasts)
+        if served is not None:
+            return served
     velocity = snapshot.velocities.get(cq)
     found = velocity.estimate(position, now) if velocity is not None else None
     if found is None:
@@ -204,6 +216,41 @@ def estimated_start(
         "low": at(found.low_seconds),
         "high": at(found.high_seconds),
         **common,
+    }
+
+
+def _from_neighbours(
+    snapshot: Snapshot, cq: str, position: int, forecasts: ForecastLookup
+) -> dict[str, Any] | None:
+    """The band of the place the hypothetical would take: it would queue behind the
+    workload now at `position - 1` and ahead of the one now at `position`, so it starts
+    no earlier than the first and takes the place of the second. With a served
+    forecast for both, each of p50, low and high is the midpoint of theirs; with one,
+    that one's band. `madeAt` and `snapshot` are those of the older forecast used."""
+    view = snapshot.view(cq)
+    if view is None:
+        return None
+    found: list[ServedForecast] = []
+    for index in (position - 1, position):
+        if 0 <= index < len(view):
+            entry = view.item(index).entry
+            served = forecasts(entry.namespace, entry.name)
+            if served is not None:
+                found.append(served)
+    if not found:
+        return None
+    oldest = min(found, key=lambda f: f.made_at)
+
+    def mid(values: list[int]) -> str:
+        return rfc3339_seconds(sum(values) // len(values))
+
+    return {
+        "p50": mid([f.p50 for f in found]),
+        "low": mid([f.low for f in found]),
+        "high": mid([f.high for f in found]),
+        "method": oldest.method + NEIGHBOURS,
+        "madeAt": rfc3339_seconds(oldest.made_at),
+        "snapshot": str(oldest.generation),
     }
 
 
