@@ -28,8 +28,8 @@ from scheduler.kubeapi.errors import Json, KubeError
 from scheduler.runtime.commands import Finish, PodsReady
 from scheduler.runtime.engine import Engine
 from scheduler.runtime.kube.decode import decode_live
-from scheduler.runtime.kube.normalize import normalized
 from scheduler.runtime.kube.ratelimit import TokenBucket
+from scheduler.runtime.kube.records import Cached, WorkloadRecord
 from scheduler.runtime.kube.resources import (
     JOBS,
     PRIORITY_CLASSES,
@@ -61,9 +61,9 @@ def _condition(obj: Json, type_: str) -> Json | None:
     return None
 
 
-def _admitted(workload: Json) -> bool:
-    status = workload.get("status") or {}
-    return bool(status.get("admission")) and _condition(workload, "Admitted") is not None
+def _admitted(workload: WorkloadRecord) -> bool:
+    status = workload.status or {}
+    return bool(status.get("admission")) and workload.condition("Admitted") is not None
 
 
 def _job_finished(job: Json) -> tuple[bool, bool]:
@@ -101,29 +101,31 @@ class JobController:
         store.subscribe(self.on_change)
 
     # -- events ----------------------------------------------------------------------
-    def on_change(self, resource: Resource, new: Json | None, old: Json | None) -> None:
+    def on_change(self, resource: Resource, new: Cached | None, old: Cached | None) -> None:
         obj = new if new is not None else old
         if obj is None:
             return
-        if resource.kind == JOBS.kind:
+        if isinstance(obj, WorkloadRecord):
+            self._on_workload(obj, deleted=new is None)
+        elif resource.kind == JOBS.kind:
             self.enqueue(object_key(obj))
         elif resource.kind in (WORKLOAD_PRIORITY_CLASSES.kind, PRIORITY_CLASSES.kind):
             # A Job naming a class that did not exist yet got no Workload: try again.
             for job in self.store.items(JOBS):
                 if str((job.get("metadata") or {}).get("uid", "")) not in self._by_job_uid:
                     self.enqueue(object_key(job))
-        elif resource.kind == WORKLOADS.kind:
-            meta = obj.get("metadata") or {}
-            uid = (meta.get("labels") or {}).get(JOB_UID_LABEL)
-            for ref in meta.get("ownerReferences") or []:
-                if ref.get("kind") == "Job" and ref.get("apiVersion") == "batch/v1":
-                    uid = uid or ref.get("uid")
-                    self.enqueue(f"{meta.get('namespace')}/{ref.get('name')}")
-            if uid:
-                if new is None:
-                    self._by_job_uid.pop(uid, None)
-                else:
-                    self._by_job_uid[uid] = object_key(obj)
+
+    def _on_workload(self, record: WorkloadRecord, *, deleted: bool) -> None:
+        uid = record.job_uid
+        for ref in record.owners:
+            if ref.kind == "Job" and ref.api_version == "batch/v1":
+                uid = uid or ref.uid
+                self.enqueue(f"{record.namespace}/{ref.name}")
+        if uid:
+            if deleted:
+                self._by_job_uid.pop(uid, None)
+            else:
+                self._by_job_uid[uid] = record.key
 
     def enqueue(self, key: str) -> None:
         if key not in self._queued:
@@ -157,7 +159,7 @@ class JobController:
             return
         uid = str((job.get("metadata") or {}).get("uid", ""))
         wl_key = self._by_job_uid.get(uid)
-        workload = self.store.get(WORKLOADS, wl_key) if wl_key else None
+        workload = self.store.workload(wl_key) if wl_key else None
         suspended = bool((job.get("spec") or {}).get("suspend", False))
         finished, failed = _job_finished(job)
         if workload is None:
@@ -167,10 +169,10 @@ class JobController:
                 await self._set_suspended(job, True, None)
             await self._create_workload(job)
             return
-        wl_key = object_key(workload)
+        wl_key = workload.key
         core = self.engine.scheduler.workloads.get(wl_key)
         if finished:
-            if _condition(workload, "Finished") is None and core is not None and not core.finished:
+            if workload.condition("Finished") is None and core is not None and not core.finished:
                 self.engine.submit(Finish(wl_key, failed=failed))
             return
         if _admitted(workload):
@@ -178,7 +180,7 @@ class JobController:
                 await self._set_suspended(job, False, workload)
             elif (
                 self._pods_ready(job)
-                and _condition(workload, "PodsReady") is None
+                and workload.condition("PodsReady") is None
                 and core is not None
                 and not core.conditions.is_true("PodsReady")
             ):
@@ -243,13 +245,11 @@ class JobController:
                 out[obj.metadata.name] = obj
         return out
 
-    def _flavor_placement(self, workload: Json) -> tuple[dict[str, str], list[Json]]:
+    def _flavor_placement(self, workload: WorkloadRecord) -> tuple[dict[str, str], list[Json]]:
         """Node labels and tolerations of every flavor assigned to the Workload."""
         labels: dict[str, str] = {}
         tolerations: list[Json] = []
-        for assignment in (
-            (workload.get("status") or {}).get("admission", {}).get("podSetAssignments", [])
-        ):
+        for assignment in (workload.status or {}).get("admission", {}).get("podSetAssignments", []):
             for flavor in sorted(set((assignment.get("flavors") or {}).values())):
                 rf = self.store.get(RESOURCE_FLAVORS, flavor) or {}
                 spec = rf.get("spec") or {}
@@ -259,14 +259,16 @@ class JobController:
                         tolerations.append(t)
         return labels, tolerations
 
-    async def _set_suspended(self, job: Json, suspend: bool, workload: Json | None) -> None:
+    async def _set_suspended(
+        self, job: Json, suspend: bool, workload: WorkloadRecord | None
+    ) -> None:
         pod = _pod_spec(job)
         current_selector: dict[str, str] = dict(pod.get("nodeSelector") or {})
         template_patch: Json = {}
         if workload is not None:
-            original = self._original_pod_spec(workload)
-            base_selector: dict[str, str] = dict(original.get("nodeSelector") or {})
-            base_tolerations: list[Json] = list(original.get("tolerations") or [])
+            original_selector, original_tolerations = workload.placement or ({}, [])
+            base_selector: dict[str, str] = dict(original_selector)
+            base_tolerations: list[Json] = list(original_tolerations)
             if suspend:
                 selector, tolerations = base_selector, base_tolerations
             else:
@@ -323,36 +325,25 @@ class JobController:
         log.info("event=job-start-time-reset job=%s/%s", meta["namespace"], meta["name"])
         return result
 
-    def _placement_differs(self, job: Json, workload: Json) -> bool:
-        """Does the suspended Job still carry a flavor's node selector or tolerations?"""
-        pod, original = _pod_spec(job), self._original_pod_spec(workload)
-        return (pod.get("nodeSelector") or {}) != (original.get("nodeSelector") or {}) or (
-            pod.get("tolerations") or []
-        ) != (original.get("tolerations") or [])
-
     @staticmethod
-    def _original_pod_spec(workload: Json) -> Json:
-        pod_sets = (workload.get("spec") or {}).get("podSets") or []
-        if not pod_sets:
-            return {}
-        # Without the empty values our model renders (a toleration's `value: ""`):
-        # the Job, a built-in type, comes back from the server without them, so the
-        # raw template would never compare equal and every reconcile would patch.
-        spec: Json = normalized((pod_sets[0].get("template") or {}).get("spec") or {})
-        return spec
+    def _placement_differs(job: Json, workload: WorkloadRecord) -> bool:
+        """Does the suspended Job still carry a flavor's node selector or tolerations?"""
+        pod = _pod_spec(job)
+        selector, tolerations = workload.placement or ({}, [])
+        return (pod.get("nodeSelector") or {}) != selector or (
+            pod.get("tolerations") or []
+        ) != tolerations
 
     async def _delete_orphans(self, namespace: str, job_name: str) -> None:
         """A deleted Job takes its Workload along (the garbage collector would, through
         the owner reference; doing it here also works where none runs)."""
-        for workload in self.store.items(WORKLOADS):
-            meta = workload.get("metadata") or {}
-            if meta.get("namespace") != namespace:
+        for workload in self.store.workloads():
+            if workload.namespace != namespace:
                 continue
-            owners = meta.get("ownerReferences") or []
-            if any(r.get("kind") == "Job" and r.get("name") == job_name for r in owners):
+            if any(r.kind == "Job" and r.name == job_name for r in workload.owners):
                 await self.limiter.acquire()
                 try:
-                    await self.rest.delete(WORKLOADS.item(meta["name"], namespace))
+                    await self.rest.delete(WORKLOADS.item(workload.name, namespace))
                 except KubeError as err:
                     if err.status != 404:
                         raise

@@ -10,6 +10,9 @@
   timeout above that: a connection that died silently is noticed, not waited on.
 * Failures reconnect with exponential backoff; one undecodable object is the
   handler's problem, never the reflector's.
+* The cache keeps what `records.keep` makes of each object (a compact record for a
+  Workload), and a list is handed over page by page: the whole list as JSON never
+  sits in memory at once (docs/operations.md#memory-to-plan-for).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from typing import Protocol
 from scheduler.kubeapi.backoff import RECONNECT
 from scheduler.kubeapi.client import KubeRest
 from scheduler.kubeapi.errors import Json, KubeError
+from scheduler.runtime.kube.records import Cached, cached_key, cached_version, keep
 from scheduler.runtime.kube.resources import Resource, object_key, resource_version
 from scheduler.runtime.stepclock import TimeBox
 
@@ -53,9 +57,9 @@ class Gone(Exception):  # noqa: N818 (named after the HTTP status)
 
 
 class Handler(Protocol):
-    def upsert(self, resource: Resource, obj: Json, old: Json | None) -> None: ...
+    def upsert(self, resource: Resource, obj: Json, old: Cached | None) -> None: ...
 
-    def delete(self, resource: Resource, obj: Json) -> None: ...
+    def delete(self, resource: Resource, obj: Cached) -> None: ...
 
 
 @dataclass(slots=True)
@@ -90,7 +94,7 @@ class Reflector:
         self._sleep = sleep
         self._rng = rng or random.Random()
         self.dispatch_budget = dispatch_budget
-        self.cache: dict[str, Json] = {}
+        self.cache: dict[str, Cached] = {}
         self.resource_version = ""
         self.synced = False
         self.stats = ReflectorStats()
@@ -98,17 +102,29 @@ class Reflector:
     # -- listing ---------------------------------------------------------------------
     async def list_all(self) -> None:
         """List every object (paged) and reconcile the cache with it: upserts for new
-        or changed objects, deletes for objects that are gone."""
-        items: dict[str, Json] = {}
+        or changed objects (page by page), then deletes for objects that are gone."""
+        listed: set[str] = set()
         query: dict[str, str] = {"limit": str(self.page_size)}
+        # Nothing else of this resource runs until the list is done (the watch starts
+        # after it), so yielding between objects changes no order.
+        box = TimeBox(self.dispatch_budget)
         while True:
             page = await self.rest.get(self.resource.collection(), query)
-            for obj in page.get("items", []) or []:
-                if isinstance(obj, dict):
-                    # List items carry no kind/apiVersion; the handler's decoder needs them.
-                    obj.setdefault("kind", self.resource.kind)
-                    obj.setdefault("apiVersion", self.resource.api_version)
-                    items[object_key(obj)] = drop_managed_fields(obj)
+            items = page.pop("items", None) or []
+            for obj in items:
+                if not isinstance(obj, dict):
+                    continue
+                # List items carry no kind/apiVersion; the handler's decoder needs them.
+                obj.setdefault("kind", self.resource.kind)
+                obj.setdefault("apiVersion", self.resource.api_version)
+                key = object_key(drop_managed_fields(obj))
+                listed.add(key)
+                old = self.cache.get(key)
+                if old is None or cached_version(old) != resource_version(obj):
+                    self.cache[key] = keep(self.resource.kind, obj)
+                    self._dispatch_upsert(obj, old)
+                    await box.pause()
+            del items
             meta = page.get("metadata") or {}
             token = meta.get("continue") or ""
             if not token:
@@ -116,19 +132,10 @@ class Reflector:
                 break
             query = {"limit": str(self.page_size), "continue": token}
         self.stats.lists += 1
-        old_cache, self.cache = self.cache, items
-        # Nothing else of this resource runs until the dispatch is done (the watch
-        # starts after it), so yielding between objects changes no order.
-        box = TimeBox(self.dispatch_budget)
-        for key, obj in items.items():
-            old = old_cache.get(key)
-            if old is None or resource_version(old) != resource_version(obj):
-                self._dispatch_upsert(obj, old)
-                await box.pause()
-        for key, old in old_cache.items():
-            if key not in items:
-                self._dispatch_delete(old)
-                await box.pause()
+        for key in [k for k in self.cache if k not in listed]:
+            old = self.cache.pop(key)
+            self._dispatch_delete(old)
+            await box.pause()
         self.synced = True
 
     # -- watching --------------------------------------------------------------------
@@ -169,13 +176,13 @@ class Reflector:
         key = object_key(obj)
         if kind == "DELETED":
             old = self.cache.pop(key, None)
-            self._dispatch_delete(old if old is not None else obj)
+            self._dispatch_delete(old if old is not None else keep(self.resource.kind, obj))
             return
         old = self.cache.get(key)
-        self.cache[key] = obj
+        self.cache[key] = keep(self.resource.kind, obj)
         self._dispatch_upsert(obj, old)
 
-    def _dispatch_upsert(self, obj: Json, old: Json | None) -> None:
+    def _dispatch_upsert(self, obj: Json, old: Cached | None) -> None:
         try:
             self.handler.upsert(self.resource, obj, old)
         except Exception:
@@ -183,12 +190,12 @@ class Reflector:
                 "event=handler-failed kind=%s key=%s", self.resource.kind, object_key(obj)
             )
 
-    def _dispatch_delete(self, obj: Json) -> None:
+    def _dispatch_delete(self, obj: Cached) -> None:
         try:
             self.handler.delete(self.resource, obj)
         except Exception:
             log.exception(
-                "event=handler-failed kind=%s key=%s", self.resource.kind, object_key(obj)
+                "event=handler-failed kind=%s key=%s", self.resource.kind, cached_key(obj)
             )
 
     # -- for ever --------------------------------------------------------------------
