@@ -121,7 +121,7 @@ class Reflector:
                 listed.add(key)
                 old = self.cache.get(key)
                 if old is None or cached_version(old) != resource_version(obj):
-                    self.cache[key] = keep(self.resource.kind, obj)
+                    self.put(obj)
                     self._dispatch_upsert(obj, old)
                     await box.pause()
             del items
@@ -179,8 +179,15 @@ class Reflector:
             self._dispatch_delete(old if old is not None else keep(self.resource.kind, obj))
             return
         old = self.cache.get(key)
-        self.cache[key] = keep(self.resource.kind, obj)
+        self.put(obj)
         self._dispatch_upsert(obj, old)
+
+    def put(self, obj: Json) -> Cached:
+        """Cache what `records.keep` makes of `obj`; a new entry's key is the record's
+        own string, so the cache holds one copy of it, not two."""
+        kept = keep(self.resource.kind, obj)
+        self.cache[cached_key(kept)] = kept
+        return kept
 
     def _dispatch_upsert(self, obj: Json, old: Cached | None) -> None:
         try:

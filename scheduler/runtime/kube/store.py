@@ -170,7 +170,7 @@ class KubeStore:
         old = reflector.cache.get(key)
         if old is not None and not _newer(resource_version(obj), cached_version(old)):
             return
-        reflector.cache[key] = keep(resource.kind, obj)
+        reflector.put(obj)
         self.upsert(resource, obj, old)
 
     # -- running ---------------------------------------------------------------------
@@ -268,7 +268,7 @@ class KubeStore:
         reflector = self.reflectors[WORKLOADS.kind]
         old = reflector.cache.get(key)
         if old is not None and _newer(resource_version(raw), cached_version(old)):
-            reflector.cache[key] = keep(WORKLOADS.kind, raw)
+            reflector.put(raw)
         self._apply_core(WORKLOADS, raw, replace=True)
         return 1
 
