@@ -84,6 +84,7 @@ class Reflector:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         rng: random.Random | None = None,
         dispatch_budget: float = DISPATCH_BUDGET,
+        after_page: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.rest = rest
         self.resource = resource
@@ -94,6 +95,8 @@ class Reflector:
         self._sleep = sleep
         self._rng = rng or random.Random()
         self.dispatch_budget = dispatch_budget
+        # Awaited after each page of a list is handed over: the handler's backpressure.
+        self.after_page = after_page
         self.cache: dict[str, Cached] = {}
         self.resource_version = ""
         self.synced = False
@@ -125,6 +128,8 @@ class Reflector:
                     self._dispatch_upsert(obj, old)
                     await box.pause()
             del items
+            if self.after_page is not None:
+                await self.after_page()
             meta = page.get("metadata") or {}
             token = meta.get("continue") or ""
             if not token:

@@ -35,6 +35,7 @@ from scheduler.kubeapi.client import KubeRest
 from scheduler.kubeapi.errors import Json, KubeError
 from scheduler.runtime.commands import (
     ApplyObject,
+    Barrier,
     DeleteObject,
     Finish,
     MarkSynced,
@@ -114,7 +115,7 @@ class KubeStore:
         self.rest = rest
         self.engine = engine
         self.reflectors: dict[str, Reflector] = {
-            r.kind: Reflector(rest, r, self) for r in resources
+            r.kind: Reflector(rest, r, self, after_page=self._caught_up) for r in resources
         }
         self.leading = False
         self.synced = asyncio.Event()
@@ -172,6 +173,17 @@ class KubeStore:
             return
         reflector.put(obj)
         self.upsert(resource, obj, old)
+
+    async def _caught_up(self) -> None:
+        """Wait until the running engine has applied what the store handed it, so that
+        at most one page of a list waits in its queue: each waiting object is a decoded
+        model of several KiB, and with 100k Workloads the list outran the engine, which
+        left the memory of the whole backlog to the process for good."""
+        if not self.engine.running:
+            return
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.engine.submit(Barrier(done))
+        await done
 
     # -- running ---------------------------------------------------------------------
     async def sync(self) -> None:

@@ -428,3 +428,19 @@ async def test_workloads_are_cached_as_records_and_other_kinds_as_objects() -> N
     namespaces = reflector(fake, NAMESPACES, Recorder())
     await namespaces.list_all()
     assert namespaces.cache["team"] == fake.stored(NAMESPACES, "team")
+
+
+async def test_a_list_waits_for_the_handler_after_each_page() -> None:
+    fake = FakeKube()
+    for i in range(5):
+        fake.seed(NAMESPACES, ns(f"n{i}"))
+    handler = Recorder()
+    seen_per_page: list[int] = []
+
+    async def after_page() -> None:
+        seen_per_page.append(len(handler.events))
+
+    r = Reflector(fake.rest, NAMESPACES, handler, page_size=2, after_page=after_page)
+    await r.list_all()
+    # Three pages (2, 2, 1): the handler had each page's objects before the next came.
+    assert seen_per_page == [2, 4, 5]

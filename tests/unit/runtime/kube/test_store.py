@@ -13,6 +13,7 @@ import pytest
 from scheduler.kubeapi.errors import Json
 from scheduler.runtime.commands import (
     ApplyObject,
+    Barrier,
     DeleteObject,
     Finish,
     PodsReady,
@@ -409,3 +410,24 @@ async def test_stepping_down_takes_only_the_workloads_the_core_sees_otherwise() 
     assert await store.take_server_status(budget=0.0) == 1  # one key per stretch
     applied = [c for c in engine.take() if isinstance(c, ApplyObject)]
     assert [c.obj.metadata.name for c in applied] == ["w1"]
+
+
+async def test_with_a_running_engine_the_initial_list_waits_for_it_page_by_page() -> None:
+    fake = FakeKube()
+    seed_cluster(fake, workloads=5)
+    engine = RecordingEngine()
+    store = KubeStore(fake.rest, engine)
+    for reflector in store.reflectors.values():
+        reflector.page_size = 2
+    task = asyncio.create_task(engine.run())
+    try:
+        await until(lambda: engine.running)
+        await store.sync()
+        # Every page of Workloads was applied before the next was listed: a barrier
+        # after each, resolved by the engine (5 Workloads: 3 pages).
+        barriers = [c for c in engine.take() if isinstance(c, Barrier)]
+        assert len(barriers) >= 3 and all(b.done.done() for b in barriers)
+        assert len(engine.scheduler.workloads) == 5
+    finally:
+        await engine.stop()
+        await task
