@@ -177,8 +177,8 @@ class KubeStore:
     async def _caught_up(self) -> None:
         """Wait until the running engine has applied what the store handed it, so that
         at most one page of a list waits in its queue: each waiting object is a decoded
-        model of several KiB, and with 100k Workloads the list outran the engine, which
-        left the memory of the whole backlog to the process for good."""
+        model of several KiB, and without this nothing bounds how far a list of 100k
+        Workloads runs ahead of an engine short of CPU."""
         if not self.engine.running:
             return
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
