@@ -11,8 +11,7 @@
 * Failures reconnect with exponential backoff; one undecodable object is the
   handler's problem, never the reflector's.
 * The cache keeps what `records.keep` makes of each object (a compact record for a
-  Workload), and a list is handed over page by page: the whole list as JSON never
-  sits in memory at once (docs/operations.md#memory-to-plan-for).
+  Workload; docs/operations.md#memory-to-plan-for).
 """
 
 from __future__ import annotations
@@ -105,31 +104,17 @@ class Reflector:
     # -- listing ---------------------------------------------------------------------
     async def list_all(self) -> None:
         """List every object (paged) and reconcile the cache with it: upserts for new
-        or changed objects (page by page), then deletes for objects that are gone."""
-        listed: set[str] = set()
+        or changed objects, then deletes for objects that are gone."""
+        items: dict[str, Json] = {}
         query: dict[str, str] = {"limit": str(self.page_size)}
-        # Nothing else of this resource runs until the list is done (the watch starts
-        # after it), so yielding between objects changes no order.
-        box = TimeBox(self.dispatch_budget)
         while True:
             page = await self.rest.get(self.resource.collection(), query)
-            items = page.pop("items", None) or []
-            for obj in items:
-                if not isinstance(obj, dict):
-                    continue
-                # List items carry no kind/apiVersion; the handler's decoder needs them.
-                obj.setdefault("kind", self.resource.kind)
-                obj.setdefault("apiVersion", self.resource.api_version)
-                key = object_key(drop_managed_fields(obj))
-                listed.add(key)
-                old = self.cache.get(key)
-                if old is None or cached_version(old) != resource_version(obj):
-                    self.put(obj)
-                    self._dispatch_upsert(obj, old)
-                    await box.pause()
-            del items
-            if self.after_page is not None:
-                await self.after_page()
+            for obj in page.get("items", []) or []:
+                if isinstance(obj, dict):
+                    # List items carry no kind/apiVersion; the handler's decoder needs them.
+                    obj.setdefault("kind", self.resource.kind)
+                    obj.setdefault("apiVersion", self.resource.api_version)
+                    items[object_key(obj)] = drop_managed_fields(obj)
             meta = page.get("metadata") or {}
             token = meta.get("continue") or ""
             if not token:
@@ -137,7 +122,26 @@ class Reflector:
                 break
             query = {"limit": str(self.page_size), "continue": token}
         self.stats.lists += 1
-        for key in [k for k in self.cache if k not in listed]:
+        # Nothing else of this resource runs until the dispatch is done (the watch
+        # starts after it), so yielding between objects changes no order. Each object
+        # handed over is dropped from the list, and the handler is waited for after
+        # each page's worth.
+        box = TimeBox(self.dispatch_budget)
+        handed = 0
+        for key in list(items):
+            obj = items.pop(key)
+            old = self.cache.get(key)
+            if old is None or cached_version(old) != resource_version(obj):
+                self.put(obj)
+                self._dispatch_upsert(obj, old)
+                handed += 1
+                if self.after_page is not None and handed % self.page_size == 0:
+                    await self.after_page()
+                await box.pause()
+            items[key] = {}  # listed: not to be deleted below
+        if self.after_page is not None and handed % self.page_size:
+            await self.after_page()
+        for key in [k for k in self.cache if k not in items]:
             old = self.cache.pop(key)
             self._dispatch_delete(old)
             await box.pause()
