@@ -18,25 +18,20 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
-import os
-import subprocess
 import time
-import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from benchmarks import upstream_kueue
 from tests.e2e.bulk import Admin, cpu_seconds
 from tests.e2e.cluster import ClusterModeServer
-from tests.e2e.harness import ControlPlane, ManagedProcess, free_port, wait_for
+from tests.e2e.harness import ControlPlane, wait_for
 from tests.e2e.nodes import RUN_FOR_ANNOTATION, NodeAgents, flavor_nodes
 from tests.e2e.pods import PodJob, flavor_queue, sample_flavors
-from visibility_server.certs import create_ca, issue_serving_cert, write_certified_key
 
 NS = "bench-pods"
 CQ = "bench-pods"
@@ -44,7 +39,7 @@ LQ = "bench-pods"
 FLAVOR = "on-demand"
 JOBS_PATH = f"/apis/batch/v1/namespaces/{NS}/jobs"
 WORKLOADS_PATH = f"/apis/kueue.x-k8s.io/v1beta2/namespaces/{NS}/workloads"
-KUEUE_VERSION = "v0.19.2"
+KUEUE_VERSION = upstream_kueue.KUEUE_VERSION
 
 
 @dataclass(frozen=True)
@@ -234,54 +229,6 @@ def queuescope_pods_run(
 # -- upstream Kueue ----------------------------------------------------------------------
 
 
-def kueue_crds(version: str = KUEUE_VERSION) -> list[Path]:
-    """Kueue's CRD bases from its Go module in the module cache (downloaded by the build
-    of its manager)."""
-    gomodcache = subprocess.run(
-        ["go", "env", "GOMODCACHE"], capture_output=True, text=True, check=True
-    ).stdout.strip()
-    bases = Path(gomodcache) / f"sigs.k8s.io/kueue@{version}/config/components/crd/bases"
-    found = sorted(bases.glob("kueue.x-k8s.io_*.yaml"))
-    if not found:
-        raise FileNotFoundError(f"no Kueue CRDs under {bases}")
-    return found
-
-
-def _kueue_config(root: Path, webhook_port: int, health_port: int, qps: float) -> Path:
-    """Upstream's Configuration for a manager outside the cluster: only the batch/v1 Job
-    integration, its own serving certificate (no internal cert management; no webhook
-    configuration points at it), no leader election, the same client QPS as ours."""
-    now = datetime.now(UTC)
-    ca = create_ca(now=now, common_name="bench-kueue-webhook-ca")
-    serving = issue_serving_cert(ca, namespace="kueue-system", service="kueue", now=now)
-    certs = root / "webhook-certs"
-    certs.mkdir(parents=True, exist_ok=True)
-    write_certified_key(serving, certs / "tls.crt", certs / "tls.key")
-    config = {
-        "apiVersion": "config.kueue.x-k8s.io/v1beta1",
-        "kind": "Configuration",
-        "namespace": "kueue-system",
-        "health": {"healthProbeBindAddress": f"127.0.0.1:{health_port}"},
-        "metrics": {"bindAddress": "0"},
-        "webhook": {"port": webhook_port, "host": "127.0.0.1", "certDir": str(certs)},
-        "leaderElection": {"leaderElect": False},
-        "internalCertManagement": {"enable": False},
-        "integrations": {"frameworks": ["batch/job"]},
-        "clientConnection": {"qps": qps, "burst": int(qps)},
-    }
-    path = root / "kueue-config.yaml"
-    path.write_text(yaml.safe_dump(config))
-    return path
-
-
-def _healthy(port: int) -> bool | None:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as response:
-            return True if response.status == 200 else None
-    except OSError:
-        return None
-
-
 def upstream_pods_run(
     manager: Path, toolchain: Any, nodes_toolchain: Any, root: Path, shape: PodsShape
 ) -> PodsRun:
@@ -290,38 +237,14 @@ def upstream_pods_run(
     started = time.monotonic()
     with _bench_plane(toolchain, nodes_toolchain, root, shape) as bench:
         plane = bench.plane
-        for crd in kueue_crds():
-            plane.kubectl("apply", "--server-side", "-f", str(crd))
-        plane.kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
-        plane.apply(
-            json.dumps(
-                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kueue-system"}}
-            )
-        )
+        upstream_kueue.install_crds(plane)
         plane.apply(_queues())
-        health = free_port()
-        config = _kueue_config(root / "kueue", free_port(), health, shape.qps)
-        process = ManagedProcess(
-            "kueue-manager",
-            # No on-demand visibility server: neither side serves requests in this run.
-            [str(manager), f"--config={config}", "--feature-gates=VisibilityOnDemand=false"],
-            plane.logs_dir / "kueue-manager.log",
-            env={**os.environ, "KUBECONFIG": str(plane.admin.kubeconfig)},
-        )
-        process.start()
-        try:
-            wait_for(
-                lambda: _healthy(health),
-                timeout=120,
-                what="upstream Kueue manager /readyz",
-                interval=0.5,
-                alive=process.check_alive,
-            )
+        with upstream_kueue.running_manager(
+            manager, plane, root / "kueue", qps=shape.qps, ready_timeout=120
+        ) as process:
             return _measure(
                 bench, shape, process.pid, f"Kueue {KUEUE_VERSION}", time.monotonic() - started
             )
-        finally:
-            process.stop()
 
 
 @dataclass

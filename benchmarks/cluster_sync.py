@@ -29,7 +29,6 @@ threads over keep-alive HTTPS with the admin client certificate (tests/e2e/bulk.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import sys
 import tempfile
@@ -40,6 +39,7 @@ from typing import Any
 
 from benchmarks.cluster_pods import PodsSection, PodsShape, pods_section
 from benchmarks.result import Result, Target
+from benchmarks.upstream_kueue import load_tool
 from tests.e2e.bulk import (
     Admin,
     WorkloadWatch,
@@ -58,14 +58,7 @@ QUIET_SECONDS = 3.0
 
 
 def _build_module() -> Any:
-    path = REPO / "tools" / "controlplane" / "build.py"
-    spec = importlib.util.spec_from_file_location("queuescope_controlplane_build", path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_tool("queuescope_controlplane_build", "build.py")
 
 
 def _queues(cpu: str) -> str:

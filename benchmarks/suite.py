@@ -20,6 +20,7 @@ from benchmarks.cluster_sync import cluster_sync
 from benchmarks.feed import CLUSTER_QUEUE, Shape, cluster_manifests, feed, workload_manifest
 from benchmarks.forecast_accuracy import TRACES_DIR, forecast_accuracy, forecaster_present, names
 from benchmarks.harness import BenchServer
+from benchmarks.memory_cluster import memory_cluster
 from benchmarks.result import Result, Target, format_number
 from benchmarks.stats import median, ratio, summary
 from scheduler.api import decode_object
@@ -60,12 +61,21 @@ def depths(value: str) -> list[int]:
 
 
 @dataclass(frozen=True, slots=True)
+class Switch:
+    """An on/off flag that picks a variant of a benchmark."""
+
+    flag: str
+    help: str
+
+
+@dataclass(frozen=True, slots=True)
 class Benchmark:
     name: str
     summary: str
     sizes: tuple[Size, ...] = ()
     run: Callable[[argparse.Namespace], Result] | None = None
     unavailable: str = ""  # why it cannot run yet (then `run` is None)
+    switches: tuple[Switch, ...] = ()
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         for size in self.sizes:
@@ -75,6 +85,8 @@ class Benchmark:
                 default=None,
                 help=f"{size.help} (default {size.full!r}; with --quick {size.quick!r})",
             )
+        for switch in self.switches:
+            parser.add_argument(f"--{switch.flag}", action="store_true", help=switch.help)
 
     def resolve(self, args: argparse.Namespace) -> argparse.Namespace:
         """Fill unset size flags from the full or quick defaults."""
@@ -90,6 +102,9 @@ class Benchmark:
         parts = ["python -m benchmarks", self.name]
         if getattr(args, "quick", False):
             parts.append("--quick")
+        parts.extend(
+            f"--{s.flag}" for s in self.switches if getattr(args, s.flag.replace("-", "_"), False)
+        )
         for size in self.sizes:
             value = getattr(args, size.flag.replace("-", "_"), None)
             if value is not None and value != "":  # an unset path flag
@@ -633,6 +648,8 @@ def loop_lag(args: argparse.Namespace) -> Result:
 
 
 def memory(args: argparse.Namespace) -> Result:
+    if getattr(args, "cluster", False):
+        return memory_cluster(args, _memory_command(args))
     runs: list[dict[str, Any]] = []
     baselines: dict[str, int] = {}
     plan = [(n, "decode") for n in args.decoded] + [(n, "bulk") for n in args.bulk]
@@ -683,7 +700,7 @@ def memory(args: argparse.Namespace) -> Result:
         headline=main["bytes_per_workload"] / KIB,
         unit="KiB/workload",
         headline_label=f"RSS per pending workload at {main['pending']:,}, {main['feed']} feed",
-        command=BENCHMARKS["memory"].command(args),
+        command=_memory_command(args),
         columns=[
             "pending",
             "workloads",
@@ -702,6 +719,15 @@ def memory(args: argparse.Namespace) -> Result:
         ],
         figures={"runs": runs},
     )
+
+
+def _memory_command(args: argparse.Namespace) -> str:
+    """The command line with only the flags of the variant that ran."""
+    cluster = getattr(args, "cluster", False)
+    mine = {"workloads", "qps", "logs"} if cluster else {"decoded", "bulk"}
+    bench = BENCHMARKS["memory"]
+    sizes = tuple(s for s in bench.sizes if s.flag in mine)
+    return Benchmark(bench.name, bench.summary, sizes, switches=bench.switches).command(args)
 
 
 # -- snapshot ------------------------------------------------------------------------------------
@@ -803,12 +829,22 @@ _LIST: Sequence[Benchmark] = (
     ),
     Benchmark(
         "memory",
-        "resident memory per pending workload in the embedded server",
+        "resident memory per pending workload in the embedded server; with --cluster, in "
+        "cluster mode on a real kube-apiserver beside upstream Kueue's manager",
         (
             Size("decoded", "100k", "10k", "sizes fed from decoded manifests", depths),
             Size("bulk", "100k,1M", "100k", "sizes fed as template copies", depths),
+            Size("workloads", "10k,100k", "10k", "--cluster: Workloads in kube-apiserver", depths),
+            Size("qps", 200.0, 200.0, "--cluster: both controllers' client QPS (and burst)", float),
+            Size("logs", "", "", "--cluster: a folder to keep every process's log in", str),
         ),
         memory,
+        switches=(
+            Switch(
+                "cluster", "cluster mode on a real kube-apiserver (benchmarks/memory_cluster.py)"
+            ),
+            Switch("no-upstream", "--cluster: our server only, not upstream Kueue's manager"),
+        ),
     ),
     Benchmark(
         "snapshot",

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,8 +30,8 @@ from scheduler.kubeapi.errors import Json, KubeError
 from scheduler.runtime.commands import Finish, PodsReady
 from scheduler.runtime.engine import Engine
 from scheduler.runtime.kube.decode import decode_live
-from scheduler.runtime.kube.normalize import normalized
 from scheduler.runtime.kube.ratelimit import TokenBucket
+from scheduler.runtime.kube.records import EMPTY_TEMPLATE, Cached, WorkloadRecord
 from scheduler.runtime.kube.resources import (
     JOBS,
     PRIORITY_CLASSES,
@@ -62,9 +63,9 @@ def _condition(obj: Json, type_: str) -> Json | None:
     return None
 
 
-def _admitted(workload: Json) -> bool:
-    status = workload.get("status") or {}
-    return bool(status.get("admission")) and _condition(workload, "Admitted") is not None
+def _admitted(workload: WorkloadRecord) -> bool:
+    status = workload.status or {}
+    return bool(status.get("admission")) and workload.condition("Admitted") is not None
 
 
 def _job_finished(job: Json) -> tuple[bool, bool]:
@@ -108,24 +109,20 @@ def _merge_key(into: dict[str, str], field: str, key: str, value: str, check: st
     into[key] = value
 
 
-def check_updates(
-    workload: Json, base_meta: Json, base_selector: dict[str, str], base_tolerations: list[Json]
-) -> CheckUpdates:
-    """The template's labels, annotations, node selector and tolerations with every
-    admission check's `podSetUpdates` for the Workload's first pod set (a Job has one)
-    merged in, in check order: a key set to another value than the template's (or
-    another check's) is a conflict (UpdateConflictError), as in Kueue."""
-    pod_sets = (workload.get("spec") or {}).get("podSets") or []
-    name = pod_sets[0].get("name", "main") if pod_sets else "main"
+def check_updates(pod_set: str, check_states: Sequence[Json], base: CheckUpdates) -> CheckUpdates:
+    """`base` (the template's labels, annotations, node selector and tolerations) with
+    every admission check's `podSetUpdates` for pod set `pod_set` (a Job has one) merged
+    in, in check order: a key set to another value than the template's (or another
+    check's) is a conflict (UpdateConflictError), as in Kueue."""
     merged = CheckUpdates(
-        labels=dict(base_meta.get("labels") or {}),
-        annotations=dict(base_meta.get("annotations") or {}),
-        node_selector=dict(base_selector),
-        tolerations=list(base_tolerations),
+        labels=dict(base.labels),
+        annotations=dict(base.annotations),
+        node_selector=dict(base.node_selector),
+        tolerations=list(base.tolerations),
     )
-    for check in (workload.get("status") or {}).get("admissionChecks") or []:
+    for check in check_states:
         for update in check.get("podSetUpdates") or []:
-            if update.get("name") != name:
+            if update.get("name") != pod_set:
                 continue
             for field, into in (
                 ("labels", merged.labels),
@@ -169,29 +166,31 @@ class JobController:
         store.subscribe(self.on_change)
 
     # -- events ----------------------------------------------------------------------
-    def on_change(self, resource: Resource, new: Json | None, old: Json | None) -> None:
+    def on_change(self, resource: Resource, new: Cached | None, old: Cached | None) -> None:
         obj = new if new is not None else old
         if obj is None:
             return
-        if resource.kind == JOBS.kind:
+        if isinstance(obj, WorkloadRecord):
+            self._on_workload(obj, deleted=new is None)
+        elif resource.kind == JOBS.kind:
             self.enqueue(object_key(obj))
         elif resource.kind in (WORKLOAD_PRIORITY_CLASSES.kind, PRIORITY_CLASSES.kind):
             # A Job naming a class that did not exist yet got no Workload: try again.
             for job in self.store.items(JOBS):
                 if str((job.get("metadata") or {}).get("uid", "")) not in self._by_job_uid:
                     self.enqueue(object_key(job))
-        elif resource.kind == WORKLOADS.kind:
-            meta = obj.get("metadata") or {}
-            uid = (meta.get("labels") or {}).get(JOB_UID_LABEL)
-            for ref in meta.get("ownerReferences") or []:
-                if ref.get("kind") == "Job" and ref.get("apiVersion") == "batch/v1":
-                    uid = uid or ref.get("uid")
-                    self.enqueue(f"{meta.get('namespace')}/{ref.get('name')}")
-            if uid:
-                if new is None:
-                    self._by_job_uid.pop(uid, None)
-                else:
-                    self._by_job_uid[uid] = object_key(obj)
+
+    def _on_workload(self, record: WorkloadRecord, *, deleted: bool) -> None:
+        uid = record.job_uid
+        for ref in record.owners:
+            if ref.kind == "Job" and ref.api_version == "batch/v1":
+                uid = uid or ref.uid
+                self.enqueue(f"{record.namespace}/{ref.name}")
+        if uid:
+            if deleted:
+                self._by_job_uid.pop(uid, None)
+            else:
+                self._by_job_uid[uid] = record.key
 
     def enqueue(self, key: str) -> None:
         if key not in self._queued:
@@ -225,7 +224,7 @@ class JobController:
             return
         uid = str((job.get("metadata") or {}).get("uid", ""))
         wl_key = self._by_job_uid.get(uid)
-        workload = self.store.get(WORKLOADS, wl_key) if wl_key else None
+        workload = self.store.workload(wl_key) if wl_key else None
         suspended = bool((job.get("spec") or {}).get("suspend", False))
         finished, failed = _job_finished(job)
         if workload is None:
@@ -235,10 +234,10 @@ class JobController:
                 await self._set_suspended(job, True, None)
             await self._create_workload(job)
             return
-        wl_key = object_key(workload)
+        wl_key = workload.key
         core = self.engine.scheduler.workloads.get(wl_key)
         if finished:
-            if _condition(workload, "Finished") is None and core is not None and not core.finished:
+            if workload.condition("Finished") is None and core is not None and not core.finished:
                 self.engine.submit(Finish(wl_key, failed=failed))
             return
         if _admitted(workload):
@@ -246,7 +245,7 @@ class JobController:
                 await self._set_suspended(job, False, workload)
             elif (
                 self._pods_ready(job)
-                and _condition(workload, "PodsReady") is None
+                and workload.condition("PodsReady") is None
                 and core is not None
                 and not core.conditions.is_true("PodsReady")
             ):
@@ -311,13 +310,11 @@ class JobController:
                 out[obj.metadata.name] = obj
         return out
 
-    def _flavor_placement(self, workload: Json) -> tuple[dict[str, str], list[Json]]:
+    def _flavor_placement(self, workload: WorkloadRecord) -> tuple[dict[str, str], list[Json]]:
         """Node labels and tolerations of every flavor assigned to the Workload."""
         labels: dict[str, str] = {}
         tolerations: list[Json] = []
-        for assignment in (
-            (workload.get("status") or {}).get("admission", {}).get("podSetAssignments", [])
-        ):
+        for assignment in (workload.status or {}).get("admission", {}).get("podSetAssignments", []):
             for flavor in sorted(set((assignment.get("flavors") or {}).values())):
                 rf = self.store.get(RESOURCE_FLAVORS, flavor) or {}
                 spec = rf.get("spec") or {}
@@ -327,17 +324,18 @@ class JobController:
                         tolerations.append(t)
         return labels, tolerations
 
-    async def _set_suspended(self, job: Json, suspend: bool, workload: Json | None) -> None:
+    async def _set_suspended(
+        self, job: Json, suspend: bool, workload: WorkloadRecord | None
+    ) -> None:
         pod = _pod_spec(job)
         current_selector: dict[str, str] = dict(pod.get("nodeSelector") or {})
         template_patch: Json = {}
         if workload is not None:
-            original = self._original_pod_spec(workload)
-            original_meta = self._original_template_meta(workload)
-            base_selector: dict[str, str] = dict(original.get("nodeSelector") or {})
-            base_tolerations: list[Json] = list(original.get("tolerations") or [])
-            labels: dict[str, str] = dict(original_meta.get("labels") or {})
-            annotations: dict[str, str] = dict(original_meta.get("annotations") or {})
+            base = workload.template or EMPTY_TEMPLATE
+            base_selector: dict[str, str] = dict(base.node_selector)
+            base_tolerations: list[Json] = list(base.tolerations)
+            labels: dict[str, str] = dict(base.labels)
+            annotations: dict[str, str] = dict(base.annotations)
             if suspend:
                 selector, tolerations = base_selector, base_tolerations
             else:
@@ -347,7 +345,11 @@ class JobController:
                     t for t in extra_tolerations if t not in base_tolerations
                 ]
                 try:
-                    updates = check_updates(workload, original_meta, placed, placed_tolerations)
+                    updates = check_updates(
+                        base.pod_set,
+                        workload.check_states,
+                        CheckUpdates(labels, annotations, placed, placed_tolerations),
+                    )
                 except UpdateConflictError as err:
                     # Kueue cannot start such a Job either; it stays suspended, said in the log.
                     self.stats.errors += 1
@@ -413,53 +415,34 @@ class JobController:
         log.info("event=job-start-time-reset job=%s/%s", meta["namespace"], meta["name"])
         return result
 
-    def _placement_differs(self, job: Json, workload: Json) -> bool:
+    @staticmethod
+    def _placement_differs(job: Json, workload: WorkloadRecord) -> bool:
         """Does the suspended Job still carry a flavor's node selector or tolerations, or
         a label or annotation an admission check's pod set update added?"""
-        pod, original = _pod_spec(job), self._original_pod_spec(workload)
-        if (pod.get("nodeSelector") or {}) != (original.get("nodeSelector") or {}) or (
+        pod, base = _pod_spec(job), workload.template or EMPTY_TEMPLATE
+        if (pod.get("nodeSelector") or {}) != base.node_selector or (
             pod.get("tolerations") or []
-        ) != (original.get("tolerations") or []):
+        ) != base.tolerations:
             return True
-        meta, original_meta = _template_meta(job), self._original_template_meta(workload)
-        for field in ("labels", "annotations"):
-            base = original_meta.get(field) or {}
-            if any(base.get(k) != v for k, v in (meta.get(field) or {}).items()):
+        meta = _template_meta(job)
+        for current, recorded in (
+            (meta.get("labels") or {}, base.labels),
+            (meta.get("annotations") or {}, base.annotations),
+        ):
+            if any(recorded.get(k) != v for k, v in current.items()):
                 return True
         return False
-
-    @staticmethod
-    def _original_template(workload: Json) -> Json:
-        """The Job's pod template as the Workload recorded it (its only pod set)."""
-        pod_sets = (workload.get("spec") or {}).get("podSets") or []
-        template: Json = (pod_sets[0].get("template") or {}) if pod_sets else {}
-        return template
-
-    @classmethod
-    def _original_template_meta(cls, workload: Json) -> Json:
-        meta: Json = cls._original_template(workload).get("metadata") or {}
-        return meta
-
-    @classmethod
-    def _original_pod_spec(cls, workload: Json) -> Json:
-        # Without the empty values our model renders (a toleration's `value: ""`):
-        # the Job, a built-in type, comes back from the server without them, so the
-        # raw template would never compare equal and every reconcile would patch.
-        spec: Json = normalized(cls._original_template(workload).get("spec") or {})
-        return spec
 
     async def _delete_orphans(self, namespace: str, job_name: str) -> None:
         """A deleted Job takes its Workload along (the garbage collector would, through
         the owner reference; doing it here also works where none runs)."""
-        for workload in self.store.items(WORKLOADS):
-            meta = workload.get("metadata") or {}
-            if meta.get("namespace") != namespace:
+        for workload in self.store.workloads():
+            if workload.namespace != namespace:
                 continue
-            owners = meta.get("ownerReferences") or []
-            if any(r.get("kind") == "Job" and r.get("name") == job_name for r in owners):
+            if any(r.kind == "Job" and r.name == job_name for r in workload.owners):
                 await self.limiter.acquire()
                 try:
-                    await self.rest.delete(WORKLOADS.item(meta["name"], namespace))
+                    await self.rest.delete(WORKLOADS.item(workload.name, namespace))
                 except KubeError as err:
                     if err.status != 404:
                         raise

@@ -10,6 +10,8 @@
   timeout above that: a connection that died silently is noticed, not waited on.
 * Failures reconnect with exponential backoff; one undecodable object is the
   handler's problem, never the reflector's.
+* The cache keeps what `records.keep` makes of each object (a compact record for a
+  Workload; docs/operations.md#memory-to-plan-for).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Protocol
 from scheduler.kubeapi.backoff import RECONNECT
 from scheduler.kubeapi.client import KubeRest
 from scheduler.kubeapi.errors import Json, KubeError
+from scheduler.runtime.kube.records import Cached, cached_key, cached_version, keep
 from scheduler.runtime.kube.resources import Resource, object_key, resource_version
 from scheduler.runtime.stepclock import TimeBox
 
@@ -53,9 +56,9 @@ class Gone(Exception):  # noqa: N818 (named after the HTTP status)
 
 
 class Handler(Protocol):
-    def upsert(self, resource: Resource, obj: Json, old: Json | None) -> None: ...
+    def upsert(self, resource: Resource, obj: Json, old: Cached | None) -> None: ...
 
-    def delete(self, resource: Resource, obj: Json) -> None: ...
+    def delete(self, resource: Resource, obj: Cached) -> None: ...
 
 
 @dataclass(slots=True)
@@ -80,6 +83,7 @@ class Reflector:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         rng: random.Random | None = None,
         dispatch_budget: float = DISPATCH_BUDGET,
+        after_page: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.rest = rest
         self.resource = resource
@@ -90,7 +94,9 @@ class Reflector:
         self._sleep = sleep
         self._rng = rng or random.Random()
         self.dispatch_budget = dispatch_budget
-        self.cache: dict[str, Json] = {}
+        # Awaited after each page of a list is handed over: the handler's backpressure.
+        self.after_page = after_page
+        self.cache: dict[str, Cached] = {}
         self.resource_version = ""
         self.synced = False
         self.stats = ReflectorStats()
@@ -98,7 +104,7 @@ class Reflector:
     # -- listing ---------------------------------------------------------------------
     async def list_all(self) -> None:
         """List every object (paged) and reconcile the cache with it: upserts for new
-        or changed objects, deletes for objects that are gone."""
+        or changed objects, then deletes for objects that are gone."""
         items: dict[str, Json] = {}
         query: dict[str, str] = {"limit": str(self.page_size)}
         while True:
@@ -116,19 +122,29 @@ class Reflector:
                 break
             query = {"limit": str(self.page_size), "continue": token}
         self.stats.lists += 1
-        old_cache, self.cache = self.cache, items
         # Nothing else of this resource runs until the dispatch is done (the watch
-        # starts after it), so yielding between objects changes no order.
+        # starts after it), so yielding between objects changes no order. Each object
+        # handed over is dropped from the list, and the handler is waited for after
+        # each page's worth.
         box = TimeBox(self.dispatch_budget)
-        for key, obj in items.items():
-            old = old_cache.get(key)
-            if old is None or resource_version(old) != resource_version(obj):
+        handed = 0
+        for key in list(items):
+            obj = items.pop(key)
+            old = self.cache.get(key)
+            if old is None or cached_version(old) != resource_version(obj):
+                self.put(obj)
                 self._dispatch_upsert(obj, old)
+                handed += 1
+                if self.after_page is not None and handed % self.page_size == 0:
+                    await self.after_page()
                 await box.pause()
-        for key, old in old_cache.items():
-            if key not in items:
-                self._dispatch_delete(old)
-                await box.pause()
+            items[key] = {}  # listed: not to be deleted below
+        if self.after_page is not None and handed % self.page_size:
+            await self.after_page()
+        for key in [k for k in self.cache if k not in items]:
+            old = self.cache.pop(key)
+            self._dispatch_delete(old)
+            await box.pause()
         self.synced = True
 
     # -- watching --------------------------------------------------------------------
@@ -169,13 +185,20 @@ class Reflector:
         key = object_key(obj)
         if kind == "DELETED":
             old = self.cache.pop(key, None)
-            self._dispatch_delete(old if old is not None else obj)
+            self._dispatch_delete(old if old is not None else keep(self.resource.kind, obj))
             return
         old = self.cache.get(key)
-        self.cache[key] = obj
+        self.put(obj)
         self._dispatch_upsert(obj, old)
 
-    def _dispatch_upsert(self, obj: Json, old: Json | None) -> None:
+    def put(self, obj: Json) -> Cached:
+        """Cache what `records.keep` makes of `obj`; a new entry's key is the record's
+        own string, so the cache holds one copy of it, not two."""
+        kept = keep(self.resource.kind, obj)
+        self.cache[cached_key(kept)] = kept
+        return kept
+
+    def _dispatch_upsert(self, obj: Json, old: Cached | None) -> None:
         try:
             self.handler.upsert(self.resource, obj, old)
         except Exception:
@@ -183,12 +206,12 @@ class Reflector:
                 "event=handler-failed kind=%s key=%s", self.resource.kind, object_key(obj)
             )
 
-    def _dispatch_delete(self, obj: Json) -> None:
+    def _dispatch_delete(self, obj: Cached) -> None:
         try:
             self.handler.delete(self.resource, obj)
         except Exception:
             log.exception(
-                "event=handler-failed kind=%s key=%s", self.resource.kind, object_key(obj)
+                "event=handler-failed kind=%s key=%s", self.resource.kind, cached_key(obj)
             )
 
     # -- for ever --------------------------------------------------------------------

@@ -36,6 +36,7 @@ from scheduler.kubeapi.errors import Json, KubeError
 from scheduler.runtime.engine import Engine
 from scheduler.runtime.kube.normalize import same_status
 from scheduler.runtime.kube.ratelimit import TokenBucket
+from scheduler.runtime.kube.records import WorkloadRecord
 from scheduler.runtime.kube.resources import CLUSTER_QUEUES, LOCAL_QUEUES, WORKLOADS, Resource
 from scheduler.runtime.kube.store import KubeStore
 from scheduler.runtime.kube.write_rule import DECIDE, DECISION, NOTHING, Verdict, judge
@@ -133,17 +134,17 @@ class WorkloadStatusWriter:
         queue = queues.queue(cq) if cq is not None else None
         return queue.position(key) if queue is not None else None
 
-    def _verdict(self, key: str) -> tuple[Verdict, int, Json | None, Json | None]:
-        """(the verdict, its rank, the server's object, the status the core wants)."""
+    def _verdict(self, key: str) -> tuple[Verdict, int, WorkloadRecord | None, Json | None]:
+        """(the verdict, its rank, the server's record, the status the core wants)."""
         wl = self.engine.scheduler.workloads.get(key)
-        server = self.store.get(WORKLOADS, key)
+        server = self.store.workload(key)
         if wl is None or server is None:
             return NOTHING, DECISION, None, None
         desired = workload_status(wl)
-        if (server.get("spec") or {}).get("active", True) != wl.active:
+        if server.active != wl.active:
             return DECIDE, DECISION, server, desired
         position = self._position(key)
-        verdict = judge(desired, server.get("status"), position, self.pending_window)
+        verdict = judge(desired, server.status, position, self.pending_window)
         rank = (position or 0) if verdict.pending_only else DECISION
         return verdict, rank, server, desired
 
@@ -221,7 +222,7 @@ class WorkloadStatusWriter:
         if (
             verdict.write
             and server is not None
-            and _check_states(server.get("status")) != _check_states(desired)
+            and _check_states(server.status) != _check_states(desired)
         ):
             # The server's check states may be a controller's write that the engine has
             # not taken in yet: writing now would put the core's older states over it
@@ -235,21 +236,24 @@ class WorkloadStatusWriter:
         wl = self.engine.scheduler.workloads[key]
         wrote = False
         try:
-            if (server.get("spec") or {}).get("active", True) != wl.active:
+            if server.active != wl.active:
                 # Deactivation is a spec change (docs/scheduling.md#deactivation): a normal update,
                 # not status.
                 await self.limiter.acquire()
                 patch = {
-                    "metadata": {"resourceVersion": server["metadata"]["resourceVersion"]},
+                    "metadata": {"resourceVersion": server.resource_version},
                     "spec": {"active": wl.active},
                 }
-                server = await self.rest.merge_patch(WORKLOADS.item(name, namespace), patch)
-                self.store.observe(WORKLOADS, server)
+                patched = await self.rest.merge_patch(WORKLOADS.item(name, namespace), patch)
+                self.store.observe(WORKLOADS, patched)
+                server = WorkloadRecord.of(patched)
                 wrote = True
-            if not same_status(desired, server.get("status")):
+            if not same_status(desired, server.status):
                 await self.limiter.acquire()
-                body = {**server, "status": desired}
-                result = await self.rest.replace(WORKLOADS.item(name, namespace, "status"), body)
+                # The status subresource takes only the status (and the precondition).
+                result = await self.rest.replace(
+                    WORKLOADS.item(name, namespace, "status"), server.status_body(desired)
+                )
                 self.store.observe(WORKLOADS, result)
                 wrote = True
         except KubeError as err:

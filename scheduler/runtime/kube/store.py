@@ -11,6 +11,10 @@ a follower takes what the leader wrote; the leader keeps its own, newer decision
 `PodsReady` set by someone else. Other listeners (the Job integration, the status
 writers) see every change through :meth:`subscribe`.
 
+Each object is decoded once, into the core's structures; of a Workload the cache then
+keeps a compact :class:`WorkloadRecord` (what the writers and the Job integration
+read), not the object (docs/operations.md#memory-to-plan-for).
+
 An object that cannot be decoded is logged once per resourceVersion and skipped; it
 never stops the store.
 """
@@ -31,6 +35,7 @@ from scheduler.kubeapi.client import KubeRest
 from scheduler.kubeapi.errors import Json, KubeError
 from scheduler.runtime.commands import (
     ApplyObject,
+    Barrier,
     DeleteObject,
     Finish,
     MarkSynced,
@@ -39,6 +44,14 @@ from scheduler.runtime.commands import (
 from scheduler.runtime.engine import Engine
 from scheduler.runtime.kube.decode import decode_live
 from scheduler.runtime.kube.normalize import same_status
+from scheduler.runtime.kube.records import (
+    Cached,
+    WorkloadRecord,
+    cached_key,
+    cached_version,
+    content_digest,
+    keep,
+)
 from scheduler.runtime.kube.reflector import Reflector, drop_managed_fields
 from scheduler.runtime.kube.resources import (
     ADMISSION_CHECKS,
@@ -62,7 +75,8 @@ CORE_KINDS = frozenset(
     r.kind for r in (NAMESPACES, RESOURCE_FLAVORS, COHORTS, CLUSTER_QUEUES, LOCAL_QUEUES, WORKLOADS)
 ) | {ADMISSION_CHECKS.kind}
 
-Listener = Callable[[Resource, Json | None, Json | None], None]  # (resource, new, old)
+# (resource, new, old): a WorkloadRecord for a Workload, the object for other kinds.
+Listener = Callable[[Resource, Cached | None, Cached | None], None]
 
 
 @dataclass(slots=True)
@@ -72,35 +86,21 @@ class StoreStats:
     decode_errors: int = 0
 
 
-def _true_condition(obj: Json, type_: str) -> Json | None:
-    status = obj.get("status")
-    if not isinstance(status, dict):
-        return None
-    for c in status.get("conditions") or []:
-        if isinstance(c, dict) and c.get("type") == type_ and c.get("status") == "True":
-            return c
-    return None
-
-
-_VOLATILE_META = ("resourceVersion", "managedFields", "generation")
-
-
-def _same_except_status(old: Json, new: Json) -> bool:
+def _same_except_status(old: Cached, new: Cached) -> bool:
     """Equal but for status and the bookkeeping metadata a status write changes."""
 
-    def strip(obj: Json) -> Json:
-        meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in _VOLATILE_META}
-        return {**{k: v for k, v in obj.items() if k != "status"}, "metadata": meta}
+    def digest(value: Cached) -> int:
+        return value.digest if isinstance(value, WorkloadRecord) else content_digest(value)
 
-    return strip(old) == strip(new)
+    return digest(old) == digest(new)
 
 
-def _check_states(obj: Json) -> object:
-    status = obj.get("status")
+def _check_states(value: Cached) -> object:
+    status = value.status if isinstance(value, WorkloadRecord) else value.get("status")
     return status.get("admissionChecks") if isinstance(status, dict) else None
 
 
-def _check_states_changed(old: Json | None, new: Json) -> bool:
+def _check_states_changed(old: Cached | None, new: Cached) -> bool:
     """Whether `status.admissionChecks` differs: a check's controller wrote a state (or
     this is the echo of our own write, which the core's merge leaves as it is)."""
     return old is not None and _check_states(old) != _check_states(new)
@@ -126,7 +126,7 @@ class KubeStore:
         self.rest = rest
         self.engine = engine
         self.reflectors: dict[str, Reflector] = {
-            r.kind: Reflector(rest, r, self) for r in resources
+            r.kind: Reflector(rest, r, self, after_page=self._caught_up) for r in resources
         }
         self.leading = False
         self.synced = asyncio.Event()
@@ -141,13 +141,33 @@ class KubeStore:
         self._listeners.append(listener)
 
     def get(self, resource: Resource, key: str) -> Json | None:
+        """The cached object of a kind other than Workload (see :meth:`workload`)."""
+        value = self._cached(resource, key)
+        assert not isinstance(value, WorkloadRecord), "a Workload: use workload()"
+        return value
+
+    def items(self, resource: Resource) -> Iterator[Json]:
+        """The cached objects of a kind other than Workload (see :meth:`workloads`)."""
+        for value in self._values(resource):
+            assert not isinstance(value, WorkloadRecord), "Workloads: use workloads()"
+            yield value
+
+    def workload(self, key: str) -> WorkloadRecord | None:
+        value = self._cached(WORKLOADS, key)
+        return value if isinstance(value, WorkloadRecord) else None
+
+    def workloads(self) -> Iterator[WorkloadRecord]:
+        for value in self._values(WORKLOADS):
+            if isinstance(value, WorkloadRecord):
+                yield value
+
+    def _cached(self, resource: Resource, key: str) -> Cached | None:
         reflector = self.reflectors.get(resource.kind)
         return reflector.cache.get(key) if reflector is not None else None
 
-    def items(self, resource: Resource) -> Iterator[Json]:
+    def _values(self, resource: Resource) -> list[Cached]:
         reflector = self.reflectors.get(resource.kind)
-        if reflector is not None:
-            yield from list(reflector.cache.values())
+        return list(reflector.cache.values()) if reflector is not None else []
 
     def observe(self, resource: Resource, obj: Json) -> None:
         """Record an object this process just wrote or read (a write's response, a
@@ -160,10 +180,21 @@ class KubeStore:
         drop_managed_fields(obj)
         key = object_key(obj)
         old = reflector.cache.get(key)
-        if old is not None and not _newer(resource_version(obj), resource_version(old)):
+        if old is not None and not _newer(resource_version(obj), cached_version(old)):
             return
-        reflector.cache[key] = obj
+        reflector.put(obj)
         self.upsert(resource, obj, old)
+
+    async def _caught_up(self) -> None:
+        """Wait until the running engine has applied what the store handed it, so that
+        at most one page of a list waits in its queue: each waiting object is a decoded
+        model of several KiB, and without this nothing bounds how far a list of 100k
+        Workloads runs ahead of an engine short of CPU."""
+        if not self.engine.running:
+            return
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.engine.submit(Barrier(done))
+        await done
 
     # -- running ---------------------------------------------------------------------
     async def sync(self) -> None:
@@ -209,9 +240,10 @@ class KubeStore:
         status in the core differs from it, dropping decisions that were never written;
         the number taken. Re-decoding all of 100k Workloads in one step blocked the
         loop for tens of seconds, so this compares first (rendering is far cheaper than
-        decoding) and works in `budget`-long stretches."""
-        keys = [object_key(obj) for obj in self.items(WORKLOADS)]
-        taken = 0
+        decoding) and works in `budget`-long stretches. The cache keeps records, not
+        objects: a Workload that differs is read from the server again."""
+        keys = [record.key for record in self.workloads()]
+        differing: list[str] = []
         done = 0
         while done < len(keys):
             started = time.perf_counter()
@@ -221,23 +253,60 @@ class KubeStore:
             ):
                 key = keys[done]
                 done += 1
-                raw = self.get(WORKLOADS, key)
-                if raw is not None and not self.leading and self._differs_from_core(key, raw):
-                    self._apply_core(WORKLOADS, raw, replace=True)
-                    taken += 1
+                record = self.workload(key)
+                if record is not None and self._differs_from_core(key, record):
+                    differing.append(key)
             await asyncio.sleep(0)
+        taken = 0
+        failures = 0
+        while differing and not self.leading:
+            failed: list[str] = []
+            for key in differing:
+                if self.leading:
+                    break
+                taken += await self._retake(key, failed)
+            differing = failed
+            if failed:
+                failures += 1
+                log.warning(
+                    "event=status-retake-failed workloads=%d attempt=%d", len(failed), failures
+                )
+                await asyncio.sleep(self._relist_backoff.delay(min(failures, 5)))
         return taken
 
-    def _differs_from_core(self, key: str, raw: Json) -> bool:
+    async def _retake(self, key: str, failed: list[str]) -> int:
+        """Read one Workload from the server and give the core its status; 1 if taken."""
+        namespace, _, name = key.partition("/")
+        try:
+            raw = await self.rest.get(WORKLOADS.item(name, namespace))
+        except KubeError as err:
+            if err.status != 404:  # deleted: the watch removes it
+                failed.append(key)
+            return 0
+        if self.leading:
+            return 0
+        raw.setdefault("kind", WORKLOADS.kind)
+        raw.setdefault("apiVersion", WORKLOADS.api_version)
+        drop_managed_fields(raw)
+        reflector = self.reflectors[WORKLOADS.kind]
+        old = reflector.cache.get(key)
+        if old is not None and _newer(resource_version(raw), cached_version(old)):
+            reflector.put(raw)
+        self._apply_core(WORKLOADS, raw, replace=True)
+        return 1
+
+    def _differs_from_core(self, key: str, record: WorkloadRecord) -> bool:
         wl = self.engine.scheduler.workloads.get(key)
         if wl is None:
             return True
-        if (raw.get("spec") or {}).get("active", True) != wl.active:
+        if record.active != wl.active:
             return True
-        return not same_status(workload_status(wl), raw.get("status"))
+        return not same_status(workload_status(wl), record.status)
 
     # -- reflector handler -----------------------------------------------------------
-    def upsert(self, resource: Resource, obj: Json, old: Json | None) -> None:
+    def upsert(self, resource: Resource, obj: Json, old: Cached | None) -> None:
+        """An object arrived (`old`: what the cache held of it before)."""
+        new = self._kept(resource, obj)
         if resource.kind in CORE_KINDS:
             # The echo of a status write changes nothing the core reads, except a
             # Workload's status on a follower (which mirrors the leader's writes), the
@@ -247,34 +316,41 @@ class KubeStore:
             takes_status = (
                 resource.kind == ADMISSION_CHECKS.kind
                 or (resource.kind == WORKLOADS.kind and not self.leading)
-                or (resource.kind == WORKLOADS.kind and _check_states_changed(old, obj))
+                or (resource.kind == WORKLOADS.kind and _check_states_changed(old, new))
             )
-            if old is None or takes_status or not _same_except_status(old, obj):
+            if old is None or takes_status or not _same_except_status(old, new):
                 self._apply_core(resource, obj)
-            elif resource.kind == WORKLOADS.kind:
-                self._signals(obj)
-        for listener in self._listeners:
-            try:
-                listener(resource, obj, old)
-            except Exception:
-                log.exception(
-                    "event=listener-failed kind=%s key=%s", resource.kind, object_key(obj)
-                )
+            elif isinstance(new, WorkloadRecord):
+                self._signals(new)
+        self._notify(resource, new, old)
 
-    def delete(self, resource: Resource, obj: Json) -> None:
+    def _kept(self, resource: Resource, obj: Json) -> Cached:
+        """What the cache holds of `obj`: the reflector (or :meth:`observe`) has just
+        made it; an object handed over directly gets its own."""
+        cached = self._cached(resource, object_key(obj))
+        if cached is not None and cached_version(cached) == resource_version(obj):
+            return cached
+        return keep(resource.kind, obj)
+
+    def delete(self, resource: Resource, obj: Cached) -> None:
+        key = cached_key(obj)
         if resource.kind in CORE_KINDS:
-            meta = obj.get("metadata") or {}
-            self.engine.submit(
-                DeleteObject(resource.kind, meta.get("namespace"), str(meta.get("name", "")))
-            )
+            namespace, _, name = key.rpartition("/")
+            self.engine.submit(DeleteObject(resource.kind, namespace or None, name))
             self.stats.deleted += 1
-        self._bad.pop(f"{resource.kind}:{object_key(obj)}", None)
+        self._bad.pop(f"{resource.kind}:{key}", None)
+        self._notify(resource, None, obj)
+
+    def _notify(self, resource: Resource, new: Cached | None, old: Cached | None) -> None:
+        subject = new if new is not None else old
         for listener in self._listeners:
             try:
-                listener(resource, None, obj)
+                listener(resource, new, old)
             except Exception:
                 log.exception(
-                    "event=listener-failed kind=%s key=%s", resource.kind, object_key(obj)
+                    "event=listener-failed kind=%s key=%s",
+                    resource.kind,
+                    cached_key(subject) if subject is not None else "",
                 )
 
     def _apply_core(self, resource: Resource, raw: Json, *, replace: bool = False) -> None:
@@ -303,18 +379,18 @@ class KubeStore:
                 DeleteObject(WORKLOADS.kind, obj.metadata.namespace, obj.metadata.name)
             )
         self.engine.submit(ApplyObject(obj, keep_status=self.leading))
-        self._signals(raw)
+        self._signals(self._kept(WORKLOADS, raw))
 
-    def _signals(self, raw: Json) -> None:
+    def _signals(self, record: Cached) -> None:
         """Conditions that another party (a job integration, an operator) may set on a
         Workload the leader owns: they arrive as commands, like a Job's signals."""
-        if not self.leading:
+        if not self.leading or not isinstance(record, WorkloadRecord):
             return
-        key = object_key(raw)
-        finished = _true_condition(raw, "Finished")
+        key = record.key
+        finished = record.condition("Finished")
         wl = self.engine.scheduler.workloads.get(key)
         if finished is not None and wl is not None and not wl.finished:
             self.engine.submit(Finish(key, failed=finished.get("reason") == "Failed"))
-        ready = _true_condition(raw, "PodsReady") is not None
+        ready = record.condition("PodsReady") is not None
         if ready and wl is not None and not wl.conditions.is_true("PodsReady"):
             self.engine.submit(PodsReady(key))

@@ -6,7 +6,7 @@ import pytest
 
 from benchmarks.__main__ import parser
 from benchmarks.cluster_sync import cluster_sync
-from benchmarks.suite import BENCHMARKS, depths
+from benchmarks.suite import BENCHMARKS, _memory_command, depths
 
 EXPECTED = {
     "visibility-latency",
@@ -91,3 +91,17 @@ def test_every_available_benchmark_has_help_with_its_sizes(
         assert "--quick" in text
         for size in bench.sizes:
             assert f"--{size.flag}" in text
+
+
+def test_memory_cluster_is_a_switch_with_its_own_sizes_and_command() -> None:
+    args = _resolved(["memory", "--cluster", "--workloads", "10k,100k"])
+    assert args.cluster and not args.no_upstream
+    assert args.workloads == [10_000, 100_000]
+    assert _memory_command(args) == (
+        "python -m benchmarks memory --cluster --workloads 10000,100000 --qps 200.0"
+    )
+    embedded = _resolved(["memory", "--quick"])
+    assert not embedded.cluster
+    assert _memory_command(embedded) == (
+        "python -m benchmarks memory --quick --decoded 10000 --bulk 100000"
+    )

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from scheduler.kubeapi.errors import Json
-from scheduler.runtime.kube.jobs import UpdateConflictError, check_updates
+from scheduler.runtime.kube.jobs import CheckUpdates, UpdateConflictError, check_updates
 from scheduler.runtime.kube.resources import JOBS, WORKLOADS
 from tests.unit.runtime.kube.test_jobs import JOB_KEY, OWN_TOLERATION, Cluster, cluster, patches
 
@@ -119,21 +119,13 @@ async def test_a_conflicting_update_keeps_the_job_suspended(
 
 
 def test_updates_merge_in_check_order_and_two_checks_may_not_disagree() -> None:
-    workload: Json = {
-        "spec": {"podSets": [{"name": "main"}]},
-        "status": {
-            "admissionChecks": [
-                {"name": "a", "podSetUpdates": [update(nodeSelector={"k": "1"})]},
-                {
-                    "name": "b",
-                    "podSetUpdates": [update(nodeSelector={"k": "1"}, labels={"l": "v"})],
-                },
-            ]
-        },
-    }
-    merged = check_updates(workload, {}, {"own": "x"}, [])
+    states: list[Json] = [
+        {"name": "a", "podSetUpdates": [update(nodeSelector={"k": "1"})]},
+        {"name": "b", "podSetUpdates": [update(nodeSelector={"k": "1"}, labels={"l": "v"})]},
+    ]
+    merged = check_updates("main", states, CheckUpdates({}, {}, {"own": "x"}, []))
     assert merged.node_selector == {"own": "x", "k": "1"}
     assert merged.labels == {"l": "v"}
-    workload["status"]["admissionChecks"][1]["podSetUpdates"][0]["nodeSelector"] = {"k": "2"}
+    states[1]["podSetUpdates"][0]["nodeSelector"] = {"k": "2"}
     with pytest.raises(UpdateConflictError, match=r'"b" sets nodeSelector\[k\] to "2"'):
-        check_updates(workload, {}, {}, [])
+        check_updates("main", states, CheckUpdates({}, {}, {}, []))

@@ -10,6 +10,7 @@ import copy
 from scheduler.kubeapi.errors import Json
 from scheduler.runtime.commands import ApplyObject
 from scheduler.runtime.kube.ratelimit import TokenBucket
+from scheduler.runtime.kube.records import WorkloadRecord
 from scheduler.runtime.kube.resources import ADMISSION_CHECKS, CLUSTER_QUEUES, WORKLOADS
 from scheduler.runtime.kube.status_writer import WorkloadStatusWriter
 from scheduler.runtime.kube.store import KubeStore
@@ -56,13 +57,13 @@ def seed_checked_cluster(fake: FakeKube, active: bool | None) -> None:
     fake.server_update(CLUSTER_QUEUES, "cq", {"spec": cq["spec"]})
 
 
-async def leading_store() -> tuple[KubeStore, RecordingEngine]:
+async def leading_store() -> tuple[KubeStore, RecordingEngine, FakeKube]:
     """The leader's store over a cluster whose queue names an Active check."""
     fake = FakeKube()
     seed_checked_cluster(fake, active=True)
     store, engine = await synced_store(fake)
     store.set_leading(True)
-    return store, engine
+    return store, engine, fake
 
 
 def with_rv(obj: Json, rv: int) -> Json:
@@ -92,12 +93,18 @@ async def test_the_leader_reads_a_checks_active_condition_from_a_status_only_cha
     assert s.inactive_checks(s.cluster_queues["cq"]) == [CHECK]
 
 
-def workload_with_states(store: KubeStore, states: list[Json], rv: int) -> tuple[Json, Json]:
-    old = store.get(WORKLOADS, KEY)
+def workload_with_states(fake: FakeKube, states: list[Json], rv: int) -> tuple[Json, Json]:
+    """The server's Workload with these check states (new), and as it was (old)."""
+    old = fake.stored(WORKLOADS, KEY)
     assert old is not None
     new = with_rv(old, rv)
     new["status"] = {**(old.get("status") or {}), "admissionChecks": states}
     return new, old
+
+
+def record(obj: Json) -> WorkloadRecord:
+    """What the store's cache held of `obj` before the next event (the `old` of upsert)."""
+    return WorkloadRecord.of(obj)
 
 
 def state(name: str, value: str, **extra: object) -> Json:
@@ -111,14 +118,14 @@ def state(name: str, value: str, **extra: object) -> Json:
 
 
 async def test_the_leader_takes_a_controllers_ready_state_and_admits() -> None:
-    store, engine = await leading_store()
+    store, engine, fake = await leading_store()
     admit_in_core(engine)
     wl = engine.scheduler.workloads[KEY]
     assert wl.holds_quota and not wl.is_admitted
     assert [(c.name, c.state) for c in wl.admission_checks] == [(CHECK, "Pending")]
     # The server copy: our reservation written, then the controller's Ready.
-    new, old = workload_with_states(store, [state(CHECK, "Ready")], 900)
-    store.upsert(WORKLOADS, new, old)
+    new, old = workload_with_states(fake, [state(CHECK, "Ready")], 900)
+    store.upsert(WORKLOADS, new, record(old))
     [command] = engine.take()
     assert isinstance(command, ApplyObject) and command.keep_status
     engine.apply_pending()
@@ -128,21 +135,21 @@ async def test_the_leader_takes_a_controllers_ready_state_and_admits() -> None:
 
 
 async def test_the_echo_without_a_state_change_is_still_not_reapplied() -> None:
-    store, engine = await leading_store()
-    new, old = workload_with_states(store, [state(CHECK, "Pending")], 900)
-    store.upsert(WORKLOADS, new, old)
+    store, engine, fake = await leading_store()
+    new, old = workload_with_states(fake, [state(CHECK, "Pending")], 900)
+    store.upsert(WORKLOADS, new, record(old))
     assert [type(c) for c in engine.take()] == [ApplyObject]  # the states changed
     again = with_rv(new, 901)
     again["status"]["conditions"] = [state("QuotaReserved", "True")]
-    store.upsert(WORKLOADS, again, new)
+    store.upsert(WORKLOADS, again, record(new))
     assert engine.take() == []  # the same states: an echo of ours, nothing to take
 
 
 async def test_an_old_retry_read_back_after_the_reset_does_not_evict_twice() -> None:
-    store, engine = await leading_store()
+    store, engine, fake = await leading_store()
     admit_in_core(engine)
-    first, old = workload_with_states(store, [state(CHECK, "Retry")], 900)
-    store.upsert(WORKLOADS, first, old)
+    first, old = workload_with_states(fake, [state(CHECK, "Retry")], 900)
+    store.upsert(WORKLOADS, first, record(old))
     engine.apply_pending()
     s = engine.scheduler
     s.finalize_evictions()
@@ -153,7 +160,7 @@ async def test_an_old_retry_read_back_after_the_reset_does_not_evict_twice() -> 
     # resourceVersion (someone else's write) and must not count a second retry.
     stale = with_rv(first, 901)
     stale["metadata"]["labels"] = {"touched": "yes"}
-    store.upsert(WORKLOADS, stale, first)
+    store.upsert(WORKLOADS, stale, record(first))
     engine.apply_pending()
     wl = s.workloads[KEY]
     assert [(c.state, c.retry_count) for c in wl.admission_checks] == [("Pending", 1)]

@@ -22,7 +22,6 @@ from scheduler.runtime.kube.resources import (
     WORKLOAD_PRIORITY_CLASSES,
     WORKLOADS,
     Resource,
-    object_key,
 )
 from scheduler.runtime.kube.status_writer import WorkloadStatusWriter
 from scheduler.runtime.kube.store import KubeStore
@@ -69,8 +68,8 @@ class Cluster:
         return obj
 
     def workload_key(self) -> str:
-        [wl] = list(self.store.items(WORKLOADS))
-        return object_key(wl)
+        [wl] = list(self.store.workloads())
+        return wl.key
 
     def job(self) -> Json:
         obj = self.fake.stored(JOBS, JOB_KEY)
@@ -352,8 +351,8 @@ async def test_a_deleted_job_takes_its_workload_along() -> None:
     c.refresh(JOBS, "team/other")
     await c.jobs.reconcile(JOB_KEY)
     await c.jobs.reconcile("team/other")
-    workloads = {object_key(w): w for w in c.store.items(WORKLOADS)}
-    [mine] = [k for k, w in workloads.items() if w["metadata"]["ownerReferences"][0]["name"] == "j"]
+    workloads = [w.key for w in c.store.workloads()]
+    [mine] = [w.key for w in c.store.workloads() if w.owners[0].name == "j"]
     c.fake.server_delete(JOBS, JOB_KEY)
     await c.store.reflectors[JOBS.kind].list_all()  # the store learns of the deletion
     assert c.jobs._queue.get_nowait() == JOB_KEY

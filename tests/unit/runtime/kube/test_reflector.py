@@ -11,6 +11,7 @@ import pytest
 
 from scheduler.kubeapi.client import WatchEvent
 from scheduler.kubeapi.errors import Json, KubeError
+from scheduler.runtime.kube.records import Cached, WorkloadRecord, cached_key, cached_version
 from scheduler.runtime.kube.reflector import MAX_BACKOFF, Gone, Reflector
 from scheduler.runtime.kube.resources import (
     NAMESPACES,
@@ -32,17 +33,17 @@ class Recorder:
         self.fail_on = fail_on
         self.objects: list[Json] = []
 
-    def upsert(self, resource: Resource, obj: Json, old: Json | None) -> None:
+    def upsert(self, resource: Resource, obj: Json, old: Cached | None) -> None:
         self.objects.append(obj)
         key = object_key(obj)
         self.events.append(
-            ("upsert", key, resource_version(obj), resource_version(old) if old else None)
+            ("upsert", key, resource_version(obj), cached_version(old) if old else None)
         )
         if key == self.fail_on:
             raise RuntimeError("handler bug")
 
-    def delete(self, resource: Resource, obj: Json) -> None:
-        self.events.append(("delete", object_key(obj), resource_version(obj), None))
+    def delete(self, resource: Resource, obj: Cached) -> None:
+        self.events.append(("delete", cached_key(obj), cached_version(obj), None))
 
     def take(self) -> list[Event]:
         events, self.events = self.events, []
@@ -129,7 +130,7 @@ async def test_relist_diffs_against_the_cache() -> None:
     handler = Recorder()
     r = reflector(fake, handler=handler)
     await r.list_all()
-    old_changed_rv = resource_version(r.cache["changed"])
+    old_changed_rv = cached_version(r.cache["changed"])
     handler.take()
     fake.server_update(NAMESPACES, "changed", {"metadata": {"labels": {"a": "b"}}})
     fake.server_delete(NAMESPACES, "gone")
@@ -138,14 +139,14 @@ async def test_relist_diffs_against_the_cache() -> None:
     events = handler.take()
     assert sorted(events) == sorted(
         [
-            ("upsert", "changed", resource_version(r.cache["changed"]), old_changed_rv),
-            ("upsert", "new", resource_version(r.cache["new"]), None),
+            ("upsert", "changed", cached_version(r.cache["changed"]), old_changed_rv),
+            ("upsert", "new", cached_version(r.cache["new"]), None),
             ("delete", "gone", events[-1][2], None),
         ]
     )
     assert events[-1][:2] == ("delete", "gone")  # deletions after upserts
     assert sorted(r.cache) == ["changed", "new", "same"]
-    assert r.cache["changed"]["metadata"]["labels"] == {"a": "b"}
+    assert r.cache["changed"] == fake.stored(NAMESPACES, "changed")
 
 
 async def test_a_large_list_is_dispatched_with_turns_of_the_loop_between_objects() -> None:
@@ -156,7 +157,7 @@ async def test_a_large_list_is_dispatched_with_turns_of_the_loop_between_objects
     seen: list[int] = []
 
     class Ticking(Recorder):
-        def upsert(self, resource: Resource, obj: Json, old: Json | None) -> None:
+        def upsert(self, resource: Resource, obj: Json, old: Cached | None) -> None:
             seen.append(ticks)
             super().upsert(resource, obj, old)
 
@@ -221,7 +222,7 @@ async def test_watch_applies_events_and_bookmarks_move_the_resume_point() -> Non
     ]
     assert r.resource_version == "30"
     assert list(r.cache) == ["team/a"]
-    assert r.cache["team/a"]["kind"] == "Workload"
+    assert handler.objects[-1]["kind"] == "Workload"  # the handler's decoder needs it
     assert r.stats.events == 4
     [(watched, query, read_timeout)] = fake.watch_queries
     assert watched == path
@@ -397,7 +398,49 @@ async def test_managed_fields_are_dropped_from_listed_and_watched_objects() -> N
     await r.list_all()
     await r.watch_once()
     assert sorted(r.cache) == ["team/listed", "team/watched"]
-    for obj in [*r.cache.values(), *handler.objects]:
+    for obj in handler.objects:
         assert "managedFields" not in obj["metadata"]
         assert obj["metadata"]["namespace"] == "team"  # the rest of metadata stays
-    assert r.cache["team/watched"]["metadata"]["resourceVersion"] == "11"
+
+
+async def test_workloads_are_cached_as_records_and_other_kinds_as_objects() -> None:
+    fake = FakeKube()
+    listed = wl("listed", "5")
+    listed["metadata"]["labels"] = {"kueue.x-k8s.io/job-uid": "j-uid"}
+    listed["metadata"]["ownerReferences"] = [
+        {"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "j-uid"}
+    ]
+    listed["status"] = {"conditions": [{"type": "Admitted", "status": "True"}]}
+    fake.seed(WORKLOADS, listed)
+    fake.seed(NAMESPACES, ns("team"))
+    r = reflector(fake, WORKLOADS, Recorder())
+    await r.list_all()
+    record = r.cache["team/listed"]
+    assert isinstance(record, WorkloadRecord)
+    stored = fake.stored(WORKLOADS, "team/listed")
+    assert stored is not None
+    assert record.resource_version == stored["metadata"]["resourceVersion"]
+    assert (record.key, record.active) == ("team/listed", True)
+    assert record.job_uid == "j-uid"
+    assert [(o.kind, o.name, o.uid) for o in record.owners] == [("Job", "j", "j-uid")]
+    assert record.condition("Admitted") is not None
+    assert record.condition("Finished") is None
+    namespaces = reflector(fake, NAMESPACES, Recorder())
+    await namespaces.list_all()
+    assert namespaces.cache["team"] == fake.stored(NAMESPACES, "team")
+
+
+async def test_a_list_waits_for_the_handler_after_each_page() -> None:
+    fake = FakeKube()
+    for i in range(5):
+        fake.seed(NAMESPACES, ns(f"n{i}"))
+    handler = Recorder()
+    seen_per_page: list[int] = []
+
+    async def after_page() -> None:
+        seen_per_page.append(len(handler.events))
+
+    r = Reflector(fake.rest, NAMESPACES, handler, page_size=2, after_page=after_page)
+    await r.list_all()
+    # Three pages (2, 2, 1): the handler had each page's objects before the next came.
+    assert seen_per_page == [2, 4, 5]

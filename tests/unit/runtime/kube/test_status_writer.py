@@ -68,9 +68,9 @@ def writer_for(
 
 
 def cached_rv(store: KubeStore) -> str:
-    cached = store.get(WORKLOADS, KEY)
+    cached = store.workload(KEY)
     assert cached is not None
-    return str(cached["metadata"]["resourceVersion"])
+    return cached.resource_version
 
 
 # -- Workloads ------------------------------------------------------------------------
@@ -88,7 +88,12 @@ async def test_writes_the_difference_once_with_the_objects_resource_version() ->
     stored = fake.stored(WORKLOADS, KEY)
     assert stored is not None and stored["status"] == desired
     # The response went into the cache: the next round has nothing to write.
-    assert store.get(WORKLOADS, KEY) == stored
+    cached = store.workload(KEY)
+    assert cached is not None
+    assert (cached.resource_version, cached.status) == (
+        stored["metadata"]["resourceVersion"],
+        desired,
+    )
     assert not await writer.write(KEY)
     assert len(fake.writes()) == 1
     assert (writer.stats.writes, writer.stats.skipped) == (1, 1)
@@ -104,8 +109,10 @@ async def test_a_conflict_rereads_observes_and_requeues() -> None:
     assert not await writer.write(KEY)
     assert writer.stats.conflicts == 1
     assert fake.calls[-2:] == [("PUT", STATUS_PATH), ("GET", ITEM_PATH)]
-    cached = store.get(WORKLOADS, KEY)
-    assert cached is not None and cached["metadata"]["labels"] == {"touched": "yes"}
+    cached = store.workload(KEY)
+    fresh = fake.stored(WORKLOADS, KEY)
+    assert cached is not None and fresh is not None
+    assert cached.resource_version == fresh["metadata"]["resourceVersion"]
     # The fresh copy went to the engine (a changed spec is re-decided) ...
     assert [type(c) for c in engine.take()] == [ApplyObject]
     engine.apply_pending()

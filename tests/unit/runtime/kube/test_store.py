@@ -5,6 +5,7 @@ undecodable objects, observe(), listeners."""
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 
 import pytest
@@ -12,11 +13,13 @@ import pytest
 from scheduler.kubeapi.errors import Json
 from scheduler.runtime.commands import (
     ApplyObject,
+    Barrier,
     DeleteObject,
     Finish,
     PodsReady,
 )
 from scheduler.runtime.engine import Engine
+from scheduler.runtime.kube.records import Cached, WorkloadRecord, cached_version
 from scheduler.runtime.kube.resources import (
     CLUSTER_QUEUES,
     JOBS,
@@ -47,8 +50,22 @@ def admit(engine: Engine) -> None:
     assert admit_in_core(engine) == [KEY]
 
 
-def server_copy(store: KubeStore, key: str = KEY) -> Json:
-    found = store.get(WORKLOADS, key)
+def server_copy(fake: FakeKube, key: str = KEY) -> Json:
+    """The server's object, as a watch event would bring it."""
+    found = fake.stored(WORKLOADS, key)
+    assert found is not None
+    return copy.deepcopy(found)
+
+
+def bump_version(raw: Json) -> Json:
+    """`raw` as the server returns it after a change: with a new resourceVersion (the
+    store tells objects apart by it)."""
+    raw["metadata"]["resourceVersion"] = str(int(raw["metadata"]["resourceVersion"]) + 1)
+    return raw
+
+
+def cached(store: KubeStore, key: str = KEY) -> WorkloadRecord:
+    found = store.workload(key)
     assert found is not None
     return found
 
@@ -125,7 +142,7 @@ async def test_a_follower_takes_the_servers_status() -> None:
     fake = FakeKube()
     seed_cluster(fake)
     store, engine = await synced_store(fake)
-    raw = server_copy(store)
+    raw = server_copy(fake)
     raw["status"] = {"conditions": [condition("Finished", "Succeeded")]}
     raw["metadata"]["resourceVersion"] = str(fake.rv + 1)
     store.upsert(WORKLOADS, raw, None)
@@ -141,11 +158,11 @@ async def test_the_leader_keeps_its_status_and_reads_finished_and_pods_ready() -
     store, engine = await synced_store(fake)
     store.set_leading(True)
     admit(engine)
-    raw = server_copy(store)
+    raw = server_copy(fake)
     # The server copy still has no admission (not written yet) but a job integration
     # reported pods ready and then a failure.
     raw["status"] = {"conditions": [condition("PodsReady", "Started")]}
-    store.upsert(WORKLOADS, raw, None)
+    store.upsert(WORKLOADS, bump_version(raw), None)
     apply, ready = engine.take()
     assert isinstance(apply, ApplyObject) and apply.keep_status
     assert ready == PodsReady(KEY)
@@ -154,7 +171,7 @@ async def test_the_leader_keeps_its_status_and_reads_finished_and_pods_ready() -
     assert wl.is_admitted  # the leader's decision survived the older server copy
     assert wl.conditions.is_true("PodsReady")
     raw["status"]["conditions"].append(condition("Finished", "Failed"))
-    store.upsert(WORKLOADS, raw, None)
+    store.upsert(WORKLOADS, bump_version(raw), None)
     assert engine.take()[1:] == [Finish(KEY, failed=True)]  # PodsReady is already true
     engine.apply_pending()
     assert engine.scheduler.workloads[KEY].finished
@@ -168,14 +185,14 @@ async def test_a_succeeded_finish_is_not_a_failure() -> None:
     seed_cluster(fake)
     store, engine = await synced_store(fake)
     store.set_leading(True)
-    raw = server_copy(store)
+    raw = server_copy(fake)
     raw["status"] = {"conditions": [condition("Finished", "Succeeded")]}
-    store.upsert(WORKLOADS, raw, None)
+    store.upsert(WORKLOADS, bump_version(raw), None)
     assert engine.take()[1:] == [Finish(KEY, failed=False)]
     # A False condition is no signal.
     raw["status"] = {"conditions": [condition("PodsReady", "WaitForStart", "False")]}
     engine.apply_pending()
-    store.upsert(WORKLOADS, raw, None)
+    store.upsert(WORKLOADS, bump_version(raw), None)
     assert [type(c) for c in engine.take()] == [ApplyObject]
 
 
@@ -230,21 +247,22 @@ async def test_the_echo_of_a_status_write_is_not_reapplied_on_the_leader() -> No
     seed_cluster(fake)
     store, engine = await synced_store(fake)
     store.set_leading(True)
-    old = server_copy(store)
+    old = server_copy(fake)
+    assert cached(store).resource_version == old["metadata"]["resourceVersion"]
     echo = {
         **old,
         "metadata": {**old["metadata"], "resourceVersion": "900", "generation": 2},
         "status": {"conditions": [condition("PodsReady", "Started")]},
     }
-    store.upsert(WORKLOADS, echo, old)
+    store.upsert(WORKLOADS, echo, cached(store))
     assert engine.take() == [PodsReady(KEY)]  # signals are still read
     engine.apply_pending()
     changed = {**echo, "spec": {**echo["spec"], "priority": 7}}
-    store.upsert(WORKLOADS, changed, echo)
+    store.upsert(WORKLOADS, changed, WorkloadRecord.of(echo))
     assert [type(c) for c in engine.take()] == [ApplyObject]  # a spec change is applied
     store.set_leading(False)
     engine.take()
-    store.upsert(WORKLOADS, echo, changed)  # a follower mirrors every status
+    store.upsert(WORKLOADS, echo, WorkloadRecord.of(changed))  # a follower mirrors every status
     assert [type(c) for c in engine.take()] == [ApplyObject]
 
 
@@ -304,14 +322,14 @@ async def test_observe_ignores_older_versions_and_notifies_on_newer() -> None:
     store, engine = await synced_store(fake)
     seen: list[tuple[str, str | None, str | None]] = []
 
-    def listener(resource: Resource, new: Json | None, old: Json | None) -> None:
-        def rv(o: Json | None) -> str | None:
-            return o["metadata"]["resourceVersion"] if o is not None else None
+    def listener(resource: Resource, new: Cached | None, old: Cached | None) -> None:
+        def rv(o: Cached | None) -> str | None:
+            return cached_version(o) if o is not None else None
 
         seen.append((resource.kind, rv(new), rv(old)))
 
     store.subscribe(listener)
-    current = server_copy(store)
+    current = server_copy(fake)
     rv = int(current["metadata"]["resourceVersion"])
     older = {**current, "metadata": {**current["metadata"], "resourceVersion": str(rv - 1)}}
     store.observe(WORKLOADS, older)
@@ -322,8 +340,7 @@ async def test_observe_ignores_older_versions_and_notifies_on_newer() -> None:
     del newer["kind"]  # a write response may lack it; observe restores it
     store.observe(WORKLOADS, newer)
     assert seen == [("Workload", str(rv + 5), str(rv))]
-    assert server_copy(store)["metadata"]["resourceVersion"] == str(rv + 5)
-    assert server_copy(store)["kind"] == "Workload"
+    assert cached(store).resource_version == str(rv + 5)
     assert [type(c) for c in engine.take()] == [ApplyObject]
     # A resource the store does not watch is ignored.
     store.observe(Resource("x", "v1", "things", "Thing", False), {"metadata": {"name": "t"}})
@@ -333,7 +350,8 @@ async def test_observe_keeps_a_write_response_without_its_managed_fields() -> No
     fake = FakeKube()
     seed_cluster(fake)
     store, _ = await synced_store(fake)
-    current = server_copy(store)
+    current = fake.stored(CLUSTER_QUEUES, "cq")
+    assert current is not None
     rv = int(current["metadata"]["resourceVersion"])
     response = {
         **current,
@@ -343,8 +361,9 @@ async def test_observe_keeps_a_write_response_without_its_managed_fields() -> No
             "managedFields": [{"manager": "queuescope", "operation": "Update"}],
         },
     }
-    store.observe(WORKLOADS, response)
-    kept = server_copy(store)
+    store.observe(CLUSTER_QUEUES, response)
+    kept = store.get(CLUSTER_QUEUES, "cq")
+    assert kept is not None
     assert kept["metadata"]["resourceVersion"] == str(rv + 1)
     assert "managedFields" not in kept["metadata"]
 
@@ -354,10 +373,10 @@ async def test_listeners_see_every_kind_and_a_failing_one_does_not_stop_the_rest
     store, engine = await synced_store(fake)
     calls: list[tuple[str, bool, bool]] = []
 
-    def broken(resource: Resource, new: Json | None, old: Json | None) -> None:
+    def broken(resource: Resource, new: Cached | None, old: Cached | None) -> None:
         raise RuntimeError("listener bug")
 
-    def recording(resource: Resource, new: Json | None, old: Json | None) -> None:
+    def recording(resource: Resource, new: Cached | None, old: Cached | None) -> None:
         calls.append((resource.kind, new is not None, old is not None))
 
     store.subscribe(broken)
@@ -391,3 +410,24 @@ async def test_stepping_down_takes_only_the_workloads_the_core_sees_otherwise() 
     assert await store.take_server_status(budget=0.0) == 1  # one key per stretch
     applied = [c for c in engine.take() if isinstance(c, ApplyObject)]
     assert [c.obj.metadata.name for c in applied] == ["w1"]
+
+
+async def test_with_a_running_engine_the_initial_list_waits_for_it_page_by_page() -> None:
+    fake = FakeKube()
+    seed_cluster(fake, workloads=5)
+    engine = RecordingEngine()
+    store = KubeStore(fake.rest, engine)
+    for reflector in store.reflectors.values():
+        reflector.page_size = 2
+    task = asyncio.create_task(engine.run())
+    try:
+        await until(lambda: engine.running)
+        await store.sync()
+        # Every page of Workloads was applied before the next was listed: a barrier
+        # after each, resolved by the engine (5 Workloads: 3 pages).
+        barriers = [c for c in engine.take() if isinstance(c, Barrier)]
+        assert len(barriers) >= 3 and all(b.done.done() for b in barriers)
+        assert len(engine.scheduler.workloads) == 5
+    finally:
+        await engine.stop()
+        await task

@@ -1,0 +1,205 @@
+"""What cluster mode keeps of each Workload the API server holds.
+
+The store used to cache whole Workloads as the JSON dicts the server sent: several
+kilobytes each, most of the memory that grows with the number of Workloads
+(docs/benchmarks.md, "Cluster-mode memory"). The scheduling core decodes each object
+once into its own records; beside them the store keeps only what its readers use:
+
+* the status writers: the resourceVersion (the write's precondition), `spec.active`
+  and the status as the server holds it (to compare with the core's);
+* the store itself: a digest of everything but the status, to tell an echo of a status
+  write (nothing for the core) from a change the core must decode again;
+* the Job integration: the owner references, the `kueue.x-k8s.io/job-uid` label, and
+  the first pod set's name, node selector, tolerations, labels and annotations (restored
+  on the Job when it is suspended again; the base the admission checks' pod set updates
+  are merged over).
+
+Anything else is read from the API server when it is needed.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from scheduler.core.workload import JOB_UID_LABEL, OwnerRef
+from scheduler.kubeapi.errors import Json
+from scheduler.runtime.kube.normalize import normalized
+from scheduler.runtime.kube.resources import WORKLOADS, object_key, resource_version
+
+# Metadata a status write changes without changing anything the core reads.
+_VOLATILE_META = frozenset(("resourceVersion", "managedFields", "generation"))
+_NO_OWNERS: tuple[OwnerRef, ...] = ()
+
+
+def _dict(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def content_digest(obj: Json) -> int:
+    """A digest of the object without its status and the metadata a status write
+    bumps: equal digests mean the core has nothing new to decode."""
+    meta = {k: v for k, v in _dict(obj.get("metadata")).items() if k not in _VOLATILE_META}
+    content = {**{k: v for k, v in obj.items() if k != "status"}, "metadata": meta}
+    try:
+        data = orjson.dumps(content, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # an integer beyond 64 bits
+        data = json.dumps(content, sort_keys=True, default=str).encode()
+    return hash(data)
+
+
+def _owners(meta: dict[str, Any]) -> tuple[OwnerRef, ...]:
+    refs = meta.get("ownerReferences")
+    if not isinstance(refs, list) or not refs:
+        return _NO_OWNERS
+    return tuple(
+        OwnerRef(
+            sys.intern(str(r.get("apiVersion", ""))),
+            sys.intern(str(r.get("kind", ""))),
+            str(r.get("name", "")),
+            str(r.get("uid", "")),
+        )
+        for r in refs
+        if isinstance(r, dict)
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class TemplateBase:
+    """The first pod set's name and what the Job integration puts back on a suspended
+    Job's template, without the empty values our model renders (a toleration's
+    `value: ""`): the Job comes back from the server without them, so the raw template
+    would never compare equal."""
+
+    pod_set: str = "main"
+    node_selector: dict[str, Any] = field(default_factory=dict)
+    tolerations: list[Any] = field(default_factory=list)
+    labels: dict[str, Any] = field(default_factory=dict)
+    annotations: dict[str, Any] = field(default_factory=dict)
+
+
+EMPTY_TEMPLATE = TemplateBase()
+
+
+def _template(spec: dict[str, Any]) -> TemplateBase | None:
+    """The first pod set's TemplateBase; None when it holds nothing but the default name
+    (most Workloads: kept as nothing)."""
+    pod_sets = spec.get("podSets")
+    if not isinstance(pod_sets, list) or not pod_sets:
+        return None
+    first = _dict(pod_sets[0])
+    template = _dict(first.get("template"))
+    pod, meta = _dict(template.get("spec")), _dict(template.get("metadata"))
+    found = TemplateBase(
+        pod_set=str(first.get("name", "main")),
+        node_selector=normalized(pod.get("nodeSelector")) or {},
+        tolerations=normalized(pod.get("tolerations")) or [],
+        labels=_dict(meta.get("labels")),
+        annotations=_dict(meta.get("annotations")),
+    )
+    return None if found == EMPTY_TEMPLATE else found
+
+
+@dataclass(slots=True)
+class WorkloadRecord:
+    """One Workload as the API server holds it, in a few hundred bytes."""
+
+    key: str  # namespace/name
+    uid: str
+    resource_version: str
+    active: bool  # spec.active
+    status: Json | None  # as the server holds it; None when it holds none (or an empty one)
+    owners: tuple[OwnerRef, ...]
+    job_uid: str | None  # the kueue.x-k8s.io/job-uid label
+    template: TemplateBase | None  # the first pod set's; None: nothing but the defaults
+    digest: int  # content_digest: all but the status
+
+    @classmethod
+    def of(cls, obj: Json) -> WorkloadRecord:
+        """The record of a Workload as the server sent it (tolerant of missing parts:
+        the core's decoding is where a malformed object is reported)."""
+        meta = _dict(obj.get("metadata"))
+        spec = _dict(obj.get("spec"))
+        namespace, name = meta.get("namespace"), str(meta.get("name", ""))
+        key = f"{namespace}/{name}" if namespace else name
+        status = obj.get("status")
+        job_uid = _dict(meta.get("labels")).get(JOB_UID_LABEL)
+        return cls(
+            key=key,
+            uid=str(meta.get("uid", "")),
+            resource_version=str(meta.get("resourceVersion", "")),
+            active=spec.get("active", True) is not False,
+            status=status if isinstance(status, dict) and status else None,
+            owners=_owners(meta),
+            job_uid=str(job_uid) if job_uid else None,
+            template=_template(spec),
+            digest=content_digest(obj),
+        )
+
+    @property
+    def placement(self) -> tuple[dict[str, Any], list[Any]] | None:
+        """The first pod set's node selector and tolerations, if it sets either."""
+        t = self.template
+        if t is None or not (t.node_selector or t.tolerations):
+            return None
+        return t.node_selector, t.tolerations
+
+    @property
+    def check_states(self) -> list[Json]:
+        """`status.admissionChecks` as the server holds it (written by check controllers)."""
+        states = (self.status or {}).get("admissionChecks")
+        return [s for s in states if isinstance(s, dict)] if isinstance(states, list) else []
+
+    @property
+    def namespace(self) -> str:
+        return self.key.partition("/")[0]
+
+    @property
+    def name(self) -> str:
+        return self.key.partition("/")[2]
+
+    def condition(self, type_: str) -> Json | None:
+        """The condition of this type if it is True."""
+        for c in (self.status or {}).get("conditions") or []:
+            if isinstance(c, dict) and c.get("type") == type_ and c.get("status") == "True":
+                return c
+        return None
+
+    def status_body(self, status: Json) -> Json:
+        """The body of a write to the status subresource: the server takes only the
+        status from it (and the resourceVersion as precondition), so nothing else of
+        the object is needed."""
+        return {
+            "apiVersion": WORKLOADS.api_version,
+            "kind": WORKLOADS.kind,
+            "metadata": {
+                "name": self.name,
+                "namespace": self.namespace,
+                "uid": self.uid,
+                "resourceVersion": self.resource_version,
+            },
+            "status": status,
+        }
+
+
+Cached = Json | WorkloadRecord  # what a reflector's cache holds for one object
+
+
+def keep(resource_kind: str, obj: Json) -> Cached:
+    """What the cache keeps of an object: a record for a Workload, the object (without
+    its managed fields) for the other kinds, which are few or read whole."""
+    if resource_kind == WORKLOADS.kind:
+        return WorkloadRecord.of(obj)
+    return obj
+
+
+def cached_key(value: Cached) -> str:
+    return value.key if isinstance(value, WorkloadRecord) else object_key(value)
+
+
+def cached_version(value: Cached) -> str:
+    return value.resource_version if isinstance(value, WorkloadRecord) else resource_version(value)

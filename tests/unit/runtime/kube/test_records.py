@@ -1,0 +1,90 @@
+"""What the store keeps of a Workload: the fields its readers use, and a digest that
+changes with everything but the status and the bookkeeping a status write bumps."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from scheduler.runtime.kube.records import WorkloadRecord, content_digest
+
+
+def workload() -> dict[str, Any]:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "kind": "Workload",
+        "metadata": {
+            "name": "w",
+            "namespace": "team",
+            "uid": "u-1",
+            "resourceVersion": "7",
+            "generation": 1,
+            "labels": {"kueue.x-k8s.io/job-uid": "job-1"},
+            "ownerReferences": [
+                {"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "job-1"}
+            ],
+        },
+        "spec": {
+            "queueName": "main",
+            "active": False,
+            "podSets": [
+                {
+                    "name": "main",
+                    "count": 1,
+                    "template": {
+                        "spec": {
+                            "nodeSelector": {"pool": "a"},
+                            "tolerations": [{"key": "gpu", "operator": "Exists", "value": ""}],
+                            "containers": [{"name": "c", "image": "busybox"}],
+                        }
+                    },
+                }
+            ],
+        },
+        "status": {"conditions": [{"type": "Finished", "status": "True", "reason": "x"}]},
+    }
+
+
+def test_a_record_keeps_what_the_writers_and_the_job_integration_read() -> None:
+    r = WorkloadRecord.of(workload())
+    assert (r.key, r.namespace, r.name, r.uid, r.resource_version) == (
+        "team/w", "team", "w", "u-1", "7",
+    )  # fmt: skip
+    assert r.active is False
+    assert r.job_uid == "job-1"
+    assert [(o.kind, o.name) for o in r.owners] == [("Job", "j")]
+    # The empty toleration value is dropped, as a Job returned by the server has none.
+    assert r.placement == ({"pool": "a"}, [{"key": "gpu", "operator": "Exists"}])
+    assert r.condition("Finished") is not None and r.condition("Admitted") is None
+    body = r.status_body({"conditions": []})
+    assert body["metadata"] == {
+        "name": "w", "namespace": "team", "uid": "u-1", "resourceVersion": "7",
+    }  # fmt: skip
+    assert "spec" not in body and body["status"] == {"conditions": []}
+
+
+def test_an_empty_status_and_no_placement_keep_nothing() -> None:
+    obj = workload()
+    obj["status"] = {}
+    del obj["spec"]["podSets"][0]["template"]["spec"]["nodeSelector"]
+    del obj["spec"]["podSets"][0]["template"]["spec"]["tolerations"]
+    r = WorkloadRecord.of(obj)
+    assert r.status is None and r.placement is None
+
+
+def test_the_digest_ignores_status_and_write_bookkeeping_only() -> None:
+    base = workload()
+    echo = copy.deepcopy(base)
+    echo["status"] = {"admission": {"clusterQueue": "cq"}}
+    echo["metadata"]["resourceVersion"] = "8"
+    echo["metadata"]["generation"] = 2
+    echo["metadata"]["managedFields"] = [{"manager": "x"}]
+    assert content_digest(echo) == content_digest(base)
+    for part, key, value in (
+        ("spec", "priority", 3),
+        ("metadata", "labels", {"extra": "1"}),
+        ("metadata", "annotations", {"a": "b"}),
+    ):
+        changed = copy.deepcopy(base)
+        changed[part][key] = value
+        assert content_digest(changed) != content_digest(base)
