@@ -41,7 +41,7 @@ from scheduler.runtime.clock import SystemClock
 from scheduler.runtime.engine import Engine
 from scheduler.runtime.heap_freezing import GcPacer
 from scheduler.runtime.kube.cluster import ClusterRuntime
-from scheduler.runtime.kube.leader import LeaderElector, new_identity
+from scheduler.runtime.kube.leader import LeaderElector, LeaseRef, new_identity
 from scheduler.runtime.kube.status_writer import PENDING_WINDOW
 from scheduler.runtime.what_if import WhatIfService
 from visibility_server.authn.config import (
@@ -358,8 +358,7 @@ async def run_cluster(
         pod = os.environ.get("POD_NAME") or socket.gethostname()
         elector = LeaderElector(
             rest,
-            namespace=args.leader_election_namespace,
-            name=args.leader_election_id,
+            lease=LeaseRef(args.leader_election_namespace, args.leader_election_id),
             identity=new_identity(pod),
         )
     runtime = ClusterRuntime(

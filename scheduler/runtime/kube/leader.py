@@ -16,6 +16,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from scheduler.kubeapi.client import KubeRest
@@ -38,29 +39,55 @@ def new_identity(pod_name: str) -> str:
     return f"{pod_name}_{uuid.uuid4()}"
 
 
+def _wall_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseRef:
+    """The Lease the replicas compete for."""
+
+    namespace: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseTiming:
+    """The Lease's three durations, in seconds (client-go's names and defaults)."""
+
+    lease_duration: float = LEASE_DURATION
+    renew_deadline: float = RENEW_DEADLINE
+    retry_period: float = RETRY_PERIOD
+
+
+@dataclass(frozen=True, slots=True)
+class ElectionClocks:
+    """Where the elector reads time: the monotonic clock for its own deadlines, the wall
+    clock for the Lease's timestamps (tests pass their own)."""
+
+    monotonic: Callable[[], float] = time.monotonic
+    wall: Callable[[], datetime] = _wall_now
+
+
 class LeaderElector:
     def __init__(
         self,
         rest: KubeRest,
         *,
-        namespace: str,
-        name: str,
+        lease: LeaseRef,
         identity: str,
-        lease_duration: float = LEASE_DURATION,
-        renew_deadline: float = RENEW_DEADLINE,
-        retry_period: float = RETRY_PERIOD,
-        monotonic: Callable[[], float] = time.monotonic,
-        wall: Callable[[], datetime] = lambda: datetime.now(UTC),
+        timing: LeaseTiming = LeaseTiming(),
+        clocks: ElectionClocks = ElectionClocks(),
     ) -> None:
         self.rest = rest
-        self.namespace = namespace
-        self.name = name
+        self.namespace = lease.namespace
+        self.name = lease.name
         self.identity = identity
-        self.lease_duration = lease_duration
-        self.renew_deadline = renew_deadline
-        self.retry_period = retry_period
-        self._monotonic = monotonic
-        self._wall = wall
+        self.lease_duration = timing.lease_duration
+        self.renew_deadline = timing.renew_deadline
+        self.retry_period = timing.retry_period
+        self._monotonic = clocks.monotonic
+        self._wall = clocks.wall
         self.leading = False
         self.changed = asyncio.Event()  # set on every leadership change
         self.transitions = 0

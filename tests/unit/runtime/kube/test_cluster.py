@@ -13,7 +13,7 @@ from scheduler.kubeapi.errors import Json
 from scheduler.runtime.engine import Engine
 from scheduler.runtime.kube import cluster as cluster_module
 from scheduler.runtime.kube.cluster import ClusterRuntime, LeadershipLost
-from scheduler.runtime.kube.leader import LeaderElector
+from scheduler.runtime.kube.leader import LeaderElector, LeaseRef, LeaseTiming
 from scheduler.runtime.kube.resources import JOBS, LEASES, RESOURCE_FLAVORS, WATCHED, WORKLOADS
 from tests.unit.runtime.kube.fakes import FakeKube, condition, seed_cluster, until
 from tests.unit.runtime.support import eventually, job, real_scheduler
@@ -25,7 +25,7 @@ class ManualElector(LeaderElector):
     """An elector whose leadership the test decides."""
 
     def __init__(self, fake: FakeKube) -> None:
-        super().__init__(fake.rest, namespace=NS, name=LEASE, identity="me")
+        super().__init__(fake.rest, lease=LeaseRef(NS, LEASE), identity="me")
         self.released = False
 
     async def run(self) -> None:
@@ -162,7 +162,9 @@ async def test_writers_that_do_not_stop_in_time_end_the_process(
 async def test_shutdown_stops_leading_then_releases_the_lease(engine: Engine) -> None:
     fake = FakeKube()
     # Retrying at once: a campaign still running after the release would re-take it.
-    elector = LeaderElector(fake.rest, namespace=NS, name=LEASE, identity="me", retry_period=0)
+    elector = LeaderElector(
+        fake.rest, lease=LeaseRef(NS, LEASE), identity="me", timing=LeaseTiming(retry_period=0)
+    )
     runtime = ClusterRuntime(fake.rest, engine, elector=elector, queue_status_interval=3600)
     task = asyncio.create_task(runtime.run())
     try:

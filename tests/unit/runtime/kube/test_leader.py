@@ -11,7 +11,14 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from scheduler.kubeapi.errors import Json, KubeError
-from scheduler.runtime.kube.leader import LeaderElector, micro_time, new_identity
+from scheduler.runtime.kube.leader import (
+    ElectionClocks,
+    LeaderElector,
+    LeaseRef,
+    LeaseTiming,
+    micro_time,
+    new_identity,
+)
 from scheduler.runtime.kube.resources import LEASES
 from tests.unit.runtime.kube.fakes import FakeKube, status_error, until
 
@@ -44,12 +51,10 @@ T0 = datetime(2025, 3, 1, 12, 0, 0, tzinfo=UTC)
 def elector(fake: FakeKube, identity: str, clocks: Clocks, **kw: float) -> LeaderElector:
     return LeaderElector(
         fake.rest,
-        namespace=NS,
-        name=NAME,
+        lease=LeaseRef(NS, NAME),
         identity=identity,
-        monotonic=clocks.monotonic,
-        wall=clocks.wall_clock,
-        **kw,
+        timing=LeaseTiming(**kw),
+        clocks=ElectionClocks(clocks.monotonic, clocks.wall_clock),
     )
 
 
