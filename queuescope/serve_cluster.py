@@ -40,7 +40,7 @@ from scheduler.core.scheduler import Scheduler
 from scheduler.runtime.clock import SystemClock
 from scheduler.runtime.engine import Engine
 from scheduler.runtime.heap_freezing import GcPacer
-from scheduler.runtime.kube.cluster import ClusterRuntime
+from scheduler.runtime.kube.cluster import ClusterRuntime, WriteSettings
 from scheduler.runtime.kube.leader import LeaderElector, LeaseRef, new_identity
 from scheduler.runtime.kube.status_writer import PENDING_WINDOW
 from scheduler.runtime.what_if import WhatIfService
@@ -365,11 +365,13 @@ async def run_cluster(
         rest,
         engine,
         elector=elector,
-        qps=args.kube_api_qps,
-        burst=args.kube_api_burst,
-        queue_status_interval=args.queue_status_interval,
-        sweep_interval=args.status_sweep_interval,
-        pending_window=args.pending_condition_window,
+        writes=WriteSettings(
+            qps=args.kube_api_qps,
+            burst=args.kube_api_burst,
+            queue_status_interval=args.queue_status_interval,
+            sweep_interval=args.status_sweep_interval,
+            pending_window=args.pending_condition_window,
+        ),
     )
     registry.register(WriterCollector(runtime))
     leader_gauge = Gauge(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from scheduler.kubeapi.client import KubeRest
@@ -37,6 +38,20 @@ class LeadershipLost(Exception):  # noqa: N818
     must exit rather than risk writing as a non-leader."""
 
 
+@dataclass(frozen=True, slots=True)
+class WriteSettings:
+    """How the leader writes (docs/operations.md, the flag table): its token bucket, the
+    ClusterQueue and LocalQueue status cadence (None: the writer's own), the Workload
+    status sweep, and how many queued Workloads per ClusterQueue get a pending
+    condition."""
+
+    qps: float = 50.0
+    burst: int = 100
+    queue_status_interval: float | None = None
+    sweep_interval: float = 60.0
+    pending_window: int = PENDING_WINDOW
+
+
 class ClusterRuntime:
     def __init__(
         self,
@@ -44,29 +59,25 @@ class ClusterRuntime:
         engine: Engine,
         *,
         elector: LeaderElector | None = None,
-        qps: float = 50.0,
-        burst: int = 100,
-        queue_status_interval: float | None = None,
-        sweep_interval: float = 60.0,
-        pending_window: int = PENDING_WINDOW,
+        writes: WriteSettings = WriteSettings(),
     ) -> None:
         self.rest = rest
         self.engine = engine
         self.elector = elector
         engine.set_scheduling(False)
         self.store = KubeStore(rest, engine)
-        self.limiter = TokenBucket(qps, burst)
+        self.limiter = TokenBucket(writes.qps, writes.burst)
         self.jobs = JobController(rest, engine, self.store, self.limiter)
         self.workload_writer = WorkloadStatusWriter(
             rest,
             engine,
             self.store,
             self.limiter,
-            sweep_interval=sweep_interval,
-            pending_window=pending_window,
+            sweep_interval=writes.sweep_interval,
+            pending_window=writes.pending_window,
         )
         self.queue_writer = QueueStatusWriter(
-            rest, engine, self.store, self.limiter, interval=queue_status_interval
+            rest, engine, self.store, self.limiter, interval=writes.queue_status_interval
         )
         self._leader_tasks: list[asyncio.Task[Any]] = []
         self._campaign: asyncio.Task[None] | None = None

@@ -12,11 +12,14 @@ import pytest
 from scheduler.kubeapi.errors import Json
 from scheduler.runtime.engine import Engine
 from scheduler.runtime.kube import cluster as cluster_module
-from scheduler.runtime.kube.cluster import ClusterRuntime, LeadershipLost
+from scheduler.runtime.kube.cluster import ClusterRuntime, LeadershipLost, WriteSettings
 from scheduler.runtime.kube.leader import LeaderElector, LeaseRef, LeaseTiming
 from scheduler.runtime.kube.resources import JOBS, LEASES, RESOURCE_FLAVORS, WATCHED, WORKLOADS
 from tests.unit.runtime.kube.fakes import FakeKube, condition, seed_cluster, until
 from tests.unit.runtime.support import eventually, job, real_scheduler
+
+# The queue status writer out of the way: these tests are about who runs what.
+HOURLY_QUEUE_STATUS = WriteSettings(queue_status_interval=3600)
 
 NS, LEASE = "queuescope-system", "queuescope-controller-leader"
 
@@ -79,7 +82,7 @@ async def test_leader_tasks_start_only_after_the_initial_sync(engine: Engine) ->
     seed_cluster(fake)
     gate = Gate(fake, WORKLOADS.collection())
     elector = ManualElector(fake)
-    runtime = ClusterRuntime(fake.rest, engine, elector=elector, queue_status_interval=3600)
+    runtime = ClusterRuntime(fake.rest, engine, elector=elector, writes=HOURLY_QUEUE_STATUS)
     assert not engine.scheduling
     elector.set(True)  # the Lease is ours before the cache is warm
     task = asyncio.create_task(runtime.run())
@@ -107,7 +110,7 @@ async def test_losing_the_lease_cancels_the_leader_tasks_and_regaining_restarts_
     fake = FakeKube()
     seed_cluster(fake)
     elector = ManualElector(fake)
-    runtime = ClusterRuntime(fake.rest, engine, elector=elector, queue_status_interval=3600)
+    runtime = ClusterRuntime(fake.rest, engine, elector=elector, writes=HOURLY_QUEUE_STATUS)
     task = asyncio.create_task(runtime.run())
     try:
         await until(lambda: runtime.store.synced.is_set() and fake.waiting == len(WATCHED))
@@ -134,7 +137,7 @@ async def test_writers_that_do_not_stop_in_time_end_the_process(
     monkeypatch.setattr(cluster_module, "STOP_WRITES_SECONDS", 0.01)
     fake = FakeKube()
     elector = ManualElector(fake)
-    runtime = ClusterRuntime(fake.rest, engine, elector=elector, queue_status_interval=3600)
+    runtime = ClusterRuntime(fake.rest, engine, elector=elector, writes=HOURLY_QUEUE_STATUS)
     release = asyncio.Event()
 
     async def stubborn() -> None:
@@ -165,7 +168,7 @@ async def test_shutdown_stops_leading_then_releases_the_lease(engine: Engine) ->
     elector = LeaderElector(
         fake.rest, lease=LeaseRef(NS, LEASE), identity="me", timing=LeaseTiming(retry_period=0)
     )
-    runtime = ClusterRuntime(fake.rest, engine, elector=elector, queue_status_interval=3600)
+    runtime = ClusterRuntime(fake.rest, engine, elector=elector, writes=HOURLY_QUEUE_STATUS)
     task = asyncio.create_task(runtime.run())
     try:
         await until(lambda: runtime.leading)
@@ -193,7 +196,7 @@ async def test_a_job_runs_end_to_end_without_leader_election(engine: Engine) -> 
     fake.server_update(RESOURCE_FLAVORS, "default", {"spec": {"nodeLabels": {"pool": "a"}}})
     for name in ("first", "second"):
         fake.seed(JOBS, job("team", name, "main"))
-    runtime = ClusterRuntime(fake.rest, engine, queue_status_interval=3600)
+    runtime = ClusterRuntime(fake.rest, engine, writes=HOURLY_QUEUE_STATUS)
     task = asyncio.create_task(runtime.run())
 
     def stored_job(name: str) -> Json:
