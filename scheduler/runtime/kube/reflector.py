@@ -70,6 +70,20 @@ class ReflectorStats:
     events: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class ReflectorSettings:
+    """A reflector's list page, watch length (drawn between the two bounds), read slack
+    past it, how long one dispatch of events may hold the loop, and where it sleeps and
+    draws its jitter (tests pass their own)."""
+
+    page_size: int = PAGE_SIZE
+    watch_seconds: tuple[int, int] = WATCH_SECONDS
+    read_slack: float = READ_SLACK
+    dispatch_budget: float = DISPATCH_BUDGET
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+    rng: random.Random | None = None  # None: a fresh random.Random()
+
+
 class Reflector:
     def __init__(
         self,
@@ -77,23 +91,18 @@ class Reflector:
         resource: Resource,
         handler: Handler,
         *,
-        page_size: int = PAGE_SIZE,
-        watch_seconds: tuple[int, int] = WATCH_SECONDS,
-        read_slack: float = READ_SLACK,
-        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-        rng: random.Random | None = None,
-        dispatch_budget: float = DISPATCH_BUDGET,
+        settings: ReflectorSettings = ReflectorSettings(),
         after_page: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.rest = rest
         self.resource = resource
         self.handler = handler
-        self.page_size = page_size
-        self.watch_seconds = watch_seconds
-        self.read_slack = read_slack
-        self._sleep = sleep
-        self._rng = rng or random.Random()
-        self.dispatch_budget = dispatch_budget
+        self.page_size = settings.page_size
+        self.watch_seconds = settings.watch_seconds
+        self.read_slack = settings.read_slack
+        self._sleep = settings.sleep
+        self._rng = settings.rng or random.Random()
+        self.dispatch_budget = settings.dispatch_budget
         # Awaited after each page of a list is handed over: the handler's backpressure.
         self.after_page = after_page
         self.cache: dict[str, Cached] = {}

@@ -12,7 +12,7 @@ import pytest
 from scheduler.kubeapi.client import WatchEvent
 from scheduler.kubeapi.errors import Json, KubeError
 from scheduler.runtime.kube.records import Cached, WorkloadRecord, cached_key, cached_version
-from scheduler.runtime.kube.reflector import MAX_BACKOFF, Gone, Reflector
+from scheduler.runtime.kube.reflector import MAX_BACKOFF, Gone, Reflector, ReflectorSettings
 from scheduler.runtime.kube.resources import (
     NAMESPACES,
     WORKLOADS,
@@ -94,10 +94,9 @@ def reflector(
         fake.rest,
         resource,
         handler or Recorder(),
-        page_size=page_size,
-        watch_seconds=(240, 360),
-        sleep=sleep or Sleeps(),
-        rng=NoJitter(),
+        settings=ReflectorSettings(
+            page_size=page_size, watch_seconds=(240, 360), sleep=sleep or Sleeps(), rng=NoJitter()
+        ),
     )
 
 
@@ -168,7 +167,12 @@ async def test_a_large_list_is_dispatched_with_turns_of_the_loop_between_objects
             await asyncio.sleep(0)
 
     handler = Ticking()
-    r = Reflector(fake.rest, NAMESPACES, handler, sleep=Sleeps(), rng=NoJitter(), dispatch_budget=0)
+    r = Reflector(
+        fake.rest,
+        NAMESPACES,
+        handler,
+        settings=ReflectorSettings(sleep=Sleeps(), rng=NoJitter(), dispatch_budget=0),
+    )
     task = asyncio.get_running_loop().create_task(ticker())
     try:
         await r.list_all()
@@ -339,7 +343,12 @@ async def test_backoff_is_capped_and_jitter_only_adds() -> None:
     for _ in range(12):
         fake.script_watch(path, status_error(500))
     sleeps = Sleeps(stop_after=12)
-    r = Reflector(fake.rest, NAMESPACES, Recorder(), sleep=sleeps, rng=random.Random(7))
+    r = Reflector(
+        fake.rest,
+        NAMESPACES,
+        Recorder(),
+        settings=ReflectorSettings(sleep=sleeps, rng=random.Random(7)),
+    )
     await r.list_all()
     with pytest.raises(Stop):
         await r.run()
@@ -440,7 +449,13 @@ async def test_a_list_waits_for_the_handler_after_each_page() -> None:
     async def after_page() -> None:
         seen_per_page.append(len(handler.events))
 
-    r = Reflector(fake.rest, NAMESPACES, handler, page_size=2, after_page=after_page)
+    r = Reflector(
+        fake.rest,
+        NAMESPACES,
+        handler,
+        settings=ReflectorSettings(page_size=2),
+        after_page=after_page,
+    )
     await r.list_all()
     # Three pages (2, 2, 1): the handler had each page's objects before the next came.
     assert seen_per_page == [2, 4, 5]
