@@ -25,6 +25,7 @@ from scheduler.runtime.kube.status_writer import (
     PENDING_WINDOW,
     QueueStatusWriter,
     WorkloadStatusWriter,
+    WorkloadWriteSettings,
 )
 from scheduler.runtime.kube.store import KubeStore
 
@@ -73,8 +74,9 @@ class ClusterRuntime:
             engine,
             self.store,
             self.limiter,
-            sweep_interval=writes.sweep_interval,
-            pending_window=writes.pending_window,
+            WorkloadWriteSettings(
+                sweep_interval=writes.sweep_interval, pending_window=writes.pending_window
+            ),
         )
         self.queue_writer = QueueStatusWriter(
             rest, engine, self.store, self.limiter, interval=writes.queue_status_interval

@@ -68,6 +68,18 @@ def _split(key: str) -> tuple[str, str]:
     return namespace, name
 
 
+@dataclass(frozen=True, slots=True)
+class WorkloadWriteSettings:
+    """Concurrent writes, the sweep that re-checks every Workload, the pause before a
+    failed write is retried, and how many queued Workloads per ClusterQueue get a
+    pending condition (docs/cluster.md, "Workload status writes")."""
+
+    workers: int = 16
+    sweep_interval: float = 60.0
+    retry_delay: float = 1.0
+    pending_window: int = PENDING_WINDOW
+
+
 class WorkloadStatusWriter:
     def __init__(
         self,
@@ -75,20 +87,16 @@ class WorkloadStatusWriter:
         engine: Engine,
         store: KubeStore,
         limiter: TokenBucket,
-        *,
-        workers: int = 16,
-        sweep_interval: float = 60.0,
-        retry_delay: float = 1.0,
-        pending_window: int = PENDING_WINDOW,
+        settings: WorkloadWriteSettings = WorkloadWriteSettings(),
     ) -> None:
         self.rest = rest
         self.engine = engine
         self.store = store
         self.limiter = limiter
-        self.workers = workers
-        self.sweep_interval = sweep_interval
-        self.retry_delay = retry_delay
-        self.pending_window = pending_window
+        self.workers = settings.workers
+        self.sweep_interval = settings.sweep_interval
+        self.retry_delay = settings.retry_delay
+        self.pending_window = settings.pending_window
         self.stats = WriterStats()
         # (rank, arrival, key): decisions rank -1, pending conditions their position.
         self._heap: list[tuple[int, int, str]] = []

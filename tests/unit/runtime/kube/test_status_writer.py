@@ -14,7 +14,11 @@ from scheduler.core.status import workload_status
 from scheduler.runtime.commands import ApplyObject, SetActive
 from scheduler.runtime.kube.ratelimit import TokenBucket
 from scheduler.runtime.kube.resources import CLUSTER_QUEUES, LOCAL_QUEUES, WORKLOADS
-from scheduler.runtime.kube.status_writer import QueueStatusWriter, WorkloadStatusWriter
+from scheduler.runtime.kube.status_writer import (
+    QueueStatusWriter,
+    WorkloadStatusWriter,
+    WorkloadWriteSettings,
+)
 from scheduler.runtime.kube.store import KubeStore
 from tests.unit.runtime.kube.fakes import (
     KEY,
@@ -63,7 +67,11 @@ def writer_for(
     sweep_interval: float = 3600.0,
 ) -> WorkloadStatusWriter:
     return WorkloadStatusWriter(
-        fake.rest, engine, store, limiter, retry_delay=retry_delay, sweep_interval=sweep_interval
+        fake.rest,
+        engine,
+        store,
+        limiter,
+        WorkloadWriteSettings(retry_delay=retry_delay, sweep_interval=sweep_interval),
     )
 
 
@@ -298,7 +306,9 @@ async def pending_cluster(workloads: int) -> tuple[FakeKube, KubeStore, Recordin
 
 async def test_pending_conditions_go_nearest_the_head_first_within_the_window() -> None:
     fake, store, engine = await pending_cluster(6)
-    writer = WorkloadStatusWriter(fake.rest, engine, store, CountingBucket(), pending_window=4)
+    writer = WorkloadStatusWriter(
+        fake.rest, engine, store, CountingBucket(), WorkloadWriteSettings(pending_window=4)
+    )
     # Announced in reverse order; queued in queue order; the two beyond the window wait.
     writer.enqueue([f"team/w{i}" for i in range(6, 0, -1)])
     assert writer.queued() == [f"team/w{i}" for i in range(1, 5)]
@@ -330,7 +340,9 @@ async def test_a_restart_over_unchanged_pending_workloads_writes_nothing() -> No
 
 async def test_a_decision_beyond_the_window_goes_before_pending_conditions() -> None:
     fake, store, engine = await pending_cluster(5)
-    writer = WorkloadStatusWriter(fake.rest, engine, store, CountingBucket(), pending_window=2)
+    writer = WorkloadStatusWriter(
+        fake.rest, engine, store, CountingBucket(), WorkloadWriteSettings(pending_window=2)
+    )
     engine.submit(SetActive("team/w5", False))
     engine.apply_pending()
     writer.enqueue(sorted(engine.scheduler.workloads))
