@@ -21,11 +21,13 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import uvicorn
 from prometheus_client import CollectorRegistry, Gauge
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -37,6 +39,7 @@ from queuescope.serve_forecasts import forecast_service
 from scheduler.api.decode import load_documents
 from scheduler.core.ingest import scheduler_config
 from scheduler.core.scheduler import Scheduler
+from scheduler.kubeapi.client import KubeRest
 from scheduler.runtime.clock import SystemClock
 from scheduler.runtime.engine import Engine
 from scheduler.runtime.heap_freezing import GcPacer
@@ -314,18 +317,7 @@ async def run_cluster(
     required_sans = (f"{SERVICE}.{NAMESPACE}.svc",)
     _check_serving_pair(cert_dir, required_sans, args.allow_nonconforming_serving_cert)
 
-    config_obj = None
-    if args.config:
-        documents = load_documents([args.config])
-        config_obj = next((d.obj for d in documents if d.obj.kind == "Configuration"), None)
-    scheduler = Scheduler(SystemClock(), scheduler_config(config_obj))
-    engine = Engine(
-        scheduler,
-        publish_interval=args.publish_interval,
-        scheduling=False,
-        # The collector runs between the loop's steps, never inside one.
-        gc_pacer=GcPacer(),
-    )
+    scheduler, engine = _new_engine(args)
 
     kube = ClusterClients(
         args.kubeconfig, args.authentication_kubeconfig, args.authorization_kubeconfig
@@ -353,31 +345,7 @@ async def run_cluster(
 
     rest = kube.main.rest
     assert rest is not None  # opened above
-    elector = None
-    if args.leader_elect:
-        pod = os.environ.get("POD_NAME") or socket.gethostname()
-        elector = LeaderElector(
-            rest,
-            lease=LeaseRef(args.leader_election_namespace, args.leader_election_id),
-            identity=new_identity(pod),
-        )
-    runtime = ClusterRuntime(
-        rest,
-        engine,
-        elector=elector,
-        writes=WriteSettings(
-            qps=args.kube_api_qps,
-            burst=args.kube_api_burst,
-            queue_status_interval=args.queue_status_interval,
-            sweep_interval=args.status_sweep_interval,
-            pending_window=args.pending_condition_window,
-        ),
-    )
-    registry.register(WriterCollector(runtime))
-    leader_gauge = Gauge(
-        "queuescope_leader", "1 on the replica that holds the Lease", registry=registry
-    )
-    leader_gauge.set_function(lambda: 1.0 if runtime.leading else 0.0)
+    runtime = _cluster_runtime(args, rest, engine, registry)
 
     stopping = asyncio.Event()
     loop_lag = LoopLagMonitor(registry)
@@ -435,10 +403,91 @@ async def run_cluster(
 
     freezer = asyncio.create_task(freeze_after_sync(), name="gc-freeze")
     log.info(
-        "event=serving url=https://%s:%d mode=cluster leader_elect=%s", host, port, bool(elector)
+        "event=serving url=https://%s:%d mode=cluster leader_elect=%s",
+        host,
+        port,
+        runtime.elector is not None,
     )
     failed = await run_until_stopped(tasks)
     freezer.cancel()
+    return await _shut_down(
+        Running(runtime, engine, server, kube, tuple(tasks)), stopping, failed=failed
+    )
+
+
+def _new_engine(args: argparse.Namespace) -> tuple[Scheduler, Engine]:
+    """The core (with --config's Configuration) and its engine, not scheduling until the
+    Lease is ours."""
+    config_obj = None
+    if args.config:
+        documents = load_documents([args.config])
+        config_obj = next((d.obj for d in documents if d.obj.kind == "Configuration"), None)
+    scheduler = Scheduler(SystemClock(), scheduler_config(config_obj))
+    engine = Engine(
+        scheduler,
+        publish_interval=args.publish_interval,
+        scheduling=False,
+        # The collector runs between the loop's steps, never inside one.
+        gc_pacer=GcPacer(),
+    )
+    return scheduler, engine
+
+
+def _cluster_runtime(
+    args: argparse.Namespace, rest: KubeRest, engine: Engine, registry: CollectorRegistry
+) -> ClusterRuntime:
+    """The store, writers and Job integration, with leader election if asked, and their
+    metrics."""
+    elector = None
+    if args.leader_elect:
+        pod = os.environ.get("POD_NAME") or socket.gethostname()
+        elector = LeaderElector(
+            rest,
+            lease=LeaseRef(args.leader_election_namespace, args.leader_election_id),
+            identity=new_identity(pod),
+        )
+    runtime = ClusterRuntime(
+        rest,
+        engine,
+        elector=elector,
+        writes=WriteSettings(
+            qps=args.kube_api_qps,
+            burst=args.kube_api_burst,
+            queue_status_interval=args.queue_status_interval,
+            sweep_interval=args.status_sweep_interval,
+            pending_window=args.pending_condition_window,
+        ),
+    )
+    registry.register(WriterCollector(runtime))
+    leader_gauge = Gauge(
+        "queuescope_leader", "1 on the replica that holds the Lease", registry=registry
+    )
+    leader_gauge.set_function(lambda: 1.0 if runtime.leading else 0.0)
+    return runtime
+
+
+@dataclass(frozen=True)
+class Running:
+    """What a cluster-mode server runs, for its shutdown."""
+
+    runtime: ClusterRuntime
+    engine: Engine
+    server: uvicorn.Server
+    kube: ClusterClients
+    tasks: tuple[asyncio.Task[Any], ...]
+
+
+async def _shut_down(
+    running: Running, stopping: asyncio.Event, *, failed: Sequence[asyncio.Task[Any]]
+) -> int:
+    """docs/operations.md, "Shutdown"; the exit code."""
+    runtime, engine, server, kube, tasks = (
+        running.runtime,
+        running.engine,
+        running.server,
+        running.kube,
+        list(running.tasks),
+    )
     steps = ShutdownSteps()
     # Not ready at once; stop writing and hand the Lease over at once (the other
     # replica takes over while this one still answers reads), keep serving briefly so
