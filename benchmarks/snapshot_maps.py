@@ -32,7 +32,7 @@ from typing import Any
 
 import immutables
 
-from scheduler.runtime.sharded_map import ShardedMap
+from benchmarks.sharded_map_baseline import ShardedMap
 
 Pairs = dict[str, str]
 

@@ -16,7 +16,8 @@ A publish:
    :class:`ViewChunk` for each changed run only (snapshot entries cached per workload
    and rebuilt only when something they show changed), updates the persistent
    workload → chunk and workload → ClusterQueue maps for the workloads that moved
-   (:mod:`scheduler.runtime.sharded_map`), and assembles the view from old and new
+   (`immutables.Map`: a new version copies only the trie nodes on the changed keys'
+   paths, docs/benchmarks.md "Snapshot maps"), and assembles the view from old and new
    chunks (O(#chunks));
 3. **swaps** the snapshot reference and wakes the long-poll waiters.
 
@@ -51,6 +52,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from immutables import Map, MapMutation
+
 from scheduler.core.queue.interface import PendingQueue, QueueEntry
 from scheduler.core.scheduler import Scheduler
 from scheduler.forecast.fork import Setup, setup_of
@@ -58,7 +61,6 @@ from scheduler.runtime.capture import capture_quota, entry_is_current, make_entr
 from scheduler.runtime.estimates import AdmissionRates
 from scheduler.runtime.forecast_facts import RunningCapture
 from scheduler.runtime.heap_freezing import FreezePolicy
-from scheduler.runtime.sharded_map import MapEditor, ShardedMap
 from scheduler.runtime.snapshot import (
     EMPTY_SNAPSHOT,
     ClusterQueueView,
@@ -130,7 +132,7 @@ class _QueueState:
     """What the publisher keeps of a ClusterQueue between publishes."""
 
     runs: list[_Run] = field(default_factory=list)  # the last capture, built
-    cells: ShardedMap[WorkloadKey, int] = field(default_factory=ShardedMap)
+    cells: Map[WorkloadKey, int] = field(default_factory=Map)
     cache: dict[str, _Cached] = field(default_factory=dict)
 
 
@@ -167,7 +169,7 @@ def _reused_cell(
     whichever is not taken yet. Keeping a cell means only the workloads that came from
     elsewhere get a new cell in the map; a chunk whose first workload is new (an
     arrival at the head) or the second half of a split run would otherwise move every
-    one of its workloads to a new cell, O(chunk) map writes and shard copies."""
+    one of its workloads to a new cell, O(chunk) map writes."""
     if not entries:
         return None
     for entry in (entries[0], entries[len(entries) // 2], entries[-1]):
@@ -237,7 +239,7 @@ class SnapshotPublisher:
         # per ClusterQueue: its last capture and chunks, its cells, its entry cache
         self._queues: dict[str, _QueueState] = {}
         # (namespace, name) -> ClusterQueue of every published view
-        self._workloads: ShardedMap[WorkloadKey, str] = ShardedMap()
+        self._workloads: Map[WorkloadKey, str] = Map()
         self._cell_ids = itertools.count()
         self._forget_views = False  # set when a publish failed: rebuild everything
         self._requested = False
@@ -323,7 +325,7 @@ class SnapshotPublisher:
             # What is kept between publishes may be half updated: the next publish
             # rebuilds every view from scratch (the dirty marks were taken).
             self._queues.clear()
-            self._workloads = ShardedMap()
+            self._workloads = Map()
             self._forget_views = True
             raise
 
@@ -411,13 +413,13 @@ class SnapshotPublisher:
         self._notify()
         return True
 
-    async def _index(self, moves: _Moves, steps: TimeBox) -> ShardedMap[WorkloadKey, str]:
+    async def _index(self, moves: _Moves, steps: TimeBox) -> Map[WorkloadKey, str]:
         """The workload -> ClusterQueue map, edited for the workloads that came or left."""
         workloads = self._workloads
         if moves.removed or moves.added:
-            editor = workloads.edit()
+            editor = workloads.mutate()
             for i, key in enumerate(moves.removed):
-                editor.delete(key)
+                editor.pop(key, None)
                 if i % _BATCH == 0:
                     await steps.pause()
             for i, (key, cq) in enumerate(moves.added):
@@ -508,7 +510,7 @@ class SnapshotPublisher:
 
         # Workloads whose cell changed, and those that came or left; in slices of
         # _KEYS keys, since a chunk holds up to `slice_size` of them.
-        editor: MapEditor[WorkloadKey, int] = old_cells.edit()
+        editor: MapMutation[WorkloadKey, int] = old_cells.mutate()
         present: set[WorkloadKey] = set()
         for chunk in built:
             keys = list(chunk.index_of)
@@ -530,7 +532,7 @@ class SnapshotPublisher:
             await steps.pause()
             for start in range(0, len(gone), _KEYS):
                 for key in gone[start : start + _KEYS]:
-                    editor.delete(key)
+                    editor.pop(key, None)
                     state.cache.pop(f"{key[0]}/{key[1]}", None)
                 await steps.pause()
             moves.removed.extend(gone)

@@ -23,11 +23,12 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import NamedTuple, overload
 
+from immutables import Map, MapMutation
+
 from scheduler.core.blockers import Blocker
 from scheduler.core.workload import Admission, OwnerRef, PodSetSpec
 from scheduler.forecast.fork import Setup
 from scheduler.forecast.rate import rate_wait
-from scheduler.runtime.sharded_map import MapEditor, ShardedMap
 
 Instant = int  # microseconds since the epoch, as in the core
 LocalQueueKey = tuple[str, str]  # (namespace, name)
@@ -541,7 +542,7 @@ class ViewBuilder(_SteppedView):
 
     def steps(self) -> Iterator[None]:
         chunks: list[ViewChunk] = []
-        cells: MapEditor[WorkloadKey, int] = ShardedMap[WorkloadKey, int]().edit()
+        cells: MapMutation[WorkloadKey, int] = Map[WorkloadKey, int]().mutate()
         for cell, start in enumerate(range(0, len(self.entries), self.chunk)):
             if cell:
                 yield

