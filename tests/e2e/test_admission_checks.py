@@ -161,6 +161,11 @@ def cluster(
                 "--ignore-not-found",
                 check=False,
             )
+            # The sample flavors too: later modules create flavors of the same names
+            # (tests/e2e/test_kueue_examples.py creates Kueue's "spot" with a dry run).
+            control_plane.kubectl(
+                "delete", "-f", "-", "--ignore-not-found", input=sample_flavors(), check=False
+            )
 
 
 def create(plane: ControlPlane, manifest: str) -> None:
