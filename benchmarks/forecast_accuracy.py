@@ -1,8 +1,9 @@
 """`python -m benchmarks forecast-accuracy`: how right start-time forecasts are on real
 traces (docs/benchmarks.md#forecast-accuracy-how-it-is-measured).
 
-Each trace of ../shared/traces is imported (`queuescope trace import`) and replayed
-with `queuescope simulate --record-forecasts` once per method, one process at a time
+Each trace of the traces folder beside the checkout (docs/simulate.md, "Importing
+traces") is imported (`queuescope trace import`) and replayed with
+`queuescope simulate --record-forecasts` once per method, one process at a time
 (one core each); the WorkloadForecast items of each replay are scored by
 benchmarks/forecast_metrics.py. The traces are third-party data: read where they lie,
 never copied into the repository.

@@ -1,4 +1,5 @@
-"""The real traces of ../shared/traces imported whole, checked against the statistics of
+"""The real traces (the folder beside the checkout, docs/simulate.md "Importing traces")
+imported whole, checked against the statistics of
 its README (the figures below are quoted from it)."""
 
 from __future__ import annotations
