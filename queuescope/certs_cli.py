@@ -181,10 +181,7 @@ def run_certs(args: argparse.Namespace, *, now: datetime | None = None) -> int:
     except CertsInputError as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_USAGE
-    except CertsError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return EXIT_FAILURE
-    except OSError as err:
+    except (CertsError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_FAILURE
 

@@ -11,16 +11,15 @@ import os
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from prometheus_client import CollectorRegistry
 
 from queuescope import eventloop
-from queuescope.lifecycle import ChangeNotifier, drain, run_until_stopped
+from queuescope.engine_serving import Access, EngineServing
+from queuescope.lifecycle import drain, run_until_stopped
 from queuescope.logformat import configure_logging
-from queuescope.lookups import not_pending_lookup
 from queuescope.serve_cluster import add_cluster_flags, run_cluster
-from queuescope.serve_forecasts import add_forecast_flags, forecast_service
+from queuescope.serve_forecasts import add_forecast_flags
 from scheduler.api.decode import ApiError, load_documents
 from scheduler.core.ingest import scheduler_config
 from scheduler.core.scheduler import Scheduler
@@ -40,10 +39,6 @@ from visibility_server.authn.config import (
 from visibility_server.authz.embedded import EmbeddedBackend
 from visibility_server.authz.pipeline import Authorizer
 from visibility_server.authz.rbac import RBACAuthorizer
-from visibility_server.http import create_app
-from visibility_server.http.health import HealthCheck
-from visibility_server.http.ratelimit import RateLimit
-from visibility_server.looplag import LoopLagMonitor
 from visibility_server.serving import build_server
 from visibility_server.tls.listener import ListenerTLS
 from visibility_server.tls.metrics import register_serving_cert_metrics
@@ -205,24 +200,13 @@ async def _run_embedded(args: argparse.Namespace) -> int:
         extra_headers_prefixes=DEFAULT_EXTRA_HEADERS_PREFIXES if requestheader else (),
     )
     authenticator = AuthenticatorChain(auth_config, token_reviewer=None)
-    authorizer = Authorizer(backend)
     registry = CollectorRegistry()
-    loop_lag = LoopLagMonitor(registry)
-    forecasts = forecast_service(args, engine, registry)
-    app = create_app(
-        snapshot=engine.snapshot,
-        authenticator=authenticator,
-        authorizer=authorizer,
+    serving = EngineServing.build(args, engine, registry)
+    app = serving.app(
+        args,
+        Access(authenticator, Authorizer(backend)),
         version_info=VERSION,
-        change_notifier=ChangeNotifier(engine),
-        not_pending=not_pending_lookup(engine),
-        forecasts=forecasts.forecast if forecasts is not None else None,
-        metrics_registry=registry,
-        health_checks=[
-            HealthCheck("event-loop", loop_lag.healthy, frozenset({"livez", "healthz"})),
-        ],
         what_if=WhatIfService(scheduler, store.priority_class_objects, engine.snapshot),
-        what_if_limit=RateLimit(rate=args.whatif_rate, burst=args.whatif_burst),
     )
     cert_dir = Path(args.cert_dir) if args.cert_dir else state
     if args.leader_elect:
@@ -233,15 +217,7 @@ async def _run_embedded(args: argparse.Namespace) -> int:
     register_serving_cert_metrics(registry, reloader)
     server = build_server(app, listener, host, port)
 
-    tasks: list[asyncio.Task[Any]] = [
-        asyncio.create_task(engine.run(), name="engine"),
-        asyncio.create_task(store.run(), name="manifests"),
-        asyncio.create_task(reloader.run(), name="cert-reload"),
-        asyncio.create_task(loop_lag.run(), name="loop-lag"),
-        asyncio.create_task(server.serve(), name="https"),
-    ]
-    if forecasts is not None:
-        tasks.append(asyncio.create_task(forecasts.run(), name="forecasts"))
+    tasks = serving.start(server, reloader, {"manifests": store.run()})
     if args.demo:
         demo = DemoLoad(
             engine,

@@ -21,7 +21,7 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,10 +32,9 @@ from prometheus_client import CollectorRegistry, Gauge
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from queuescope.engine_serving import Access, EngineServing
 from queuescope.kubeclient import ClusterClients
-from queuescope.lifecycle import ChangeNotifier, drain, run_until_stopped
-from queuescope.lookups import not_pending_lookup
-from queuescope.serve_forecasts import forecast_service
+from queuescope.lifecycle import drain, run_until_stopped
 from scheduler.api.decode import load_documents
 from scheduler.core.ingest import scheduler_config
 from scheduler.core.scheduler import Scheduler
@@ -56,14 +55,11 @@ from visibility_server.authn.config import (
 from visibility_server.authz.cache import CacheLimits
 from visibility_server.authz.pipeline import Authorizer
 from visibility_server.certs import ServiceName
-from visibility_server.http import create_app
 from visibility_server.http.health import READYZ_ONLY, HealthCheck
-from visibility_server.http.ratelimit import RateLimit
 from visibility_server.kube.cabundle import CaBundleCheck
 from visibility_server.kube.configmap import AuthenticationLookupError
 from visibility_server.kube.delegated import DelegatedAuth, DelegationSettings
 from visibility_server.kube.transport import as_transport
-from visibility_server.looplag import LoopLagMonitor
 from visibility_server.serving import build_server
 from visibility_server.tls.listener import ListenerTLS
 from visibility_server.tls.metrics import register_serving_cert_metrics
@@ -146,11 +142,7 @@ def add_cluster_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--requestheader-group-headers", default="")
     g.add_argument("--requestheader-extra-headers-prefix", default="")
     g.add_argument("--requestheader-uid-headers", default="")
-    g.add_argument(
-        "--authentication-token-webhook-cache-ttl",
-        type=_duration,
-        default=_duration(_env("AUTHENTICATION_TOKEN_WEBHOOK_CACHE_TTL", "10s")),
-    )
+    _duration_flag(g.add_argument, "--authentication-token-webhook-cache-ttl", "10s")
     g.add_argument(
         "--anonymous-auth", type=_flag_bool, default=_flag_bool(_env("ANONYMOUS_AUTH", "true"))
     )
@@ -158,21 +150,9 @@ def add_cluster_flags(p: argparse.ArgumentParser) -> None:
         "--authorization-always-allow-paths",
         default=_env("AUTHORIZATION_ALWAYS_ALLOW_PATHS", "/healthz,/readyz,/livez"),
     )
-    g.add_argument(
-        "--authorization-webhook-cache-authorized-ttl",
-        type=_duration,
-        default=_duration(_env("AUTHORIZATION_WEBHOOK_CACHE_AUTHORIZED_TTL", "10s")),
-    )
-    g.add_argument(
-        "--authorization-webhook-cache-unauthorized-ttl",
-        type=_duration,
-        default=_duration(_env("AUTHORIZATION_WEBHOOK_CACHE_UNAUTHORIZED_TTL", "10s")),
-    )
-    g.add_argument(
-        "--cert-reload-interval",
-        type=_duration,
-        default=_duration(_env("CERT_RELOAD_INTERVAL", "10s")),
-    )
+    _duration_flag(g.add_argument, "--authorization-webhook-cache-authorized-ttl", "10s")
+    _duration_flag(g.add_argument, "--authorization-webhook-cache-unauthorized-ttl", "10s")
+    _duration_flag(g.add_argument, "--cert-reload-interval", "10s")
     g.add_argument(
         "--allow-nonconforming-serving-cert",
         action="store_true",
@@ -201,11 +181,15 @@ def add_cluster_flags(p: argparse.ArgumentParser) -> None:
         help="a queued Workload's QuotaReserved=False condition is written only while it "
         "is among the first N of its ClusterQueue (docs/operations.md)",
     )
-    g.add_argument(
-        "--status-sweep-interval",
-        type=_duration,
-        default=_duration(_env("STATUS_SWEEP_INTERVAL", "60s")),
-    )
+    _duration_flag(g.add_argument, "--status-sweep-interval", "60s")
+
+
+def _duration_flag(add: Callable[..., object], flag: str, default: str) -> None:
+    """A duration flag (`add` is a parser's or group's add_argument) whose default comes
+    from its environment variable (`--cert-reload-interval`: QUEUESCOPE_CERT_RELOAD_INTERVAL),
+    else `default`."""
+    env = flag.removeprefix("--").replace("-", "_").upper()
+    add(flag, type=_duration, default=_duration(_env(env, default)))
 
 
 class WriterCollector(Collector):
@@ -348,24 +332,16 @@ async def run_cluster(
     runtime = _cluster_runtime(args, rest, engine, registry)
 
     stopping = asyncio.Event()
-    loop_lag = LoopLagMonitor(registry)
-    forecasts = forecast_service(args, engine, registry)
-    app = create_app(
-        snapshot=engine.snapshot,
-        authenticator=delegated.authenticator,
-        authorizer=authorizer,
+    serving = EngineServing.build(args, engine, registry)
+    app = serving.app(
+        args,
+        Access(delegated.authenticator, authorizer),
         version_info=version,
-        change_notifier=ChangeNotifier(engine),
-        not_pending=not_pending_lookup(engine),
-        forecasts=forecasts.forecast if forecasts is not None else None,
-        metrics_registry=registry,
+        what_if=WhatIfService(scheduler, runtime.jobs.priority_classes, engine.snapshot),
         health_checks=[
-            HealthCheck("event-loop", loop_lag.healthy, frozenset({"livez", "healthz"})),
             HealthCheck("authentication-config", lambda: delegated.config_loaded, READYZ_ONLY),
             HealthCheck("shutdown", lambda: not stopping.is_set(), READYZ_ONLY),
         ],
-        what_if=WhatIfService(scheduler, runtime.jobs.priority_classes, engine.snapshot),
-        what_if_limit=RateLimit(rate=args.whatif_rate, burst=args.whatif_burst),
     )
     reloader = CertificateReloader(
         cert_dir, listener, required_sans, interval=args.cert_reload_interval
@@ -382,18 +358,16 @@ async def run_cluster(
     # open is long-polls, which clients re-issue elsewhere, and a few slow requests.
     server.config.timeout_graceful_shutdown = int(DRAIN_SECONDS)
 
-    tasks: list[asyncio.Task[Any]] = [
-        asyncio.create_task(engine.run(), name="engine"),
-        asyncio.create_task(runtime.run(), name="cluster-runtime"),
-        asyncio.create_task(delegated.run(), name="delegated-auth"),
-        asyncio.create_task(kube.run(), name="credentials"),
-        asyncio.create_task(reloader.run(), name="cert-reload"),
-        asyncio.create_task(loop_lag.run(), name="loop-lag"),
-        asyncio.create_task(cabundle.run(), name="cabundle-check"),
-        asyncio.create_task(server.serve(), name="https"),
-    ]
-    if forecasts is not None:
-        tasks.append(asyncio.create_task(forecasts.run(), name="forecasts"))
+    tasks = serving.start(
+        server,
+        reloader,
+        {
+            "cluster-runtime": runtime.run(),
+            "delegated-auth": delegated.run(),
+            "credentials": kube.run(),
+            "cabundle-check": cabundle.run(),
+        },
+    )
 
     async def freeze_after_sync() -> None:
         # The initial load lives as long as the process: keep it out of full GC passes.
