@@ -8,9 +8,10 @@ unchanged afterwards.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
 
 from scheduler.core.clock import Instant
 from scheduler.core.flavor_assigner import GranularMode, Mode, PreemptionOracle
@@ -229,13 +230,18 @@ def no_candidates_oracle(tree: QuotaTree, cq: str) -> PreemptionOracle:
     return oracle
 
 
-class ClassicPreemptor:
-    """The docs/scheduling.md#classic-preemption target search for one preemptor on one snapshot."""
+Index = TypeVar("Index", bound=Mapping[str, Sequence[Admitted]])
+
+
+class TargetSearch(ABC, Generic[Index]):
+    """What both target searches hold, the snapshot they search (tree, admitted workloads per
+    ClusterQueue, the instant, the eviction-ordering setting), and the oracle every search
+    answers through (docs/scheduling.md#preemption-oracle)."""
 
     def __init__(
         self,
         tree: QuotaTree,
-        admitted_by_cq: AdmittedIndex,
+        admitted_by_cq: Index,
         now: Instant,
         eviction_ordering: bool,
     ) -> None:
@@ -244,9 +250,23 @@ class ClassicPreemptor:
         self.now = now
         self.eviction_ordering = eviction_ordering
 
-    # --------------------------------------------------------------- oracle
     def oracle(self, wl: WorkloadState, cq: ClusterQueueInfo) -> PreemptionOracle:
         return targets_oracle(self, self.tree, self.admitted_by_cq, wl, cq)
+
+    @abstractmethod
+    def find_targets(
+        self,
+        wl: WorkloadState,
+        cq: ClusterQueueInfo,
+        frs_needing: set[FlavorResource],
+        requests: FRAmounts,
+    ) -> list[Target]:
+        """The workloads to evict so that `wl` fits `requests` on `frs_needing`; [] when
+        no set of allowed victims makes room."""
+
+
+class ClassicPreemptor(TargetSearch[AdmittedIndex]):
+    """The docs/scheduling.md#classic-preemption target search for one preemptor on one snapshot."""
 
     # --------------------------------------------------------------- search
     def find_targets(
