@@ -31,7 +31,7 @@ _STOP_POLICY = (
     "no new ones; HoldAndDrain also evicts the admitted Workloads."
 )
 _KUBECONFIG = "A kubeconfig giving access to the cluster, in a Secret or a file."
-_CONDITIONS = "Conditions, keyed by type."
+_CONDITIONS = "Conditions written by the MultiKueue controller (Active: connected), keyed by type."
 _FAIR_SHARING = "Fair sharing settings of this node of the quota tree."
 _RESOURCE_GROUPS = (
     "Quota, grouped: each group lists resources that are always assigned together and the "
