@@ -239,6 +239,17 @@ def _check_not_acted_on_objects(plane: ControlPlane, docs: list[dict[str, Any]])
             assert old["spec"] == doc["spec"]
 
 
+def _wait_active(plane: ControlPlane, source: str, queues: list[str]) -> None:
+    for name in queues:
+        wait_json(
+            plane,
+            f"{source}: {name} Active",
+            lambda q: (active(q) or {}).get("status") == "True",
+            "clusterqueues.kueue.x-k8s.io",
+            name,
+        )
+
+
 @pytest.mark.parametrize("source", sorted(CHECK_EXAMPLES))
 def test_a_check_example_applies_and_its_queue_turns_active_once_the_check_is(
     cluster: ControlPlane, source: str
@@ -271,14 +282,7 @@ def test_a_check_example_applies_and_its_queue_turns_active_once_the_check_is(
             controller.report_active(check)
         stored_check = plane.get_json("admissionchecks.kueue.x-k8s.io", checks[0])
         assert (active(stored_check) or {}).get("status") == "True"
-        for name in queues:
-            wait_json(
-                plane,
-                f"{source}: {name} Active",
-                lambda q: (active(q) or {}).get("status") == "True",
-                "clusterqueues.kueue.x-k8s.io",
-                name,
-            )
+        _wait_active(plane, source, queues)
     finally:
         # The next file defines the same names: start it from nothing.
         _delete(plane, path)
@@ -295,13 +299,6 @@ def test_an_example_with_a_kind_not_acted_on_applies_and_its_queue_is_active(
         assert queues == OTHER_EXAMPLES[source]
         assert "Topology" in {d["kind"] for d in docs}
         _check_not_acted_on_objects(plane, docs)
-        for name in queues:
-            wait_json(
-                plane,
-                f"{source}: {name} Active",
-                lambda q: (active(q) or {}).get("status") == "True",
-                "clusterqueues.kueue.x-k8s.io",
-                name,
-            )
+        _wait_active(plane, source, queues)
     finally:
         _delete(plane, EXAMPLES / source)
