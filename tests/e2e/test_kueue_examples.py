@@ -30,6 +30,7 @@ from typing import Any
 import pytest
 import yaml
 
+from scheduler.api.conversion import STASH_ANNOTATION
 from tests.e2e.checks import CheckController, active
 from tests.e2e.cluster import (
     ClusterModeServer,
@@ -302,3 +303,36 @@ def test_an_example_with_a_kind_not_acted_on_applies_and_its_queue_is_active(
         _wait_active(plane, source, queues)
     finally:
         _delete(plane, EXAMPLES / source)
+
+
+def test_a_v1beta1_multikueue_cluster_converts_and_is_validated_as_stored(
+    cluster: ControlPlane,
+) -> None:
+    """The older form goes through our conversion webhook into the stored one, and our
+    validating webhook names the v1beta1 field of what the stored form would break."""
+    plane = cluster
+    name = "e2e-mkc-v1beta1"
+    kube_config = {"location": "/etc/worker.kubeconfig", "locationType": "Path"}
+    doc = {
+        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "kind": "MultiKueueCluster",
+        "metadata": {"name": name},
+        "spec": {"kubeConfig": kube_config},
+    }
+    try:
+        plane.apply(json.dumps(doc))
+        stored = plane.get_json("multikueueclusters.v1beta2.kueue.x-k8s.io", name)
+        assert stored["spec"] == {"clusterSource": {"kubeConfig": kube_config}}
+        # Nothing lacked a v1beta2 place: no conversion record.
+        assert STASH_ANNOTATION not in stored["metadata"].get("annotations", {})
+        empty = {
+            **doc,
+            "metadata": {"name": f"{name}-empty"},
+            "spec": {"kubeConfig": {"location": ""}},
+        }
+        result = plane.kubectl("apply", "-f", "-", input=json.dumps(empty), check=False)
+        assert result.returncode != 0
+        assert 'admission webhook "vkueue.queuescope.io" denied the request' in result.stderr
+        assert "exactly one of the fields in [kubeConfig clusterProfileRef]" in result.stderr
+    finally:
+        plane.kubectl("delete", "multikueueclusters.kueue.x-k8s.io", name, "--ignore-not-found")
