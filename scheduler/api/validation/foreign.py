@@ -120,12 +120,7 @@ def validate_provisioning_request_config(obj: ProvisioningRequestConfig) -> list
     else:
         errors += subdomain(class_path, spec.provisioning_class_name)
     if len(spec.parameters) > MAX_PARAMETERS:
-        errors.append(
-            FieldError(
-                "spec.parameters",
-                f"Too many: {len(spec.parameters)}: must have at most {MAX_PARAMETERS} items",
-            )
-        )
+        errors.append(too_many("spec.parameters", len(spec.parameters), MAX_PARAMETERS))
     for name, value in spec.parameters.items():
         if len(value) > MAX_PARAMETER_VALUE:
             errors.append(too_long(key("spec.parameters", name), MAX_PARAMETER_VALUE))
