@@ -20,11 +20,18 @@ ROOT: Final[dict[str, str]] = {
     ),
     "kind": "The REST resource this object represents, in CamelCase.",
 }
+# apiVersion of the one kind whose v1beta1 Kueue does not mark deprecated (MultiKueueConfig).
+API_VERSION_NOT_DEPRECATED: Final = (
+    "The versioned schema of this representation: kueue.x-k8s.io/v1beta2 (stored) or "
+    "kueue.x-k8s.io/v1beta1 (served)."
+)
 
 _STOP_POLICY = (
     "Stops admission: None admits as usual; Hold keeps admitted Workloads running but admits "
     "no new ones; HoldAndDrain also evicts the admitted Workloads."
 )
+_KUBECONFIG = "A kubeconfig giving access to the cluster, in a Secret or a file."
+_CONDITIONS = "Conditions written by the MultiKueue controller (Active: connected), keyed by type."
 _FAIR_SHARING = "Fair sharing settings of this node of the quota tree."
 _RESOURCE_GROUPS = (
     "Quota, grouped: each group lists resources that are always assigned together and the "
@@ -278,6 +285,96 @@ FIELDS: Final[dict[tuple[str, str], str]] = {
     ("PodSetUpdate", "annotations"): "Annotations to add to the pods.",
     ("PodSetUpdate", "nodeSelector"): "Node selector entries to add to the pods.",
     ("PodSetUpdate", "tolerations"): "Tolerations to add to the pods.",
+    # The kinds queuescope stores but does not act on (docs/scheduling.md): what the fields
+    # mean to the controllers that read them.
+    # ProvisioningRequestConfig
+    ("ProvisioningRequestConfig", "spec"): (
+        "How the ProvisioningRequest controller asks the cluster autoscaler for capacity."
+    ),
+    ("ProvisioningRequestConfigSpec", "provisioningClassName"): (
+        "The autoscaler's provisioning class (a DNS subdomain), e.g. "
+        "check-capacity.autoscaling.x-k8s.io."
+    ),
+    ("ProvisioningRequestConfigSpec", "parameters"): (
+        "Extra parameters the provisioning class may need: at most 100, values up to 255 "
+        "characters."
+    ),
+    ("ProvisioningRequestConfigSpec", "managedResources"): (
+        "Resources the autoscaler provisions; only pod sets requesting one of them are sent. "
+        "Empty: every resource."
+    ),
+    ("ProvisioningRequestConfigSpec", "retryStrategy"): (
+        "How a failed provisioning request is retried (requeues with exponential backoff)."
+    ),
+    ("ProvisioningRequestConfigSpec", "podSetUpdates"): (
+        "Updates to the pod sets that make their pods land on the provisioned nodes."
+    ),
+    ("ProvisioningRequestConfigSpec", "podSetMergePolicy"): (
+        "Which pod sets are merged before the request is sent: IdenticalPodTemplates or "
+        "IdenticalWorkloadSchedulingRequirements."
+    ),
+    ("ProvisioningRequestRetryStrategy", "backoffLimitCount"): (
+        "Retries before the Workload is deactivated; 0 turns retrying off."
+    ),
+    ("ProvisioningRequestRetryStrategy", "backoffBaseSeconds"): (
+        "Base of the exponential backoff between retries, in seconds."
+    ),
+    ("ProvisioningRequestRetryStrategy", "backoffMaxSeconds"): (
+        "Longest backoff between retries, in seconds."
+    ),
+    ("ProvisioningRequestPodSetUpdates", "nodeSelector"): (
+        "Node selector entries to add, at most 8, keyed by key."
+    ),
+    ("ProvisioningRequestPodSetUpdatesNodeSelector", "key"): "The node label to select on.",
+    ("ProvisioningRequestPodSetUpdatesNodeSelector", "valueFromProvisioningClassDetail"): (
+        "The entry of the request's status.provisioningClassDetails whose value is selected."
+    ),
+    # MultiKueueConfig
+    ("MultiKueueConfig", "spec"): "The worker clusters a ClusterQueue's Workloads go to.",
+    ("MultiKueueConfigSpec", "clusters"): (
+        "Names of MultiKueueClusters, 1 to 20, no repeats, most preferred first."
+    ),
+    ("MultiKueueConfigSpec", "quotaManagement"): (
+        "Manual (the default) or Automated management of the manager cluster's quotas."
+    ),
+    ("MultiKueueConfigV1Beta1", "spec"): "The worker clusters a ClusterQueue's Workloads go to.",
+    ("MultiKueueConfigSpecV1Beta1", "clusters"): "Names of MultiKueueClusters, 1 to 20.",
+    # MultiKueueCluster
+    ("MultiKueueCluster", "spec"): "How the MultiKueue controller connects to the cluster.",
+    ("MultiKueueCluster", "status"): (
+        "Observed state, written by the MultiKueue controller (condition Active: connected)."
+    ),
+    ("MultiKueueClusterV1Beta1", "spec"): "How the MultiKueue controller connects to the cluster.",
+    ("MultiKueueClusterV1Beta1", "status"): (
+        "Observed state, written by the MultiKueue controller (condition Active: connected)."
+    ),
+    ("MultiKueueClusterSpec", "clusterSource"): (
+        "Where the connection comes from: exactly one of kubeConfig and clusterProfileRef."
+    ),
+    ("MultiKueueClusterSpecV1Beta1", "kubeConfig"): _KUBECONFIG,
+    ("MultiKueueClusterSpecV1Beta1", "clusterProfileRef"): (
+        "A ClusterProfile; kept so that v1beta2 objects survive a v1beta1 round trip."
+    ),
+    ("ClusterSource", "kubeConfig"): _KUBECONFIG,
+    ("ClusterSource", "clusterProfileRef"): "A ClusterProfile that describes the cluster.",
+    ("KubeConfig", "location"): (
+        "The Secret's name (its kubeconfig key holds the file), or the file's path."
+    ),
+    ("KubeConfig", "locationType"): (
+        "Secret (in the MultiKueue controller's namespace) or Path (on its disk)."
+    ),
+    ("ClusterProfileReference", "name"): "Name of the ClusterProfile.",
+    ("MultiKueueClusterStatus", "conditions"): _CONDITIONS,
+    # Topology
+    ("Topology", "spec"): "The levels of the topology.",
+    ("TopologySpec", "levels"): (
+        "The levels, widest domain first, 1 to 16, no repeats; kubernetes.io/hostname only as "
+        "the last. Immutable."
+    ),
+    ("TopologyLevel", "nodeLabel"): (
+        "The node label whose value names a node's domain at this level, e.g. "
+        "cloud.provider.com/topology-rack."
+    ),
 }
 
 POD_TEMPLATE: Final[dict[str, str]] = {

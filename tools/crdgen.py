@@ -69,10 +69,26 @@ from scheduler.api.cohort import Cohort, CohortSpec  # noqa: E402
 from scheduler.api.flavor import ResourceFlavor  # noqa: E402
 from scheduler.api.localqueue import LocalQueue  # noqa: E402
 from scheduler.api.meta import KubeObject  # noqa: E402
+from scheduler.api.multikueue import (  # noqa: E402
+    MultiKueueCluster,
+    MultiKueueClusterStatus,
+    MultiKueueClusterV1Beta1,
+    MultiKueueConfig,
+    MultiKueueConfigSpec,
+    MultiKueueConfigSpecV1Beta1,
+    MultiKueueConfigV1Beta1,
+)
 from scheduler.api.pod import PodTemplateSpec  # noqa: E402
 from scheduler.api.priority import WorkloadPriorityClass  # noqa: E402
+from scheduler.api.provisioning import (  # noqa: E402
+    ProvisioningRequestConfig,
+    ProvisioningRequestConfigSpec,
+    ProvisioningRequestConfigV1Beta1,
+    ProvisioningRequestPodSetUpdates,
+)
 from scheduler.api.quantity import Quantity  # noqa: E402
 from scheduler.api.quota import FlavorQuotas, ResourceGroup  # noqa: E402
+from scheduler.api.topology import Topology, TopologySpec, TopologyV1Beta1  # noqa: E402
 from scheduler.api.workload import (  # noqa: E402
     Admission,
     AdmissionCheckState,
@@ -80,7 +96,12 @@ from scheduler.api.workload import (  # noqa: E402
     WorkloadSpec,
     WorkloadStatus,
 )
-from tools.crddescriptions import FIELDS, POD_TEMPLATE, ROOT  # noqa: E402
+from tools.crddescriptions import (  # noqa: E402
+    API_VERSION_NOT_DEPRECATED,
+    FIELDS,
+    POD_TEMPLATE,
+    ROOT,
+)
 from visibility_server.certs import DEFAULT_NAMESPACE, DEFAULT_SERVICE  # noqa: E402
 from visibility_server.webhooks.conversion import CONVERSION_PATH, CONVERTED_CRDS  # noqa: E402
 
@@ -129,6 +150,13 @@ LIST_TYPES: dict[tuple[type[BaseModel], str], ListType] = {
     (WorkloadStatus, "admission_checks"): ListType("map", ("name",)),
     (AdmissionCheckState, "pod_set_updates"): ListType("atomic"),
     (AdmissionCheckStatus, "conditions"): ListType("map", ("type",)),
+    # The kinds queuescope stores but does not act on (docs/scheduling.md).
+    (TopologySpec, "levels"): ListType("atomic"),
+    (ProvisioningRequestConfigSpec, "managed_resources"): ListType("set"),
+    (ProvisioningRequestPodSetUpdates, "node_selector"): ListType("map", ("key",)),
+    (MultiKueueConfigSpec, "clusters"): ListType("atomic"),
+    (MultiKueueConfigSpecV1Beta1, "clusters"): ListType("set"),
+    (MultiKueueClusterStatus, "conditions"): ListType("map", ("type",)),
 }
 
 
@@ -184,6 +212,11 @@ class Resource:
     description: str
     # v1beta2 columns where they differ (a renamed field).
     v1beta2_columns: tuple[Column, ...] | None = None
+    # The v1beta2 model, for kinds modelled in both versions (`model` is then the v1beta1
+    # one); without it, the v1beta2 schema is the v1beta1 one with V1BETA2_EDITS.
+    v1beta2_model: type[KubeObject] | None = None
+    # Kueue marks v1beta1 deprecated on every kind but MultiKueueConfig.
+    v1beta1_deprecated: bool = True
 
     def columns_of(self, version: str) -> tuple[Column, ...]:
         if version == V1BETA2 and self.v1beta2_columns is not None:
@@ -214,6 +247,15 @@ CQ_ADMITTED = Column(
     "Workloads admitted and not finished",
     priority=1,
 )
+
+
+def _inert(feature: str) -> str:
+    """What a kind of a feature queuescope does not implement says about itself."""
+    return (
+        "queuescope stores and validates it, but no queuescope controller acts on it: "
+        f"{feature} is not implemented."
+    )
+
 
 RESOURCES: tuple[Resource, ...] = (
     Resource(
@@ -310,6 +352,54 @@ RESOURCES: tuple[Resource, ...] = (
         (),
         "AdmissionCheck: a condition, evaluated by an external controller, that a Workload "
         "holding quota must pass before it is admitted.",
+    ),
+    # Kinds of features queuescope does not implement: stored and validated, never read.
+    Resource(
+        ProvisioningRequestConfigV1Beta1,
+        "provisioningrequestconfigs",
+        ("prc",),
+        False,
+        (),
+        "ProvisioningRequestConfig: the parameters of a ProvisioningRequest admission check. "
+        + _inert("ProvisioningRequest"),
+        v1beta2_model=ProvisioningRequestConfig,
+    ),
+    Resource(
+        MultiKueueConfigV1Beta1,
+        "multikueueconfigs",
+        ("mkconf",),
+        False,
+        (),
+        "MultiKueueConfig: the worker clusters of a MultiKueue admission check. "
+        + _inert("MultiKueue"),
+        v1beta2_model=MultiKueueConfig,
+        v1beta1_deprecated=False,
+    ),
+    Resource(
+        MultiKueueClusterV1Beta1,
+        "multikueueclusters",
+        ("mkc",),
+        True,
+        (
+            Column(
+                "Connected",
+                ".status.conditions[?(@.type=='Active')].status",
+                description="Whether the MultiKueue controller reached the cluster",
+            ),
+            AGE,
+        ),
+        "MultiKueueCluster: how to reach one worker cluster of MultiKueue. " + _inert("MultiKueue"),
+        v1beta2_model=MultiKueueCluster,
+    ),
+    Resource(
+        TopologyV1Beta1,
+        "topologies",
+        ("topo",),
+        False,
+        (),
+        "Topology: the node labels of a topology, from the widest domain to the narrowest, "
+        "for topology-aware scheduling. " + _inert("Topology-aware scheduling"),
+        v1beta2_model=Topology,
     ),
 )
 
@@ -431,13 +521,17 @@ def _field_default(info: FieldInfo) -> Any:
     return _scalar_default(info.default)
 
 
-def _description(owner: str, json_name: str, path: str) -> str:
-    found = FIELDS.get((owner, json_name))
-    if found is None:
-        raise SchemaError(
-            f"{path}: no description for ({owner!r}, {json_name!r}) in tools/crddescriptions.py"
-        )
-    return found
+def _description(model: type[BaseModel], json_name: str, path: str) -> str:
+    """The field's description, from the model or the nearest base model that has one (a
+    v1beta1 model that only changes apiVersion shares its fields' descriptions)."""
+    for owner in model.__mro__:
+        found = FIELDS.get((owner.__name__, json_name))
+        if found is not None:
+            return found
+    raise SchemaError(
+        f"{path}: no description for ({model.__name__!r}, {json_name!r}) "
+        "in tools/crddescriptions.py"
+    )
 
 
 def _model_schema(model: type[BaseModel], where: str, *, in_status: bool) -> Schema:
@@ -450,7 +544,7 @@ def _model_schema(model: type[BaseModel], where: str, *, in_status: bool) -> Sch
         json_name = _json_name(name, info)
         path = f"{where}.{json_name}"
         prop = {
-            "description": _description(model.__name__, json_name, path),
+            "description": _description(model, json_name, path),
             **_type_schema(info.rebuild_annotation(), path, in_status=in_status),
         }
         list_type = LIST_TYPES.get((model, name))
@@ -475,11 +569,13 @@ def _model_schema(model: type[BaseModel], where: str, *, in_status: bool) -> Sch
     return schema
 
 
-def root_schema(resource: Resource) -> Schema:
-    """The openAPIV3Schema of one CRD: apiVersion, kind, metadata, and the model's own fields."""
-    model = resource.model
+def root_schema(resource: Resource, model: type[KubeObject] | None = None) -> Schema:
+    """The openAPIV3Schema of one CRD version: apiVersion, kind, metadata, and the fields of
+    `model` (default: the resource's model)."""
+    model = model or resource.model
+    api_version = ROOT["apiVersion"] if resource.v1beta1_deprecated else API_VERSION_NOT_DEPRECATED
     properties: Schema = {
-        "apiVersion": {"description": ROOT["apiVersion"], "type": "string"},
+        "apiVersion": {"description": api_version, "type": "string"},
         "kind": {"description": ROOT["kind"], "type": "string"},
         # Nothing else: kube-apiserver refuses even a description of metadata.
         "metadata": {"type": "object"},
@@ -492,7 +588,7 @@ def root_schema(resource: Resource) -> Schema:
         json_name = _json_name(name, info)
         in_status = json_name == "status"
         prop = {
-            "description": _description(model.__name__, json_name, json_name),
+            "description": _description(model, json_name, json_name),
             **_type_schema(info.rebuild_annotation(), json_name, in_status=in_status),
         }
         if info.is_required():
@@ -523,11 +619,14 @@ def crd(resource: Resource) -> Schema:
     if resource.short_names:
         names["shortNames"] = list(resource.short_names)
     schemas = {V1BETA1: root_schema(resource)}
-    schemas[V1BETA2] = v1beta2_schema(kind, schemas[V1BETA1])
+    if resource.v1beta2_model is not None:
+        schemas[V1BETA2] = root_schema(resource, resource.v1beta2_model)
+    else:
+        schemas[V1BETA2] = v1beta2_schema(kind, schemas[V1BETA1])
     versions: list[Schema] = []
     for name in (V1BETA1, V1BETA2):
         version: Schema = {"name": name, "served": True, "storage": name == STORAGE_VERSION}
-        if name != STORAGE_VERSION:
+        if name != STORAGE_VERSION and resource.v1beta1_deprecated:
             version["deprecated"] = True
             version["deprecationWarning"] = DEPRECATION_WARNING
         version["schema"] = {"openAPIV3Schema": schemas[name]}

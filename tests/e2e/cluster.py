@@ -50,6 +50,11 @@ CRD_NAMES = (
     "resourceflavors",
     "workloadpriorityclasses",
     "workloads",
+    # Stored and validated, not acted on (docs/scheduling.md#kinds-stored-but-not-acted-on).
+    "multikueueclusters",
+    "multikueueconfigs",
+    "provisioningrequestconfigs",
+    "topologies",
 )
 
 

@@ -1,6 +1,8 @@
 """Done means (issues 12 and 13): every ResourceFlavor, ClusterQueue, LocalQueue, Cohort,
-WorkloadPriorityClass, AdmissionCheck and batch/v1 Job document of Kueue v0.19.2's
-example manifests applies unchanged to the real kube-apiserver with queuescope's CRDs installed.
+WorkloadPriorityClass, AdmissionCheck, batch/v1 Job, and Topology,
+ProvisioningRequestConfig, MultiKueueConfig and MultiKueueCluster document of Kueue
+v0.19.2's example manifests applies unchanged to the real kube-apiserver with queuescope's
+CRDs installed.
 
 Each document is created with server-side dry run and strict field validation: the API
 server runs its whole admission and validation chain, and a field our schema lacks is an
@@ -11,7 +13,11 @@ disappears (or a kind that stops being selected) fails the test too.
 The four files that define an AdmissionCheck (issue 13) are applied as a user would,
 with `kubectl apply -f`, through our webhooks to our server in cluster mode: their
 ClusterQueues are inactive until the check's controller (the test's, tests/e2e/checks.py)
-reports the check Active, and Active after.
+reports the check Active, and Active after. So are the other files that use the kinds
+queuescope stores but does not act on (docs/scheduling.md#kinds-stored-but-not-acted-on):
+applied whole, every object stored as given and validated by our webhook, and their
+ClusterQueues Active (a Topology gates nothing). Every test deletes what it applied, and
+first deletes what an earlier module may have left under the same names.
 """
 
 from __future__ import annotations
@@ -24,9 +30,11 @@ from typing import Any
 import pytest
 import yaml
 
+from scheduler.api.conversion import STASH_ANNOTATION
 from tests.e2e.checks import CheckController, active
 from tests.e2e.cluster import (
     ClusterModeServer,
+    crd_documents,
     delete_webhooks,
     install,
     subset,
@@ -46,9 +54,15 @@ KUEUE_KINDS = {
     "Cohort",
     "WorkloadPriorityClass",
     "AdmissionCheck",
+    # Stored and validated, not acted on.
+    "Topology",
+    "ProvisioningRequestConfig",
+    "MultiKueueConfig",
+    "MultiKueueCluster",
 }
 # Counted in the v0.19.2 examples: 25 ResourceFlavors, 20 ClusterQueues, 19 LocalQueues,
-# 5 Cohorts, 3 WorkloadPriorityClasses, 4 AdmissionChecks, 20 batch/v1 Jobs.
+# 5 Cohorts, 3 WorkloadPriorityClasses, 4 AdmissionChecks, 20 batch/v1 Jobs, 4 Topologies,
+# 2 ProvisioningRequestConfigs, 2 MultiKueueConfigs, 3 MultiKueueClusters.
 EXPECTED = {
     "ResourceFlavor": 25,
     "ClusterQueue": 20,
@@ -57,6 +71,10 @@ EXPECTED = {
     "WorkloadPriorityClass": 3,
     "AdmissionCheck": 4,
     "Job": 20,
+    "Topology": 4,
+    "ProvisioningRequestConfig": 2,
+    "MultiKueueConfig": 2,
+    "MultiKueueCluster": 3,
 }
 
 
@@ -122,13 +140,10 @@ def test_every_example_of_our_kinds_applies_unchanged(control_plane: ControlPlan
     assert refused == [], "\n".join(refused)
 
 
-# -- the AdmissionCheck examples ----------------------------------------------------------
+# -- the files applied whole, through our server -------------------------------------
 
-# The kinds of the AdmissionCheck examples that configure a check's controller (its
-# `spec.parameters`) or a feature queuescope does not implement: their CRDs come with
-# that controller, not with queuescope, so on a cluster with only queuescope kubectl
-# refuses these documents and applies the rest (docs/scheduling.md#admission-checks).
-FOREIGN_KINDS = {"ProvisioningRequestConfig", "MultiKueueConfig", "MultiKueueCluster", "Topology"}
+# The kinds queuescope stores and validates but does not act on.
+NOT_ACTED_ON = {"ProvisioningRequestConfig", "MultiKueueConfig", "MultiKueueCluster", "Topology"}
 # The example files that hold an AdmissionCheck, with the ClusterQueues they define.
 CHECK_EXAMPLES = {
     "site/static/examples/sample-admission-check.yaml": [],
@@ -136,6 +151,13 @@ CHECK_EXAMPLES = {
     "site/static/examples/multikueue/multikueue-setup.yaml": ["cluster-queue"],
     "site/static/examples/multikueue/tas/manager-setup.yaml": ["cluster-queue"],
 }
+# The other files that use a kind not acted on, with their ClusterQueues.
+OTHER_EXAMPLES = {
+    "site/static/examples/tas/sample-queues.yaml": ["tas-cluster-queue"],
+    "site/static/examples/tas/sample-gpu-queues.yaml": ["tas-cluster-queue"],
+    "site/static/examples/multikueue/tas/worker-setup.yaml": ["worker-cluster-queue"],
+}
+PLURALS = {doc["spec"]["names"]["kind"]: doc["spec"]["names"]["plural"] for doc in crd_documents()}
 
 
 @pytest.fixture(scope="module")
@@ -159,16 +181,74 @@ def cluster(
         server.stop()
 
 
-def test_the_check_examples_are_all_counted() -> None:
-    found = sorted(
+def _files_with(kinds: set[str]) -> list[str]:
+    return sorted(
         str(path.relative_to(EXAMPLES))
         for path in EXAMPLES.rglob("*.yaml")
         if any(
-            isinstance(d, dict) and d.get("kind") == "AdmissionCheck"
+            isinstance(d, dict) and d.get("kind") in kinds
             for d in yaml.safe_load_all(path.read_text())
         )
     )
-    assert found == sorted(CHECK_EXAMPLES)
+
+
+def test_the_check_examples_and_the_others_are_all_counted() -> None:
+    assert _files_with({"AdmissionCheck"}) == sorted(CHECK_EXAMPLES)
+    # Every check example also uses one (its check's parameters, or a Topology).
+    assert _files_with(NOT_ACTED_ON) == sorted({*CHECK_EXAMPLES, *OTHER_EXAMPLES})
+
+
+def _delete(plane: ControlPlane, path: Path) -> None:
+    plane.kubectl("delete", "-f", str(path), "--ignore-not-found", "--wait", check=False)
+
+
+def _apply_whole(plane: ControlPlane, source: str) -> list[dict[str, Any]]:
+    """`kubectl apply -f` of the file as a user runs it; every document stored as given."""
+    path = EXAMPLES / source
+    docs = [d for d in yaml.safe_load_all(path.read_text()) if isinstance(d, dict)]
+    # Another module may have left objects of the same names (ResourceFlavors, queues).
+    _delete(plane, path)
+    result = plane.kubectl("apply", "-f", str(path), check=False)
+    assert result.returncode == 0, result.stderr
+    assert "denied" not in result.stderr and "Warning" not in result.stderr, result.stderr
+    for doc in docs:
+        resource = f"{PLURALS[doc['kind']]}.kueue.x-k8s.io"
+        where = ["-n", doc["metadata"]["namespace"]] if "namespace" in doc["metadata"] else []
+        stored = plane.get_json(resource, doc["metadata"]["name"], *where)
+        assert stored["apiVersion"] == doc["apiVersion"]
+        assert subset(doc.get("spec", {}), stored.get("spec", {})), (source, stored)
+    return docs
+
+
+def _check_not_acted_on_objects(plane: ControlPlane, docs: list[dict[str, Any]]) -> None:
+    """What the CRDs add to the stored objects of the kinds not acted on: defaults, and
+    the older version through our conversion webhook."""
+    for doc in docs:
+        name = doc["metadata"]["name"]
+        if doc["kind"] == "ProvisioningRequestConfig":
+            stored = plane.get_json("provisioningrequestconfigs.kueue.x-k8s.io", name)
+            retry = {"backoffLimitCount": 3, "backoffBaseSeconds": 60, "backoffMaxSeconds": 1800}
+            assert stored["spec"]["retryStrategy"] == {
+                **retry,
+                **doc["spec"].get("retryStrategy", {}),
+            }
+        if doc["kind"] == "MultiKueueCluster":
+            old = plane.get_json("multikueueclusters.v1beta1.kueue.x-k8s.io", name)
+            assert old["spec"] == {"kubeConfig": doc["spec"]["clusterSource"]["kubeConfig"]}
+        if doc["kind"] == "MultiKueueConfig":
+            old = plane.get_json("multikueueconfigs.v1beta1.kueue.x-k8s.io", name)
+            assert old["spec"] == doc["spec"]
+
+
+def _wait_active(plane: ControlPlane, source: str, queues: list[str]) -> None:
+    for name in queues:
+        wait_json(
+            plane,
+            f"{source}: {name} Active",
+            lambda q: (active(q) or {}).get("status") == "True",
+            "clusterqueues.kueue.x-k8s.io",
+            name,
+        )
 
 
 @pytest.mark.parametrize("source", sorted(CHECK_EXAMPLES))
@@ -177,29 +257,13 @@ def test_a_check_example_applies_and_its_queue_turns_active_once_the_check_is(
 ) -> None:
     plane = cluster
     path = EXAMPLES / source
-    docs = [d for d in yaml.safe_load_all(path.read_text()) if isinstance(d, dict)]
-    foreign = sorted({d["kind"] for d in docs if d["kind"] in FOREIGN_KINDS})
-    checks = [d["metadata"]["name"] for d in docs if d["kind"] == "AdmissionCheck"]
-    queues = [d["metadata"]["name"] for d in docs if d["kind"] == "ClusterQueue"]
-    assert queues == CHECK_EXAMPLES[source]
     try:
-        # The file as a user applies it: every document of our kinds goes through our
-        # webhooks and is stored; the controller configuration kinds are refused by
-        # kubectl, naming the kind.
-        result = plane.kubectl("apply", "-f", str(path), check=False)
-        for kind in foreign:
-            assert f'no matches for kind "{kind}" in version "kueue.x-k8s.io/v1beta2"' in (
-                result.stderr
-            ), result.stderr
-        assert (result.returncode != 0) == bool(foreign), result.stderr
-        assert "denied" not in result.stderr, result.stderr
-        for doc in docs:
-            if doc["kind"] in FOREIGN_KINDS:
-                continue
-            resource = f"{doc['kind'].lower()}s.kueue.x-k8s.io"
-            where = ["-n", doc["metadata"]["namespace"]] if "namespace" in doc["metadata"] else []
-            stored = plane.get_json(resource, doc["metadata"]["name"], *where)
-            assert subset(doc.get("spec", {}), stored.get("spec", {})), (source, stored)
+        docs = _apply_whole(plane, source)
+        checks = [d["metadata"]["name"] for d in docs if d["kind"] == "AdmissionCheck"]
+        queues = [d["metadata"]["name"] for d in docs if d["kind"] == "ClusterQueue"]
+        assert queues == CHECK_EXAMPLES[source]
+        assert {d["kind"] for d in docs} & NOT_ACTED_ON
+        _check_not_acted_on_objects(plane, docs)
 
         # No controller has reported: every queue naming a check is inactive.
         for name in queues:
@@ -219,14 +283,56 @@ def test_a_check_example_applies_and_its_queue_turns_active_once_the_check_is(
             controller.report_active(check)
         stored_check = plane.get_json("admissionchecks.kueue.x-k8s.io", checks[0])
         assert (active(stored_check) or {}).get("status") == "True"
-        for name in queues:
-            wait_json(
-                plane,
-                f"{source}: {name} Active",
-                lambda q: (active(q) or {}).get("status") == "True",
-                "clusterqueues.kueue.x-k8s.io",
-                name,
-            )
+        _wait_active(plane, source, queues)
     finally:
         # The next file defines the same names: start it from nothing.
-        plane.kubectl("delete", "-f", str(path), "--ignore-not-found", "--wait", check=False)
+        _delete(plane, path)
+
+
+@pytest.mark.parametrize("source", sorted(OTHER_EXAMPLES))
+def test_an_example_with_a_kind_not_acted_on_applies_and_its_queue_is_active(
+    cluster: ControlPlane, source: str
+) -> None:
+    plane = cluster
+    try:
+        docs = _apply_whole(plane, source)
+        queues = [d["metadata"]["name"] for d in docs if d["kind"] == "ClusterQueue"]
+        assert queues == OTHER_EXAMPLES[source]
+        assert "Topology" in {d["kind"] for d in docs}
+        _check_not_acted_on_objects(plane, docs)
+        _wait_active(plane, source, queues)
+    finally:
+        _delete(plane, EXAMPLES / source)
+
+
+def test_a_v1beta1_multikueue_cluster_converts_and_is_validated_as_stored(
+    cluster: ControlPlane,
+) -> None:
+    """The older form goes through our conversion webhook into the stored one, and our
+    validating webhook names the v1beta1 field of what the stored form would break."""
+    plane = cluster
+    name = "e2e-mkc-v1beta1"
+    kube_config = {"location": "/etc/worker.kubeconfig", "locationType": "Path"}
+    doc = {
+        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "kind": "MultiKueueCluster",
+        "metadata": {"name": name},
+        "spec": {"kubeConfig": kube_config},
+    }
+    try:
+        plane.apply(json.dumps(doc))
+        stored = plane.get_json("multikueueclusters.v1beta2.kueue.x-k8s.io", name)
+        assert stored["spec"] == {"clusterSource": {"kubeConfig": kube_config}}
+        # Nothing lacked a v1beta2 place: no conversion record.
+        assert STASH_ANNOTATION not in stored["metadata"].get("annotations", {})
+        empty = {
+            **doc,
+            "metadata": {"name": f"{name}-empty"},
+            "spec": {"kubeConfig": {"location": ""}},
+        }
+        result = plane.kubectl("apply", "-f", "-", input=json.dumps(empty), check=False)
+        assert result.returncode != 0
+        assert 'admission webhook "vkueue.queuescope.io" denied the request' in result.stderr
+        assert "exactly one of the fields in [kubeConfig clusterProfileRef]" in result.stderr
+    finally:
+        plane.kubectl("delete", "multikueueclusters.kueue.x-k8s.io", name, "--ignore-not-found")

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from scheduler.api.foreign import FOREIGN_KINDS
 from scheduler.api.kinds import KINDS
 from scheduler.api.versions import KUEUE_GROUP
 from tests.unit.visibility_server.http.support import app_for, client
@@ -132,6 +133,29 @@ def job(
 
 def _many(n: int, make: Any) -> list[Any]:
     return [make(i) for i in range(n)]
+
+
+def topology(*labels: str) -> dict[str, Any]:
+    return _obj(V2, "Topology", "topo-bad", {"levels": [{"nodeLabel": x} for x in labels]})
+
+
+def prc(spec: dict[str, Any]) -> dict[str, Any]:
+    return _obj(V2, "ProvisioningRequestConfig", "prc-bad", {"provisioningClassName": "c", **spec})
+
+
+def mk_config(clusters: list[str]) -> dict[str, Any]:
+    return _obj(V2, "MultiKueueConfig", "mkconf-bad", {"clusters": clusters})
+
+
+def mk_cluster(source: dict[str, Any]) -> dict[str, Any]:
+    return _obj(V2, "MultiKueueCluster", "mkc-bad", {"clusterSource": source})
+
+
+def selector(key: str = "cloud.example.com/pool", detail: str = "pool") -> dict[str, Any]:
+    return {"key": key, "valueFromProvisioningClassDetail": detail}
+
+
+SECRET = {"location": "worker-secret", "locationType": "Secret"}
 
 
 CASES: list[Case] = [
@@ -778,6 +802,80 @@ CASES: list[Case] = [
         job(template=pod_template(resources={"requests": {"cpu": "-1"}})),
         "spec.template.spec.containers[0].resources.requests[cpu]",
     ),
+    # -- kinds stored but not acted on (the CRD rules Kueue has for them) ---------------
+    Case("topo-no-levels", topology(), "spec.levels"),
+    Case("topo-too-many-levels", topology(*(f"l{i}" for i in range(17))), "spec.levels"),
+    Case("topo-node-label", topology("bad label!"), "spec.levels[0].nodeLabel"),
+    Case("topo-node-label-length", topology("a" * 317), "spec.levels[0].nodeLabel"),
+    Case("topo-level-duplicate", topology("rack", "rack"), "spec.levels[1]"),
+    Case("topo-hostname-not-last", topology("kubernetes.io/hostname", "rack"), "spec.levels"),
+    Case(
+        "prc-class-name", prc({"provisioningClassName": "Bad_Class"}), "spec.provisioningClassName"
+    ),
+    Case("prc-class-name-empty", prc({"provisioningClassName": ""}), "spec.provisioningClassName"),
+    Case(
+        "prc-too-many-parameters",
+        prc({"parameters": {f"p{i}": "v" for i in range(101)}}),
+        "spec.parameters",
+    ),
+    Case("prc-parameter-length", prc({"parameters": {"p": "v" * 256}}), "spec.parameters[p]"),
+    Case(
+        "prc-too-many-managed-resources",
+        prc({"managedResources": [f"example.com/r{i}" for i in range(101)]}),
+        "spec.managedResources",
+    ),
+    Case(
+        "prc-selector-key",
+        prc({"podSetUpdates": {"nodeSelector": [selector(key="bad key!")]}}),
+        "spec.podSetUpdates.nodeSelector[0].key",
+    ),
+    Case(
+        "prc-selector-detail-empty",
+        prc({"podSetUpdates": {"nodeSelector": [selector(detail="")]}}),
+        "spec.podSetUpdates.nodeSelector[0].valueFromProvisioningClassDetail",
+    ),
+    Case(
+        "prc-too-many-selectors",
+        prc({"podSetUpdates": {"nodeSelector": _many(9, lambda i: selector(key=f"k{i}"))}}),
+        "spec.podSetUpdates.nodeSelector",
+    ),
+    Case("mkconf-no-clusters", mk_config([]), "spec.clusters"),
+    Case("mkconf-too-many-clusters", mk_config([f"w{i}" for i in range(21)]), "spec.clusters"),
+    Case("mkconf-cluster-duplicate", mk_config(["w1", "w1"]), "spec.clusters[1]"),
+    Case("mkconf-cluster-length", mk_config(["w" * 257]), "spec.clusters[0]"),
+    Case(
+        "mkc-two-sources",
+        mk_cluster({"kubeConfig": SECRET, "clusterProfileRef": {"name": "p"}}),
+        "spec.clusterSource",
+    ),
+    Case("mkc-no-source", mk_cluster({}), "spec.clusterSource"),
+    Case(
+        "mkc-location-empty",
+        mk_cluster({"kubeConfig": {"location": ""}}),
+        "spec.clusterSource.kubeConfig.location",
+    ),
+    Case(
+        "mkc-location-length",
+        mk_cluster({"kubeConfig": {"location": "s" * 257}}),
+        "spec.clusterSource.kubeConfig.location",
+    ),
+    Case(
+        "mkc-profile-name-empty",
+        mk_cluster({"clusterProfileRef": {"name": ""}}),
+        "spec.clusterSource.clusterProfileRef.name",
+    ),
+    # v1beta1 is checked in the form it is stored in, and named as it is written: an empty
+    # location is no kubeconfig (as Kueue converts it), so nothing says how to connect.
+    Case(
+        "mkc-v1beta1-no-source",
+        _obj(V1, "MultiKueueCluster", "mkc-bad", {"kubeConfig": {"location": ""}}),
+        "spec",
+    ),
+    Case(
+        "mkc-v1beta1-location-length",
+        _obj(V1, "MultiKueueCluster", "mkc-bad", {"kubeConfig": {"location": "s" * 257}}),
+        "spec.kubeConfig.location",
+    ),
 ]
 
 
@@ -791,6 +889,10 @@ SAYS = {
     "wl-two-min-counts": "at most one podSet can use minCount",
     "wl-total-overflow": "does not fit in a signed 64-bit integer",
     "wl-priority-ref-nil": "priority should not be nil when priorityClassRef is set",
+    "topo-hostname-not-last": "kubernetes.io/hostname label can only be used at the lowest",
+    "mkc-two-sources": "exactly one of the fields in [kubeConfig clusterProfileRef] must be set",
+    "mkc-no-source": "exactly one of the fields in [kubeConfig clusterProfileRef] must be set",
+    "mkc-v1beta1-no-source": "exactly one of the fields in [kubeConfig clusterProfileRef]",
 }
 
 
@@ -824,6 +926,7 @@ def test_every_kind_the_webhook_validates_has_a_case() -> None:
     """A kind added to the API layer is validated with no change to the webhook; this
     table must then grow a case for it."""
     served = {kind for (api_version, kind) in KINDS if api_version.startswith(f"{KUEUE_GROUP}/")}
+    served |= set(FOREIGN_KINDS)
     assert served <= {case.kind for case in CASES}, served - {case.kind for case in CASES}
 
 
@@ -841,3 +944,95 @@ async def test_the_webhook_denies_each_rule_naming_the_field(case: Case) -> None
     causes = status["details"]["causes"]
     assert any(cause["field"].startswith(case.field) for cause in causes), causes
     assert "patch" not in response  # a validating answer never patches
+
+
+# -- kinds stored but not acted on: allowed when valid, levels of a Topology immutable ----
+
+GOOD_FOREIGN = [
+    topology("cloud.provider.com/topology-rack", "kubernetes.io/hostname"),
+    prc(
+        {
+            "managedResources": ["nvidia.com/gpu"],
+            "parameters": {"p": "v"},
+            "retryStrategy": {"backoffLimitCount": 2, "backoffBaseSeconds": 0},
+            "podSetUpdates": {"nodeSelector": [selector()]},
+            "podSetMergePolicy": "IdenticalPodTemplates",
+        }
+    ),
+    mk_config(["w1", "w2"]),
+    mk_cluster({"kubeConfig": SECRET}),
+    mk_cluster({"clusterProfileRef": {"name": "p"}}),
+    _obj(V1, "MultiKueueCluster", "mkc-ok", {"kubeConfig": SECRET}),
+    _obj(V1, "MultiKueueConfig", "mkconf-ok", {"clusters": ["w1"]}),
+    _obj(V1, "Topology", "topo-ok", {"levels": [{"nodeLabel": "rack"}]}),
+]
+
+
+async def _answer(body: bytes) -> dict[str, Any]:
+    async with client(app_for(), headers={}) as c:
+        answer = await c.post("/validate", content=body)
+    assert answer.status_code == 200
+    return dict(answer.json()["response"])
+
+
+@pytest.mark.parametrize("manifest", GOOD_FOREIGN, ids=lambda m: f"{m['kind']}-{m['apiVersion']}")
+async def test_a_valid_object_of_a_kind_not_acted_on_is_allowed(manifest: dict[str, Any]) -> None:
+    response = await _answer(review(manifest))
+    assert response["allowed"] is True, response
+    assert "warnings" not in response  # validated, not waved through as unknown
+
+
+# Refused by the CRD schema on a real cluster before the webhook sees them; the webhook
+# refuses them too (the models' types, enums and required fields).
+SCHEMA_CASES = [
+    Case(
+        "topo-level-without-label",
+        _obj(V2, "Topology", "t", {"levels": [{}]}),
+        "spec.levels[0].nodeLabel",
+    ),
+    Case(
+        "prc-no-class-name",
+        _obj(V2, "ProvisioningRequestConfig", "p", {}),
+        "spec.provisioningClassName",
+    ),
+    Case("prc-merge-policy", prc({"podSetMergePolicy": "Any"}), "spec.podSetMergePolicy"),
+    Case(
+        "prc-selector-duplicate",
+        prc({"podSetUpdates": {"nodeSelector": [selector(), selector()]}}),
+        "spec.podSetUpdates.nodeSelector[1].key",
+    ),
+    Case(
+        "prc-managed-duplicate", prc({"managedResources": ["a", "a"]}), "spec.managedResources[1]"
+    ),
+    Case(
+        "mkconf-quota-management",
+        _obj(V2, "MultiKueueConfig", "m", {"clusters": ["w"], "quotaManagement": "Sometimes"}),
+        "spec.quotaManagement",
+    ),
+    Case("mkc-no-cluster-source", _obj(V2, "MultiKueueCluster", "m", {}), "spec.clusterSource"),
+    Case(
+        "mkc-location-type",
+        mk_cluster({"kubeConfig": {"location": "s", "locationType": "Env"}}),
+        "spec.clusterSource.kubeConfig.locationType",
+    ),
+    Case("mkc-v1beta1-no-kubeconfig", _obj(V1, "MultiKueueCluster", "m", {}), "spec.kubeConfig"),
+]
+
+
+@pytest.mark.parametrize("case", SCHEMA_CASES, ids=lambda c: c.id)
+async def test_the_webhook_also_denies_what_the_schema_refuses(case: Case) -> None:
+    response = await _answer(review(case.manifest))
+    assert response["allowed"] is False, response
+    causes = response["status"]["details"]["causes"]
+    assert any(cause["field"].startswith(case.field) for cause in causes), causes
+
+
+async def test_the_levels_of_a_topology_cannot_change() -> None:
+    old = topology("rack", "kubernetes.io/hostname")
+    new = topology("block", "rack", "kubernetes.io/hostname")
+    response = await _answer(review(new, "UPDATE", old))
+    assert response["allowed"] is False
+    assert response["status"]["details"]["causes"][0]["field"] == "spec.levels"
+    assert "field is immutable" in response["status"]["message"]
+    labels = {**old, "metadata": {**old["metadata"], "labels": {"team": "a"}}}
+    assert (await _answer(review(labels, "UPDATE", old)))["allowed"] is True

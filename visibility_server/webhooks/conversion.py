@@ -42,14 +42,17 @@ REVIEW_KIND: Final = "ConversionReview"
 GROUP: Final = "kueue.x-k8s.io"
 VERSIONS: Final = ("v1beta1", "v1beta2")
 # The CRDs that convert through this webhook: every kind whose two versions differ in a
-# field (in spec, or in a status the CRD keeps free-form), as in Kueue. ResourceFlavor and
-# WorkloadPriorityClass are the same in both (strategy None). tools/crdgen.py checks that
+# field (in spec, or in a status the CRD keeps free-form), as in Kueue. ResourceFlavor,
+# WorkloadPriorityClass, ProvisioningRequestConfig and Topology are the same in both
+# (strategy None). tools/crdgen.py checks that
 # every CRD whose schemas differ is listed; the certificate tooling sets their caBundle.
 CONVERTED_CRDS: Final = (
     "admissionchecks.kueue.x-k8s.io",
     "clusterqueues.kueue.x-k8s.io",
     "cohorts.kueue.x-k8s.io",
     "localqueues.kueue.x-k8s.io",
+    "multikueueclusters.kueue.x-k8s.io",
+    "multikueueconfigs.kueue.x-k8s.io",
     "workloads.kueue.x-k8s.io",
 )
 # kube-apiserver sends a whole list in one review; bounded so a caller cannot exhaust memory.

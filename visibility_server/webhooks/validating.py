@@ -8,17 +8,22 @@ a change to this module. The object is decoded as the store decodes what it list
 `scheduler.api.validation`; a v1beta2 object is checked as v1beta2 and converted), and an
 UPDATE also runs `validate_update` against the old object. Whatever is denied here is
 what the store would refuse to load; whatever is allowed, it loads.
+
+The Kueue kinds queuescope stores but does not act on (`scheduler.api.foreign`:
+Topology, ProvisioningRequestConfig, MultiKueueConfig, MultiKueueCluster) are checked
+with their own rules; any other kind of the group is allowed with a warning.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler.api.base import TypedObject
 from scheduler.api.errors import ApiError, FieldError
+from scheduler.api.foreign import decode_foreign, foreign_update_errors, is_foreign
 from scheduler.api.job import Job
 from scheduler.api.kinds import KINDS
 from scheduler.api.live import decode_live
@@ -42,34 +47,40 @@ def validate_request(request: AdmissionRequest, default_queue: DefaultQueueLooku
     kind = request.kind
     if request.operation not in ("CREATE", "UPDATE") or request.sub_resource:
         return Verdict()
+    if is_foreign(kind.api_version, kind.kind):
+        return _verdict(request, decode_foreign, foreign_update_errors)
     if (kind.api_version, kind.kind) not in KINDS:
         return _not_ours(request)
+
+    def update_errors(old: TypedObject, new: TypedObject) -> list[FieldError]:
+        exists = default_queue(request.namespace) if _removes_queue_name(old, new) else False
+        return validate_update(old, new, default_queue_exists=exists)
+
+    return _verdict(request, decode_live, update_errors)
+
+
+def _verdict(
+    request: AdmissionRequest,
+    decode: Callable[..., TypedObject],
+    update_errors: Callable[[Any, Any], list[FieldError]],
+) -> Verdict:
+    """`decode` the new object (its rules), then on UPDATE `update_errors` against the old."""
     if request.old_object is not None and _being_deleted(request.old_object):
         # Only finalizers are left to remove: refusing would keep the object forever.
         return Verdict()
     try:
-        new = decode_live(request.new, source=f"admission {request.uid}")
+        new = decode(request.new, source=f"admission {request.uid}")
     except ApiError as err:
         return Verdict(errors=list(err.errors))
     if request.operation != "UPDATE" or request.old_object is None:
         return Verdict()
-    return _update_verdict(request, request.old_object, new, default_queue)
-
-
-def _update_verdict(
-    request: AdmissionRequest,
-    old_raw: dict[str, Any],
-    new: TypedObject,
-    default_queue: DefaultQueueLookup,
-) -> Verdict:
     try:
-        old = decode_live(old_raw, source=f"admission {request.uid} (old)")
+        old = decode(request.old_object, source=f"admission {request.uid} (old)")
     except ApiError as err:
         # Stored before these rules applied: the new object alone decides.
         log.info("admission %s: the old object does not decode (%s)", request.uid, err)
         return Verdict()
-    exists = default_queue(request.namespace) if _removes_queue_name(old, new) else False
-    return Verdict(errors=validate_update(old, new, default_queue_exists=exists))
+    return Verdict(errors=update_errors(old, new))
 
 
 def _being_deleted(obj: Mapping[str, Any]) -> bool:

@@ -14,6 +14,11 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from scheduler.api.conversion.fields import ConversionError
+from scheduler.api.conversion.multikueue import (
+    multikueue_cluster_down,
+    multikueue_cluster_up,
+    multikueue_config_down,
+)
 from scheduler.api.conversion.queues import (
     admission_check_up,
     cluster_queue_down,
@@ -48,6 +53,11 @@ _CONVERTERS: Final[dict[str, tuple[Converter, Converter]]] = {
     "ClusterQueue": (cluster_queue_up, cluster_queue_down),
     "Workload": (workload_up, workload_down),
     "AdmissionCheck": (admission_check_up, unchanged),
+    # Kinds queuescope stores but does not act on (docs/scheduling.md).
+    "ProvisioningRequestConfig": (unchanged, unchanged),
+    "Topology": (unchanged, unchanged),
+    "MultiKueueConfig": (unchanged, multikueue_config_down),
+    "MultiKueueCluster": (multikueue_cluster_up, multikueue_cluster_down),
 }
 
 

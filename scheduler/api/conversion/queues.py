@@ -82,4 +82,5 @@ def admission_check_up(doc: dict[str, Any], rec: Recorder) -> None:
 
 
 def unchanged(doc: dict[str, Any], rec: Recorder) -> None:
-    """ResourceFlavor, WorkloadPriorityClass: the same fields in both versions."""
+    """ResourceFlavor, WorkloadPriorityClass, ProvisioningRequestConfig, Topology: the same
+    fields in both versions."""

@@ -208,7 +208,7 @@ def test_same_version_is_a_copy() -> None:
 @pytest.mark.parametrize(
     ("document", "path", "fragment"),
     [
-        (doc(V1, "Topology"), "kind", "cannot convert kind 'Topology'"),
+        (doc(V1, "Widget"), "kind", "cannot convert kind 'Widget'"),
         (doc("kueue.x-k8s.io/v1alpha1", "Cohort"), "apiVersion", "unsupported version"),
         (doc(V1, "ClusterQueue"), "", "unsupported version 'v1'"),
     ],

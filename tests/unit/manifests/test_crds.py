@@ -39,10 +39,26 @@ EXPECTED = {
     "WorkloadPriorityClass": ("workloadpriorityclasses", "Cluster", ["wpc"], False),
     "Cohort": ("cohorts", "Cluster", ["co"], True),
     "AdmissionCheck": ("admissionchecks", "Cluster", ["ac"], True),
+    # Stored and validated, not acted on (docs/scheduling.md#kinds-stored-but-not-acted-on).
+    "ProvisioningRequestConfig": ("provisioningrequestconfigs", "Cluster", ["prc"], False),
+    "MultiKueueConfig": ("multikueueconfigs", "Cluster", ["mkconf"], False),
+    "MultiKueueCluster": ("multikueueclusters", "Cluster", ["mkc"], True),
+    "Topology": ("topologies", "Cluster", ["topo"], False),
 }
+INERT = {"ProvisioningRequestConfig", "MultiKueueConfig", "MultiKueueCluster", "Topology"}
 VERSIONS = ("v1beta1", "v1beta2")
 # Converted through our webhook (the rest: strategy None), as Kueue does.
-CONVERTED = {"ClusterQueue", "LocalQueue", "Workload", "Cohort", "AdmissionCheck"}
+CONVERTED = {
+    "ClusterQueue",
+    "LocalQueue",
+    "Workload",
+    "Cohort",
+    "AdmissionCheck",
+    "MultiKueueConfig",
+    "MultiKueueCluster",
+}
+# Kueue leaves MultiKueueConfig's v1beta1 undeprecated.
+NOT_DEPRECATED = {"MultiKueueConfig"}
 
 
 def _crdgen() -> ModuleType:
@@ -95,8 +111,11 @@ def test_every_kind_has_a_crd_named_as_the_spec_says() -> None:
             ("v1beta2", True, True),
         ]
         old, new = spec["versions"]
-        assert old["deprecated"] is True
-        assert old["deprecationWarning"] == "This version is deprecated. Use v1beta2 instead."
+        if kind in NOT_DEPRECATED:
+            assert "deprecated" not in old and "deprecationWarning" not in old
+        else:
+            assert old["deprecated"] is True
+            assert old["deprecationWarning"] == "This version is deprecated. Use v1beta2 instead."
         assert "deprecated" not in new
         for version in spec["versions"]:
             assert ("status" in version.get("subresources", {})) == status
@@ -234,6 +253,13 @@ COLUMNS = {
     "ResourceFlavor": [],
     "WorkloadPriorityClass": [("Value", ".value", "integer", 0)],
     "Cohort": [],
+    "MultiKueueCluster": [
+        ("Connected", ".status.conditions[?(@.type=='Active')].status", "string", 0),
+        ("Age", ".metadata.creationTimestamp", "date", 0),
+    ],
+    "ProvisioningRequestConfig": [],
+    "MultiKueueConfig": [],
+    "Topology": [],
 }
 
 
@@ -319,6 +345,57 @@ def test_schema_choices() -> None:
     assert usage["additionalProperties"]["x-kubernetes-int-or-string"] is True
     assert "parentName" in _prop(cohort, "spec")["properties"]
     assert "parent" not in _prop(cohort, "spec")["properties"]
+
+
+@pytest.mark.parametrize("kind", sorted(INERT))
+def test_an_inert_kind_says_no_controller_acts_on_it(kind: str) -> None:
+    for version in VERSIONS:
+        schema = served_schema(crds()[kind], version)
+        assert schema is not None
+        assert (
+            "queuescope stores and validates it, but no queuescope controller acts on it"
+            in (schema["description"])
+        )
+        assert "is not implemented" in schema["description"]
+
+
+def test_inert_kinds_schemas_keep_kueues_fields_and_choices() -> None:
+    prc = served_schema(crds()["ProvisioningRequestConfig"], "v1beta2")
+    mkconf1 = served_schema(crds()["MultiKueueConfig"], "v1beta1")
+    mkconf2 = served_schema(crds()["MultiKueueConfig"], "v1beta2")
+    mkc1 = served_schema(crds()["MultiKueueCluster"], "v1beta1")
+    mkc2 = served_schema(crds()["MultiKueueCluster"], "v1beta2")
+    topo = served_schema(crds()["Topology"], "v1beta2")
+    assert None not in (prc, mkconf1, mkconf2, mkc1, mkc2, topo)
+    assert prc is not None and mkconf1 is not None and mkconf2 is not None
+    assert mkc1 is not None and mkc2 is not None and topo is not None
+    assert _prop(prc, "spec")["required"] == ["provisioningClassName"]
+    assert _prop(prc, "spec", "podSetMergePolicy")["enum"] == [
+        "IdenticalPodTemplates",
+        "IdenticalWorkloadSchedulingRequirements",
+    ]
+    retry = _prop(prc, "spec", "retryStrategy")
+    assert retry["default"] == {}
+    assert {k: v["default"] for k, v in retry["properties"].items()} == {
+        "backoffLimitCount": 3,
+        "backoffBaseSeconds": 60,
+        "backoffMaxSeconds": 1800,
+    }
+    assert _prop(prc, "spec", "managedResources")["x-kubernetes-list-type"] == "set"
+    selectors = _prop(prc, "spec", "podSetUpdates", "nodeSelector")
+    assert selectors["x-kubernetes-list-map-keys"] == ["key"]
+    assert _prop(mkconf1, "spec", "clusters")["x-kubernetes-list-type"] == "set"
+    assert _prop(mkconf2, "spec", "clusters")["x-kubernetes-list-type"] == "atomic"
+    assert "quotaManagement" not in _prop(mkconf1, "spec")["properties"]
+    assert _prop(mkconf2, "spec", "quotaManagement")["enum"] == ["Manual", "Automated"]
+    assert _prop(mkc1, "spec")["required"] == ["kubeConfig"]
+    assert _prop(mkc2, "spec")["required"] == ["clusterSource"]
+    kube_config = _prop(mkc2, "spec", "clusterSource", "kubeConfig")
+    assert kube_config["required"] == ["location"]
+    assert _prop(kube_config, "locationType")["enum"] == ["Secret", "Path"]
+    assert _prop(kube_config, "locationType")["default"] == "Secret"
+    assert _prop(topo, "spec")["required"] == ["levels"]
+    assert _prop(topo, "spec", "levels", "[]")["required"] == ["nodeLabel"]
 
 
 def test_nothing_under_status_is_defaulted() -> None:
