@@ -210,7 +210,7 @@ async def test_the_real_worker_serves_the_forward_run() -> None:
         served = service.forecast("team", "b")
         assert served is not None
         assert served.method == "walltime"
-        reserved = s.workloads["team/a"].conditions.get("QuotaReserved")
+        reserved = s.objects.workloads["team/a"].conditions.get("QuotaReserved")
         assert reserved is not None
         # b starts when a reaches its 100 s limit, whenever the forecast was made
         assert abs(served.p50 - (reserved.last_transition + 100 * MICROS)) <= 1

@@ -128,7 +128,7 @@ def test_snapshot_agrees_with_the_simulator_on_the_samples() -> None:
     s = result.scheduler
     snapshot = capture_snapshot(s, EntryCache(), generation=1)
     total = 0
-    for cq in sorted(s.cluster_queues):
+    for cq in sorted(s.objects.cluster_queues):
         want = [
             (i.namespace, i.name, i.position_in_cluster_queue, i.position_in_local_queue)
             for i in pending_workloads(s, cq)
@@ -148,6 +148,6 @@ def test_snapshot_agrees_with_the_simulator_on_the_samples() -> None:
         total += len(got)
     assert total > 0, "the samples must leave something pending before the first cycle"
     for (ns, lq), cq in snapshot.local_queues.items():
-        assert cq in s.cluster_queues
+        assert cq in s.objects.cluster_queues
         exists, view = snapshot.local_queue_view(ns, lq)
         assert exists and view is not None
