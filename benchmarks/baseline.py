@@ -22,7 +22,8 @@ from scheduler.core.queue.fifo import FifoQueue
 from scheduler.core.scheduler import Scheduler
 from scheduler.core.visibility import owner_references
 from scheduler.core.workload import OwnerRef
-from scheduler.runtime.snapshot import PageItem, PendingEntry
+from scheduler.runtime.pages import PageItem
+from scheduler.runtime.workload_records import PendingEntry
 from visibility_server.http.render import SUMMARY_KIND, item_object
 
 API_VERSION = "visibility.kueue.x-k8s.io/v1beta1"

@@ -15,17 +15,16 @@ from scheduler.core.state_view import ClusterStateView
 from scheduler.core.visibility import owner_references
 from scheduler.core.workload import QUOTA_RESERVED, WorkloadState
 from scheduler.runtime.forecast_facts import facts_are_current, workload_facts
-from scheduler.runtime.snapshot import (
+from scheduler.runtime.pages import ClusterQueueView, build_view
+from scheduler.runtime.quota_snapshot import (
     ClusterQueueQuota,
-    ClusterQueueView,
     CohortQuota,
-    PendingEntry,
     QuotaSnapshot,
     ResourceUsage,
-    Snapshot,
-    build_view,
 )
+from scheduler.runtime.snapshot import Snapshot
 from scheduler.runtime.why import why_pending
+from scheduler.runtime.workload_records import PendingEntry
 
 
 def entry_is_current(

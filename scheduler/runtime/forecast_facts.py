@@ -22,12 +22,8 @@ from typing import Final
 from scheduler.core.state_view import ClusterStateView
 from scheduler.core.workload import PODS_READY, QUOTA_RESERVED, WorkloadState
 from scheduler.forecast.predictors import USER_LABEL
-from scheduler.runtime.snapshot import (
-    MICROS,
-    FinishedWorkload,
-    RunningWorkload,
-    WorkloadFacts,
-)
+from scheduler.runtime.estimates import MICROS
+from scheduler.runtime.workload_records import FinishedWorkload, RunningWorkload, WorkloadFacts
 
 FINISHED_KEPT: Final = 1000  # finishes a snapshot carries (the service sends the new ones)
 _SLICE: Final = 512  # holders read per step of a capture

@@ -61,19 +61,16 @@ from scheduler.runtime.capture import capture_quota, entry_is_current, make_entr
 from scheduler.runtime.estimates import AdmissionRates
 from scheduler.runtime.forecast_facts import RunningCapture
 from scheduler.runtime.heap_freezing import FreezePolicy
-from scheduler.runtime.snapshot import (
-    EMPTY_SNAPSHOT,
-    ClusterQueueView,
+from scheduler.runtime.pages import ClusterQueueView, ViewAssembly, ViewChunk
+from scheduler.runtime.snapshot import EMPTY_SNAPSHOT, Snapshot
+from scheduler.runtime.stepclock import TimeBox
+from scheduler.runtime.workload_records import (
     FinishedWorkload,
     LocalQueueKey,
     PendingEntry,
     RunningWorkload,
-    Snapshot,
-    ViewAssembly,
-    ViewChunk,
     WorkloadKey,
 )
-from scheduler.runtime.stepclock import TimeBox
 
 log = logging.getLogger(__name__)
 

@@ -20,8 +20,8 @@ from typing import Final
 from scheduler.core.clock import Instant
 from scheduler.core.model import LocalQueueInfo
 from scheduler.core.state_view import ClusterStateView
-from scheduler.runtime.snapshot import WhyPending
 from scheduler.runtime.why import why_waiting_for_checks
+from scheduler.runtime.workload_records import WhyPending
 
 FINISHED: Final = "Finished"
 QUOTA_RESERVED: Final = "QuotaReserved"

@@ -16,6 +16,7 @@ from scheduler.core.scheduler import Scheduler
 from scheduler.forecast.forecaster import Forecaster
 from scheduler.runtime.commands import ApplyObject, MarkSynced
 from scheduler.runtime.engine import Engine
+from scheduler.runtime.estimates import MICROS
 from scheduler.runtime.forecast_forward import ForwardMethod
 from scheduler.runtime.forecast_method import (
     METHODS,
@@ -27,7 +28,8 @@ from scheduler.runtime.forecast_method import (
 from scheduler.runtime.forecast_worker import Chunk, Replica, Running, Sync, SyncQueue
 from scheduler.runtime.forecasts import ForecastConfig, ForecastService
 from scheduler.runtime.publisher import PublishPacing, SnapshotPublisher
-from scheduler.runtime.snapshot import MICROS, FinishedWorkload, Snapshot
+from scheduler.runtime.snapshot import Snapshot
+from scheduler.runtime.workload_records import FinishedWorkload
 from tests.unit.runtime.support import (
     cluster,
     cluster_queue,

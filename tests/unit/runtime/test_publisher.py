@@ -17,8 +17,8 @@ from scheduler.core.scheduler import Scheduler
 from scheduler.core.visibility import pending_workloads
 from scheduler.runtime import publisher as publisher_module
 from scheduler.runtime.heap_freezing import FreezePolicy
+from scheduler.runtime.pages import build_view
 from scheduler.runtime.publisher import PublisherLinks, PublishPacing, SnapshotPublisher
-from scheduler.runtime.snapshot import build_view
 from tests.unit.runtime.support import (
     cluster,
     cluster_queue,

@@ -12,7 +12,8 @@ from scheduler.api.decode import load_documents
 from scheduler.core.visibility import pending_workloads
 from scheduler.core.workload import OwnerRef
 from scheduler.runtime.capture import EntryCache, capture_snapshot
-from scheduler.runtime.snapshot import PendingEntry, ViewBuilder, build_view
+from scheduler.runtime.pages import ViewBuilder, build_view
+from scheduler.runtime.workload_records import PendingEntry
 from scheduler.sim.runner import Simulation
 
 SAMPLES = Path(__file__).resolve().parents[3] / "manifests" / "samples"
