@@ -24,14 +24,13 @@ from functools import cmp_to_key
 from typing import Generic, Protocol, TypeVar
 
 from scheduler.core.clock import Instant
-from scheduler.core.flavor_assigner import PreemptionOracle
 from scheduler.core.model import ClusterQueueInfo
 from scheduler.core.preemption import (
     IN_CLUSTER_QUEUE,
     IN_COHORT_FAIR_SHARING,
     Admitted,
     Target,
-    targets_oracle,
+    TargetSearch,
 )
 from scheduler.core.quota import NodeRef, QuotaTree
 from scheduler.core.resources import FlavorResource, FRAmounts
@@ -468,7 +467,7 @@ class _SortKey(Protocol):
     def __call__(self, a: Admitted, /) -> tuple[bool, bool, int, int, str, str, str]: ...
 
 
-class FairPreemptor:
+class FairPreemptor(TargetSearch[Mapping[str, Sequence[Admitted]]]):
     """The docs/scheduling.md#fair-sharing-preemption target search for one preemptor on one
     snapshot.
 
@@ -488,16 +487,8 @@ class FairPreemptor:
         chosen = tuple(strategies) or DEFAULT_STRATEGIES
         if chosen not in _VALID_STRATEGIES:
             raise ValueError(f"invalid fair-sharing preemption strategies {list(chosen)!r}")
-        self.tree = tree
-        self.admitted_by_cq = admitted_by_cq
-        self.now = now
-        self.eviction_ordering = eviction_ordering
+        super().__init__(tree, admitted_by_cq, now, eviction_ordering)
         self.strategies = chosen
-
-    # --------------------------------------------------------------- oracle
-    def oracle(self, wl: WorkloadState, cq: ClusterQueueInfo) -> PreemptionOracle:
-        """docs/scheduling.md#preemption-oracle with the fair-sharing search."""
-        return targets_oracle(self, self.tree, self.admitted_by_cq, wl, cq)
 
     # --------------------------------------------------------------- search
     def find_targets(

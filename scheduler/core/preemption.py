@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
 
 from scheduler.core.clock import Instant
 from scheduler.core.flavor_assigner import GranularMode, Mode, PreemptionOracle
@@ -229,13 +229,18 @@ def no_candidates_oracle(tree: QuotaTree, cq: str) -> PreemptionOracle:
     return oracle
 
 
-class ClassicPreemptor:
-    """The docs/scheduling.md#classic-preemption target search for one preemptor on one snapshot."""
+AdmittedMap = TypeVar("AdmittedMap", bound=Mapping[str, Sequence[Admitted]])
+
+
+class TargetSearch(Generic[AdmittedMap]):
+    """What both target searches (classic and fair sharing) are made of: the cycle's
+    snapshot of the quota tree, the admitted workloads per ClusterQueue, the instant and
+    the eviction ordering; and the oracle, which asks the search itself."""
 
     def __init__(
         self,
         tree: QuotaTree,
-        admitted_by_cq: AdmittedIndex,
+        admitted_by_cq: AdmittedMap,
         now: Instant,
         eviction_ordering: bool,
     ) -> None:
@@ -244,11 +249,23 @@ class ClassicPreemptor:
         self.now = now
         self.eviction_ordering = eviction_ordering
 
-    # --------------------------------------------------------------- oracle
     def oracle(self, wl: WorkloadState, cq: ClusterQueueInfo) -> PreemptionOracle:
+        """docs/scheduling.md#preemption-oracle with this search."""
         return targets_oracle(self, self.tree, self.admitted_by_cq, wl, cq)
 
-    # --------------------------------------------------------------- search
+    def find_targets(
+        self,
+        wl: WorkloadState,
+        cq: ClusterQueueInfo,
+        frs_needing: set[FlavorResource],
+        requests: FRAmounts,
+    ) -> list[Target]:
+        raise NotImplementedError
+
+
+class ClassicPreemptor(TargetSearch[AdmittedIndex]):
+    """The docs/scheduling.md#classic-preemption target search for one preemptor on one snapshot."""
+
     def find_targets(
         self,
         wl: WorkloadState,
