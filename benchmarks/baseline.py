@@ -22,7 +22,8 @@ from scheduler.core.queue.fifo import FifoQueue
 from scheduler.core.scheduler import Scheduler
 from scheduler.core.visibility import owner_references
 from scheduler.core.workload import OwnerRef
-from scheduler.runtime.snapshot import PageItem, PendingEntry
+from scheduler.runtime.pages import PageItem
+from scheduler.runtime.workload_records import PendingEntry
 from visibility_server.http.render import SUMMARY_KIND, item_object
 
 API_VERSION = "visibility.kueue.x-k8s.io/v1beta1"
@@ -37,7 +38,7 @@ def upstream_copy_and_sort_page(s: Scheduler, cluster_queue: str, offset: int, l
         raise TypeError("the baseline reads the built-in queue's pending set")
     # The copy: the queue's key -> entry map holds heap, parked and in-flight entries
     # (upstream's totalElements()), in store order, not in queue order.
-    pending = list(queue._entries.values())
+    pending = list(queue._entries.values())  # noqa: SLF001 - upstream reads its whole store
     pending.sort(key=queue.order_key)  # upstream: sort.Slice with the queue comparator
     items: list[Any] = []
     per_local_queue: dict[tuple[str, str], int] = {}
@@ -50,7 +51,7 @@ def upstream_copy_and_sort_page(s: Scheduler, cluster_queue: str, offset: int, l
         per_local_queue[lq] = position_in_lq + 1
         if index < offset:
             continue
-        wl = s.workloads[qe.key]
+        wl = s.objects.workloads[qe.key]
         owners = tuple(OwnerRef(*o) for o in owner_references(wl.raw))
         entry = PendingEntry.make(
             wl.namespace, wl.name, wl.creation, owners, wl.priority, wl.queue_name

@@ -29,7 +29,9 @@ from typing import Any
 
 import httpx
 
-from scheduler.runtime.snapshot import PendingEntry, Snapshot, build_view
+from scheduler.runtime.pages import build_view
+from scheduler.runtime.snapshot import Snapshot
+from scheduler.runtime.workload_records import PendingEntry
 from visibility_server.authn.interface import RequestCredentials
 from visibility_server.authz.embedded import EmbeddedBackend
 from visibility_server.authz.identity import UserInfo, authenticated_user

@@ -162,7 +162,8 @@ class Arrivals:
                 self._run(rate, seconds, high_share, run_seconds), name="arrivals"
             )
 
-    def _workload(self, index: int, priority: int) -> Workload:
+    def workload(self, index: int, priority: int) -> Workload:
+        """The arrival numbered `index` at `priority` (a copy of a decoded template)."""
         template = self._template.get(priority)
         if template is None:
             obj = decode_object(workload_manifest(self.shape.namespace(0), "template", priority))
@@ -194,7 +195,7 @@ class Arrivals:
             while self.submitted < due:
                 i = self.submitted
                 priority = HIGH_PRIORITY if every and i % every == every - 1 else 0
-                self.engine.submit(ApplyObject(self._workload(i, priority)))
+                self.engine.submit(ApplyObject(self.workload(i, priority)))
                 self.submitted += 1
             for key in s.holders.all_keys():
                 first = self._admitted_at.setdefault(key, now)
@@ -332,7 +333,7 @@ class BenchApp:
             "loop": type(asyncio.get_running_loop()).__module__.split(".")[0],
             "generation": snap.generation,
             "view_entries": len(view) if view is not None else 0,
-            "workloads": len(engine.scheduler.workloads),
+            "workloads": len(engine.scheduler.objects.workloads),
             "rss_bytes": rss_bytes(),
             "max_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
             "rss_before_feed": st.rss_before_feed,
@@ -388,7 +389,7 @@ class BenchApp:
             self.state.probe.start()
             steal_before = cpu_steal_seconds()
             generation = engine.generation
-            engine.submit(ApplyObject(arrivals._workload(900_000 + i, 0)))
+            engine.submit(ApplyObject(arrivals.workload(900_000 + i, 0)))
             await engine.wait_for_change(60.0, after=generation)
             await asyncio.sleep(0.05)  # let any collection the publish caused show
             lag = self.state.probe.stop()

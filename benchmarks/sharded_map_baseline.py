@@ -88,7 +88,7 @@ class MapEditor(Generic[K, V]):
     __slots__ = ("_len", "_owned", "_shards")
 
     def __init__(self, base: ShardedMap[K, V]) -> None:
-        self._shards: list[dict[K, V] | None] = list(base._shards)
+        self._shards: list[dict[K, V] | None] = list(base._shards)  # noqa: SLF001 - the editor of this map type
         self._owned = bytearray(SHARDS)  # 1 where the shard is this editor's own copy
         self._len = len(base)
 

@@ -452,7 +452,7 @@ def upstream_baseline_shape(scale: float, cohorts: int, queues: int) -> dict[str
                 events, (clock.now() + runtime_of[key], seq, "finish", (key, admitted_total))
             )
     wall = time.perf_counter() - wall
-    finished = sum(1 for wl in s.workloads.values() if wl.finished)
+    finished = sum(1 for wl in s.objects.workloads.values() if wl.finished)
     return {
         "workloads": total,
         "admissions": admitted_total,

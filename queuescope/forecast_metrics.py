@@ -20,8 +20,8 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 
 from scheduler.runtime.calibration import ERROR_BUCKETS
+from scheduler.runtime.estimates import MICROS
 from scheduler.runtime.forecasts import ForecastService
-from scheduler.runtime.snapshot import MICROS
 
 
 class ForecastCollector(Collector):

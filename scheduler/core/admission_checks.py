@@ -108,7 +108,7 @@ def set_check_state(  # noqa: PLR0913 - one entry of status.admissionChecks, nam
 ) -> bool:
     """What a check's controller does: set the state of check `name` on workload `key`
     (listing it if the core has not yet). Returns whether the workload exists."""
-    wl = s.workloads.get(key)
+    wl = s._workloads.get(key)
     if wl is None:
         return False
     now = s.now()
@@ -180,13 +180,13 @@ def sync_listed_checks(s: Scheduler, cluster_queue: str) -> list[str]:
     exactly the checks that now apply (a new one `Pending`, a dropped one removed), and
     its `Admitted` follows (docs/scheduling.md#admission-checks); a workload waiting only
     on a check the queue no longer names is admitted. Returns the keys changed."""
-    cq = s.cluster_queues.get(cluster_queue)
+    cq = s._cluster_queues.get(cluster_queue)
     if cq is None:
         return []
     now = s.now()
     changed: list[str] = []
-    for key in s.holders.keys(cluster_queue):
-        wl = s.workloads.get(key)
+    for key in s._holders.keys(cluster_queue):
+        wl = s._workloads.get(key)
         if wl is None or wl.admission is None or wl.finished or not wl.active:
             continue
         names = applying_checks(cq, wl.admission)
@@ -226,8 +226,8 @@ def _retry(s: Scheduler, wl: WorkloadState, retry: list[CheckStatus]) -> None:
     s.finish_backoff_if_due(wl)
     wl.set_pending("Pending", why, now)
     wl.revision += 1
-    if s.feed is not None:
-        s.feed.evicted(wl.key)
+    if s._feed is not None:
+        s._feed.evicted(wl.key)
     s.sync_workload(wl)
 
 

@@ -72,25 +72,25 @@ class Entry:
 def run_cycle(s: Scheduler) -> CycleStats:
     stats = CycleStats()
     now = s.now()
-    active = frozenset(cq for cq in s.cluster_queues if s.cq_active(cq))
-    heads = s.queues.heads(now, active.__contains__)
+    active = frozenset(cq for cq in s._cluster_queues if s.cq_active(cq))
+    heads = s._queues.heads(now, active.__contains__)
     if not heads:
         s.finalize_evictions()
         return stats
     stats.ran = True
-    s.cycle_count += 1
-    snapshot = s.tree.clone()
-    admitted_by_cq = AdmittedIndex(s.workloads, s.holders, s.counted, active)
-    s.nominations.begin_cycle(s, active)
+    s._cycle_count += 1
+    snapshot = s._tree.clone()
+    admitted_by_cq = AdmittedIndex(s._workloads, s._holders, s._counted, active)
+    s._nominations.begin_cycle(s, active)
     preemptor = cycle_preemptor(s, snapshot, admitted_by_cq)
     entries: list[Entry] = []
     for cq_name, qe in heads:
-        wl = s.workloads.get(qe.key)
+        wl = s._workloads.get(qe.key)
         if wl is None or wl.holds_quota:
             # docs/scheduling.md#nomination-checks check 1: dropped silently, never requeued.
-            s.queues.release_in_flight(cq_name, qe.key)
+            s._queues.release_in_flight(cq_name, qe.key)
             continue
-        entry = Entry(wl=wl, cq=s.cluster_queues[cq_name], queue_entry=qe)
+        entry = Entry(wl=wl, cq=s._cluster_queues[cq_name], queue_entry=qe)
         _nominate(s, entry, snapshot, preemptor, active)
         entries.append(entry)
 
@@ -164,7 +164,7 @@ def _nominate(
     if blocked is not None:
         e.why, e.reason = blocked
         return
-    cache = s.nominations
+    cache = s._nominations
     key = cache.key(s, cq, wl)
     found = None if key is None else cache.get(key)
     if found is None or nomination.VERIFY:
@@ -206,7 +206,7 @@ def compute_nomination(
     assigner = FlavorAssigner(
         cq,
         snapshot,
-        s.flavors,
+        s._flavors,
         search.oracle(wl, cq),
         fair_sharing=s.config.fair_sharing,
     )
@@ -333,7 +333,7 @@ def _wait_until_unblocked(s: Scheduler, e: Entry) -> bool:
     (without a new snapshot) until every quota holder is ready; False if nothing can unblock it."""
     e.wl.set_pending("Waiting", WAITING_WHY, s.now())
     while admission_blocked(s):
-        if s.block_waiter is None or not s.block_waiter():
+        if s._block_waiter is None or not s._block_waiter():
             e.status = WAITING
             return False
     return True
@@ -363,7 +363,7 @@ def _issue_preemptions(s: Scheduler, e: Entry, stats: CycleStats) -> None:
     the cycle ends."""
     now = s.now()
     for t in e.targets:
-        victim = s.workloads[t.key]
+        victim = s._workloads[t.key]
         if victim.conditions.is_true(EVICTED):
             continue
         message = preemption_message(e.wl, t.reason)
@@ -432,9 +432,9 @@ def _admit(s: Scheduler, e: Entry, usage: FRAmounts) -> None:
             wl.conditions.set(type_, "False", "QuotaReserved", message, now)
     wl.last_assignment = None
     e.admitted = True
-    if s.feed is not None:
-        s.feed.admitted(wl.key)
-    s.queues.release_in_flight(e.cq.name, wl.key)
+    if s._feed is not None:
+        s._feed.admitted(wl.key)
+    s._queues.release_in_flight(e.cq.name, wl.key)
     s.hold(wl, e.cq.name, usage)
 
 
@@ -444,7 +444,7 @@ def _requeue_and_update(s: Scheduler, e: Entry) -> None:
     if e.status != NOT_NOMINATED and e.reason is RequeueReason.GENERIC:
         e.reason = RequeueReason.FAILED_AFTER_NOMINATION
     still_queued = (
-        s.workloads.get(wl.key) is wl
+        s._workloads.get(wl.key) is wl
         and not wl.holds_quota
         and wl.active
         and not wl.finished
@@ -452,7 +452,7 @@ def _requeue_and_update(s: Scheduler, e: Entry) -> None:
     )
     if still_queued:
         untried = wl.last_assignment is not None and wl.last_assignment.has_untried_flavors()
-        s.queues.requeue(
+        s._queues.requeue(
             e.cq.name,
             s.queue_entry(wl, e.queue_entry),
             e.reason,
@@ -460,7 +460,7 @@ def _requeue_and_update(s: Scheduler, e: Entry) -> None:
             has_untried_flavors=untried,
         )
     else:
-        s.queues.release_in_flight(e.cq.name, wl.key)
+        s._queues.release_in_flight(e.cq.name, wl.key)
     if e.status in {NOT_NOMINATED, SKIPPED}:
         wl.set_pending("Pending", e.why, now)
-        wl.resource_requests = s.nominations.resource_requests(e.cq, wl)
+        wl.resource_requests = s._nominations.resource_requests(e.cq, wl)

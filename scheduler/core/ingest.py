@@ -381,9 +381,9 @@ def apply_object(
             obj,
             s.config,
             s.now() if default_time is None else default_time,
-            keep_object=s.keep_objects,
+            keep_object=s._keep_objects,
         )
-        old = s.workloads.get(wl.key)
+        old = s._workloads.get(wl.key)
         carries_none = obj.status.admission is None and not obj.status.conditions
         if old is not None and (keep_status or carries_none):
             # An update that carries no status keeps what the scheduler wrote, except
@@ -412,12 +412,12 @@ def _carry_status(old: WorkloadState, new: WorkloadState) -> None:
 def _deleters(s: Scheduler) -> dict[str, tuple[Container[str], Callable[[str], object]]]:
     """Per kind: where objects are kept (by name or namespace/name) and how one is deleted."""
     return {
-        "ResourceFlavor": (s.flavors, lambda name: s.set_flavor(None, name)),
-        "ClusterQueue": (s.cluster_queues, s.delete_cluster_queue),
-        "Cohort": (s.cohorts, s.delete_cohort),
-        "LocalQueue": (s.local_queues, s.delete_local_queue),
-        "Workload": (s.workloads, s.delete_workload),
-        "AdmissionCheck": (s.admission_checks, s.delete_admission_check),
+        "ResourceFlavor": (s._flavors, lambda name: s.set_flavor(None, name)),
+        "ClusterQueue": (s._cluster_queues, s.delete_cluster_queue),
+        "Cohort": (s._cohorts, s.delete_cohort),
+        "LocalQueue": (s._local_queues, s.delete_local_queue),
+        "Workload": (s._workloads, s.delete_workload),
+        "AdmissionCheck": (s._admission_checks, s.delete_admission_check),
     }
 
 
@@ -426,7 +426,7 @@ _NAMESPACED_KINDS = frozenset({"LocalQueue", "Workload"})
 
 def delete_object(s: Scheduler, kind: str, namespace: str | None, name: str) -> bool:
     if kind == "Namespace":
-        return s.namespaces.pop(name, None) is not None
+        return s._namespaces.pop(name, None) is not None
     deleter = _deleters(s).get(kind)
     if deleter is None:
         return False

@@ -76,13 +76,13 @@ class NominationCache:
         """Called once per cycle, before any nomination, with the active CQs."""
         self._active = active
         self._tokens: dict[str, tuple[object, ...]] = {}
-        version = s.tree.structure_version
+        version = s._tree.structure_version
         if version != self._scopes_version:
             self._scopes = {}
             self._scopes_version = version
 
     def key(self, s: Scheduler, cq: ClusterQueueInfo, wl: WorkloadState) -> NominationKey | None:
-        if not ENABLED or s.config.fair_sharing or s.holders.cluster_queue_of(wl.key) is not None:
+        if not ENABLED or s.config.fair_sharing or s._holders.cluster_queue_of(wl.key) is not None:
             return None
         policy = cq.preemption
         timestamp = (
@@ -93,12 +93,12 @@ class NominationCache:
         last = wl.last_assignment
         resume = (
             tuple(last.tried_flavor_idx.items())
-            if last is not None and last.generation == s.tree.generation(cq.name)
+            if last is not None and last.generation == s._tree.generation(cq.name)
             else None
         )
         return (
             id(cq),
-            s.flavors_epoch,
+            s._flavors_epoch,
             self._token(s, cq.name),
             wl.priority,
             timestamp,
@@ -158,10 +158,10 @@ class NominationCache:
         if token is None:
             scope = self._scopes.get(cq)
             if scope is None:
-                scope = tuple(s.tree.tree_cluster_queues(cq))
+                scope = tuple(s._tree.tree_cluster_queues(cq))
                 self._scopes[cq] = scope
             token = tuple(
-                (c, c in self._active, s.tree.generation(c), s.holders.epoch(c)) for c in scope
+                (c, c in self._active, s._tree.generation(c), s._holders.epoch(c)) for c in scope
             )
             for c in scope:
                 self._tokens[c] = token

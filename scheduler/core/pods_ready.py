@@ -88,10 +88,10 @@ def _watched(s: Scheduler, keys: Iterable[str] | None) -> Iterator[WorkloadState
     """All workloads, or only `keys`: a runtime that tracks which workloads can have a
     deadline avoids walking 100k pending ones on every tick."""
     if keys is None:
-        yield from s.workloads.values()
+        yield from s._workloads.values()
         return
     for key in keys:
-        wl = s.workloads.get(key)
+        wl = s._workloads.get(key)
         if wl is not None:
             yield wl
 
@@ -109,7 +109,7 @@ def fire_due(s: Scheduler, keys: Iterable[str] | None = None) -> int:
     due = sorted(d for wl in _watched(s, keys) for d in deadlines(s, wl) if d.at <= now)
     fired = 0
     for d in due:
-        wl = s.workloads.get(d.key)
+        wl = s._workloads.get(d.key)
         if wl is None:
             continue
         # An earlier deadline of this pass may have changed the workload; re-check.
@@ -169,7 +169,7 @@ def deactivate_by_kueue(
     else:
         wl.conditions.set(EVICTED, "True", f"DeactivatedDueTo{reason}", message, now)
         wl.admission_checks = reset_checks(wl.admission_checks, now)
-        s.queues.delete(wl.key)
+        s._queues.delete(wl.key)
     wl.conditions.remove(DEACTIVATION_TARGET)
     wl.requeue_state = None
 
@@ -181,6 +181,6 @@ def admission_blocked(s: Scheduler) -> bool:
         return False
     return any(
         wl.holds_quota and not wl.conditions.is_true(PODS_READY)
-        for key in s.holders.all_keys()
-        if (wl := s.workloads.get(key)) is not None
+        for key in s._holders.all_keys()
+        if (wl := s._workloads.get(key)) is not None
     )

@@ -92,7 +92,7 @@ def cluster_queue_head(
     s: Scheduler, cluster_queue: str, max_count: int
 ) -> tuple[ClusterQueuePendingWorkload, ...]:
     """The first `max_count` workloads of the ClusterQueue's listing."""
-    queue = s.queues.queue(cluster_queue)
+    queue = s._queues.queue(cluster_queue)
     if queue is None or max_count <= 0:
         return ()
     return tuple(
@@ -109,7 +109,7 @@ def local_queue_heads(
 
     LocalQueues with nothing in that range are absent.
     """
-    queue = s.queues.queue(cluster_queue)
+    queue = s._queues.queue(cluster_queue)
     if queue is None or max_count <= 0 or max_position <= 0:
         return {}
     heads: dict[str, list[LocalQueuePendingWorkload]] = {}
@@ -196,32 +196,32 @@ class QueueStatusTracker:
         config = self.config
         assert config is not None
         if self.cluster_queues_enabled:
-            for name in sorted(s.cluster_queues):
+            for name in sorted(s._cluster_queues):
                 head = cluster_queue_head(s, name, config.cluster_queue_max_count)
                 old = self._cluster_queues.get(name)
                 # First sight publishes at once: upstream writes an absent status.
                 if old is None or old.head != head:
                     self._cluster_queues[name] = ClusterQueuePendingStatus(head, at)
                     changed = True
-            for name in self._cluster_queues.keys() - s.cluster_queues.keys():
+            for name in self._cluster_queues.keys() - s._cluster_queues.keys():
                 del self._cluster_queues[name]
         if self.local_queues_enabled:
             max_count = config.local_queue_max_count or 0
             heads: dict[str, tuple[LocalQueuePendingWorkload, ...]] = {}
-            for cq in sorted({lq.cluster_queue for lq in s.local_queues.values()}):
-                if cq in s.cluster_queues:
+            for cq in sorted({lq.cluster_queue for lq in s._local_queues.values()}):
+                if cq in s._cluster_queues:
                     heads.update(
                         local_queue_heads(s, cq, max_count, config.local_queue_max_position)
                     )
-            for key in sorted(s.local_queues):
-                lq = s.local_queues[key]
+            for key in sorted(s._local_queues):
+                lq = s._local_queues[key]
                 # Only heads computed for this LocalQueue's own ClusterQueue count.
-                lq_head = heads.get(key, ()) if lq.cluster_queue in s.cluster_queues else ()
+                lq_head = heads.get(key, ()) if lq.cluster_queue in s._cluster_queues else ()
                 old_lq = self._local_queues.get(key)
                 if old_lq is None or old_lq.head != lq_head:
                     self._local_queues[key] = LocalQueuePendingStatus(lq_head, at)
                     changed = True
-            for key in self._local_queues.keys() - s.local_queues.keys():
+            for key in self._local_queues.keys() - s._local_queues.keys():
                 del self._local_queues[key]
         return changed
 

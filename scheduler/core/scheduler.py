@@ -24,6 +24,7 @@ from scheduler.core.queue.manager import QueueManager
 from scheduler.core.quota import QuotaTree, ResourceQuota
 from scheduler.core.resources import FlavorResource, FRAmounts
 from scheduler.core.selectors import label_selector_matches
+from scheduler.core.state_view import ClusterObjects, PendingQueues, QuotaHolders, QuotaReader
 from scheduler.core.workload import (
     ADMITTED,
     EVICTED,
@@ -65,73 +66,135 @@ class CycleStats:
 
 
 class Scheduler:
+    """The cluster state and the events that change it. The outside reads it through
+    the names of :class:`scheduler.core.state_view.ClusterStateView` and changes it only
+    through the command methods below; its containers are the core's own."""
+
     def __init__(
         self,
         clock: Clock,
         config: SchedulerConfig | None = None,
     ) -> None:
-        self.clock = clock
-        self.config = config or SchedulerConfig()
-        self.namespaces: dict[str, dict[str, str]] = {}
-        self.flavors: dict[str, FlavorInfo] = {}
-        self.flavors_epoch = 0  # moves on every flavor change (nomination cache key)
-        self.admission_checks: dict[str, AdmissionCheckInfo] = {}
-        self.checks_epoch = 0  # moves on every AdmissionCheck change
-        self.cluster_queues: dict[str, ClusterQueueInfo] = {}
-        self.cohorts: dict[str, CohortInfo] = {}
-        self.local_queues: dict[str, LocalQueueInfo] = {}
-        self.workloads: dict[str, WorkloadState] = {}
-        # Whether workloads keep their API object for output (the simulator does; the
-        # runtime shows only what snapshots hold and turns this off).
-        self.keep_objects = True
-        self.tree = QuotaTree()
-        self.queues = QueueManager()
+        self._clock = clock
+        self._config = config or SchedulerConfig()
+        self._namespaces: dict[str, dict[str, str]] = {}
+        self._flavors: dict[str, FlavorInfo] = {}
+        self._flavors_epoch = 0  # moves on every flavor change (nomination cache key)
+        self._admission_checks: dict[str, AdmissionCheckInfo] = {}
+        self._checks_epoch = 0  # moves on every AdmissionCheck change
+        self._cluster_queues: dict[str, ClusterQueueInfo] = {}
+        self._cohorts: dict[str, CohortInfo] = {}
+        self._local_queues: dict[str, LocalQueueInfo] = {}
+        self._workloads: dict[str, WorkloadState] = {}
+        self._keep_objects = True  # see set_keep_objects
+        self._tree = QuotaTree()
+        self._queues = QueueManager()
         # What changed since the reader last drained it; None until one asks.
-        self.feed: ChangeFeed | None = None
+        self._feed: ChangeFeed | None = None
         # quota-holding workloads per ClusterQueue name, whether or not the CQ exists
-        self.holders = Holders()
+        self._holders = Holders()
         # usage each holder currently contributes to the tree (exact removal later)
-        self.counted: dict[str, FRAmounts] = {}
-        self.pending_evictions: list[PendingEviction] = []
+        self._counted: dict[str, FRAmounts] = {}
+        self._pending_evictions: list[PendingEviction] = []
         # ClusterQueues deleted while workloads still held quota in them.
-        self.terminating: set[str] = set()
+        self._terminating: set[str] = set()
         # ClusterQueue -> why its configured queue plugin could not be loaded; the CQ
         # then runs its built-in queueingStrategy instead of stopping the scheduler.
-        self.plugin_errors: dict[str, str] = {}
-        self.cycle_count = 0
+        self._plugin_errors: dict[str, str] = {}
+        self._cycle_count = 0
         # Nomination results of earlier heads and cycles, keyed by what they depend on.
-        self.nominations = NominationCache()
-        # Called by the cycle while admission is blocked (docs/scheduling.md#blocking-admission):
-        # advance to and apply the next external or timed event; False when nothing is left that
-        # could unblock.
-        self.block_waiter: Callable[[], bool] | None = None
+        self._nominations = NominationCache()
+        self._block_waiter: Callable[[], bool] | None = None
         # CQ -> (the inputs of inactive_reasons, its answer)
         self._inactive: dict[str, tuple[tuple[object, ...], tuple[str, ...], object]] = {}
         # (kind, name) -> (condition state, instant it took that state)
         self._condition_states: dict[tuple[str, str], tuple[str, Instant]] = {}
+        # Read-only views of the containers above (they are never rebound).
+        self._objects = ClusterObjects(
+            namespaces=self._namespaces,
+            flavors=self._flavors,
+            admission_checks=self._admission_checks,
+            cohorts=self._cohorts,
+            cluster_queues=self._cluster_queues,
+            local_queues=self._local_queues,
+            workloads=self._workloads,
+            terminating=self._terminating,
+        )
+
+    # ------------------------------------------------------- what the outside reads
+    # The names of scheduler.core.state_view.ClusterStateView; nothing else of the
+    # state is read from outside the core.
+    @property
+    def config(self) -> SchedulerConfig:
+        return self._config
+
+    @property
+    def clock(self) -> Clock:
+        return self._clock
+
+    @property
+    def objects(self) -> ClusterObjects:
+        return self._objects
+
+    def workload(self, key: str) -> WorkloadState | None:
+        return self._workloads.get(key)
+
+    @property
+    def queues(self) -> PendingQueues:
+        return self._queues
+
+    @property
+    def holders(self) -> QuotaHolders:
+        return self._holders
+
+    @property
+    def quota(self) -> QuotaReader:
+        return self._tree
+
+    def queue_plugin_error(self, cq: str) -> str | None:
+        return self._plugin_errors.get(cq)
+
+    # ------------------------------------------------------ how the runtime drives it
+    def set_keep_objects(self, keep: bool) -> None:
+        """Whether workloads keep their API object for output (the simulator does; the
+        runtime shows only what snapshots hold and turns this off)."""
+        self._keep_objects = keep
+
+    def set_block_waiter(self, waiter: Callable[[], bool] | None) -> None:
+        """What the cycle calls while admission is blocked
+        (docs/scheduling.md#blocking-admission): advance to and apply the next external or
+        timed event; False when nothing is left that could unblock."""
+        self._block_waiter = waiter
+
+    def retry(self, cqs: Iterable[str]) -> None:
+        """Flush exactly these ClusterQueues (not the trees they belong to): their parked
+        workloads are tried again by the next cycle."""
+        names = sorted(cqs)
+        if names:
+            self._queues.flush(names, self.now(), self.namespace_matches)
 
     # ------------------------------------------------------------------ changes
     def follow_changes(self) -> ChangeFeed:
         """Start recording what changes (idempotent): the queues whose pending order
         may have changed, the heads cycles examine, admissions and evictions."""
-        if self.feed is None:
-            self.feed = ChangeFeed()
-            self.queues.record_to(self.feed)
-        return self.feed
+        if self._feed is None:
+            self._feed = ChangeFeed()
+            self._queues.record_to(self._feed)
+        return self._feed
 
     def take_changes(self) -> Changes:
         """Everything recorded since the previous call (nothing unless followed)."""
-        return self.feed.drain() if self.feed is not None else Changes()
+        return self._feed.drain() if self._feed is not None else Changes()
 
     # ------------------------------------------------------------------ helpers
     def now(self) -> Instant:
-        return self.clock.now()
+        return self._clock.now()
 
     def namespace_labels(self, namespace: str) -> dict[str, str]:
-        return self.namespaces.get(namespace, {})
+        return self._namespaces.get(namespace, {})
 
     def namespace_matches(self, cq: str, namespace: str) -> bool:
-        info = self.cluster_queues.get(cq)
+        info = self._cluster_queues.get(cq)
         if info is None:
             return False
         return label_selector_matches(info.namespace_selector, self.namespace_labels(namespace))
@@ -139,15 +202,15 @@ class Scheduler:
     def inactive_reasons(self, cq: str) -> list[str]:
         """The reasons of the CQ `Active=False` condition, in the order of
         docs/scheduling.md#clusterqueue-status."""
-        info = self.cluster_queues[cq]
+        info = self._cluster_queues[cq]
         # Asked for every CQ several times per cycle; the answer depends only on these.
         # (The entry keeps `info` alive, so its id cannot be reused while it is stored.)
         inputs = (
             id(info),
-            cq in self.terminating,
-            self.flavors_epoch,
-            self.checks_epoch,
-            self.tree.structure_version,
+            cq in self._terminating,
+            self._flavors_epoch,
+            self._checks_epoch,
+            self._tree.structure_version,
         )
         known = self._inactive.get(cq)
         if known is not None and known[0] == inputs:
@@ -158,43 +221,43 @@ class Scheduler:
 
     def _inactive_reasons(self, cq: str, info: ClusterQueueInfo) -> list[str]:
         reasons: list[str] = []
-        if cq in self.terminating:
+        if cq in self._terminating:
             reasons.append("Terminating")
         if info.stop_policy != "None":
             reasons.append("Stopped")
-        if any(f not in self.flavors for f in info.flavor_names()):
+        if any(f not in self._flavors for f in info.flavor_names()):
             reasons.append("FlavorNotFound")
         if self.missing_checks(info):
             reasons.append("AdmissionCheckNotFound")
         if self.inactive_checks(info):
             reasons.append("AdmissionCheckInactive")
-        if self.tree.in_cycle(cq):
+        if self._tree.in_cycle(cq):
             reasons.append("CohortCycleDetected")
         return reasons
 
     def missing_checks(self, info: ClusterQueueInfo) -> list[str]:
         """The AdmissionChecks the queue names that do not exist, sorted."""
-        return sorted(c for c in info.admission_checks if c not in self.admission_checks)
+        return sorted(c for c in info.admission_checks if c not in self._admission_checks)
 
     def inactive_checks(self, info: ClusterQueueInfo) -> list[str]:
         """The AdmissionChecks the queue names whose controller is not Active, sorted."""
         return sorted(
             c
             for c in info.admission_checks
-            if c in self.admission_checks and not self.admission_checks[c].active
+            if c in self._admission_checks and not self._admission_checks[c].active
         )
 
     def cq_active(self, cq: str) -> bool:
-        return cq in self.cluster_queues and not self.inactive_reasons(cq)
+        return cq in self._cluster_queues and not self.inactive_reasons(cq)
 
     def local_queue_of(self, wl: WorkloadState) -> LocalQueueInfo | None:
-        return self.local_queues.get(f"{wl.namespace}/{wl.queue_name}")
+        return self._local_queues.get(f"{wl.namespace}/{wl.queue_name}")
 
     def queue_entry(self, wl: WorkloadState, previous: QueueEntry | None = None) -> QueueEntry:
         """The workload's queue entry now; `previous` itself when it is still exact
         (a head requeued unchanged: the queue then moves its item without comparing)."""
         rs = wl.requeue_state
-        timestamp = wl.queue_order_timestamp(self.config.eviction_ordering)
+        timestamp = wl.queue_order_timestamp(self._config.eviction_ordering)
         requeued_false = wl.conditions.is_false(REQUEUED)
         requeue_at = rs.requeue_at if rs is not None else None
         if (
@@ -225,36 +288,36 @@ class Scheduler:
 
     def tree_scope(self, cq: str) -> list[str]:
         """The ClusterQueues a flush of `cq` reaches (docs/scheduling.md#flush)."""
-        if cq not in self.cluster_queues:
+        if cq not in self._cluster_queues:
             return []
-        return self.tree.tree_cluster_queues(cq)
+        return self._tree.tree_cluster_queues(cq)
 
     def flush(self, cqs: Iterable[str]) -> None:
         scope: set[str] = set()
         for cq in cqs:
             scope.update(self.tree_scope(cq))
         if scope:
-            self.queues.flush(sorted(scope), self.now(), self.namespace_matches)
+            self._queues.flush(sorted(scope), self.now(), self.namespace_matches)
 
     def queue_condition_state(self, kind: str, name: str) -> str:
         """A token of the Active condition of a queue or cohort, to detect transitions."""
         if kind == "ClusterQueue":
             return ",".join(self.inactive_reasons(name)) or "Ready"
         if kind == "LocalQueue":
-            lq = self.local_queues[name]
+            lq = self._local_queues[name]
             if lq.stop_policy != "None":
                 return "Stopped"
-            if lq.cluster_queue not in self.cluster_queues:
+            if lq.cluster_queue not in self._cluster_queues:
                 return "ClusterQueueDoesNotExist"
             return "Ready" if self.cq_active(lq.cluster_queue) else "ClusterQueueIsInactive"
-        return "Cycle" if self.tree.cohort_in_cycle(name) else "Ready"
+        return "Cycle" if self._tree.cohort_in_cycle(name) else "Ready"
 
     def observe_conditions(self) -> None:
         """Stamp the transition time of every queue and cohort condition that changed."""
         now = self.now()
-        names: list[tuple[str, str]] = [("ClusterQueue", n) for n in self.cluster_queues]
-        names += [("LocalQueue", k) for k in self.local_queues]
-        names += [("Cohort", c) for c in self.cohorts]
+        names: list[tuple[str, str]] = [("ClusterQueue", n) for n in self._cluster_queues]
+        names += [("LocalQueue", k) for k in self._local_queues]
+        names += [("Cohort", c) for c in self._cohorts]
         for kind, name in names:
             state = self.queue_condition_state(kind, name)
             old = self._condition_states.get((kind, name))
@@ -273,7 +336,7 @@ class Scheduler:
             return None, f"LocalQueue {wl.queue_name} doesn't exist"
         if lq.stop_policy != "None":
             return None, f"LocalQueue {wl.queue_name} is inactive"
-        if lq.cluster_queue not in self.cluster_queues:
+        if lq.cluster_queue not in self._cluster_queues:
             return None, f"ClusterQueue {lq.cluster_queue} doesn't exist"
         return lq.cluster_queue, None
 
@@ -281,33 +344,33 @@ class Scheduler:
         """Put the workload where it belongs: queued in its CQ, or out of every queue."""
         now = self.now()
         if not wl.active or wl.finished or wl.holds_quota:
-            self.queues.delete(wl.key)
+            self._queues.delete(wl.key)
             return
         cq, problem = self.resolve(wl)
         if cq is None:
-            self.queues.delete(wl.key)
+            self._queues.delete(wl.key)
             assert problem is not None
             wl.set_pending("Inadmissible", policy(problem), now)
             return
         if not self.cq_active(cq):
             wl.set_pending("Inadmissible", policy(f"ClusterQueue {cq} is inactive"), now)
-        self.queues.push(cq, self.queue_entry(wl), now)
+        self._queues.push(cq, self.queue_entry(wl), now)
 
     def sync_workloads(self, keys: Iterable[str] | None = None) -> None:
-        targets = self.workloads.keys() if keys is None else keys
+        targets = self._workloads.keys() if keys is None else keys
         for key in sorted(targets):
-            wl = self.workloads.get(key)
+            wl = self._workloads.get(key)
             if wl is not None:
                 self.sync_workload(wl)
 
     def workloads_of_local_queue(self, lq_key: str) -> list[str]:
         ns, _, name = lq_key.partition("/")
         return sorted(
-            k for k, w in self.workloads.items() if w.namespace == ns and w.queue_name == name
+            k for k, w in self._workloads.items() if w.namespace == ns and w.queue_name == name
         )
 
     def workloads_of_cluster_queue(self, cq: str) -> list[str]:
-        lqs = [k for k, lq in self.local_queues.items() if lq.cluster_queue == cq]
+        lqs = [k for k, lq in self._local_queues.items() if lq.cluster_queue == cq]
         keys: list[str] = []
         for lq in lqs:
             keys.extend(self.workloads_of_local_queue(lq))
@@ -342,19 +405,19 @@ class Scheduler:
         CQ exists (docs/scheduling.md#invalid-input: usage of a CQ that does not exist yet counts
         once it does)."""
         self.unhold(wl.key)
-        self.holders.add(cq, wl.key, wl.priority)
-        if cq in self.cluster_queues:
+        self._holders.add(cq, wl.key, wl.priority)
+        if cq in self._cluster_queues:
             amounts = self.usage_of(wl) if usage is None else usage
-            self.tree.add_usage(cq, amounts)
-            self.counted[wl.key] = amounts
+            self._tree.add_usage(cq, amounts)
+            self._counted[wl.key] = amounts
 
     def unhold(self, key: str) -> str | None:
         """Forget `key`'s quota; returns the CQ it held quota in."""
-        cq = self.holders.discard(key)
-        amounts = self.counted.pop(key, None)
-        if cq is not None and amounts is not None and cq in self.cluster_queues:
-            self.tree.remove_usage(cq, amounts)
-        if cq is not None and cq in self.terminating and self.holders.count(cq) == 0:
+        cq = self._holders.discard(key)
+        amounts = self._counted.pop(key, None)
+        if cq is not None and amounts is not None and cq in self._cluster_queues:
+            self._tree.remove_usage(cq, amounts)
+        if cq is not None and cq in self._terminating and self._holders.count(cq) == 0:
             self.delete_cluster_queue(cq)
         return cq
 
@@ -387,10 +450,10 @@ class Scheduler:
         wl.conditions.set(EVICTED, "True", reason, message, now)
         wl.admission_checks = reset_checks(wl.admission_checks, now)
         wl.revision += 1
-        if self.feed is not None:
-            self.feed.evicted(wl.key)
-        self.holders.touch(wl.key)  # an evicted holder sorts first in a preemption search
-        self.pending_evictions.append(
+        if self._feed is not None:
+            self._feed.evicted(wl.key)
+        self._holders.touch(wl.key)  # an evicted holder sorts first in a preemption search
+        self._pending_evictions.append(
             PendingEviction(
                 wl.key, reason, message, requeued_status, requeued_reason or reason, why
             )
@@ -398,10 +461,10 @@ class Scheduler:
 
     def finalize_evictions(self) -> None:
         now = self.now()
-        pending, self.pending_evictions = self.pending_evictions, []
+        pending, self._pending_evictions = self._pending_evictions, []
         flush: list[str] = []
         for ev in pending:
-            wl = self.workloads.get(ev.key)
+            wl = self._workloads.get(ev.key)
             if wl is None or wl.admission is None:
                 continue
             wl.conditions.set(REQUEUED, ev.requeued_status, ev.requeued_reason, ev.message, now)
@@ -413,7 +476,7 @@ class Scheduler:
             wl.conditions.set(
                 ADMITTED, "False", "NoReservation", "The workload has no reservation", now
             )
-            if self.config.wait_for_pods_ready.enable:
+            if self._config.wait_for_pods_ready.enable:
                 wl.conditions.set(
                     PODS_READY, "False", "WaitForStart", "Not all pods are ready or succeeded", now
                 )
@@ -437,7 +500,7 @@ class Scheduler:
 
     # ----------------------------------------------------------------- signals
     def finish(self, key: str, *, failed: bool = False) -> bool:
-        wl = self.workloads.get(key)
+        wl = self._workloads.get(key)
         if wl is None or wl.finished:
             return False
         now = self.now()
@@ -447,13 +510,13 @@ class Scheduler:
         wl.conditions.set(FINISHED, "True", reason, message, now)
         wl.finished = True
         cq = self.release_quota(wl)
-        self.queues.delete(key)
+        self._queues.delete(key)
         if cq is not None:
             self.flush([cq])
         return True
 
     def pods_ready(self, key: str) -> bool:
-        wl = self.workloads.get(key)
+        wl = self._workloads.get(key)
         if wl is None:
             return False
         now = self.now()
@@ -468,7 +531,7 @@ class Scheduler:
         )
 
     def set_active(self, key: str, active: bool) -> bool:
-        wl = self.workloads.get(key)
+        wl = self._workloads.get(key)
         if wl is None or wl.active == active:
             return False
         now = self.now()
@@ -483,7 +546,7 @@ class Scheduler:
                     EVICTED, "True", "Deactivated", "The workload is deactivated", now
                 )
                 wl.admission_checks = reset_checks(wl.admission_checks, now)
-            self.queues.delete(key)
+            self._queues.delete(key)
         else:
             requeued = wl.conditions.get(REQUEUED)
             if (
@@ -499,70 +562,70 @@ class Scheduler:
 
     # ------------------------------------------------------------ object changes
     def set_namespace(self, name: str, labels: dict[str, str]) -> None:
-        old = self.namespaces.get(name, {})
-        self.namespaces[name] = dict(labels)
+        old = self._namespaces.get(name, {})
+        self._namespaces[name] = dict(labels)
         if old == labels:
             return
         newly = [
             cq
-            for cq, info in sorted(self.cluster_queues.items())
+            for cq, info in sorted(self._cluster_queues.items())
             if label_selector_matches(info.namespace_selector, labels)
             and not label_selector_matches(info.namespace_selector, old)
         ]
         self.flush(newly)
 
     def set_flavor(self, info: FlavorInfo | None, name: str) -> None:
-        before = {cq for cq in self.cluster_queues if self.cq_active(cq)}
+        before = {cq for cq in self._cluster_queues if self.cq_active(cq)}
         if info is None:
-            self.flavors.pop(name, None)
+            self._flavors.pop(name, None)
         else:
-            self.flavors[name] = info
-        self.flavors_epoch += 1
+            self._flavors[name] = info
+        self._flavors_epoch += 1
         self._after_activity_change(before)
         # A changed flavor may now match or tolerate: every CQ using it is worth a retry.
-        users = [cq for cq, c in sorted(self.cluster_queues.items()) if name in c.flavor_names()]
+        users = [cq for cq, c in sorted(self._cluster_queues.items()) if name in c.flavor_names()]
         self.flush(users)
 
     def set_admission_check(self, info: AdmissionCheckInfo) -> None:
-        before = {cq for cq in self.cluster_queues if self.cq_active(cq)}
-        self.admission_checks[info.name] = info
-        self.checks_epoch += 1
+        before = {cq for cq in self._cluster_queues if self.cq_active(cq)}
+        self._admission_checks[info.name] = info
+        self._checks_epoch += 1
         self._after_activity_change(before)
 
     def delete_admission_check(self, name: str) -> None:
-        if name not in self.admission_checks:
+        if name not in self._admission_checks:
             return
-        before = {cq for cq in self.cluster_queues if self.cq_active(cq)}
-        del self.admission_checks[name]
-        self.checks_epoch += 1
+        before = {cq for cq in self._cluster_queues if self.cq_active(cq)}
+        del self._admission_checks[name]
+        self._checks_epoch += 1
         self._after_activity_change(before)
 
     def _after_activity_change(self, before: set[str]) -> None:
-        after = {cq for cq in self.cluster_queues if self.cq_active(cq)}
+        after = {cq for cq in self._cluster_queues if self.cq_active(cq)}
         changed = sorted(after ^ before)
         for cq in changed:
             self.sync_workloads(self.workloads_of_cluster_queue(cq))
         self.flush(sorted(after - before))
 
     def set_cluster_queue(self, info: ClusterQueueInfo) -> None:
-        before = {cq for cq in self.cluster_queues if self.cq_active(cq)}
-        old = self.cluster_queues.get(info.name)
-        self.terminating.discard(info.name)
-        self.cluster_queues[info.name] = info
-        self.tree.set_cluster_queue(info.name, info.cohort or None, info.quotas, info.weight)
+        before = {cq for cq in self._cluster_queues if self.cq_active(cq)}
+        old = self._cluster_queues.get(info.name)
+        self._terminating.discard(info.name)
+        self._cluster_queues[info.name] = info
+        self._tree.set_cluster_queue(info.name, info.cohort or None, info.quotas, info.weight)
         settings = QueueSettings(cluster_queue=info.name, strategy=info.strategy)
-        plugin = info.queue_plugin or self.config.default_queue_plugin
-        self.plugin_errors.pop(info.name, None)
+        plugin = info.queue_plugin or self._config.default_queue_plugin
+        self._plugin_errors.pop(info.name, None)
         try:
-            self.queues.set_cluster_queue(info.name, settings, plugin, now=self.now())
+            self._queues.set_cluster_queue(info.name, settings, plugin, now=self.now())
         except QueuePluginError as err:
-            self.plugin_errors[info.name] = str(err)
-            self.queues.set_cluster_queue(info.name, settings, None, now=self.now())
+            self._plugin_errors[info.name] = str(err)
+            self._queues.set_cluster_queue(info.name, settings, None, now=self.now())
         if old is None:
             # usage of workloads admitted before this CQ existed is counted now
             # (docs/scheduling.md#invalid-input)
-            for key in self.holders.keys(info.name):
-                wl = self.workloads.get(key)
+            for key in self._holders.keys(info.name):
+                wl = self._workloads.get(key)
                 if wl is not None:
                     self.count_usage(wl)
             self.sync_workloads(self.workloads_of_cluster_queue(info.name))
@@ -576,7 +639,7 @@ class Scheduler:
         now = self.now()
         released: list[str] = []
         for key in list(keys):
-            wl = self.workloads.get(key)
+            wl = self._workloads.get(key)
             if wl is None or not wl.holds_quota or wl.is_admitted:
                 continue
             cq = self.release_quota(wl)
@@ -592,13 +655,13 @@ class Scheduler:
         now = self.now()
         if info.stop_policy != "None" and (old is None or old.stop_policy == "None"):
             self._drop_unadmitted_reservations(
-                self.holders.keys(info.name), f"ClusterQueue {info.name} is stopped"
+                self._holders.keys(info.name), f"ClusterQueue {info.name} is stopped"
             )
         if info.stop_policy == "HoldAndDrain" and (
             old is None or old.stop_policy != "HoldAndDrain"
         ):
-            for key in self.holders.keys(info.name):
-                wl = self.workloads[key]
+            for key in self._holders.keys(info.name):
+                wl = self._workloads[key]
                 if not wl.conditions.is_true(EVICTED):
                     self.evict(wl, "ClusterQueueStopped", "The ClusterQueue is stopped")
         if info.stop_policy == "None" and old is not None and old.stop_policy != "None":
@@ -609,7 +672,7 @@ class Scheduler:
         LocalQueue) had marked Requeued=False."""
         stopped = f"{kind}Stopped"
         for key in keys:
-            wl = self.workloads[key]
+            wl = self._workloads[key]
             rq = wl.conditions.get(REQUEUED)
             if rq is not None and rq.status == "False" and rq.reason == stopped:
                 wl.conditions.set(
@@ -622,49 +685,49 @@ class Scheduler:
                 wl.revision += 1
 
     def delete_cluster_queue(self, name: str) -> None:
-        if name not in self.cluster_queues:
+        if name not in self._cluster_queues:
             return
-        if self.holders.count(name) > 0:
+        if self._holders.count(name) > 0:
             # Like a ClusterQueue held by Kueue's finalizer: it stays, inactive and
             # `Terminating`, until its last workload gives its quota back
             # (docs/scheduling.md#clusterqueue-status).
-            before = {cq for cq in self.cluster_queues if self.cq_active(cq)}
-            self.terminating.add(name)
+            before = {cq for cq in self._cluster_queues if self.cq_active(cq)}
+            self._terminating.add(name)
             self._after_activity_change(before)
             return
-        self.terminating.discard(name)
-        before = {cq for cq in self.cluster_queues if self.cq_active(cq)}
+        self._terminating.discard(name)
+        before = {cq for cq in self._cluster_queues if self.cq_active(cq)}
         # The tree forgets this CQ's usage; holders stay, to be counted if it returns.
-        for key in self.holders.keys(name):
-            self.counted.pop(key, None)
-        del self.cluster_queues[name]
-        self.tree.delete_cluster_queue(name)
-        self.queues.delete_cluster_queue(name)
+        for key in self._holders.keys(name):
+            self._counted.pop(key, None)
+        del self._cluster_queues[name]
+        self._tree.delete_cluster_queue(name)
+        self._queues.delete_cluster_queue(name)
         self.sync_workloads(self.workloads_of_cluster_queue(name))
         self._after_activity_change(before)
 
     def set_cohort(self, info: CohortInfo) -> None:
-        before = {cq for cq in self.cluster_queues if self.cq_active(cq)}
-        self.cohorts[info.name] = info
-        self.tree.set_cohort(info.name, info.parent, info.quotas, info.weight)
+        before = {cq for cq in self._cluster_queues if self.cq_active(cq)}
+        self._cohorts[info.name] = info
+        self._tree.set_cohort(info.name, info.parent, info.quotas, info.weight)
         self._after_activity_change(before)
         self.flush(self._cluster_queues_under(info.name))
 
     def delete_cohort(self, name: str) -> None:
-        if name not in self.cohorts:
+        if name not in self._cohorts:
             return
-        before = {cq for cq in self.cluster_queues if self.cq_active(cq)}
-        del self.cohorts[name]
-        self.tree.delete_cohort(name)
+        before = {cq for cq in self._cluster_queues if self.cq_active(cq)}
+        del self._cohorts[name]
+        self._tree.delete_cohort(name)
         self._after_activity_change(before)
         self.flush(self._cluster_queues_under(name))
 
     def _cluster_queues_under(self, cohort: str) -> list[str]:
-        return [c for c, info in sorted(self.cluster_queues.items()) if info.cohort == cohort]
+        return [c for c, info in sorted(self._cluster_queues.items()) if info.cohort == cohort]
 
     def set_local_queue(self, info: LocalQueueInfo) -> None:
-        old = self.local_queues.get(info.key)
-        self.local_queues[info.key] = info
+        old = self._local_queues.get(info.key)
+        self._local_queues[info.key] = info
         now = self.now()
         if info.stop_policy != "None" and (old is None or old.stop_policy == "None"):
             self._drop_unadmitted_reservations(
@@ -674,7 +737,7 @@ class Scheduler:
             old is None or old.stop_policy != "HoldAndDrain"
         ):
             for key in self.workloads_of_local_queue(info.key):
-                wl = self.workloads[key]
+                wl = self._workloads[key]
                 if wl.holds_quota and not wl.conditions.is_true(EVICTED):
                     self.evict(wl, "LocalQueueStopped", "The LocalQueue is stopped")
         if info.stop_policy == "None" and old is not None and old.stop_policy != "None":
@@ -682,20 +745,20 @@ class Scheduler:
         self.sync_workloads(self.workloads_of_local_queue(info.key))
 
     def delete_local_queue(self, key: str) -> None:
-        if self.local_queues.pop(key, None) is not None:
+        if self._local_queues.pop(key, None) is not None:
             self.sync_workloads(self.workloads_of_local_queue(key))
 
     def set_workload(self, wl: WorkloadState) -> None:
         """Create or replace a workload (spec from the API object; status kept if known)."""
-        old = self.workloads.get(wl.key)
+        old = self._workloads.get(wl.key)
         if old is not None:
             self.unhold(old.key)
             # Only a change the queue reacts to may un-park the workload
             # (docs/scheduling.md#queue-structures).
             changed = old.queue_signature() != wl.queue_signature()
             wl.revision = old.revision + 1 if changed else old.revision
-        self.workloads[wl.key] = wl
-        if self.config.wait_for_pods_ready.enable and wl.conditions.get(PODS_READY) is None:
+        self._workloads[wl.key] = wl
+        if self._config.wait_for_pods_ready.enable and wl.conditions.get(PODS_READY) is None:
             # docs/scheduling.md#podsready-condition: not ready until the pods-ready signal says so.
             wl.conditions.set(
                 PODS_READY,
@@ -727,10 +790,10 @@ class Scheduler:
         evicted = wl.conditions.get(EVICTED)
         if not wl.holds_quota or evicted is None or not evicted.is_true:
             return
-        if any(p.key == wl.key for p in self.pending_evictions):
+        if any(p.key == wl.key for p in self._pending_evictions):
             return
         preempted = evicted.reason == "Preempted"
-        self.pending_evictions.append(
+        self._pending_evictions.append(
             PendingEviction(
                 wl.key,
                 evicted.reason,
@@ -745,7 +808,7 @@ class Scheduler:
         (docs/scheduling.md#stop-policies), also when it arrives after the stop policy was set."""
         if not wl.holds_quota or wl.admission is None or wl.conditions.is_true(EVICTED):
             return
-        cq = self.cluster_queues.get(wl.admission.cluster_queue)
+        cq = self._cluster_queues.get(wl.admission.cluster_queue)
         lq = self.local_queue_of(wl)
         if cq is not None and cq.stop_policy == "HoldAndDrain":
             self.evict(wl, "ClusterQueueStopped", "The ClusterQueue is stopped")
@@ -753,10 +816,10 @@ class Scheduler:
             self.evict(wl, "LocalQueueStopped", "The LocalQueue is stopped")
 
     def delete_workload(self, key: str) -> None:
-        wl = self.workloads.pop(key, None)
+        wl = self._workloads.pop(key, None)
         if wl is None:
             return
         cq = self.unhold(key)
-        self.queues.delete(key)
+        self._queues.delete(key)
         if cq is not None:
             self.flush([cq])

@@ -97,7 +97,7 @@ def _flavor_usage(
 ) -> list[Json]:
     totals: dict[tuple[str, str], int] = {}
     for key in keys:
-        wl = s.workloads[key]
+        wl = s._workloads[key]
         if admitted_only and not wl.conditions.is_true(ADMITTED):
             continue
         for fr, v in s.usage_of(wl).items():
@@ -118,11 +118,11 @@ def _flavor_usage(
 
 
 def cluster_queue_status(s: Scheduler, name: str) -> Json:
-    cq = s.cluster_queues[name]
-    holders = s.holders.keys(name)
-    queue = s.queues.queue(name)
+    cq = s._cluster_queues[name]
+    holders = s._holders.keys(name)
+    queue = s._queues.queue(name)
     pending = len(queue) if queue is not None else 0
-    admitted = [k for k in holders if s.workloads[k].conditions.is_true(ADMITTED)]
+    admitted = [k for k in holders if s._workloads[k].conditions.is_true(ADMITTED)]
     status: Json = {
         "pendingWorkloads": pending,
         "reservingWorkloads": len(holders),
@@ -139,11 +139,11 @@ def cluster_queue_status(s: Scheduler, name: str) -> Json:
 def _fair_sharing(s: Scheduler, node: NodeRef) -> Json:
     """docs/scheduling.md#dominant-resource-share: the weighted share, present only while fair
     sharing is enabled."""
-    if node.is_cq and s.tree.in_cycle(node.name):
+    if node.is_cq and s._tree.in_cycle(node.name):
         return {"weightedShare": 0}
-    if not node.is_cq and s.tree.cohort_in_cycle(node.name):
+    if not node.is_cq and s._tree.cohort_in_cycle(node.name):
         return {"weightedShare": 0}
-    return {"weightedShare": weighted_share(dominant_resource_share(s.tree, node))}
+    return {"weightedShare": weighted_share(dominant_resource_share(s._tree, node))}
 
 
 def _cq_active_condition(s: Scheduler, cq: ClusterQueueInfo) -> Json:
@@ -168,7 +168,7 @@ def _cq_active_condition(s: Scheduler, cq: ClusterQueueInfo) -> Json:
     parts: list[str] = []
     if "Stopped" in reasons:
         parts.append("is stopped")
-    missing = [f for f in cq.flavor_names() if f not in s.flavors]
+    missing = [f for f in cq.flavor_names() if f not in s._flavors]
     if missing:
         parts.append(f"references missing ResourceFlavor(s): {','.join(missing)}")
     missing_checks = s.missing_checks(cq)
@@ -189,17 +189,17 @@ def _cq_active_condition(s: Scheduler, cq: ClusterQueueInfo) -> Json:
 
 
 def local_queue_status(s: Scheduler, key: str) -> Json:
-    lq = s.local_queues[key]
-    cq = s.cluster_queues.get(lq.cluster_queue)
+    lq = s._local_queues[key]
+    cq = s._cluster_queues.get(lq.cluster_queue)
     mine = [
         k
         for k in s.workloads_of_local_queue(key)
-        if s.workloads[k].holds_quota
-        and s.workloads[k].admission is not None
-        and s.workloads[k].admission.cluster_queue == lq.cluster_queue  # type: ignore[union-attr]
+        if s._workloads[k].holds_quota
+        and s._workloads[k].admission is not None
+        and s._workloads[k].admission.cluster_queue == lq.cluster_queue  # type: ignore[union-attr]
     ]
     pending = _lq_pending(s, key) if lq.stop_policy == "None" else 0
-    admitted = [k for k in mine if s.workloads[k].conditions.is_true(ADMITTED)]
+    admitted = [k for k in mine if s._workloads[k].conditions.is_true(ADMITTED)]
     since = s.condition_since("LocalQueue", key)
     if lq.stop_policy != "None":
         cond = ("False", "Stopped", "LocalQueue is stopped")
@@ -236,8 +236,8 @@ def local_queue_status(s: Scheduler, key: str) -> Json:
 def _lq_pending(s: Scheduler, key: str) -> int:
     """Queued workloads of this LocalQueue, excluding the in-flight head
     (docs/scheduling.md#localqueue-status)."""
-    lq = s.local_queues[key]
-    queue = s.queues.queue(lq.cluster_queue)
+    lq = s._local_queues[key]
+    queue = s._queues.queue(lq.cluster_queue)
     if queue is None:
         return 0
     # Status is rendered between cycles, when nothing is in flight.
@@ -253,7 +253,7 @@ def _lq_flavor_usage(
 
 def _lq_flavor(s: Scheduler, name: str, resources: list[str]) -> Json:
     out: Json = {"name": name, "resources": resources}
-    info = s.flavors.get(name)
+    info = s._flavors.get(name)
     if info is not None:
         if info.node_labels:
             out["nodeLabels"] = dict(sorted(info.node_labels.items()))
@@ -264,14 +264,14 @@ def _lq_flavor(s: Scheduler, name: str, resources: list[str]) -> Json:
 
 def cohort_status(s: Scheduler, name: str) -> Json:
     since = s.condition_since("Cohort", name)
-    if s.tree.cohort_in_cycle(name):
+    if s._tree.cohort_in_cycle(name):
         cond = {
             "type": "Active",
             "status": "False",
             "lastTransitionTime": format_instant(since),
             "reason": "CohortCycleDetected",
             "message": (
-                f"Cohort is part of a tree with a parent cycle: {s.tree.cycle_description(name)}"
+                f"Cohort is part of a tree with a parent cycle: {s._tree.cycle_description(name)}"
             ),
         }
     else:

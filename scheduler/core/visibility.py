@@ -47,13 +47,13 @@ def owner_references(raw: Any) -> tuple[OwnerRef, ...]:
 def pending_workloads(s: Scheduler, cluster_queue: str) -> list[PendingItem]:
     """Every queued workload of the CQ in queue order with both positions
     (docs/scheduling.md#cohort)."""
-    queue = s.queues.queue(cluster_queue)
+    queue = s._queues.queue(cluster_queue)
     if queue is None:
         return []
     per_lq: dict[tuple[str, str], int] = {}
     items: list[PendingItem] = []
     for index, entry in enumerate(queue.listing()):
-        wl = s.workloads.get(entry.key)
+        wl = s._workloads.get(entry.key)
         lq_key = (entry.namespace, entry.local_queue)
         lq_pos = per_lq.get(lq_key, 0)
         per_lq[lq_key] = lq_pos + 1

@@ -153,15 +153,15 @@ def what_if(s: Scheduler, wl: WorkloadState, *, count_local_queue: bool = True) 
     if cq_name is None:
         assert problem is not None
         return WhatIf(INADMISSIBLE, None, None, head=False, mode="", why=policy(problem))
-    queue = s.queues.queue(cq_name)
+    queue = s._queues.queue(cq_name)
     assert queue is not None, f"ClusterQueue {cq_name} has no queue"
     entry = s.queue_entry(wl)
     placement = _placement(queue, entry, count_local_queue=count_local_queue)
-    active = frozenset(c for c in s.cluster_queues if s.cq_active(c))
-    blocked = policy_block(s, s.cluster_queues[cq_name], wl, active)
+    active = frozenset(c for c in s._cluster_queues if s.cq_active(c))
+    blocked = policy_block(s, s._cluster_queues[cq_name], wl, active)
     if blocked is not None:
         return WhatIf(INADMISSIBLE, cq_name, placement, head=False, mode="", why=blocked[0])
-    cq = s.cluster_queues[cq_name]
+    cq = s._cluster_queues[cq_name]
     return _DryRun(s, active, placement).run(wl, cq, entry, _would_be_head(queue, entry, s))
 
 
@@ -200,8 +200,8 @@ class _DryRun:
         self.s = s
         self.active = active
         self.placement = placement
-        self.snapshot = s.tree.clone()
-        self.admitted_by_cq = AdmittedIndex(s.workloads, s.holders, s.counted, active)
+        self.snapshot = s._tree.clone()
+        self.admitted_by_cq = AdmittedIndex(s._workloads, s._holders, s._counted, active)
         self.preemptor = cycle_preemptor(s, self.snapshot, self.admitted_by_cq)
 
     def run(self, wl: WorkloadState, cq: ClusterQueueInfo, entry: QueueEntry, head: bool) -> WhatIf:
@@ -243,15 +243,15 @@ class _DryRun:
         with `cq_name`, nominated on the same snapshot (peeked, not popped)."""
         s = self.s
         rivals: list[Entry] = []
-        for name in s.tree.tree_cluster_queues(cq_name):
-            queue = s.queues.queue(name)
+        for name in s._tree.tree_cluster_queues(cq_name):
+            queue = s._queues.queue(name)
             if name == cq_name or name not in self.active or queue is None:
                 continue
             first = queue.peek(s.now())
-            wl = s.workloads.get(first.key) if first is not None else None
+            wl = s._workloads.get(first.key) if first is not None else None
             if first is None or wl is None or wl.holds_quota:
                 continue
-            cq = s.cluster_queues[name]
+            cq = s._cluster_queues[name]
             if policy_block(s, cq, wl, self.active) is None:
                 rivals.append(self._nominated(wl, cq, first))
         return rivals
@@ -345,7 +345,7 @@ def _borrowed(snapshot: QuotaTree, cq: str, assignment: Assignment) -> tuple[Bor
 def _victims(s: Scheduler, e: Entry) -> tuple[Victim, ...]:
     victims = []
     for t in e.targets:
-        wl = s.workloads.get(t.key)
+        wl = s._workloads.get(t.key)
         if wl is not None:
             victims.append(Victim(wl.namespace, wl.name, t.cluster_queue, wl.priority, t.reason))
     return tuple(victims)

@@ -44,13 +44,14 @@ def setup_of(s: Scheduler) -> Setup:
     return Setup(
         s.config,
         tuple(
-            (name, tuple(sorted(labels.items()))) for name, labels in sorted(s.namespaces.items())
+            (name, tuple(sorted(labels.items())))
+            for name, labels in sorted(s.objects.namespaces.items())
         ),
-        tuple(sorted(s.flavors.items())),
-        tuple(cohort for _, cohort in sorted(s.cohorts.items())),
-        tuple(cq for _, cq in sorted(s.cluster_queues.items())),
-        tuple(lq for _, lq in sorted(s.local_queues.items())),
-        tuple(sorted(s.terminating)),
+        tuple(sorted(s.objects.flavors.items())),
+        tuple(cohort for _, cohort in sorted(s.objects.cohorts.items())),
+        tuple(cq for _, cq in sorted(s.objects.cluster_queues.items())),
+        tuple(lq for _, lq in sorted(s.objects.local_queues.items())),
+        tuple(sorted(s.objects.terminating)),
     )
 
 
@@ -61,7 +62,7 @@ def assemble(
     own virtual clock set to `now`."""
     clock = ManualClock(now)
     s = Scheduler(clock, setup.config)
-    s.keep_objects = False
+    s.set_keep_objects(False)
     for name, labels in setup.namespaces:
         s.set_namespace(name, dict(labels))
     for name, flavor in setup.flavors:
@@ -83,7 +84,7 @@ def assemble(
 def fork(s: Scheduler, now: Instant) -> tuple[Scheduler, ManualClock]:
     """A Scheduler in the state of `s`, on its own virtual clock set to `now`;
     nothing of it is shared with `s` that either could change."""
-    workloads = s.workloads
+    workloads = s.objects.workloads
     live = (_copy_workload(wl) for key in sorted(workloads) if not (wl := workloads[key]).finished)
     return assemble(setup_of(s), live, now)
 

@@ -43,7 +43,7 @@ def pending_keys(s: Scheduler) -> list[str]:
     """The workloads a forecast is for: queued, active, holding no quota."""
     return sorted(
         k
-        for k, wl in s.workloads.items()
+        for k, wl in s.objects.workloads.items()
         if wl.active and not wl.finished and not wl.holds_quota and s.queues.locate(k) is not None
     )
 
@@ -68,13 +68,13 @@ def forward_run(  # noqa: PLR0913 - keyword-only options of one run
     copy.follow_changes()
     run = _Run(copy, predictor, now, hopeless=Hopeless.of(copy) if shortcut else None)
     for key in copy.holders.all_keys():
-        wl = copy.workloads.get(key)
+        wl = copy.workload(key)
         if wl is not None and wl.holds_quota:
             run.start(wl, _admitted_at(wl, now))
-    for key, wl in copy.workloads.items():
+    for key, wl in copy.objects.workloads.items():
         if wl.requeue_state is not None and wl.requeue_state.requeue_at is not None:
             run.dirty.add(key)
-    remaining = {k for k in targets if k in copy.workloads}
+    remaining = {k for k in targets if k in copy.objects.workloads}
     result = ForwardResult()
     horizon = now + int(horizon_seconds * MICROS_PER_SECOND)
     while True:
@@ -148,7 +148,7 @@ class Hopeless:
         ):
             return None
         members: dict[str, list[WorkloadState]] = {}
-        for wl in s.workloads.values():
+        for wl in s.objects.workloads.values():
             if wl.finished:
                 continue
             lq = s.local_queue_of(wl)
@@ -158,16 +158,16 @@ class Hopeless:
             for cq in cqs:
                 members.setdefault(cq, []).append(wl)
         bounds: dict[str, _Bound] = {}
-        for name, info in s.cluster_queues.items():
+        for name, info in s.objects.cluster_queues.items():
             found = _bound(info, members.get(name, []))
             if found is not None:
                 bounds[name] = found
         return Hopeless(bounds)
 
     def holds(self, s: Scheduler) -> bool:
-        tree = s.tree
+        tree = s.quota
         now = s.now()
-        for name in s.cluster_queues:
+        for name in s.objects.cluster_queues:
             queue = s.queues.queue(name)
             if queue is None or len(queue) == 0:
                 continue
@@ -244,7 +244,7 @@ class _Run:
     def _refresh(self) -> None:
         s = self.s
         for key in self.dirty:
-            wl = s.workloads.get(key)
+            wl = s.workload(key)
             found = deadlines(s, wl) if wl is not None and not wl.finished else None
             if found:
                 self.timed[key] = found
@@ -302,7 +302,7 @@ class _Run:
                 self._generation.pop(key, None)
                 self.dirty.add(key)
             for key in changes.admitted:
-                wl = s.workloads.get(key)
+                wl = s.workload(key)
                 if wl is not None and wl.holds_quota and not wl.conditions.is_true(EVICTED):
                     self.admitted_now.append(key)
                     self.start(wl, s.now())

@@ -12,7 +12,8 @@ import bisect
 from dataclasses import dataclass, field
 from typing import Final
 
-from scheduler.runtime.snapshot import MICROS, Instant, ServedForecast
+from scheduler.runtime.estimates import MICROS, ServedForecast
+from scheduler.runtime.workload_records import Instant
 
 # Upper bounds (seconds) of the p50 error histogram: a second to a day.
 ERROR_BUCKETS: Final = (1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0,

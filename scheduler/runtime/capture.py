@@ -11,21 +11,20 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from scheduler.core.quota import NodeRef
-from scheduler.core.scheduler import Scheduler
+from scheduler.core.state_view import ClusterStateView
 from scheduler.core.visibility import owner_references
 from scheduler.core.workload import QUOTA_RESERVED, WorkloadState
 from scheduler.runtime.forecast_facts import facts_are_current, workload_facts
-from scheduler.runtime.snapshot import (
+from scheduler.runtime.pages import ClusterQueueView, build_view
+from scheduler.runtime.quota_snapshot import (
     ClusterQueueQuota,
-    ClusterQueueView,
     CohortQuota,
-    PendingEntry,
     QuotaSnapshot,
     ResourceUsage,
-    Snapshot,
-    build_view,
 )
+from scheduler.runtime.snapshot import Snapshot
 from scheduler.runtime.why import why_pending
+from scheduler.runtime.workload_records import PendingEntry
 
 
 def entry_is_current(
@@ -88,20 +87,21 @@ class EntryCache:
             del self._entries[key]
 
 
-def capture_view(s: Scheduler, cluster_queue: str, cache: EntryCache) -> ClusterQueueView:
+def capture_view(s: ClusterStateView, cluster_queue: str, cache: EntryCache) -> ClusterQueueView:
     queue = s.queues.queue(cluster_queue)
     order = queue.listing() if queue is not None else ()
     ordering = s.config.eviction_ordering
-    entries = [cache.entry(s.workloads[e.key], ordering) for e in order if e.key in s.workloads]
+    workloads = s.objects.workloads
+    entries = [cache.entry(workloads[e.key], ordering) for e in order if e.key in workloads]
     return build_view(cluster_queue, entries)
 
 
-def capture_quota(s: Scheduler) -> QuotaSnapshot:
+def capture_quota(s: ClusterStateView) -> QuotaSnapshot:
     """Quotas and usage of every ClusterQueue and Cohort, by name."""
-    tree = s.tree
+    tree = s.quota
     cluster_queues: list[ClusterQueueQuota] = []
-    for name in sorted(s.cluster_queues):
-        info = s.cluster_queues[name]
+    for name in sorted(s.objects.cluster_queues):
+        info = s.objects.cluster_queues[name]
         resources = []
         if tree.has_cluster_queue(name):
             for group in info.groups:
@@ -159,16 +159,18 @@ def capture_quota(s: Scheduler) -> QuotaSnapshot:
 
 
 def capture_snapshot(
-    s: Scheduler, cache: EntryCache, generation: int, *, synced: bool = True
+    s: ClusterStateView, cache: EntryCache, generation: int, *, synced: bool = True
 ) -> Snapshot:
     """A whole snapshot in one synchronous step (the simulator, tests, small clusters)."""
-    views = {cq: capture_view(s, cq, cache) for cq in sorted(s.cluster_queues)}
+    views = {cq: capture_view(s, cq, cache) for cq in sorted(s.objects.cluster_queues)}
     workloads = {entry.key: cq for cq, view in views.items() for entry in view.entries}
     local_queues = {
-        (lq.namespace, lq.name): (lq.cluster_queue if lq.cluster_queue in s.cluster_queues else "")
-        for lq in s.local_queues.values()
+        (lq.namespace, lq.name): (
+            lq.cluster_queue if lq.cluster_queue in s.objects.cluster_queues else ""
+        )
+        for lq in s.objects.local_queues.values()
     }
-    cache.forget_missing(set(s.workloads))
+    cache.forget_missing(set(s.objects.workloads))
     return Snapshot(
         generation=generation,
         synced=synced,

@@ -175,8 +175,8 @@ class DemoLoad:
         """cpu and memory when the ClusterQueue covers them, else one unit of its first
         covered resource, so every demo workload can be admitted somewhere."""
         s = self.engine.scheduler
-        lq = s.local_queues.get(f"{planned.namespace}/{planned.local_queue}")
-        cq = s.cluster_queues.get(lq.cluster_queue) if lq is not None else None
+        lq = s.objects.local_queues.get(f"{planned.namespace}/{planned.local_queue}")
+        cq = s.objects.cluster_queues.get(lq.cluster_queue) if lq is not None else None
         covered = [r for g in cq.groups for r in g.covered] if cq is not None else []
         requests: dict[str, str] = {}
         if "cpu" in covered or not covered:
@@ -198,7 +198,7 @@ class DemoLoad:
         return len(self._tracked)
 
     def _is_pending(self, t: _Tracked) -> bool:
-        wl = self.engine.scheduler.workloads.get(t.plan.key)
+        wl = self.engine.scheduler.workload(t.plan.key)
         if wl is None:
             return not t.seen  # submitted, not yet applied
         return not wl.finished and not wl.is_admitted
@@ -235,7 +235,7 @@ class DemoLoad:
     def _drive(self, now: float) -> None:
         s = self.engine.scheduler
         for key, t in list(self._tracked.items()):
-            wl = s.workloads.get(key)
+            wl = s.workload(key)
             if wl is None:
                 if t.seen:
                     del self._tracked[key]  # deleted by someone else, or by us

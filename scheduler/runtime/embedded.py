@@ -445,9 +445,7 @@ class EmbeddedStore:
         reserved = None
         if isinstance(new, Workload):
             # The reservation lives in the core, not in the manifest.
-            wl = self.engine.scheduler.workloads.get(
-                f"{new.metadata.namespace}/{new.metadata.name}"
-            )
+            wl = self.engine.scheduler.workload(f"{new.metadata.namespace}/{new.metadata.name}")
             reserved = wl is not None and wl.holds_quota
         return [str(e) for e in validate_update(old, new, reserved=reserved)]
 

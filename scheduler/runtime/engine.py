@@ -141,7 +141,7 @@ class Engine:
         self.scheduler = scheduler
         # Nothing on the runtime's side shows a workload's API object (snapshots and
         # status are built from the core's records), so it is not kept.
-        scheduler.keep_objects = False
+        scheduler.set_keep_objects(False)
         # Off on a follower replica (docs/cluster.md#high-availability): it applies what the leader
         # wrote and publishes snapshots, but runs no cycles and fires no timed rules.
         self._scheduling = scheduling
@@ -166,7 +166,7 @@ class Engine:
                 changes=self._marks_for_publisher,
             ),
         )
-        scheduler.block_waiter = _admission_stays_blocked
+        scheduler.set_block_waiter(_admission_stays_blocked)
         self._commands: asyncio.Queue[Command] = asyncio.Queue()
         self._wakeup = asyncio.Event()
         self._idle = asyncio.Event()
@@ -397,7 +397,7 @@ class Engine:
             if isinstance(command, MarkSynced):
                 if not self._synced:
                     self._synced = True
-                    log.info("event=synced workloads=%d", len(s.workloads))
+                    log.info("event=synced workloads=%d", len(s.objects.workloads))
                 self.publisher.request()
                 return False
             if isinstance(command, ApplyObject):
@@ -422,7 +422,7 @@ class Engine:
             # Queue and flavor changes can stop, drain or re-admit quota holders.
             self._touch(s.holders.all_keys())
         if isinstance(obj, ClusterQueue):
-            problem = s.plugin_errors.get(obj.metadata.name)
+            problem = s.queue_plugin_error(obj.metadata.name)
             if problem is not None:
                 log.warning(
                     "event=queue-plugin-error clusterQueue=%s error=%r",
@@ -465,7 +465,7 @@ class Engine:
             self._deadline_dirty.update(s.holders.all_keys())
             self._deadline_dirty.update(self._deadlines)
         for key in self._deadline_dirty:
-            wl = s.workloads.get(key)
+            wl = s.workload(key)
             found = deadlines(s, wl) if wl is not None else []
             if found:
                 self._deadlines[key] = found
@@ -503,7 +503,7 @@ class Engine:
             return False
         cqs = sorted(self._blocked_heads)
         self._blocked_heads.clear()
-        s.queues.flush(cqs, s.now(), s.namespace_matches)
+        s.retry(cqs)
         return True
 
     # -- cycles ----------------------------------------------------------------------
@@ -567,7 +567,7 @@ class Engine:
                 sizes.append((name, queue.counts()))
         attempts = []
         for _, key in heads:
-            wl = s.workloads.get(key)
+            wl = s.workload(key)
             last = wl.last_assignment if wl is not None else None
             attempts.append(
                 (key, tuple(sorted(last.tried_flavor_idx.items())) if last is not None else None)

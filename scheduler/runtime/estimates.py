@@ -1,4 +1,5 @@
-"""Admission velocity per ClusterQueue: the input of the wait estimates.
+"""Wait estimates: admission velocity per ClusterQueue, the waits it gives, and the
+start forecasts the worker serves.
 
 The engine reports every admission with the instant it happened (the scheduler's
 clock, so tests drive it with a manual clock); publishing freezes each ClusterQueue's
@@ -17,10 +18,86 @@ sustained rate.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
+from dataclasses import dataclass
 
-from scheduler.forecast.rate import DecayedRate
-from scheduler.runtime.snapshot import AdmissionVelocity, Instant
+from scheduler.forecast.rate import DecayedRate, rate_wait
+from scheduler.runtime.workload_records import Instant
+
+MICROS = 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class WaitEstimate:
+    """When a pending workload may be admitted, with a 90% interval (docs/dashboard.md)."""
+
+    seconds: float  # the point estimate: (position + 1) / rate
+    low_seconds: float
+    high_seconds: float
+    admissions_per_hour: float
+    effective_admissions: float  # how much evidence the rate rests on
+
+
+@dataclass(frozen=True, slots=True)
+class AdmissionVelocity:
+    """A ClusterQueue's exponentially decayed admission rate, frozen at `at`.
+
+    `weight` is the decayed number of admissions and `window_seconds` the decayed
+    length of observation, both with time constant `tau_seconds`; the rate at a
+    later instant decays both without new admissions, so a queue that stopped
+    admitting slows down in the estimate as time passes, without a new snapshot.
+    """
+
+    at: Instant
+    weight: float
+    window_seconds: float
+    tau_seconds: float
+    min_window_seconds: float = 0.0
+
+    def state(self, now: Instant) -> tuple[float, float]:
+        """(decayed admissions, decayed window in seconds) at `now`."""
+        dt = max(0.0, (now - self.at) / MICROS)
+        decay = math.exp(-dt / self.tau_seconds)
+        weight = self.weight * decay
+        window = self.window_seconds * decay + self.tau_seconds * (1.0 - decay)
+        return weight, max(window, self.min_window_seconds)
+
+    def rate(self, now: Instant) -> float:
+        """Admissions per second at `now`."""
+        weight, window = self.state(now)
+        return weight / window if window > 0 else 0.0
+
+    def estimate(self, position: int, now: Instant) -> WaitEstimate | None:
+        """The wait of the workload at 0-based `position`; None while the decayed count
+        of admissions is below one (nothing admitted yet, or not recently). The model
+        is the rate method's (docs/forecasting.md#the-rate-method)."""
+        weight, window = self.state(now)
+        found = rate_wait(weight, window, position)
+        if found is None:
+            return None
+        return WaitEstimate(
+            seconds=found.mean_seconds,
+            low_seconds=found.low_seconds,
+            high_seconds=found.high_seconds,
+            admissions_per_hour=found.rate * 3600.0,
+            effective_admissions=weight,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ServedForecast:
+    """A pending workload's start forecast as the forecast worker published it
+    (docs/forecasting.md#serving): absolute instants, the method, and the instant and
+    snapshot generation it was made from."""
+
+    method: str
+    made_at: Instant
+    generation: int
+    p50: Instant
+    low: Instant
+    high: Instant
+
 
 DEFAULT_TAU_SECONDS = 300.0
 DEFAULT_MIN_WINDOW_SECONDS = 60.0

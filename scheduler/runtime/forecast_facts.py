@@ -19,15 +19,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Final
 
-from scheduler.core.scheduler import Scheduler
+from scheduler.core.state_view import ClusterStateView
 from scheduler.core.workload import PODS_READY, QUOTA_RESERVED, WorkloadState
 from scheduler.forecast.predictors import USER_LABEL
-from scheduler.runtime.snapshot import (
-    MICROS,
-    FinishedWorkload,
-    RunningWorkload,
-    WorkloadFacts,
-)
+from scheduler.runtime.estimates import MICROS
+from scheduler.runtime.workload_records import FinishedWorkload, RunningWorkload, WorkloadFacts
 
 FINISHED_KEPT: Final = 1000  # finishes a snapshot carries (the service sends the new ones)
 _SLICE: Final = 512  # holders read per step of a capture
@@ -81,23 +77,25 @@ class RunningCapture:
     _seq: int = 0
     _epochs: tuple[tuple[str, int], ...] | None = None
 
-    def unchanged(self, s: Scheduler) -> bool:
+    def unchanged(self, s: ClusterStateView) -> bool:
         """Whether the holders are as at the last capture, in O(#ClusterQueues): the core
         moves a ClusterQueue's holder epoch whenever its set of holders, or a holder's
         admission, changes. Whether pods are ready does not move it, so with
         waitForPodsReady on (where a forecast reads it) every publish captures."""
-        names = sorted(s.cluster_queues.keys() | s.terminating)  # holders may outlive a CQ
+        names = sorted(
+            s.objects.cluster_queues.keys() | s.objects.terminating
+        )  # holders may outlive a CQ
         epochs = tuple((cq, s.holders.epoch(cq)) for cq in names)
         same = epochs == self._epochs and not s.config.wait_for_pods_ready.enable
         self._epochs = epochs
         return same
 
-    def steps(self, s: Scheduler, keys: list[str]) -> Iterator[None]:
+    def steps(self, s: ClusterStateView, keys: list[str]) -> Iterator[None]:
         """Capture the holders `keys` (taken in the publish's synchronous capture step),
         yielding every few hundred so the caller can give the loop a turn. The result
         is :attr:`running` and :attr:`finished`."""
         ordering = s.config.eviction_ordering
-        workloads = s.workloads
+        workloads = s.objects.workloads
         cache = self._cache
         out: list[RunningWorkload] = []
         seen: set[str] = set()

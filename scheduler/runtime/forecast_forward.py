@@ -31,8 +31,9 @@ from scheduler.forecast.forecaster import Forecaster
 from scheduler.forecast.fork import assemble
 from scheduler.forecast.predictors import USER_LABEL
 from scheduler.forecast.records import WaitForecast
+from scheduler.runtime.estimates import MICROS
 from scheduler.runtime.forecast_method import Band, ForecastInput, Observation
-from scheduler.runtime.snapshot import MICROS, RunningWorkload, WorkloadFacts, WorkloadKey
+from scheduler.runtime.workload_records import RunningWorkload, WorkloadFacts, WorkloadKey
 
 
 def pending_workload(namespace: str, name: str, facts: WorkloadFacts) -> WorkloadState:

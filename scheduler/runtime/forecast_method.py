@@ -23,12 +23,11 @@ from types import MappingProxyType
 from typing import Protocol
 
 from scheduler.forecast.fork import Setup
-from scheduler.runtime.snapshot import (
-    EMPTY_QUOTA,
-    AdmissionVelocity,
+from scheduler.runtime.estimates import AdmissionVelocity
+from scheduler.runtime.quota_snapshot import EMPTY_QUOTA, QuotaSnapshot
+from scheduler.runtime.workload_records import (
     FinishedWorkload,
     Instant,
-    QuotaSnapshot,
     RunningWorkload,
     WorkloadFacts,
     WorkloadKey,

@@ -35,6 +35,7 @@ from multiprocessing.connection import Connection
 from typing import Final
 
 from scheduler.forecast.fork import Setup
+from scheduler.runtime.estimates import AdmissionVelocity
 from scheduler.runtime.forecast_method import (
     ForecastInput,
     ForecastMethod,
@@ -42,11 +43,10 @@ from scheduler.runtime.forecast_method import (
     QueueOrder,
     make_method,
 )
-from scheduler.runtime.snapshot import (
-    AdmissionVelocity,
+from scheduler.runtime.quota_snapshot import QuotaSnapshot
+from scheduler.runtime.workload_records import (
     FinishedWorkload,
     Instant,
-    QuotaSnapshot,
     RunningWorkload,
     WorkloadFacts,
     WorkloadKey,

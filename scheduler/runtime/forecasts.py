@@ -46,6 +46,7 @@ from typing import Final, TypeAlias
 
 from scheduler.kubeapi.backoff import Backoff
 from scheduler.runtime.calibration import LiveCalibration
+from scheduler.runtime.estimates import MICROS, ServedForecast
 from scheduler.runtime.forecast_method import METHODS, Band, Observation
 from scheduler.runtime.forecast_worker import (
     FIELDS,
@@ -58,14 +59,10 @@ from scheduler.runtime.forecast_worker import (
     SyncQueue,
     worker_main,
 )
-from scheduler.runtime.snapshot import (
-    MICROS,
-    Instant,
-    ServedForecast,
-    Snapshot,
-    ViewChunk,
-)
+from scheduler.runtime.pages import ViewChunk
+from scheduler.runtime.snapshot import Snapshot
 from scheduler.runtime.stepclock import TimeBox
+from scheduler.runtime.workload_records import Instant
 
 log = logging.getLogger(__name__)
 

@@ -61,19 +61,16 @@ from scheduler.runtime.capture import capture_quota, entry_is_current, make_entr
 from scheduler.runtime.estimates import AdmissionRates
 from scheduler.runtime.forecast_facts import RunningCapture
 from scheduler.runtime.heap_freezing import FreezePolicy
-from scheduler.runtime.snapshot import (
-    EMPTY_SNAPSHOT,
-    ClusterQueueView,
+from scheduler.runtime.pages import ClusterQueueView, ViewAssembly, ViewChunk
+from scheduler.runtime.snapshot import EMPTY_SNAPSHOT, Snapshot
+from scheduler.runtime.stepclock import TimeBox
+from scheduler.runtime.workload_records import (
     FinishedWorkload,
     LocalQueueKey,
     PendingEntry,
     RunningWorkload,
-    Snapshot,
-    ViewAssembly,
-    ViewChunk,
     WorkloadKey,
 )
-from scheduler.runtime.stepclock import TimeBox
 
 log = logging.getLogger(__name__)
 
@@ -337,7 +334,7 @@ class SnapshotPublisher:
         previous = self._snapshot
 
         # (1) capture, in one synchronous step
-        existing = set(s.cluster_queues)
+        existing = set(s.objects.cluster_queues)
         rebuild_all = self._forget_views
         self._forget_views = False
         marks = self._changes()
@@ -350,7 +347,7 @@ class SnapshotPublisher:
         ]
         local_queues: dict[LocalQueueKey, str] = {
             (lq.namespace, lq.name): (lq.cluster_queue if lq.cluster_queue in existing else "")
-            for lq in s.local_queues.values()
+            for lq in s.objects.local_queues.values()
         }
         synced = self._synced()
         quota = capture_quota(s)
@@ -474,7 +471,7 @@ class SnapshotPublisher:
     ) -> None:
         """Touched workloads in kept runs: if what the snapshot shows of one changed,
         drop its cached entry and capture its run afresh (it is rebuilt)."""
-        workloads = self.scheduler.workloads
+        workloads = self.scheduler.objects.workloads
         ordering = self.scheduler.config.eviction_ordering
         kept = {r.chunk.cell: i for i, r in enumerate(runs) if r.chunk is not None}
         for key in touched:
@@ -588,7 +585,7 @@ class SnapshotPublisher:
         without reading the workload. Otherwise the workload's display token decides,
         so a requeue that changed nothing visible still reuses its entry.
         """
-        workloads = self.scheduler.workloads
+        workloads = self.scheduler.objects.workloads
         ordering = self.scheduler.config.eviction_ordering
         cache = state.cache
         touched = item.touched

@@ -19,9 +19,9 @@ from typing import Final
 
 from scheduler.core.clock import Instant
 from scheduler.core.model import LocalQueueInfo
-from scheduler.core.scheduler import Scheduler
-from scheduler.runtime.snapshot import WhyPending
+from scheduler.core.state_view import ClusterStateView
 from scheduler.runtime.why import why_waiting_for_checks
+from scheduler.runtime.workload_records import WhyPending
 
 FINISHED: Final = "Finished"
 QUOTA_RESERVED: Final = "QuotaReserved"
@@ -43,10 +43,10 @@ class Standing:
     why: WhyPending | None = None
 
 
-def standing(scheduler: Scheduler, namespace: str, name: str) -> Standing | None:
+def standing(scheduler: ClusterStateView, namespace: str, name: str) -> Standing | None:
     """Why `namespace/name` is not pending; None if the core does not know it or queues
     it. O(1): a few dictionary look-ups, so it runs on the request path."""
-    wl = scheduler.workloads.get(f"{namespace}/{name}")
+    wl = scheduler.workload(f"{namespace}/{name}")
     if wl is None:
         return None
     lq = scheduler.local_queue_of(wl)
@@ -64,12 +64,12 @@ def standing(scheduler: Scheduler, namespace: str, name: str) -> Standing | None
     return Standing(reason, wl.creation, cluster_queue, wl.queue_name, why)
 
 
-def _queue_reason(scheduler: Scheduler, lq: LocalQueueInfo | None) -> str | None:
+def _queue_reason(scheduler: ClusterStateView, lq: LocalQueueInfo | None) -> str | None:
     """Why an active, unadmitted Workload is out of every queue; None if it is queued."""
     if lq is None:
         return LOCAL_QUEUE_NOT_FOUND
     if lq.stop_policy != "None":
         return LOCAL_QUEUE_STOPPED
-    if lq.cluster_queue not in scheduler.cluster_queues:
+    if lq.cluster_queue not in scheduler.objects.cluster_queues:
         return CLUSTER_QUEUE_NOT_FOUND
     return None

@@ -72,7 +72,7 @@ class WhatIfService:
         self._snapshot = snapshot
 
     def local_queue_exists(self, namespace: str, name: str) -> bool:
-        return f"{namespace}/{name}" in self._scheduler.local_queues
+        return f"{namespace}/{name}" in self._scheduler.objects.local_queues
 
     def decoder(self, namespace: str, local_queue: str) -> Callable[[bytes], Prepared]:
         """Called on the event loop: the priority classes are copied here, so the
@@ -90,7 +90,7 @@ class WhatIfService:
         s = self._scheduler
         workload, local_queue = prepared.workload, prepared.local_queue
         wl = hypothetical(s, workload)
-        if wl.key in s.workloads:
+        if wl.key in s.objects.workloads:
             # A name taken by an existing Workload: the dry run is of a new one.
             renamed = workload.metadata.model_copy(
                 update={"name": f"{workload.metadata.name}-{GENERATED_SUFFIX}", "uid": ""}

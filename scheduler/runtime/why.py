@@ -13,7 +13,7 @@ from __future__ import annotations
 from scheduler.core.admission_checks import UNSATISFIED, waiting_why
 from scheduler.core.blockers import Blocker, BlockerKind
 from scheduler.core.workload import QUOTA_RESERVED, WorkloadState
-from scheduler.runtime.snapshot import WhyPending
+from scheduler.runtime.workload_records import WhyPending
 
 
 def why_pending(wl: WorkloadState) -> WhyPending | None:

@@ -47,7 +47,7 @@ class ForecastRecorder:
     def changed(self, s: Scheduler, changes: Changes) -> None:
         now = s.now()
         for key in changes.admitted:
-            wl = s.workloads.get(key)
+            wl = s.workload(key)
             if wl is None or wl.admission is None:
                 continue
             self._admitted_at[key] = now
@@ -62,7 +62,7 @@ class ForecastRecorder:
     def finished(self, s: Scheduler, keys: Sequence[str]) -> None:
         now = s.now()
         for key in keys:
-            wl = s.workloads.get(key)
+            wl = s.workload(key)
             admitted = self._admitted_at.pop(key, None)
             if wl is not None and admitted is not None:
                 self.forecaster.observe_finished(wl, (now - admitted) / MICROS_PER_SECOND)
@@ -75,7 +75,7 @@ class ForecastRecorder:
             for key, at in arrivals.items()
             if at == now
             and key not in self.recorded
-            and (wl := s.workloads.get(key)) is not None
+            and (wl := s.workload(key)) is not None
             and wl.active
             and not wl.finished
             and not wl.holds_quota

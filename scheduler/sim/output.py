@@ -66,8 +66,8 @@ def _queue_items(
 def build_list(result: SimulationResult) -> Json:
     s = result.scheduler
     items: list[Json] = []
-    for key in sorted(s.workloads):
-        wl = s.workloads[key]
+    for key in sorted(s.objects.workloads):
+        wl = s.objects.workloads[key]
         item = _with_status(wl.raw, "kueue.x-k8s.io/v1beta1", "Workload", workload_status(wl))
         # The core changes spec.active itself (deactivation); print what it holds.
         item.setdefault("spec", {})["active"] = wl.active
@@ -76,26 +76,26 @@ def build_list(result: SimulationResult) -> Json:
     queues = (
         (
             "ClusterQueue",
-            sorted(s.cluster_queues),
+            sorted(s.objects.cluster_queues),
             cluster_queue_status,
             tracker.cluster_queue_json if tracker is not None else None,
         ),
         (
             "LocalQueue",
-            sorted(s.local_queues),
+            sorted(s.objects.local_queues),
             local_queue_status,
             tracker.local_queue_json if tracker is not None else None,
         ),
     )
     for kind, keys, status_of, visible_of in queues:
         items += _queue_items(result, kind, keys, status_of, visible_of)
-    for name in sorted(s.cohorts):
+    for name in sorted(s.objects.cohorts):
         obj = result.objects.get(("Cohort", name))
         if obj is not None:
             items.append(
                 _with_status(obj, "kueue.x-k8s.io/v1beta1", "Cohort", cohort_status(s, name))
             )
-    for name in sorted(s.cluster_queues):
+    for name in sorted(s.objects.cluster_queues):
         items.append(pending_summary(s, name))
     return {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": items}
 
@@ -143,7 +143,7 @@ _HELD = (FINISHED, ADMITTED, QUOTA_RESERVED)
 
 
 def workload_state_label(s: Scheduler, key: str) -> str:
-    wl = s.workloads[key]
+    wl = s.objects.workloads[key]
     c = wl.conditions
     held = next((label for label in _HELD if c.is_true(label)), None)
     if held is not None:
@@ -161,13 +161,13 @@ def workload_state_label(s: Scheduler, key: str) -> str:
 def render_table(result: SimulationResult) -> str:
     s = result.scheduler
     positions: dict[str, int] = {}
-    for cq in s.cluster_queues:
+    for cq in s.objects.cluster_queues:
         for item in pending_workloads(s, cq):
             positions[f"{item.namespace}/{item.name}"] = item.position_in_cluster_queue
     header = ("NAMESPACE", "NAME", "QUEUE", "STATE", "FLAVORS", "POSITION")
     rows: list[tuple[str, ...]] = [header]
-    for key in sorted(s.workloads):
-        wl = s.workloads[key]
+    for key in sorted(s.objects.workloads):
+        wl = s.objects.workloads[key]
         flavors = "-"
         if wl.admission is not None:
             flavors = ",".join(

@@ -179,13 +179,13 @@ class Simulation:
         self._remember(obj)
         if isinstance(obj, Workload):
             key = f"{obj.metadata.namespace or 'default'}/{obj.metadata.name}"
-            if key not in self.scheduler.workloads and self.observer is not None:
+            if key not in self.scheduler.objects.workloads and self.observer is not None:
                 self.observer.arrived(key, self.clock.now())
             self._live.add(key)
         apply_object(self.scheduler, obj)
         self.scheduler.finalize_evictions()
         if isinstance(obj, ClusterQueue):
-            problem = self.scheduler.plugin_errors.get(obj.metadata.name)
+            problem = self.scheduler.queue_plugin_error(obj.metadata.name)
             if problem is not None:
                 # Offline, a queue plugin that does not load is bad input: say so.
                 raise ApiError(
@@ -272,7 +272,7 @@ class Simulation:
         reserved = None
         if isinstance(obj, Workload):
             # The reservation lives in the core, not in the applied object.
-            wl = self.scheduler.workloads.get(key)
+            wl = self.scheduler.workload(key)
             reserved = wl is not None and wl.holds_quota
         return [str(e) for e in validate_update(old, obj, reserved=reserved)]
 
@@ -343,7 +343,7 @@ class Simulation:
         never have one, docs/scheduling.md#finishing-and-deletion)."""
         s = self.scheduler
         self._live = {
-            k for k in self._live if (wl := s.workloads.get(k)) is not None and not wl.finished
+            k for k in self._live if (wl := s.workload(k)) is not None and not wl.finished
         }
         return self._live
 
@@ -351,8 +351,6 @@ class Simulation:
         """Hand the core's admissions and evictions to the runtime driver and the
         observer (nothing to do unless one of them follows the change feed)."""
         s = self.scheduler
-        if s.feed is None:
-            return
         changes = s.take_changes()
         if not (changes.admitted or changes.evicted):
             return
@@ -396,7 +394,7 @@ class Simulation:
             s.follow_changes()
         self._timeline = self._load()
         self._cursor = 0
-        s.block_waiter = self._advance
+        s.set_block_waiter(self._advance)
         s.observe_conditions()
         cycles = 0
         seen: set[Any] = set()
@@ -435,7 +433,7 @@ class Simulation:
         self.queue_status.finish(s)
         self.result.cycles = cycles
         self.result.end = self.clock.now()
-        for key, wl in s.workloads.items():
+        for key, wl in s.objects.workloads.items():
             if wl.raw is not None:
                 self.result.objects[("Workload", key)] = wl.raw
         return self.result
@@ -468,7 +466,7 @@ def _still_running(s: Scheduler, keys: list[str]) -> list[str]:
     quota unevicted (an admission undone in the same stretch starts no clock)."""
     out = []
     for key in keys:
-        wl = s.workloads.get(key)
+        wl = s.workload(key)
         if wl is not None and wl.holds_quota and not wl.conditions.is_true(EVICTED):
             out.append(key)
     return out
@@ -491,7 +489,7 @@ def _fingerprint(s: Scheduler, live: set[str]) -> Any:
             else None,
         )
         for key in sorted(live)
-        if (wl := s.workloads[key]).last_assignment is not None
+        if (wl := s.objects.workloads[key]).last_assignment is not None
     )
     return (tuple(queues), attempts)
 

@@ -145,7 +145,7 @@ class RuntimeDriver:
                 continue
             key = item[2]
             self._generation[key] += 1
-            wl = s.workloads.get(key)
+            wl = s.workload(key)
             if wl is not None and wl.holds_quota and s.finish(key):
                 done.append(key)
         return done

@@ -31,7 +31,8 @@ from prometheus_client import CollectorRegistry
 from starlette.types import Receive, Scope, Send
 
 from scheduler.kubeapi.client import KubeRest
-from scheduler.runtime.snapshot import Snapshot, build_view
+from scheduler.runtime.pages import build_view
+from scheduler.runtime.snapshot import Snapshot
 from tests.e2e.harness import FRONT_PROXY_CLIENT, ControlPlane
 from visibility_server.authn.config import AuthenticationConfig
 from visibility_server.authz.attributes import request_attributes

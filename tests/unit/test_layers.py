@@ -134,8 +134,17 @@ def _imports(tree: ast.AST) -> list[tuple[int, str]]:
     return found
 
 
-# The published snapshot types are the one piece of the runtime the server may read.
-ALLOWED = frozenset({"scheduler.runtime.snapshot"})
+# The published read model is the one piece of the runtime the server may read: the
+# snapshot and the modules of its parts (records, pages, quota, wait estimates).
+ALLOWED = frozenset(
+    {
+        "scheduler.runtime.snapshot",
+        "scheduler.runtime.workload_records",
+        "scheduler.runtime.pages",
+        "scheduler.runtime.quota_snapshot",
+        "scheduler.runtime.estimates",
+    }
+)
 
 
 def _hits(name: str, prefixes: tuple[str, ...]) -> bool:

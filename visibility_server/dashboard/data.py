@@ -12,16 +12,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler.api.quantity import format_resource
-from scheduler.runtime.snapshot import (
-    AdmissionVelocity,
-    ClusterQueueQuota,
-    ClusterQueueView,
-    CohortQuota,
-    Instant,
-    PageItem,
-    ResourceUsage,
-    Snapshot,
-)
+from scheduler.runtime.estimates import AdmissionVelocity
+from scheduler.runtime.pages import ClusterQueueView, PageItem
+from scheduler.runtime.quota_snapshot import ClusterQueueQuota, CohortQuota, ResourceUsage
+from scheduler.runtime.snapshot import Snapshot
+from scheduler.runtime.workload_records import Instant
 from visibility_server.http.position import ForecastLookup
 from visibility_server.http.render import rfc3339_seconds
 from visibility_server.http.waiting import estimated_start, estimated_wait, why_pending

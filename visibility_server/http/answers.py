@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from scheduler.runtime.snapshot import ClusterQueueView, PageItem, Snapshot, build_view
+from scheduler.runtime.pages import ClusterQueueView, PageItem, build_view
+from scheduler.runtime.snapshot import Snapshot
 from visibility_server.http import status
 from visibility_server.http.bodies import BodyCache
 from visibility_server.http.etag import tag_of

@@ -22,7 +22,7 @@ import weakref
 from bisect import bisect_right
 from typing import Generic, TypeVar
 
-from scheduler.runtime.snapshot import ClusterQueueView, ViewChunk
+from scheduler.runtime.pages import ClusterQueueView, ViewChunk
 
 K = TypeVar("K")
 V = TypeVar("V")

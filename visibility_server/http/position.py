@@ -18,14 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from scheduler.runtime.snapshot import (
-    AdmissionVelocity,
-    ClusterQueueView,
-    Instant,
-    PageItem,
-    ServedForecast,
-    WhyPending,
-)
+from scheduler.runtime.estimates import AdmissionVelocity, ServedForecast
+from scheduler.runtime.pages import ClusterQueueView, PageItem
+from scheduler.runtime.workload_records import Instant, WhyPending
 from visibility_server.http.render import rfc3339_seconds
 from visibility_server.http.waiting import estimated_start, estimated_wait, why_pending
 

@@ -22,7 +22,8 @@ from typing import Any, Final
 
 import orjson
 
-from scheduler.runtime.snapshot import ClusterQueueView, PageItem, PendingEntry
+from scheduler.runtime.pages import ClusterQueueView, PageItem
+from scheduler.runtime.workload_records import PendingEntry
 from visibility_server.http.encode import json_compact, json_pretty, to_yaml
 from visibility_server.http.memo import RenderMemo
 from visibility_server.http.negotiation import Media

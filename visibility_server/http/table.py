@@ -12,7 +12,7 @@ from typing import Any, Final
 
 import orjson
 
-from scheduler.runtime.snapshot import PageItem
+from scheduler.runtime.pages import PageItem
 from visibility_server.http.memo import RenderMemo
 from visibility_server.http.render import (
     ListDocument,

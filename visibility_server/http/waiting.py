@@ -10,13 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from scheduler.runtime.snapshot import (
-    MICROS,
-    AdmissionVelocity,
-    Instant,
-    ServedForecast,
-    WhyPending,
-)
+from scheduler.runtime.estimates import MICROS, AdmissionVelocity, ServedForecast
+from scheduler.runtime.workload_records import Instant, WhyPending
 from visibility_server.http.render import rfc3339_seconds
 
 ESTIMATE_STEP_SECONDS: Final = 10

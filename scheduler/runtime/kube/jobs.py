@@ -235,7 +235,7 @@ class JobController:
             await self._create_workload(job)
             return
         wl_key = workload.key
-        core = self.engine.scheduler.workloads.get(wl_key)
+        core = self.engine.scheduler.workload(wl_key)
         if finished:
             if workload.condition("Finished") is None and core is not None and not core.finished:
                 self.engine.submit(Finish(wl_key, failed=failed))

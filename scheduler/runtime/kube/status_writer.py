@@ -144,7 +144,7 @@ class WorkloadStatusWriter:
 
     def _verdict(self, key: str) -> tuple[Verdict, int, WorkloadRecord | None, Json | None]:
         """(the verdict, its rank, the server's record, the status the core wants)."""
-        wl = self.engine.scheduler.workloads.get(key)
+        wl = self.engine.scheduler.workload(key)
         server = self.store.workload(key)
         if wl is None or server is None:
             return NOTHING, DECISION, None, None
@@ -202,7 +202,7 @@ class WorkloadStatusWriter:
     async def _sweep(self) -> None:
         while True:
             await asyncio.sleep(self.sweep_interval)
-            await self._plan(list(self.engine.scheduler.workloads))
+            await self._plan(list(self.engine.scheduler.objects.workloads))
 
     async def _work(self) -> None:
         while True:
@@ -241,7 +241,7 @@ class WorkloadStatusWriter:
             self._count_unwritten(verdict)
             return False
         namespace, name = _split(key)
-        wl = self.engine.scheduler.workloads[key]
+        wl = self.engine.scheduler.objects.workloads[key]
         wrote = False
         try:
             if server.active != wl.active:
@@ -316,13 +316,13 @@ class QueueStatusWriter:
         s = self.engine.scheduler
         self.tracker.snapshot(s, s.now())
         written = 0
-        for name in sorted(s.cluster_queues):
+        for name in sorted(s.objects.cluster_queues):
             status = cluster_queue_status(s, name)
             visible = self.tracker.cluster_queue_json(name)
             if visible is not None:
                 status["pendingWorkloadsStatus"] = visible
             written += await self._write(CLUSTER_QUEUES, name, status)
-        for key in sorted(s.local_queues):
+        for key in sorted(s.objects.local_queues):
             status = local_queue_status(s, key)
             visible = self.tracker.local_queue_json(key)
             if visible is not None:

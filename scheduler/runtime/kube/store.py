@@ -296,7 +296,7 @@ class KubeStore:
         return 1
 
     def _differs_from_core(self, key: str, record: WorkloadRecord) -> bool:
-        wl = self.engine.scheduler.workloads.get(key)
+        wl = self.engine.scheduler.workload(key)
         if wl is None:
             return True
         if record.active != wl.active:
@@ -388,7 +388,7 @@ class KubeStore:
             return
         key = record.key
         finished = record.condition("Finished")
-        wl = self.engine.scheduler.workloads.get(key)
+        wl = self.engine.scheduler.workload(key)
         if finished is not None and wl is not None and not wl.finished:
             self.engine.submit(Finish(key, failed=finished.get("reason") == "Failed"))
         ready = record.condition("PodsReady") is not None

@@ -344,10 +344,10 @@ class Cluster:
 
     # reading ------------------------------------------------------------------
     def wl(self, key: str) -> WorkloadState:
-        return self.s.workloads[key]
+        return self.s.objects.workloads[key]
 
     def status(self, key: str) -> Json:
-        return workload_status(self.s.workloads[key])
+        return workload_status(self.s.objects.workloads[key])
 
     def condition(self, key: str, ctype: str) -> Json | None:
         for c in self.status(key).get("conditions", []):
@@ -361,7 +361,7 @@ class Cluster:
         return None if c is None else (c["status"], c["reason"], c["message"])
 
     def admitted(self, key: str) -> bool:
-        return self.s.workloads[key].holds_quota
+        return self.s.objects.workloads[key].holds_quota
 
     def admission(self, key: str) -> Json | None:
         adm: Json | None = self.status(key).get("admission")
@@ -373,7 +373,7 @@ class Cluster:
         return [ps["flavors"] for ps in adm["podSetAssignments"]]
 
     def admitted_keys(self) -> list[str]:
-        return sorted(k for k, w in self.s.workloads.items() if w.holds_quota)
+        return sorted(k for k, w in self.s.objects.workloads.items() if w.holds_quota)
 
     def cq_status(self, name: str) -> Json:
         return cluster_queue_status(self.s, name)
@@ -388,7 +388,7 @@ class Cluster:
         return pending_workloads(self.s, cq)
 
     def usage(self, cq: str, fr: tuple[str, str]) -> int:
-        return self.s.tree.usage(cq, fr)
+        return self.s.quota.usage(cq, fr)
 
     def message(self, key: str) -> str:
         c = self.condition(key, "QuotaReserved")

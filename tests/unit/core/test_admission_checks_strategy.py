@@ -98,7 +98,7 @@ def test_the_v1beta1_list_applies_every_check_to_every_flavor() -> None:
         "ac-a",
         "ac-b",
     )
-    info = c.s.cluster_queues["cq-a"]
+    info = c.s.objects.cluster_queues["cq-a"]
     assert info.admission_checks == ("ac-b", "ac-a")
     c.apply(workload("team-a", "w", "lq-a", {"cpu": "3"}))
     c.cycle()

@@ -59,10 +59,10 @@ def setup(*docs: Json, flavors: tuple[str, ...] = ("f0", "f1", "f2")) -> Cluster
 
 def assigner(c: Cluster, cq: str, oracle: PreemptionOracle | None = None) -> FlavorAssigner:
     return FlavorAssigner(
-        c.s.cluster_queues[cq],
-        c.s.tree,
-        c.s.flavors,
-        oracle or no_candidates_oracle(c.s.tree, cq),
+        c.s.objects.cluster_queues[cq],
+        c.s._tree,
+        c.s.objects.flavors,
+        oracle or no_candidates_oracle(c.s._tree, cq),
         fair_sharing=False,
     )
 
@@ -676,10 +676,10 @@ def test_resume_index_is_discarded_when_the_generation_changes() -> None:
     wl = c.wl(f"{NS}/w")
     first = assigner(c, "cq-a", preempt_oracle).assign(wl)
     assert first.last_state.tried_flavor_idx == {(0, CPU): 0}
-    generation = c.s.tree.generation("cq-a")
+    generation = c.s._tree.generation("cq-a")
     # a workload left the CQ: its generation moves (docs/scheduling.md#changing-usage)
     c.finish(f"{NS}/old")
-    assert c.s.tree.generation("cq-a") > generation
+    assert c.s._tree.generation("cq-a") > generation
     again = assigner(c, "cq-a", preempt_oracle).assign(wl, last=first.last_state)
     assert chosen(again) == "f0"
     assert again.mode == FIT

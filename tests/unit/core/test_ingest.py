@@ -335,7 +335,11 @@ def test_delete_object_for_every_kind() -> None:
     assert not delete_object(c.s, "ResourceFlavor", None, "default")
     assert delete_object(c.s, "Namespace", None, NS)
     assert not delete_object(c.s, "Unknown", None, "x")
-    assert not c.s.workloads and not c.s.local_queues and not c.s.cluster_queues
+    assert (
+        not c.s.objects.workloads
+        and not c.s.objects.local_queues
+        and not c.s.objects.cluster_queues
+    )
 
 
 def test_delete_without_namespace_means_default() -> None:
@@ -383,8 +387,8 @@ def test_local_queue_cluster_queue_is_immutable() -> None:
     ]
     result = _run(*base, _scenario({"at": "1m", "apply": local_queue(NS, "lq", "cq-b")}))
     s = result.scheduler
-    assert s.local_queues[f"{NS}/lq"].cluster_queue == "cq-a"
-    assert not s.workloads[f"{NS}/w"].holds_quota
+    assert s.objects.local_queues[f"{NS}/lq"].cluster_queue == "cq-a"
+    assert not s.objects.workloads[f"{NS}/w"].holds_quota
 
 
 def test_pod_sets_of_a_reserved_workload_are_immutable() -> None:
@@ -397,10 +401,10 @@ def test_pod_sets_of_a_reserved_workload_are_immutable() -> None:
     ]
     changed = workload(NS, "w", "lq", {CPU: "1"}, count=3)
     result = _run(*base, _scenario({"at": "1m", "apply": changed}))
-    wl = result.scheduler.workloads[f"{NS}/w"]
+    wl = result.scheduler.objects.workloads[f"{NS}/w"]
     assert wl.pod_sets[0].count == 1
     assert wl.admission is not None and wl.admission.pod_sets[0].count == 1
-    assert result.scheduler.tree.usage("cq-a", ("default", CPU)) == 1000
+    assert result.scheduler.quota.usage("cq-a", ("default", CPU)) == 1000
 
 
 def test_simulation_fills_uid_and_creation_time() -> None:
@@ -410,7 +414,7 @@ def test_simulation_fills_uid_and_creation_time() -> None:
     result = _run(
         namespace(NS), flavor("default"), simple_cq("cq-a", 4), local_queue(NS, "lq", "cq-a"), w
     )
-    wl = result.scheduler.workloads[f"{NS}/w"]
+    wl = result.scheduler.objects.workloads[f"{NS}/w"]
     assert wl.uid  # deterministic UUID from namespace/name
     assert wl.creation == START + 4 * 1000  # document index 4, in milliseconds
     assert wl.holds_quota

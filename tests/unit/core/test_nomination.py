@@ -81,16 +81,18 @@ def _decisions(use_cache: bool, monkeypatch: pytest.MonkeyPatch) -> list[object]
     for step in range(12):
         log.append(c.run_until_idle())
         admitted = sorted(
-            k for k, wl in c.s.workloads.items() if wl.holds_quota and not wl.finished
+            k for k, wl in c.s.objects.workloads.items() if wl.holds_quota and not wl.finished
         )
         log.append(admitted)
         if admitted:
             c.s.finish(admitted[step % len(admitted)])
             c.s.finalize_evictions()
         c.advance(SECOND)
-    log.append(sorted((k, wl.conditions.get("QuotaReserved")) for k, wl in c.s.workloads.items()))
+    log.append(
+        sorted((k, wl.conditions.get("QuotaReserved")) for k, wl in c.s.objects.workloads.items())
+    )
     if use_cache:
-        assert c.s.nominations.hits > 0
+        assert c.s._nominations.hits > 0
     return log
 
 

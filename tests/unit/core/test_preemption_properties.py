@@ -609,7 +609,7 @@ def workload_doc(w: WlSpec, *, priority: int | None = None, with_status: bool = 
 def quota_holders(s: Scheduler) -> dict[str, tuple[str, dict[FR, int]]]:
     """key -> (CQ, usage) of every quota holder, from its admission alone."""
     out: dict[str, tuple[str, dict[FR, int]]] = {}
-    for key, w in sorted(s.workloads.items()):
+    for key, w in sorted(s.objects.workloads.items()):
         if not w.holds_quota or w.admission is None:
             continue
         usage: dict[FR, int] = defaultdict(int)
@@ -648,16 +648,16 @@ def check_quota(s: Scheduler, spec: ClusterSpec) -> None:
     assert not violations, f"over-admission: {violations}"
     for cq in spec.cqs:
         for fr in frs:
-            assert s.tree.usage(cq.name, fr) == o.u(("cq", cq.name), fr), (cq.name, fr)
-            assert s.tree.available(cq.name, fr) == o.available(cq.name, fr), (cq.name, fr)
+            assert s.quota.usage(cq.name, fr) == o.u(("cq", cq.name), fr), (cq.name, fr)
+            assert s._tree.available(cq.name, fr) == o.available(cq.name, fr), (cq.name, fr)
     for co in spec.cohorts:
         for fr in frs:
-            assert s.tree.node_usage(NodeRef.cohort(co.name), fr) == o.u(("cohort", co.name), fr)
+            assert s._tree.node_usage(NodeRef.cohort(co.name), fr) == o.u(("cohort", co.name), fr)
     assert s.holders.all_keys() == sorted(holders)
-    assert sorted(s.counted) == sorted(holders)
+    assert sorted(s._counted) == sorted(holders)
     for key, (cq, u) in holders.items():
         assert s.holders.cluster_queue_of(key) == cq
-        assert {fr: v for fr, v in s.counted[key].items() if v} == u, key
+        assert {fr: v for fr, v in s._counted[key].items() if v} == u, key
 
 
 # --------------------------------------------------------------------------- the probe
@@ -879,12 +879,14 @@ def direct_searches(
     snapshot exactly like the cycle does and, in Preempt mode, search targets."""
     searched = 0
     probe.cycle = -1
-    for cq_name in sorted(s.cluster_queues):
-        cq = s.cluster_queues[cq_name]
+    for cq_name in sorted(s.objects.cluster_queues):
+        cq = s.objects.cluster_queues[cq_name]
         for item in pending_workloads(s, cq_name):
-            wl = s.workloads[f"{item.namespace}/{item.name}"]
-            snapshot = s.tree.clone()
-            index = AdmittedIndex(s.workloads, s.holders, s.counted, sorted(s.cluster_queues))
+            wl = s.objects.workloads[f"{item.namespace}/{item.name}"]
+            snapshot = s._tree.clone()
+            index = AdmittedIndex(
+                s.objects.workloads, s.holders, s._counted, sorted(s.objects.cluster_queues)
+            )
             preemptor: ClassicPreemptor | FairPreemptor
             if s.config.fair_sharing:
                 preemptor = classes[1](
@@ -899,7 +901,7 @@ def direct_searches(
             assigner = FlavorAssigner(
                 cq,
                 snapshot,
-                s.flavors,
+                s.objects.flavors,
                 preemptor.oracle(wl, cq),
                 fair_sharing=s.config.fair_sharing,
             )
@@ -922,9 +924,9 @@ def check_cycle(s: Scheduler, probe: Probe, stats: CycleStats) -> None:
     victims = stats.preempted
     assert len(set(victims)) == len(victims), victims
     searches = [x for x in probe.searches if x.cycle == probe.cycle]
-    by_uid = {w.uid: w for w in s.workloads.values()}
+    by_uid = {w.uid: w for w in s.objects.workloads.values()}
     for key in victims:
-        v = s.workloads[key]
+        v = s.objects.workloads[key]
         preempted = v.conditions.get("Preempted")
         evicted = v.conditions.get("Evicted")
         assert preempted is not None and preempted.is_true, key
@@ -953,7 +955,7 @@ def check_cycle(s: Scheduler, probe: Probe, stats: CycleStats) -> None:
 
 def apply_event(c: Cluster, spec: ClusterSpec, probe: Probe, kind: str, index: int) -> None:
     w = spec.workloads[index]
-    if w.key not in c.s.workloads:
+    if w.key not in c.s.objects.workloads:
         return
     if kind == "finish":
         c.finish(w.key)
@@ -991,7 +993,7 @@ def run_scenario(
         trace.append(
             (
                 None if stats is None else (stats.ran, stats.admitted, stats.preempted),
-                {k: workload_status(w) for k, w in sorted(s.workloads.items())},
+                {k: workload_status(w) for k, w in sorted(s.objects.workloads.items())},
                 {
                     cq.name: [
                         (i.namespace, i.name, i.priority) for i in pending_workloads(s, cq.name)
@@ -1018,7 +1020,7 @@ def run_scenario(
         c.apply(*(workload_doc(w) for w in spec.admitted))
         if check:
             check_quota(s, spec)
-        assert len([w for w in s.workloads.values() if w.holds_quota]) == len(spec.admitted)
+        assert len([w for w in s.objects.workloads.values() if w.holds_quota]) == len(spec.admitted)
         for rnd, events in enumerate(spec.rounds):
             c.apply(*(workload_doc(w) for w in spec.pending if w.arrive == rnd))
             for kind, index in events:
@@ -1209,8 +1211,8 @@ def _checker(spec: ClusterSpec) -> Callable[..., None]:
     probe = Probe(spec, c.s, fair=False)
     holders = quota_holders(c.s)
     ledger = usage_by_cq(holders)
-    wl = c.s.workloads[f"{NS}/p00"]
-    cq = c.s.cluster_queues["cq0"]
+    wl = c.s.objects.workloads[f"{NS}/p00"]
+    cq = c.s.objects.cluster_queues["cq0"]
 
     def check(names: list[str], borrowing: bool, reason: str = IN_COHORT_RECLAMATION) -> None:
         targets = [Target(f"{NS}/{n}", "cq1", reason) for n in names]

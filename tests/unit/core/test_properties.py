@@ -316,7 +316,7 @@ def _holders(c: Cluster) -> dict[str, Any]:
     """Quota-holding workloads (admitted or reserved, not finished), by key."""
     return {
         k: w
-        for k, w in sorted(c.s.workloads.items())
+        for k, w in sorted(c.s.objects.workloads.items())
         if w.holds_quota and not w.finished and w.admission is not None
     }
 
@@ -413,11 +413,11 @@ def check_invariants(c: Cluster, spec: ClusterSpec, stats: CycleStats | None) ->
     for cq in spec.cqs:
         for fr in sorted(frs):
             expected = usage.get(cq.name, {}).get(fr, 0)
-            assert s.tree.usage(cq.name, fr) == expected, (cq.name, fr)
+            assert s.quota.usage(cq.name, fr) == expected, (cq.name, fr)
     for co in spec.cohorts:
         for fr in sorted(frs):
             expected = oracle.u(("cohort", co.name), fr)
-            assert s.tree.node_usage(NodeRef.cohort(co.name), fr) == expected, (co.name, fr)
+            assert s._tree.node_usage(NodeRef.cohort(co.name), fr) == expected, (co.name, fr)
 
     # Admissions are well formed: one flavor of the CQ per (pod set, resource), counts
     # within [minCount, count], usage = per-pod requests x admitted count
@@ -456,7 +456,9 @@ def check_invariants(c: Cluster, spec: ClusterSpec, stats: CycleStats | None) ->
         if items and sticky == f"{items[0].namespace}/{items[0].name}":
             rest = items[1:]
         assert all(f"{i.namespace}/{i.name}" != sticky for i in rest)
-        order = [(-i.priority, s.workloads[f"{i.namespace}/{i.name}"].creation) for i in rest]
+        order = [
+            (-i.priority, s.objects.workloads[f"{i.namespace}/{i.name}"].creation) for i in rest
+        ]
         assert order == sorted(order)
         status = cluster_queue_status(s, cq.name)
         assert status["pendingWorkloads"] == len(items)
@@ -467,12 +469,12 @@ def check_invariants(c: Cluster, spec: ClusterSpec, stats: CycleStats | None) ->
             key = f"{item.namespace}/{item.name}"
             assert key not in listed, f"{key} listed in {listed[key]} and {cq.name}"
             listed[key] = cq.name
-            w = s.workloads[key]
+            w = s.objects.workloads[key]
             assert not w.holds_quota, f"quota-holding {key} listed as pending"
             assert not w.finished, f"finished {key} listed as pending"
             assert w.active, f"inactive {key} listed as pending"
     lq_to_cq = {(ns, name): cq for ns, name, cq in spec.lqs}
-    for key, w in s.workloads.items():
+    for key, w in s.objects.workloads.items():
         eligible = (
             w.active
             and not w.finished
@@ -486,7 +488,8 @@ def check_invariants(c: Cluster, spec: ClusterSpec, stats: CycleStats | None) ->
         expected_pending = sum(
             1
             for key in listed
-            if (s.workloads[key].namespace, s.workloads[key].queue_name) == (ns, name)
+            if (s.objects.workloads[key].namespace, s.objects.workloads[key].queue_name)
+            == (ns, name)
         )
         assert lq_status["pendingWorkloads"] == expected_pending
 
@@ -494,7 +497,7 @@ def check_invariants(c: Cluster, spec: ClusterSpec, stats: CycleStats | None) ->
     if stats is not None:
         per_cq: dict[str, int] = defaultdict(int)
         for key in stats.admitted:
-            adm = s.workloads[key].admission if key in s.workloads else None
+            adm = s.objects.workloads[key].admission if key in s.objects.workloads else None
             if adm is not None:
                 per_cq[adm.cluster_queue] += 1
         assert all(n <= 1 for n in per_cq.values()), dict(per_cq)
@@ -507,7 +510,7 @@ def check_invariants(c: Cluster, spec: ClusterSpec, stats: CycleStats | None) ->
 def _event(c: Cluster, spec: ClusterSpec, kind: str, index: int) -> None:
     w = spec.workloads[index]
     key = f"{w.ns}/{w.name}"
-    if key not in c.s.workloads:
+    if key not in c.s.objects.workloads:
         return
     if kind == "finish":
         c.finish(key)
@@ -539,7 +542,7 @@ def run_scenario(spec: ClusterSpec, *, check: bool) -> list[Any]:
         trace.append(
             (
                 None if stats is None else (stats.ran, list(stats.admitted)),
-                {k: workload_status(w) for k, w in sorted(c.s.workloads.items())},
+                {k: workload_status(w) for k, w in sorted(c.s.objects.workloads.items())},
                 {
                     cq.name: [
                         (

@@ -121,7 +121,7 @@ def test_workload_arriving_admitted_and_finished_holds_no_quota() -> None:
 def test_delete_of_a_quota_holder_frees_quota_and_flushes() -> None:
     c = full_cluster()
     assert c.delete("Workload", NS, "w1")
-    assert W1 not in c.s.workloads
+    assert W1 not in c.s.objects.workloads
     assert c.usage("cq-a", FR) == 0
     assert c.cycle().admitted == [W2]
 
@@ -525,7 +525,7 @@ def test_workload_arriving_mid_eviction_is_finalised_and_gives_quota_back() -> N
 
 def test_queue_entry_gives_back_the_previous_entry_only_while_it_is_exact() -> None:
     c = full_cluster()
-    wl = c.s.workloads[W2]
+    wl = c.s.objects.workloads[W2]
     previous = c.s.queue_entry(wl)
     assert c.s.queue_entry(wl, previous) is previous
     assert c.s.queue_entry(wl, None) == previous
@@ -541,5 +541,5 @@ def test_queue_entry_gives_back_the_previous_entry_only_while_it_is_exact() -> N
     gated = c.s.queue_entry(wl, bumped)
     assert gated is not bumped and gated.requeued_false
     # An entry of another workload is never taken for this one's.
-    other = c.s.queue_entry(c.s.workloads[W1])
+    other = c.s.queue_entry(c.s.objects.workloads[W1])
     assert c.s.queue_entry(wl, other).key == W2

@@ -390,24 +390,24 @@ def test_the_answer_is_what_the_next_cycle_does_and_nothing_changes(spec: dict[s
     assert answer.placement is not None
     assert listed.index(key) == answer.placement.position_in_cluster_queue
     assert len(listed) == answer.placement.pending_in_cluster_queue
-    lq = [k for k in listed if c.s.workloads[k].queue_name == f"lq-{queue}"]
+    lq = [k for k in listed if c.s.objects.workloads[k].queue_name == f"lq-{queue}"]
     assert lq.index(key) == answer.placement.position_in_local_queue
     stats = run_cycle(c.s)
     assert (key in stats.admitted) == (answer.decision == ADMITTED)
-    admission = c.s.workloads[key].admission
+    admission = c.s.objects.workloads[key].admission
     if admission is not None:  # the flavors and counts (partial admission) it said
         assert [
             (p.name, p.count, tuple(sorted(p.flavors.items()))) for p in admission.pod_sets
         ] == [(p.name, p.count, p.flavors) for p in answer.pod_sets]
-    new_uid = c.s.workloads[key].uid
+    new_uid = c.s.objects.workloads[key].uid
     preempted_for_it = set()
     for victim in stats.preempted:
-        condition = c.s.workloads[victim].conditions.get("Preempted")
+        condition = c.s.objects.workloads[victim].conditions.get("Preempted")
         if condition is not None and new_uid in condition.message:
             preempted_for_it.add(victim)
     expected = {f"{v.namespace}/{v.name}" for v in answer.victims}
     assert preempted_for_it == (expected if answer.decision == PREEMPTING else set())
-    examined = c.s.workloads[key].conditions.get("QuotaReserved") is not None
+    examined = c.s.objects.workloads[key].conditions.get("QuotaReserved") is not None
     assert examined == answer.head
 
 
@@ -425,8 +425,8 @@ def test_a_dry_run_does_not_change_the_next_cycles() -> None:
     for _ in range(3):
         assert run_cycle(plain.s) == run_cycle(probed.s)
         # (A dump would differ in the nomination cache's keys: they hold object ids.)
-        assert [plain.status(k) for k in sorted(plain.s.workloads)] == [
-            probed.status(k) for k in sorted(probed.s.workloads)
+        assert [plain.status(k) for k in sorted(plain.s.objects.workloads)] == [
+            probed.status(k) for k in sorted(probed.s.objects.workloads)
         ]
         for cq in ("cq-a", "cq-b"):
             assert plain.pending(cq) == probed.pending(cq)
@@ -439,7 +439,7 @@ def test_the_scheduler_type_is_what_the_dump_walks() -> None:
     walked = dump(c.s)
     assert isinstance(walked, tuple)
     assert walked[0] == Scheduler.__name__
-    assert "workloads" in dict(cast(tuple[tuple[str, object], ...], walked[1]))
+    assert "_workloads" in dict(cast(tuple[tuple[str, object], ...], walked[1]))
 
 
 def test_a_plugin_queue_places_by_its_own_order() -> None:

@@ -80,14 +80,14 @@ def test_a_target_beyond_the_horizon_has_no_wait() -> None:
 def test_the_callers_state_is_never_changed() -> None:
     jobs = [Job(f"w{i}", i, 2, runtime=None, limit=100 + i) for i in range(6)]
     s = state_at(4, jobs, 5)
-    before = {k: workload_status(wl) for k, wl in s.workloads.items()}
+    before = {k: workload_status(wl) for k, wl in s.objects.workloads.items()}
     listing = [e.key for e in s.queues.queue("cq").listing()]  # type: ignore[union-attr]
-    usage = copy.deepcopy(s.counted)
+    usage = copy.deepcopy(s._counted)
     now = s.now()
     Forecaster("walltime").forecast(s)
-    assert {k: workload_status(wl) for k, wl in s.workloads.items()} == before
+    assert {k: workload_status(wl) for k, wl in s.objects.workloads.items()} == before
     assert [e.key for e in s.queues.queue("cq").listing()] == listing  # type: ignore[union-attr]
-    assert s.counted == usage and s.now() == now
+    assert s._counted == usage and s.now() == now
 
 
 def test_every_pending_workload_at_once() -> None:
@@ -106,7 +106,7 @@ def test_every_pending_workload_at_once() -> None:
 def test_history_conditions_on_time_already_run() -> None:
     p = HistoryPredictor()
     s = Simulation(scenario(4, [Job("a", 0, 1, runtime=None, limit=1000)])).run().scheduler
-    facts = facts_of(s.workloads["ns/a"])
+    facts = facts_of(s.objects.workloads["ns/a"])
     assert p.predict(facts, 0) == 1000  # no history: the request
     p.observe(facts, 100)
     p.observe(facts, 300)
@@ -121,9 +121,9 @@ def test_history_conditions_on_time_already_run() -> None:
 def test_the_learned_state_survives_a_round_trip() -> None:
     forecaster = Forecaster("forecast")
     s = Simulation(scenario(4, [Job("a", 0, 1, runtime=None, limit=1000)])).run().scheduler
-    forecaster.observe_finished(s.workloads["ns/a"], 120.0)
+    forecaster.observe_finished(s.objects.workloads["ns/a"], 120.0)
     forecaster.observe_admitted("cq", s.now())
     again = pickle.loads(pickle.dumps(forecaster))
-    facts = facts_of(s.workloads["ns/a"])
+    facts = facts_of(s.objects.workloads["ns/a"])
     assert again.predictor.predict(facts, 0) == forecaster.predictor.predict(facts, 0) == 120
     assert again.rates == forecaster.rates

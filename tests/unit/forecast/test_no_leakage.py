@@ -49,7 +49,7 @@ def finished_by(sim: Simulation, cut: int) -> set[str]:
     s = sim.scheduler
     limit = T0 + cut * MICROS_PER_SECOND
     done = set()
-    for key, wl in s.workloads.items():
+    for key, wl in s.objects.workloads.items():
         cond = wl.conditions.get(FINISHED)
         if cond is not None and cond.is_true and cond.last_transition <= limit:
             done.add(key)

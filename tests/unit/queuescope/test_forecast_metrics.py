@@ -5,8 +5,9 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, generate_latest
 
 from queuescope.forecast_metrics import ForecastCollector
+from scheduler.runtime.estimates import MICROS, ServedForecast
 from scheduler.runtime.forecasts import ForecastService
-from scheduler.runtime.snapshot import EMPTY_SNAPSHOT, MICROS, ServedForecast
+from scheduler.runtime.snapshot import EMPTY_SNAPSHOT
 
 T0 = 1_767_225_600 * MICROS
 

@@ -83,7 +83,7 @@ async def test_pending_work_is_bounded() -> None:
         await asyncio.sleep(0.2)  # many ticks and planned arrivals later...
         assert load.created == 5
         assert load.pending == 5
-        demo = [k for k in engine.scheduler.workloads if "/demo-" in k]
+        demo = [k for k in engine.scheduler.objects.workloads if "/demo-" in k]
         assert len(demo) == 5
     finally:
         task.cancel()
@@ -114,7 +114,7 @@ async def test_workloads_run_finish_and_are_deleted() -> None:
         await eventually(lambda: load.created == 6 and load.tracked == 0)
         await engine.flush()  # the last deletions were submitted, now they are applied
         assert load.finished == 6
-        assert not [k for k in engine.scheduler.workloads if "/demo-" in k]
+        assert not [k for k in engine.scheduler.objects.workloads if "/demo-" in k]
         assert engine.stats.admitted >= 6
     finally:
         task.cancel()

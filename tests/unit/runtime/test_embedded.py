@@ -94,12 +94,12 @@ def test_initial_load_applies_in_dependency_order_and_syncs(h: Harness) -> None:
     s = h.scheduler
     assert h.engine.synced
     assert s.queues.locate("team/w") == "cq"
-    (job_wl,) = [k for k in s.workloads if k.startswith("team/job-etl-")]
+    (job_wl,) = [k for k in s.objects.workloads if k.startswith("team/job-etl-")]
     assert s.queues.locate(job_wl) == "cq"
     # Simulator-style defaults, on the real clock of first sight, 1 ms apart in order.
-    w = s.workloads["team/w"]
+    w = s.objects.workloads["team/w"]
     assert w.uid == deterministic_uid("team", "w")
-    j = s.workloads[job_wl]
+    j = s.objects.workloads[job_wl]
     assert START <= w.creation < j.creation
     assert [o.metadata.name for o in h.store.rbac_objects()] == ["viewer"]
     assert len(h.rbac_calls) == 1
@@ -125,30 +125,30 @@ def test_edits_additions_and_deletions(h: Harness) -> None:
     h.write("c-work.yaml", workload("team", "w1", "main"), workload("team", "w2", "main"))
     h.load()
     s = h.scheduler
-    assert {"team/w1", "team/w2"} <= s.workloads.keys()
+    assert {"team/w1", "team/w2"} <= s.objects.workloads.keys()
 
     # edit: a ClusterQueue's quota
     h.write("b-cluster.yaml", namespace("team"), flavor(), cluster_queue("cq", "7"))
     assert h.check()
-    assert s.cluster_queues["cq"].quotas[("default", "cpu")].nominal == 7000
+    assert s.objects.cluster_queues["cq"].quotas[("default", "cpu")].nominal == 7000
 
     # addition: a new file with a new LocalQueue and a workload in it
     h.write("e-more.yaml", local_queue("team", "extra", "cq"), workload("team", "w3", "extra"))
     assert h.check()
-    assert "team/extra" in s.local_queues
-    assert "team/w3" in s.workloads
+    assert "team/extra" in s.objects.local_queues
+    assert "team/w3" in s.objects.workloads
 
     # a removed document deletes its object
     h.write("c-work.yaml", workload("team", "w1", "main"))
     assert h.check()
-    assert "team/w2" not in s.workloads
-    assert "team/w1" in s.workloads
+    assert "team/w2" not in s.objects.workloads
+    assert "team/w1" in s.objects.workloads
 
     # a deleted file deletes all of its objects
     (h.root / "e-more.yaml").unlink()
     assert h.check()
-    assert "team/extra" not in s.local_queues
-    assert "team/w3" not in s.workloads
+    assert "team/extra" not in s.objects.local_queues
+    assert "team/w3" not in s.objects.workloads
     assert not h.check()
 
 
@@ -164,7 +164,7 @@ def test_invalid_file_is_reported_and_its_objects_stay(
     with caplog.at_level(logging.WARNING):
         h.write("c-work.yaml", broken)
         assert not h.check()
-    assert "team/w1" in h.scheduler.workloads  # the previous object stays
+    assert "team/w1" in h.scheduler.objects.workloads  # the previous object stays
     assert str(path) in h.store.errors
     assert "podSets[0].count" in h.store.errors[str(path)]
     logged = [r.getMessage() for r in caplog.records if "manifest-invalid" in r.getMessage()]
@@ -176,7 +176,7 @@ def test_invalid_file_is_reported_and_its_objects_stay(
     # Fixed: applied, error gone.
     h.write("c-work.yaml", workload("team", "w1", "main"), workload("team", "w2", "main"))
     assert h.check()
-    assert "team/w2" in h.scheduler.workloads
+    assert "team/w2" in h.scheduler.objects.workloads
     assert h.store.errors == {}
 
 
@@ -199,18 +199,18 @@ def test_first_sight_time_is_kept_across_edits(h: Harness) -> None:
     h.write("c-work.yaml", workload("team", "w1", "main"))
     h.load()
     s = h.scheduler
-    first = s.workloads["team/w1"].creation
+    first = s.objects.workloads["team/w1"].creation
     h.clock.set(START + 60 * MICROS_PER_SECOND)
     h.write("c-work.yaml", workload("team", "w1", "main", priority=5))
     assert h.check()
-    assert s.workloads["team/w1"].priority == 5
-    assert s.workloads["team/w1"].creation == first
+    assert s.objects.workloads["team/w1"].priority == 5
+    assert s.objects.workloads["team/w1"].creation == first
     # Gone and back: a new object, first seen now.
     h.write("c-work.yaml", workload("team", "other", "main"))
     assert h.check()
     h.write("c-work.yaml", workload("team", "w1", "main"))
     assert h.check()
-    assert s.workloads["team/w1"].creation >= START + 60 * MICROS_PER_SECOND
+    assert s.objects.workloads["team/w1"].creation >= START + 60 * MICROS_PER_SECOND
 
 
 def test_immutable_update_of_an_admitted_workload_is_rejected(
@@ -225,7 +225,7 @@ def test_immutable_update_of_an_admitted_workload_is_rejected(
     with caplog.at_level(logging.WARNING):
         h.write("c-work.yaml", workload("team", "w1", "main", cpu="2"))
         h.check()
-    assert s.workloads["team/w1"].pod_sets[0].per_pod["cpu"] == 1000
+    assert s.objects.workloads["team/w1"].pod_sets[0].per_pod["cpu"] == 1000
     assert any("update-rejected" in r.getMessage() for r in caplog.records)
     assert any("spec.podSets: field is immutable" in r.getMessage() for r in caplog.records)
 
@@ -269,13 +269,13 @@ def test_job_with_a_missing_priority_class_waits_for_it(
     with caplog.at_level(logging.WARNING):
         h.write("c-jobs.yaml", job("team", "etl", "main", priority_class="high"))
         h.check()
-    assert not [k for k in h.scheduler.workloads if "job-etl" in k]
+    assert not [k for k in h.scheduler.objects.workloads if "job-etl" in k]
     assert any('WorkloadPriorityClass "high" not found' in r.getMessage() for r in caplog.records)
     assert any("c-jobs.yaml" in r.getMessage() for r in caplog.records)
     h.write("d-classes.yaml", WPC)
     assert h.check()
-    (key,) = [k for k in h.scheduler.workloads if "job-etl" in k]
-    assert h.scheduler.workloads[key].priority == 50
+    (key,) = [k for k in h.scheduler.objects.workloads if "job-etl" in k]
+    assert h.scheduler.objects.workloads[key].priority == 50
 
 
 def test_find_configuration(tmp_path: Path) -> None:
@@ -300,4 +300,4 @@ async def test_polling_reads_changed_files_off_the_loop(h: Harness) -> None:
     h.write("c-work.yaml", workload("team", "w1", "main"))
     assert await h.store.check()
     h.engine.apply_pending()
-    assert "team/w1" in h.scheduler.workloads
+    assert "team/w1" in h.scheduler.objects.workloads

@@ -32,7 +32,7 @@ def test_v1beta2_manifests_load_like_v1beta1(h: Harness) -> None:
     h.load()
     s = h.scheduler
     assert h.engine.synced
-    assert s.cluster_queues["cq"].cohort == "team"
+    assert s.objects.cluster_queues["cq"].cohort == "team"
     assert s.queues.locate("team/w") == "cq"
     assert h.store.priority_classes() == {"high": 50}
 

@@ -45,7 +45,7 @@ def base_objects(cpu: str = "2") -> list[dict[str, Any]]:
 
 
 def admitted(s: Scheduler) -> set[str]:
-    return {k for k, wl in s.workloads.items() if wl.is_admitted}
+    return {k for k, wl in s.objects.workloads.items() if wl.is_admitted}
 
 
 @pytest.fixture
@@ -79,8 +79,8 @@ async def test_applies_commands_and_admits_on_the_real_clock(engine: Engine) -> 
     engine.submit(SetActive("team/w1", False))
     engine.submit(DeleteObject("Workload", "team", "w2"))
     await engine.flush()
-    assert not s.workloads["team/w1"].active
-    assert "team/w2" not in s.workloads
+    assert not s.objects.workloads["team/w1"].active
+    assert "team/w2" not in s.objects.workloads
     assert engine.stats.command_errors == 0
 
 
@@ -185,7 +185,7 @@ async def test_block_admission_waits_for_the_next_event() -> None:
 
 
 def _reason(s: Scheduler, key: str) -> str | None:
-    wl = s.workloads.get(key)
+    wl = s.workload(key)
     cond = wl.conditions.get(QUOTA_RESERVED) if wl is not None else None
     return cond.reason if cond is not None else None
 
@@ -207,16 +207,16 @@ async def test_fires_pods_ready_timeouts_on_the_real_clock() -> None:
         submit_all(eng, *base_objects("1"), workload("team", "slow", "main"))
 
         def requeued_once() -> bool:
-            wl = s.workloads.get("team/slow")
+            wl = s.workload("team/slow")
             return wl is not None and wl.requeue_state is not None and bool(wl.requeue_state.count)
 
         await eventually(requeued_once)
-        evicted = s.workloads["team/slow"].conditions.get(EVICTED)
+        evicted = s.objects.workloads["team/slow"].conditions.get(EVICTED)
         # Evicted by the timeout (and, with no backoff, maybe re-admitted already).
         assert evicted is not None
         assert "Exceeded the PodsReady timeout" in evicted.message
         # Backoff of 0 s: it is admitted again, and being ready stops the timeouts.
-        await eventually(lambda: s.workloads["team/slow"].is_admitted)
+        await eventually(lambda: s.objects.workloads["team/slow"].is_admitted)
         eng.submit(PodsReady("team/slow"))
         await eng.flush()
         assert eng.stats.deadlines_fired >= 1
@@ -248,7 +248,7 @@ async def test_apply_pending_without_a_running_loop_task() -> None:
     eng.submit(MarkSynced())
     assert eng.apply_pending() == 6
     assert eng.synced
-    assert "team/a" in eng.scheduler.workloads
+    assert "team/a" in eng.scheduler.objects.workloads
     assert await eng.publish_now()
     assert eng.snapshot().synced
     assert eng.snapshot().locate("team", "a") is not None
@@ -345,8 +345,8 @@ async def test_cycles_run_between_slices_of_a_command_backlog() -> None:
 async def test_the_runtime_keeps_no_workload_objects(engine: Engine) -> None:
     """Snapshots and status come from the core's records; only the simulator's output
     shows a workload's API object, so the engine's scheduler does not keep it."""
-    assert engine.scheduler.keep_objects is False
+    assert engine.scheduler._keep_objects is False
     submit_all(engine, *base_objects(), workload("team", "a", "main", "1"))
     await asyncio.wait_for(engine.wait_idle(), WAIT)
-    wl = engine.scheduler.workloads["team/a"]
+    wl = engine.scheduler.objects.workloads["team/a"]
     assert wl.raw is not None and not wl.raw.kept

@@ -11,8 +11,7 @@ from hypothesis import strategies as st
 
 from scheduler.runtime.commands import ApplyObject, MarkSynced
 from scheduler.runtime.engine import Engine
-from scheduler.runtime.estimates import AdmissionRates
-from scheduler.runtime.snapshot import MICROS, AdmissionVelocity
+from scheduler.runtime.estimates import MICROS, AdmissionRates, AdmissionVelocity
 from tests.unit.runtime.support import (
     WAIT,
     cluster_queue,

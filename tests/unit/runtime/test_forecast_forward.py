@@ -16,6 +16,7 @@ from scheduler.core.scheduler import Scheduler
 from scheduler.forecast.forecaster import Forecaster
 from scheduler.runtime.commands import ApplyObject, MarkSynced
 from scheduler.runtime.engine import Engine
+from scheduler.runtime.estimates import MICROS
 from scheduler.runtime.forecast_forward import ForwardMethod
 from scheduler.runtime.forecast_method import (
     METHODS,
@@ -27,7 +28,8 @@ from scheduler.runtime.forecast_method import (
 from scheduler.runtime.forecast_worker import Chunk, Replica, Running, Sync, SyncQueue
 from scheduler.runtime.forecasts import ForecastConfig, ForecastService
 from scheduler.runtime.publisher import PublishPacing, SnapshotPublisher
-from scheduler.runtime.snapshot import MICROS, FinishedWorkload, Snapshot
+from scheduler.runtime.snapshot import Snapshot
+from scheduler.runtime.workload_records import FinishedWorkload
 from tests.unit.runtime.support import (
     cluster,
     cluster_queue,
@@ -210,7 +212,7 @@ async def test_the_real_worker_serves_the_forward_run() -> None:
         served = service.forecast("team", "b")
         assert served is not None
         assert served.method == "walltime"
-        reserved = s.workloads["team/a"].conditions.get("QuotaReserved")
+        reserved = s.objects.workloads["team/a"].conditions.get("QuotaReserved")
         assert reserved is not None
         # b starts when a reaches its 100 s limit, whenever the forecast was made
         assert abs(served.p50 - (reserved.last_transition + 100 * MICROS)) <= 1

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from scheduler.runtime.estimates import MICROS, AdmissionVelocity
 from scheduler.runtime.forecast_method import (
     Band,
     ForecastInput,
@@ -27,7 +28,7 @@ from scheduler.runtime.forecast_worker import (
     Sync,
     SyncQueue,
 )
-from scheduler.runtime.snapshot import MICROS, AdmissionVelocity, WorkloadKey
+from scheduler.runtime.workload_records import WorkloadKey
 
 T0 = 1_767_225_600 * MICROS
 # 0.1 admissions per second, well observed

@@ -18,15 +18,11 @@ import pytest
 from scheduler.runtime.calibration import LiveCalibration
 from scheduler.runtime.commands import ApplyObject, MarkSynced
 from scheduler.runtime.engine import Engine
+from scheduler.runtime.estimates import MICROS, AdmissionVelocity, ServedForecast
 from scheduler.runtime.forecasts import ForecastConfig, ForecastService, _Refresh
-from scheduler.runtime.snapshot import (
-    MICROS,
-    AdmissionVelocity,
-    PendingEntry,
-    ServedForecast,
-    Snapshot,
-    build_view,
-)
+from scheduler.runtime.pages import build_view
+from scheduler.runtime.snapshot import Snapshot
+from scheduler.runtime.workload_records import PendingEntry
 from tests.unit.runtime.support import (
     cluster_queue,
     decode,

@@ -17,8 +17,8 @@ from scheduler.core.scheduler import Scheduler
 from scheduler.core.visibility import pending_workloads
 from scheduler.runtime import publisher as publisher_module
 from scheduler.runtime.heap_freezing import FreezePolicy
+from scheduler.runtime.pages import build_view
 from scheduler.runtime.publisher import PublisherLinks, PublishPacing, SnapshotPublisher
-from scheduler.runtime.snapshot import build_view
 from tests.unit.runtime.support import (
     cluster,
     cluster_queue,
@@ -51,7 +51,7 @@ def two_queues(s: Scheduler) -> None:
 
 def assert_agrees_with_core(s: Scheduler, publisher: SnapshotPublisher) -> None:
     snap = publisher.snapshot()
-    assert set(snap.views) == set(s.cluster_queues)
+    assert set(snap.views) == set(s.objects.cluster_queues)
     for cq, view in snap.views.items():
         expected = pending_workloads(s, cq)
         assert [(e.namespace, e.name) for e in view.entries] == [
@@ -67,7 +67,7 @@ def assert_agrees_with_core(s: Scheduler, publisher: SnapshotPublisher) -> None:
 async def test_publish_agrees_with_the_core_and_skips_unchanged() -> None:
     s = manual()
     publisher = SnapshotPublisher(s, pacing=PublishPacing(slice_size=2))
-    assert s.feed is not None  # the publisher follows the core's change feed
+    assert s._feed is not None  # the publisher follows the core's change feed
     two_queues(s)
     for i in range(5):
         cluster(s, workload("a" if i % 2 else "b", f"w{i}", "main", priority=i % 3))
@@ -99,7 +99,7 @@ async def test_copy_on_write_and_cycle_messages() -> None:
     # x was popped and requeued in cq-2: captured again, but its entry changed (the
     # pending message), so its view is rebuilt with that message.
     x = second.locate("b", "x")
-    reserved = s.workloads["b/x"].conditions.get("QuotaReserved")
+    reserved = s.objects.workloads["b/x"].conditions.get("QuotaReserved")
     assert x is not None and reserved is not None
     assert x.entry.why_pending == reserved.message != ""
     # Another cycle changes nothing that cq-2 shows: its view object is kept.
@@ -303,7 +303,7 @@ async def test_a_message_change_in_an_unchanged_run_is_shown() -> None:
     run_cycle(s)
     await publisher.publish()
     head = publisher.snapshot().locate("b", "x0")
-    reserved = s.workloads["b/x0"].conditions.get("QuotaReserved")
+    reserved = s.objects.workloads["b/x0"].conditions.get("QuotaReserved")
     assert head is not None and reserved is not None
     assert head.entry.why_pending == reserved.message != ""
     assert_agrees_with_core(s, publisher)

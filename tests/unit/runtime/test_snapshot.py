@@ -12,7 +12,8 @@ from scheduler.api.decode import load_documents
 from scheduler.core.visibility import pending_workloads
 from scheduler.core.workload import OwnerRef
 from scheduler.runtime.capture import EntryCache, capture_snapshot
-from scheduler.runtime.snapshot import PendingEntry, ViewBuilder, build_view
+from scheduler.runtime.pages import ViewBuilder, build_view
+from scheduler.runtime.workload_records import PendingEntry
 from scheduler.sim.runner import Simulation
 
 SAMPLES = Path(__file__).resolve().parents[3] / "manifests" / "samples"
@@ -128,7 +129,7 @@ def test_snapshot_agrees_with_the_simulator_on_the_samples() -> None:
     s = result.scheduler
     snapshot = capture_snapshot(s, EntryCache(), generation=1)
     total = 0
-    for cq in sorted(s.cluster_queues):
+    for cq in sorted(s.objects.cluster_queues):
         want = [
             (i.namespace, i.name, i.position_in_cluster_queue, i.position_in_local_queue)
             for i in pending_workloads(s, cq)
@@ -148,6 +149,6 @@ def test_snapshot_agrees_with_the_simulator_on_the_samples() -> None:
         total += len(got)
     assert total > 0, "the samples must leave something pending before the first cycle"
     for (ns, lq), cq in snapshot.local_queues.items():
-        assert cq in s.cluster_queues
+        assert cq in s.objects.cluster_queues
         exists, view = snapshot.local_queue_view(ns, lq)
         assert exists and view is not None

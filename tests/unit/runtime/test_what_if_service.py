@@ -79,7 +79,7 @@ def test_a_v1beta2_workload_named_like_an_existing_one_is_evaluated_as_new() -> 
     assert answer["workload"]["name"] == "taken-what-if"
     assert answer["positionInClusterQueue"] == 1
     assert answer["pendingWorkloadsInClusterQueue"] == 2
-    assert set(c.s.workloads) == {"team-a/taken"}
+    assert set(c.s.objects.workloads) == {"team-a/taken"}
 
 
 @pytest.mark.parametrize(

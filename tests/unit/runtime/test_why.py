@@ -35,7 +35,7 @@ def test_quota_shortfall_names_flavor_resource_and_amounts() -> None:
     )
     assert run_cycle(s).admitted == ["team/first"]
     run_cycle(s)
-    why = why_pending(s.workloads["team/second"])
+    why = why_pending(s.objects.workloads["team/second"])
     assert why is not None and why.reason == "Pending"
     assert why.message == (
         "couldn't assign flavors to pod set main: insufficient unused quota for cpu in "
@@ -66,7 +66,7 @@ def test_a_policy_blocks_as_a_whole() -> None:
         local_queue("team", "main", "cq"),
         workload("team", "w", "main"),
     )
-    why = why_pending(s.workloads["team/w"])
+    why = why_pending(s.objects.workloads["team/w"])
     assert why is not None and why.reason == "Inadmissible"
     assert why.blockers == (Blocker("Policy", "ClusterQueue cq is inactive"),)
 
@@ -88,10 +88,10 @@ def test_a_condition_the_core_did_not_set_is_one_other_blocker() -> None:
     }
     cluster(s, namespace("team"), flavor(), cluster_queue("cq", "0"))
     cluster(s, local_queue("team", "main", "cq"), written)
-    why = why_pending(s.workloads["team/w"])
+    why = why_pending(s.objects.workloads["team/w"])
     assert why is not None and why.blockers == (Blocker("Other", message),)
     run_cycle(s)  # the core tries it: its own blockers replace the stand-in
-    why = why_pending(s.workloads["team/w"])
+    why = why_pending(s.objects.workloads["team/w"])
     assert why is not None and [b.kind for b in why.blockers] == ["Capacity"]
 
 

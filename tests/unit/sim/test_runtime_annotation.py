@@ -73,7 +73,7 @@ def test_runs_its_runtime_after_admission_with_pods_ready() -> None:
     # b waits for a (3 of 4 cpu) to finish at 100 s, then runs 50 s.
     sim = Simulation(scenario(4, [Job("a", 0, 3, runtime=100), Job("b", 10, 2, runtime=50)]))
     s = sim.run().scheduler
-    a, b = s.workloads["ns/a"], s.workloads["ns/b"]
+    a, b = s.objects.workloads["ns/a"], s.objects.workloads["ns/b"]
     assert a.conditions.is_true(PODS_READY) and b.conditions.is_true(PODS_READY)
     assert seconds(a.conditions.get(FINISHED).last_transition) == 100  # type: ignore[union-attr]
     assert seconds(b.conditions.get(QUOTA_RESERVED).last_transition) == 100  # type: ignore[union-attr]
@@ -86,13 +86,13 @@ def test_an_eviction_restarts_the_clock() -> None:
     # low is admitted again at 70 s and runs its full 100 s from there.
     jobs = [Job("low", 0, 4, runtime=100), Job("high", 30, 4, runtime=40, priority=10)]
     s = Simulation(scenario(4, jobs)).run().scheduler
-    low = s.workloads["ns/low"]
-    assert seconds(s.workloads["ns/high"].conditions.get(FINISHED).last_transition) == 70  # type: ignore[union-attr]
+    low = s.objects.workloads["ns/low"]
+    assert seconds(s.objects.workloads["ns/high"].conditions.get(FINISHED).last_transition) == 70  # type: ignore[union-attr]
     assert seconds(low.conditions.get(QUOTA_RESERVED).last_transition) == 70  # type: ignore[union-attr]
     assert seconds(low.conditions.get(FINISHED).last_transition) == 170  # type: ignore[union-attr]
 
 
 def test_a_workload_without_the_annotation_never_finishes_by_itself() -> None:
     s = Simulation(scenario(4, [Job("a", 0, 1, runtime=None)])).run().scheduler
-    assert not s.workloads["ns/a"].finished
-    assert s.workloads["ns/a"].conditions.get(PODS_READY) is None
+    assert not s.objects.workloads["ns/a"].finished
+    assert s.objects.workloads["ns/a"].conditions.get(PODS_READY) is None

@@ -20,7 +20,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from scheduler.api.dry_run import DryRunError
-from scheduler.runtime.snapshot import MICROS, ServedForecast, Snapshot
+from scheduler.runtime.estimates import MICROS, ServedForecast
+from scheduler.runtime.snapshot import Snapshot
 from visibility_server.authz.attributes import Attributes
 from visibility_server.authz.identity import UserInfo
 from visibility_server.http import status

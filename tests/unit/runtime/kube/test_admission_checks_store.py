@@ -78,7 +78,9 @@ async def test_the_leader_reads_a_checks_active_condition_from_a_status_only_cha
     store, engine = await synced_store(fake)
     store.set_leading(True)
     s = engine.scheduler
-    assert s.inactive_checks(s.cluster_queues["cq"]) == [CHECK]  # no controller has reported
+    assert s.inactive_checks(s.objects.cluster_queues["cq"]) == [
+        CHECK
+    ]  # no controller has reported
     old = store.get(ADMISSION_CHECKS, CHECK)
     assert old is not None
     reported = with_rv({**old, "status": check(True)["status"]}, 900)
@@ -86,11 +88,11 @@ async def test_the_leader_reads_a_checks_active_condition_from_a_status_only_cha
     [command] = engine.take()
     assert isinstance(command, ApplyObject)
     engine.apply_pending()
-    assert s.inactive_checks(s.cluster_queues["cq"]) == []
+    assert s.inactive_checks(s.objects.cluster_queues["cq"]) == []
     # The controller pauses: the queue is gated again.
     store.upsert(ADMISSION_CHECKS, with_rv(check(False), 901), reported)
     engine.apply_pending()
-    assert s.inactive_checks(s.cluster_queues["cq"]) == [CHECK]
+    assert s.inactive_checks(s.objects.cluster_queues["cq"]) == [CHECK]
 
 
 def workload_with_states(fake: FakeKube, states: list[Json], rv: int) -> tuple[Json, Json]:
@@ -120,7 +122,7 @@ def state(name: str, value: str, **extra: object) -> Json:
 async def test_the_leader_takes_a_controllers_ready_state_and_admits() -> None:
     store, engine, fake = await leading_store()
     admit_in_core(engine)
-    wl = engine.scheduler.workloads[KEY]
+    wl = engine.scheduler.objects.workloads[KEY]
     assert wl.holds_quota and not wl.is_admitted
     assert [(c.name, c.state) for c in wl.admission_checks] == [(CHECK, "Pending")]
     # The server copy: our reservation written, then the controller's Ready.
@@ -129,7 +131,7 @@ async def test_the_leader_takes_a_controllers_ready_state_and_admits() -> None:
     [command] = engine.take()
     assert isinstance(command, ApplyObject) and command.keep_status
     engine.apply_pending()
-    wl = engine.scheduler.workloads[KEY]
+    wl = engine.scheduler.objects.workloads[KEY]
     assert wl.is_admitted
     assert [(c.name, c.state) for c in wl.admission_checks] == [(CHECK, "Ready")]
 
@@ -153,7 +155,7 @@ async def test_an_old_retry_read_back_after_the_reset_does_not_evict_twice() -> 
     engine.apply_pending()
     s = engine.scheduler
     s.finalize_evictions()
-    wl = s.workloads[KEY]
+    wl = s.objects.workloads[KEY]
     assert not wl.holds_quota
     assert [(c.state, c.retry_count) for c in wl.admission_checks] == [("Pending", 1)]
     # The server has not seen the reset yet: the same Retry arrives with another
@@ -162,7 +164,7 @@ async def test_an_old_retry_read_back_after_the_reset_does_not_evict_twice() -> 
     stale["metadata"]["labels"] = {"touched": "yes"}
     store.upsert(WORKLOADS, stale, record(first))
     engine.apply_pending()
-    wl = s.workloads[KEY]
+    wl = s.objects.workloads[KEY]
     assert [(c.state, c.retry_count) for c in wl.admission_checks] == [("Pending", 1)]
 
 
@@ -180,7 +182,7 @@ async def test_the_writer_never_puts_the_cores_older_states_over_a_controllers_w
     ready = state(CHECK, "Ready", lastTransitionTime="2026-01-01T00:00:05Z")
     fake.server_update(WORKLOADS, KEY, {"status": {"admissionChecks": [ready]}})
     store.observe(WORKLOADS, fake.stored(WORKLOADS, KEY) or {})
-    assert not engine.scheduler.workloads[KEY].is_admitted
+    assert not engine.scheduler.objects.workloads[KEY].is_admitted
     assert await writer.write(KEY)
     final = fake.stored(WORKLOADS, KEY)
     assert final is not None

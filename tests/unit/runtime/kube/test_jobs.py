@@ -158,7 +158,7 @@ async def test_an_unsuspended_job_is_suspended_and_gets_a_workload_it_owns() -> 
     # The response was observed: the store, the engine and the uid map know it.
     wl_key = c.workload_key()
     c.engine.apply_pending()
-    assert wl_key in c.engine.scheduler.workloads
+    assert wl_key in c.engine.scheduler.objects.workloads
     # Seen again with its Workload: nothing more to do while it is not admitted.
     c.refresh(JOBS, JOB_KEY)
     await c.jobs.reconcile(JOB_KEY)
@@ -248,7 +248,7 @@ async def test_an_evicted_workload_suspends_first_then_restores_the_template() -
     c.fake.server_update(WORKLOADS, wl_key, {"spec": {"active": False}})
     c.refresh(WORKLOADS, wl_key)
     c.engine.apply_pending()
-    assert not c.engine.scheduler.workloads[wl_key].is_admitted
+    assert not c.engine.scheduler.objects.workloads[wl_key].is_admitted
     assert await c.writer.write(wl_key)
     before = len(patches(c))
     await c.jobs.reconcile(JOB_KEY)
@@ -331,7 +331,7 @@ async def test_a_finished_job_finishes_its_workload(kind: str, failed: bool) -> 
     await c.jobs.reconcile(JOB_KEY)
     assert c.engine.take() == [Finish(wl_key, failed=failed)]
     c.engine.apply_pending()
-    assert c.engine.scheduler.workloads[wl_key].finished
+    assert c.engine.scheduler.objects.workloads[wl_key].finished
     await c.jobs.reconcile(JOB_KEY)
     assert c.engine.take() == []
     # The leader writes Finished; seen on the server, it is not signalled again either.

@@ -90,7 +90,7 @@ async def test_writes_the_difference_once_with_the_objects_resource_version() ->
     [(method, path, body)] = fake.writes()
     assert (method, path) == ("PUT", STATUS_PATH)
     assert body["metadata"]["resourceVersion"] == read_rv
-    desired = workload_status(engine.scheduler.workloads[KEY])
+    desired = workload_status(engine.scheduler.objects.workloads[KEY])
     assert body["status"] == desired
     assert body["status"]["admission"]["clusterQueue"] == "cq"
     stored = fake.stored(WORKLOADS, KEY)
@@ -124,7 +124,7 @@ async def test_a_conflict_rereads_observes_and_requeues() -> None:
     # The fresh copy went to the engine (a changed spec is re-decided) ...
     assert [type(c) for c in engine.take()] == [ApplyObject]
     engine.apply_pending()
-    assert engine.scheduler.workloads[KEY].is_admitted  # the leader keeps its decision
+    assert engine.scheduler.objects.workloads[KEY].is_admitted  # the leader keeps its decision
     # ... and the key is queued again; the retry writes against the fresh version.
     assert writer.queued() == [KEY]
     assert await writer.write(KEY)
@@ -163,7 +163,7 @@ async def test_deactivation_is_a_spec_merge_patch_then_the_status() -> None:
     assert await writer.write(KEY)
     engine.submit(SetActive(KEY, False))
     engine.apply_pending()
-    assert not engine.scheduler.workloads[KEY].active
+    assert not engine.scheduler.objects.workloads[KEY].active
     rv = cached_rv(store)
     assert await writer.write(KEY)
     patch, put = fake.writes()[1:]
@@ -299,7 +299,8 @@ async def pending_cluster(workloads: int) -> tuple[FakeKube, KubeStore, Recordin
     while run_cycle(engine.scheduler).ran:
         pass
     assert all(
-        wl.conditions.is_false("QuotaReserved") for wl in engine.scheduler.workloads.values()
+        wl.conditions.is_false("QuotaReserved")
+        for wl in engine.scheduler.objects.workloads.values()
     )
     return fake, store, engine
 
@@ -323,7 +324,7 @@ async def test_pending_conditions_go_nearest_the_head_first_within_the_window() 
 async def test_a_restart_over_unchanged_pending_workloads_writes_nothing() -> None:
     fake, store, engine = await pending_cluster(3)
     writer = WorkloadStatusWriter(fake.rest, engine, store, CountingBucket())
-    for key in sorted(engine.scheduler.workloads):
+    for key in sorted(engine.scheduler.objects.workloads):
         assert await writer.write(key)
     # A new leader: the core is rebuilt from what the server holds, and the cycles
     # reach the same verdicts later (another instant).
@@ -332,7 +333,7 @@ async def test_a_restart_over_unchanged_pending_workloads_writes_nothing() -> No
     while run_cycle(engine2.scheduler).ran:
         pass
     writer2 = WorkloadStatusWriter(fake.rest, engine2, store2, CountingBucket())
-    writer2.enqueue(sorted(engine2.scheduler.workloads))
+    writer2.enqueue(sorted(engine2.scheduler.objects.workloads))
     assert writer2.queued() == []
     assert writer2.stats.skipped == 3
     assert len(fake.writes()) == 3
@@ -345,5 +346,5 @@ async def test_a_decision_beyond_the_window_goes_before_pending_conditions() -> 
     )
     engine.submit(SetActive("team/w5", False))
     engine.apply_pending()
-    writer.enqueue(sorted(engine.scheduler.workloads))
+    writer.enqueue(sorted(engine.scheduler.objects.workloads))
     assert writer.queued() == ["team/w5", "team/w1", "team/w2"]

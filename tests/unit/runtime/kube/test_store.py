@@ -95,7 +95,7 @@ async def test_sync_lists_in_dependency_order_then_marks_synced() -> None:
     assert not engine.synced
     engine.apply_pending()
     assert engine.synced
-    assert KEY in engine.scheduler.workloads
+    assert KEY in engine.scheduler.objects.workloads
     assert store.get(JOBS, "team/j") is not None
     assert [j["metadata"]["name"] for j in store.items(JOBS)] == ["j"]
 
@@ -108,7 +108,7 @@ async def test_a_failed_initial_list_is_retried_before_going_on() -> None:
     paths = [path for path, _ in fake.list_queries]
     assert paths.count(CLUSTER_QUEUES.collection()) == 1  # the two failures were not listed
     assert fake.calls.count(("GET", CLUSTER_QUEUES.collection())) == 3
-    assert "cq" in engine.scheduler.cluster_queues
+    assert "cq" in engine.scheduler.objects.cluster_queues
     assert engine.synced
 
 
@@ -130,7 +130,7 @@ async def test_run_syncs_then_feeds_watch_events_to_the_engine() -> None:
         assert isinstance(added, ApplyObject) and added.obj.metadata.name == "w2"
         assert deleted == DeleteObject("Workload", "team", "w1")
         engine.apply_pending()
-        assert set(engine.scheduler.workloads) == {"team/w2"}
+        assert set(engine.scheduler.objects.workloads) == {"team/w2"}
     finally:
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -149,7 +149,7 @@ async def test_a_follower_takes_the_servers_status() -> None:
     [command] = engine.take()
     assert isinstance(command, ApplyObject) and not command.keep_status
     engine.apply_pending()
-    assert engine.scheduler.workloads[KEY].finished
+    assert engine.scheduler.objects.workloads[KEY].finished
 
 
 async def test_the_leader_keeps_its_status_and_reads_finished_and_pods_ready() -> None:
@@ -167,14 +167,14 @@ async def test_the_leader_keeps_its_status_and_reads_finished_and_pods_ready() -
     assert isinstance(apply, ApplyObject) and apply.keep_status
     assert ready == PodsReady(KEY)
     engine.apply_pending()
-    wl = engine.scheduler.workloads[KEY]
+    wl = engine.scheduler.objects.workloads[KEY]
     assert wl.is_admitted  # the leader's decision survived the older server copy
     assert wl.conditions.is_true("PodsReady")
     raw["status"]["conditions"].append(condition("Finished", "Failed"))
     store.upsert(WORKLOADS, bump_version(raw), None)
     assert engine.take()[1:] == [Finish(KEY, failed=True)]  # PodsReady is already true
     engine.apply_pending()
-    assert engine.scheduler.workloads[KEY].finished
+    assert engine.scheduler.objects.workloads[KEY].finished
     # Seen again: nothing more to signal.
     store.upsert(WORKLOADS, raw, None)
     assert [type(c) for c in engine.take()] == [ApplyObject]
@@ -214,7 +214,7 @@ async def test_stepping_down_takes_the_servers_status_again() -> None:
     assert isinstance(apply, ApplyObject) and not apply.keep_status
     engine.apply_pending()
     # The admission was never written: the follower does not hold it.
-    wl = engine.scheduler.workloads[KEY]
+    wl = engine.scheduler.objects.workloads[KEY]
     assert not wl.is_admitted
     assert not engine.scheduler.holders.all_keys()
     assert engine.scheduler.queues.locate(KEY) == "cq"  # pending again
@@ -231,14 +231,14 @@ async def test_stepping_down_with_a_server_status_applies_it_over_the_core() -> 
     )
     store.observe(WORKLOADS, fake.stored(WORKLOADS, KEY) or {})
     engine.apply_pending()
-    assert engine.scheduler.workloads[KEY].is_admitted  # the leader keeps its own
+    assert engine.scheduler.objects.workloads[KEY].is_admitted  # the leader keeps its own
     engine.take()
     store.set_leading(False)
     assert await store.take_server_status() == 1
     [apply] = engine.take()
     assert isinstance(apply, ApplyObject) and not apply.keep_status
     engine.apply_pending()
-    wl = engine.scheduler.workloads[KEY]
+    wl = engine.scheduler.objects.workloads[KEY]
     assert wl.finished and not wl.is_admitted
 
 
@@ -427,7 +427,7 @@ async def test_with_a_running_engine_the_initial_list_waits_for_it_page_by_page(
         # after each, resolved by the engine (5 Workloads: 3 pages).
         barriers = [c for c in engine.take() if isinstance(c, Barrier)]
         assert len(barriers) >= 3 and all(b.done.done() for b in barriers)
-        assert len(engine.scheduler.workloads) == 5
+        assert len(engine.scheduler.objects.workloads) == 5
     finally:
         await engine.stop()
         await task

@@ -7,19 +7,16 @@ from types import MappingProxyType
 
 from fastapi import FastAPI
 
-from scheduler.runtime.snapshot import (
-    MICROS,
-    AdmissionVelocity,
-    Blocker,
+from scheduler.core.blockers import Blocker
+from scheduler.runtime.estimates import MICROS, AdmissionVelocity, ServedForecast
+from scheduler.runtime.quota_snapshot import (
     ClusterQueueQuota,
     CohortQuota,
-    PendingEntry,
     QuotaSnapshot,
     ResourceUsage,
-    ServedForecast,
-    Snapshot,
-    WhyPending,
 )
+from scheduler.runtime.snapshot import Snapshot
+from scheduler.runtime.workload_records import PendingEntry, WhyPending
 from tests.unit.visibility_server.authz.builders import (
     VIS,
     binding,

@@ -13,7 +13,9 @@ from fastapi import FastAPI
 from prometheus_client import CollectorRegistry
 
 from scheduler.core.workload import OwnerRef
-from scheduler.runtime.snapshot import PendingEntry, Snapshot, build_view
+from scheduler.runtime.pages import build_view
+from scheduler.runtime.snapshot import Snapshot
+from scheduler.runtime.workload_records import PendingEntry
 from tests.unit.visibility_server.authz.builders import (
     VIS,
     binding,

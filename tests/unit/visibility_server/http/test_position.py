@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from scheduler.runtime.snapshot import ServedForecast
+from scheduler.runtime.estimates import ServedForecast
 from tests.unit.visibility_server.http.support import (
     ADMIN,
     ALICE,

@@ -13,14 +13,9 @@ import pytest
 from fastapi import FastAPI
 
 from scheduler.core.workload import OwnerRef
-from scheduler.runtime.snapshot import (
-    ClusterQueueView,
-    PendingEntry,
-    Snapshot,
-    ViewAssembly,
-    ViewBuilder,
-    ViewChunk,
-)
+from scheduler.runtime.pages import ClusterQueueView, ViewAssembly, ViewBuilder, ViewChunk
+from scheduler.runtime.snapshot import Snapshot
+from scheduler.runtime.workload_records import PendingEntry
 from tests.unit.visibility_server.http.support import (
     ADMIN,
     SECOND,

@@ -7,14 +7,10 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Any
 
-from scheduler.runtime.snapshot import (
-    MICROS,
-    AdmissionVelocity,
-    PendingEntry,
-    ServedForecast,
-    Snapshot,
-    build_view,
-)
+from scheduler.runtime.estimates import MICROS, AdmissionVelocity, ServedForecast
+from scheduler.runtime.pages import build_view
+from scheduler.runtime.snapshot import Snapshot
+from scheduler.runtime.workload_records import PendingEntry
 from visibility_server.http.render import rfc3339_seconds
 from visibility_server.http.routers.whatif import estimated_start
 

@@ -1,0 +1,136 @@
+"""The per-workload records a published snapshot carries.
+
+A :class:`PendingEntry` is one pending workload as the visibility API shows it, built
+once per workload revision and shared by every snapshot until the workload changes;
+:class:`WorkloadFacts`, :class:`RunningWorkload` and :class:`FinishedWorkload` are what
+the forecast worker runs the core forward with (docs/forecasting.md#what-the-worker-is-fed).
+All are immutable after they are built.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+from scheduler.core.blockers import Blocker
+from scheduler.core.workload import Admission, OwnerRef, PodSetSpec
+
+Instant = int  # microseconds since the epoch, as in the core
+LocalQueueKey = tuple[str, str]  # (namespace, name)
+WorkloadKey = tuple[str, str]  # (namespace, name)
+
+
+@dataclass(frozen=True, slots=True)
+class WhyPending:
+    """The last `QuotaReserved=False` condition of a pending workload, with its blockers."""
+
+    reason: str  # the condition's reason: Pending, Inadmissible, Waiting, ...
+    message: str
+    since: Instant  # the condition's lastTransitionTime
+    blockers: tuple[Blocker, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadFacts:
+    """What the forecast worker needs of a workload to run the core forward with it
+    (docs/forecasting.md#what-the-worker-is-fed). `pod_sets` is the core's own tuple,
+    which the core never mutates (it replaces it), so sharing it copies nothing."""
+
+    uid: str
+    local_queue: str
+    priority: int
+    order_timestamp: Instant  # the queue's ordering instant (creation, or an eviction)
+    pod_sets: tuple[PodSetSpec, ...]
+    maximum_execution_time_seconds: int | None
+    accumulated_execution_seconds: int
+    user: str  # the label the runtime predictors key on ("" without it)
+    requeue_count: int | None = None
+    requeue_at: Instant | None = None  # the end of a requeue backoff
+
+
+@dataclass(frozen=True, slots=True)
+class RunningWorkload:
+    """A workload holding quota, as the forecast worker needs it: what it holds and
+    since when (the time it has already run)."""
+
+    namespace: str
+    name: str
+    admission: Admission  # the core's own record, replaced (never mutated) on change
+    admitted_at: Instant  # the QuotaReserved transition
+    pods_ready: bool
+    facts: WorkloadFacts
+
+
+@dataclass(frozen=True, slots=True)
+class FinishedWorkload:
+    """A workload that finished after holding quota `runtime_seconds` (what the
+    runtime predictors learn from); `seq` numbers finishes in the order seen."""
+
+    seq: int
+    namespace: str
+    name: str
+    runtime_seconds: float
+    facts: WorkloadFacts
+
+
+@dataclass(frozen=True, slots=True)
+class PendingEntry:
+    """One pending workload as visibility shows it; built once per workload revision."""
+
+    namespace: str
+    name: str
+    creation: Instant
+    owners: tuple[OwnerRef, ...]
+    priority: int
+    local_queue: str
+    why_pending: str = ""  # the last QuotaReserved=False message, for the position lookup
+    fingerprint: bytes = field(default=b"", compare=False)
+    # The same condition in full, with its parsed blockers; None before the first
+    # attempt. Like `why_pending`, not part of the fingerprint (it does not move the
+    # order), so lookups that show it hash it into their ETag themselves.
+    why: WhyPending | None = None
+    # What the forecast worker runs the core with; None where nobody captured it (tests).
+    facts: WorkloadFacts | None = None
+    # (namespace, name), made once: every map of a snapshot keyed by workload (chunk
+    # indexes, cells, the workload -> ClusterQueue map) shares this one tuple.
+    key: WorkloadKey = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", (self.namespace, self.name))
+
+    @staticmethod
+    def make(  # noqa: PLR0913 - the entry's own fields; it derives the fingerprint
+        namespace: str,
+        name: str,
+        creation: Instant,
+        owners: tuple[OwnerRef, ...],
+        priority: int,
+        local_queue: str,
+        why_pending: str = "",
+        why: WhyPending | None = None,
+        facts: WorkloadFacts | None = None,
+    ) -> PendingEntry:
+        h = hashlib.blake2b(digest_size=8)
+        for part in (namespace, name, str(creation), str(priority), local_queue):
+            h.update(part.encode())
+            h.update(b"\0")
+        for o in owners:
+            for part in (o.api_version, o.kind, o.name, o.uid):
+                h.update(part.encode())
+                h.update(b"\1")
+        return PendingEntry(
+            namespace,
+            name,
+            creation,
+            owners,
+            priority,
+            local_queue,
+            why_pending,
+            h.digest(),
+            why,
+            facts,
+        )
+
+    @property
+    def local_queue_key(self) -> LocalQueueKey:
+        return (self.namespace, self.local_queue)
