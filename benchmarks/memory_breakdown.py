@@ -44,6 +44,7 @@ from queuescope.cli import _parser
 from queuescope.serve_cluster import _cluster_runtime, _new_engine
 from scheduler.runtime.engine import Engine
 from scheduler.runtime.kube.cluster import ClusterRuntime
+from scheduler.runtime.kube.heap import release_free_heap
 from scheduler.runtime.kube.resources import (
     CLUSTER_QUEUES,
     JOBS,
@@ -213,6 +214,9 @@ async def _run(n: int, jobs: bool, settle: float, trace: bool) -> tuple[Measured
             print(f"settling: version {now[0]}, backlog {now[1]}", file=sys.stderr)
     took = time.monotonic() - started
     gc.collect()
+    # As `serve` does once synced (queuescope/serve_cluster.py).
+    gc.freeze()
+    await release_free_heap()
     measured = Measured(
         _rss() - rss_before,
         tracemalloc.take_snapshot() if trace else None,
