@@ -43,6 +43,7 @@ from scheduler.runtime.clock import SystemClock
 from scheduler.runtime.engine import Engine
 from scheduler.runtime.heap_freezing import GcPacer
 from scheduler.runtime.kube.cluster import ClusterRuntime, WriteSettings
+from scheduler.runtime.kube.heap import release_free_heap
 from scheduler.runtime.kube.leader import LeaderElector, LeaseRef, new_identity
 from scheduler.runtime.kube.status_writer import PENDING_WINDOW
 from scheduler.runtime.what_if import WhatIfService
@@ -374,6 +375,8 @@ async def run_cluster(
         await runtime.store.synced.wait()
         await engine.flush()
         gc.freeze()
+        # What the load freed, given back (docs/operations.md#memory-to-plan-for).
+        await release_free_heap()
 
     freezer = asyncio.create_task(freeze_after_sync(), name="gc-freeze")
     log.info(

@@ -30,3 +30,24 @@ def test_insertion_order_and_transition_times() -> None:
     copied = c.copy()
     assert copied.set("A", "True", "r", "m", 4 * T)
     assert c.is_false("A") and copied.is_true("A")
+
+
+def test_removal_keeps_the_others_in_order_and_iteration_sees_a_fixed_set() -> None:
+    c = Conditions(
+        [
+            Condition("A", "True", "r", "m", T, None),
+            Condition("B", "True", "r", "m", T, None),
+            Condition("A", "False", "later", "m", 2 * T, None),  # the last of a type wins
+        ]
+    )
+    assert [(x.type, x.status) for x in c] == [("A", "False"), ("B", "True")]
+    assert c.set("C", "True", "r", "m", T)
+    seen = []
+    for x in c:  # changing the set while iterating it: the loop sees the set it started on
+        seen.append(x.type)
+        c.remove(x.type)
+    assert seen == ["A", "B", "C"] and c.items() == []
+    assert c.set("B", "True", "r", "m", T) and c.set("A", "True", "r", "m", T)
+    assert [x.type for x in c] == ["B", "A"]
+    assert c.remove("B") and not c.remove("B")
+    assert [x.type for x in c] == ["A"] and c.get("B") is None
