@@ -171,7 +171,7 @@ def _deep_sizes(fake: FakeKube, engine: Engine, runtime: ClusterRuntime) -> dict
     for kind, reflector in store.reflectors.items():
         if kind != "Workload":
             sizes.measure("store: other kinds' caches", reflector.cache)
-    sizes.measure("core: WorkloadState of each Workload", engine.scheduler.workloads)
+    sizes.measure("core: WorkloadState of each Workload", engine.scheduler.objects.workloads)
     sizes.measure("core: queues, holders, tree, the rest", engine.scheduler)
     sizes.measure("snapshot: the published one", engine.snapshot())
     sizes.measure("snapshot: publisher's caches", engine.publisher)
