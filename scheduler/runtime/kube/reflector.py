@@ -1,6 +1,7 @@
 """List and watch one resource into a local cache, for ever (client-go's reflector).
 
-* The initial list is paged; afterwards a watch resumes from the last resourceVersion
+* The initial list is paged (one unpaged list when a continuation expires before the
+  last page); afterwards a watch resumes from the last resourceVersion
   seen, with bookmarks so that the resume point keeps moving on quiet resources.
 * `410 Gone` (on the watch request or as an ERROR event) means the resume point fell
   out of the server's window: the reflector lists again and diffs the new list
@@ -66,6 +67,7 @@ class ReflectorStats:
     lists: int = 0
     watches: int = 0
     gone: int = 0
+    expired_continuations: int = 0  # paged lists finished as one full list
     errors: int = 0
     events: int = 0
 
@@ -117,7 +119,23 @@ class Reflector:
         items: dict[str, Json] = {}
         query: dict[str, str] = {"limit": str(self.page_size)}
         while True:
-            page = await self.rest.get(self.resource.collection(), query)
+            try:
+                page = await self.rest.get(self.resource.collection(), query)
+            except KubeError as err:
+                if err.status != 410 or "continue" not in query:
+                    raise
+                # The continuation's resourceVersion was compacted before the last page
+                # (a large list on a busy server): list everything in one request, as
+                # client-go's pager does (docs/operations.md#memory-to-plan-for).
+                log.warning(
+                    "event=list-continuation-expired resource=%s listed=%d action=full-list",
+                    self.resource.plural,
+                    len(items),
+                )
+                self.stats.expired_continuations += 1
+                items.clear()
+                query = {}
+                continue
             for obj in page.get("items", []) or []:
                 if isinstance(obj, dict):
                     # List items carry no kind/apiVersion; the handler's decoder needs them.

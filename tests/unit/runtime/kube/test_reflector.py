@@ -193,12 +193,45 @@ async def test_a_failed_page_leaves_the_cache_as_it_was() -> None:
     before = dict(r.cache)
     fake.server_delete(NAMESPACES, "n2")
     page_2 = f"{NAMESPACES.collection()}?limit=1&continue=1"
-    fake.fail("GET", page_2, status_error(410, "continue token expired", "Expired"))
+    fake.fail("GET", page_2, status_error(500, "etcd is busy", "InternalError"))
     with pytest.raises(KubeError):
         await r.list_all()
     assert r.cache == before
     await r.list_all()  # a list that starts again from the first page
     assert sorted(r.cache) == ["n0", "n1"]
+
+
+async def test_an_expired_continuation_finishes_as_one_full_list() -> None:
+    # kube-apiserver answers 410 Expired to a continue token whose resourceVersion was
+    # compacted: the list then asks for everything at once, and nothing is lost or doubled.
+    fake = FakeKube()
+    for i in range(4):
+        fake.seed(NAMESPACES, ns(f"n{i}"))
+    handler = Recorder()
+    r = reflector(fake, handler=handler, page_size=2)
+    page_2 = f"{NAMESPACES.collection()}?limit=2&continue=2"
+    fake.fail("GET", page_2, status_error(410, "continue token expired", "Expired"))
+    await r.list_all()
+    assert r.synced
+    assert sorted(r.cache) == ["n0", "n1", "n2", "n3"]
+    assert sorted(e[1] for e in handler.events) == ["n0", "n1", "n2", "n3"]
+    assert r.stats.expired_continuations == 1
+    collection = NAMESPACES.collection()
+    # The answered lists (the refused continuation is not among them): the first page,
+    # then everything in one answer.
+    assert fake.list_queries == [(collection, {"limit": "2"}), (collection, {})]
+    assert not fake.failures[("GET", page_2)]  # the continuation was asked, and refused
+
+
+async def test_a_410_on_the_first_page_is_not_a_continuation() -> None:
+    fake = FakeKube()
+    fake.seed(NAMESPACES, ns("n0"))
+    r = reflector(fake, page_size=1)
+    first = f"{NAMESPACES.collection()}?limit=1"
+    fake.fail("GET", first, status_error(410, "gone", "Expired"))
+    with pytest.raises(KubeError):
+        await r.list_all()
+    assert r.stats.expired_continuations == 0
 
 
 # -- watches --------------------------------------------------------------------------
