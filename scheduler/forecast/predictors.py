@@ -10,6 +10,7 @@ sees a workload's true runtime before that workload finishes.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -18,6 +19,9 @@ from scheduler.forecast.records import FORECAST, WALLTIME
 
 # Without a request and without history, a workload is assumed to run this long.
 DEFAULT_RUNTIME_SECONDS = 3600.0
+# How many finished workloads that ran longer than a running one has run make its
+# conditional prediction (HistoryPredictor._survivors); with fewer, the user's estimate.
+MIN_SURVIVORS = 5
 # The label that names a workload's user; without it the namespace stands for the user.
 USER_LABEL = "user"
 
@@ -103,6 +107,10 @@ class HistoryPredictor:
 
     def predict(self, facts: JobFacts, elapsed: float) -> float:
         base = self._base(facts)
+        if elapsed > 0:
+            survivors = self._survivors(facts, elapsed)
+            if survivors is not None:
+                base = survivors
         if facts.limit_seconds is not None:
             base = min(base, facts.limit_seconds)
         return _beyond(max(base, 1.0), elapsed, facts.limit_seconds)
@@ -125,6 +133,25 @@ class HistoryPredictor:
         if facts.limit_seconds is not None:
             return facts.limit_seconds
         return DEFAULT_RUNTIME_SECONDS
+
+    def _survivors(self, facts: JobFacts, elapsed: float) -> float | None:
+        """The median total runtime of the finished workloads of its LocalQueue (then of
+        everyone's) that ran longer than `elapsed`: a workload that has run that long is
+        one of those. Runtimes are taken as shares of this request when it has one.
+        None with fewer than MIN_SURVIVORS of them."""
+        request = facts.request_seconds
+        for recent in (self._queues.get(facts.local_queue), self._everyone):
+            if recent is None:
+                continue
+            totals = (
+                [request * r for r in recent.ratios]
+                if request is not None and recent.ratios
+                else list(recent.runtimes)
+            )
+            longer = [x for x in totals if x > elapsed]
+            if len(longer) >= MIN_SURVIVORS:
+                return _median(longer)
+        return None
 
     def observe(self, facts: JobFacts, runtime: float) -> None:
         request = facts.request_seconds
@@ -155,7 +182,7 @@ class _Recent:
             self.ratios.append(ratio)
 
 
-def _median(values: deque[float]) -> float:
+def _median(values: Iterable[float]) -> float:
     ordered = sorted(values)
     mid = len(ordered) // 2
     return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2.0

@@ -34,12 +34,14 @@ from scheduler.core.clock import Instant, ManualClock, instant_from_datetime
 from scheduler.core.cycle import run_cycle
 from scheduler.core.ingest import apply_object, delete_object, scheduler_config
 from scheduler.core.metadata import fill_metadata
-from scheduler.core.pods_ready import admission_blocked, fire_due, next_deadline
+from scheduler.core.pods_ready import admission_blocked
 from scheduler.core.queue_status import QueueStatusTracker
 from scheduler.core.scheduler import QUEUE_PLUGIN_ANNOTATION, Scheduler
 from scheduler.core.workload import EVICTED
+from scheduler.sim.deadlines import DeadlineIndex
+from scheduler.sim.fingerprint import IdleFingerprint
 from scheduler.sim.observer import ReplayObserver
-from scheduler.sim.runtimes import RuntimeDriver, annotated_runtime, check_annotations
+from scheduler.sim.runtimes import RuntimeDriver, check_annotations
 
 DEFAULT_START = datetime(2026, 1, 1, tzinfo=UTC)
 MAX_CYCLES = 1_000_000
@@ -135,9 +137,11 @@ class Simulation:
         self._cursor = 0
         self._wpcs: dict[str, WorkloadPriorityClass] = {}
         self._pcs: dict[str, PriorityClass] = {}
-        # Workloads that may still have a deadline (not finished): the timed rules and
-        # the idle test walk these instead of every workload ever seen.
-        self._live: set[str] = set()
+        # The timed rules' deadlines and the idle test's fingerprint, both kept up to
+        # date from what changed (docs/simulate.md#replay-cost): every change reaches
+        # them through `_mark` or the change feed (`_drain`).
+        self._deadlines = DeadlineIndex()
+        self._idle = IdleFingerprint()
 
     # ----------------------------------------------------------------- inputs
     def _prepare(self, d: Decoded) -> Any:
@@ -181,7 +185,9 @@ class Simulation:
             key = f"{obj.metadata.namespace or 'default'}/{obj.metadata.name}"
             if key not in self.scheduler.objects.workloads and self.observer is not None:
                 self.observer.arrived(key, self.clock.now())
-            self._live.add(key)
+            self._mark([key])
+        else:
+            self._mark_all()
         apply_object(self.scheduler, obj)
         self.scheduler.finalize_evictions()
         if isinstance(obj, ClusterQueue):
@@ -292,7 +298,12 @@ class Simulation:
                 )
                 return
             self._apply(obj)
-        elif ev.action == "delete":
+            s.finalize_evictions()
+            return
+        # Any other event may change more than the workload it names (a deletion, a
+        # check state): everything is looked at again.
+        self._mark_all()
+        if ev.action == "delete":
             delete_object(s, ev.delete_kind, ev.delete_namespace, ev.delete_name)
         elif ev.action == "podsReady":
             s.pods_ready(ev.target)
@@ -329,29 +340,41 @@ class Simulation:
         done = self.runtimes.fire_due(s)
         if done:
             fired = True
+            self._mark(done)
             if self.observer is not None:
                 self.observer.finished(s, done)
-        if fire_due(s, self._live_keys()):
+        timed = self._deadlines.fire_due(s)
+        if timed:
             fired = True
+            self._idle.mark(timed)
         s.finalize_evictions()
         if fired:
             s.observe_conditions()
         return fired
 
-    def _live_keys(self) -> set[str]:
-        """The workloads that can have a deadline: every one not finished (the others
-        never have one, docs/scheduling.md#finishing-and-deletion)."""
-        s = self.scheduler
-        self._live = {
-            k for k in self._live if (wl := s.workload(k)) is not None and not wl.finished
-        }
-        return self._live
+    def _mark(self, keys: list[str]) -> None:
+        """These workloads may have changed outside the change feed."""
+        self._deadlines.mark(keys)
+        self._idle.mark(keys)
+
+    def _mark_all(self) -> None:
+        self._deadlines.mark_all(self.scheduler)
+        self._idle.mark_all()
 
     def _drain(self) -> None:
-        """Hand the core's admissions and evictions to the runtime driver and the
-        observer (nothing to do unless one of them follows the change feed)."""
+        """Hand what the core changed to the deadline index and the idle fingerprint,
+        and its admissions and evictions to the runtime driver and the observer."""
         s = self.scheduler
         changes = s.take_changes()
+        if not changes:
+            return
+        self._idle.changed(changes)
+        deadlines = self._deadlines
+        for keys in changes.queues.values():
+            deadlines.mark(keys)
+        deadlines.mark(key for _, key in changes.heads)
+        deadlines.mark(changes.admitted)
+        deadlines.mark(changes.evicted)
         if not (changes.admitted or changes.evicted):
             return
         self.runtimes.evicted(changes.evicted)
@@ -363,7 +386,7 @@ class Simulation:
         # The timeline is sorted: its next event is the earliest left.
         timeline = self._timeline
         upcoming = [timeline[self._cursor].at] if self._cursor < len(timeline) else []
-        deadline = next_deadline(self.scheduler, self._live_keys())
+        deadline = self._deadlines.next_deadline(self.scheduler)
         if deadline is not None:
             upcoming.append(deadline)
         finish = self.runtimes.next_instant()
@@ -390,8 +413,7 @@ class Simulation:
 
     def run(self) -> SimulationResult:
         s = self.scheduler
-        if self.observer is not None or any(_annotated(d.obj) for d in self.documents):
-            s.follow_changes()
+        s.follow_changes()
         self._timeline = self._load()
         self._cursor = 0
         s.set_block_waiter(self._advance)
@@ -416,7 +438,7 @@ class Simulation:
             if stats.admitted or stats.preempted:
                 seen.clear()
                 continue
-            fingerprint = _fingerprint(s, self._live_keys()) if stats.ran else None
+            fingerprint = self._idle.take(s) if stats.ran else None
             if fingerprint is not None and fingerprint not in seen:
                 seen.add(fingerprint)
                 continue
@@ -454,13 +476,6 @@ def _is_job_target(target: str, known: set[str]) -> bool:
     return any(k.startswith(prefix) for k in known)
 
 
-def _annotated(obj: Any) -> bool:
-    """Whether a document sets a true runtime, itself or through a Scenario event."""
-    if isinstance(obj, Scenario):
-        return any(_annotated(ev.apply) for ev in obj.spec.events if ev.apply is not None)
-    return annotated_runtime(obj) is not None
-
-
 def _still_running(s: Scheduler, keys: list[str]) -> list[str]:
     """Of the workloads admitted since the last look, those that still hold their
     quota unevicted (an admission undone in the same stretch starts no clock)."""
@@ -470,28 +485,6 @@ def _still_running(s: Scheduler, keys: list[str]) -> list[str]:
         if wl is not None and wl.holds_quota and not wl.conditions.is_true(EVICTED):
             out.append(key)
     return out
-
-
-def _fingerprint(s: Scheduler, live: set[str]) -> Any:
-    """Everything that decides what the next cycle does, when no quota changed."""
-    queues = []
-    for name in s.queues.cluster_queues():
-        q = s.queues.queue(name)
-        if q is None:
-            continue
-        c = q.counts()
-        queues.append((name, c.active, c.parked, tuple(e.key for e in q.listing())))
-    attempts = tuple(
-        (
-            key,
-            tuple(sorted(wl.last_assignment.tried_flavor_idx.items()))
-            if wl.last_assignment is not None
-            else None,
-        )
-        for key in sorted(live)
-        if (wl := s.objects.workloads[key]).last_assignment is not None
-    )
-    return (tuple(queues), attempts)
 
 
 def decode_inline(data: dict[str, Any], source: str, index: int) -> Any:

@@ -46,3 +46,20 @@ def test_a_job_past_its_prediction_runs_longer_but_never_past_its_request() -> N
     assert p.predict(facts, 0) == pytest.approx(100.0)
     assert p.predict(facts, 200) == pytest.approx(360.0)  # 1.5 x 200 + 60
     assert p.predict(facts, 900) == pytest.approx(1000.0)
+
+
+def test_a_running_job_gets_the_median_of_the_finished_ones_that_ran_longer() -> None:
+    """docs/forecasting.md#runtime-predictors: conditioned on the time already run."""
+    p = HistoryPredictor()
+    for share in (0.01, 0.02, 0.05, 0.3, 0.4, 0.5, 0.6, 0.8):
+        p.observe(_facts("a", 1000.0, "ns/lq"), 1000.0 * share)
+    running = _facts("u", 1000.0, "ns/lq")
+    # not started: the queue's median share (of 8: 35%)
+    assert p.predict(running, 0) == pytest.approx(350.0)
+    # has run 100 s: of the five that ran longer (300..800 s) the median, 500 s
+    assert p.predict(running, 100) == pytest.approx(500.0)
+    # has run 450 s: only three ran longer, too few: beyond the user-less estimate
+    assert p.predict(running, 450) == pytest.approx(450 * 1.5 + 60)
+    # never past what is left of its request
+    capped = JobFacts(user="u", local_queue="ns/lq", limit_seconds=400.0, request_seconds=1000.0)
+    assert p.predict(capped, 100) == pytest.approx(400.0)
