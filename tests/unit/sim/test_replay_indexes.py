@@ -36,8 +36,8 @@ def reference_fingerprint(s: Scheduler) -> Any:
         queues.append((name, c.active, c.parked, tuple(e.key for e in q.listing())))
     attempts = tuple(
         (key, tuple(sorted(wl.last_assignment.tried_flavor_idx.items())))
-        for key in sorted(s.workloads)
-        if not (wl := s.workloads[key]).finished and wl.last_assignment is not None
+        for key in sorted(s.objects.workloads)
+        if not (wl := s.objects.workloads[key]).finished and wl.last_assignment is not None
     )
     return (tuple(queues), attempts)
 
@@ -52,7 +52,7 @@ def plain(fingerprint: Any) -> Any:
 
 def reference_due(s: Scheduler) -> list[str]:
     now = s.now()
-    return sorted({d.key for wl in s.workloads.values() for d in deadlines(s, wl) if d.at <= now})
+    return sorted({d.key for wl in s.objects.workloads.values() for d in deadlines(s, wl) if d.at <= now})
 
 
 class Checked:
