@@ -143,7 +143,12 @@ def add_cluster_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--requestheader-group-headers", default="")
     g.add_argument("--requestheader-extra-headers-prefix", default="")
     g.add_argument("--requestheader-uid-headers", default="")
-    _duration_flag(g.add_argument, "--authentication-token-webhook-cache-ttl", "10s")
+    _duration_flag(
+        g.add_argument,
+        "--authentication-token-webhook-cache-ttl",
+        "AUTHENTICATION_TOKEN_WEBHOOK_CACHE_TTL",
+        "10s",
+    )
     g.add_argument(
         "--anonymous-auth", type=_flag_bool, default=_flag_bool(_env("ANONYMOUS_AUTH", "true"))
     )
@@ -151,9 +156,19 @@ def add_cluster_flags(p: argparse.ArgumentParser) -> None:
         "--authorization-always-allow-paths",
         default=_env("AUTHORIZATION_ALWAYS_ALLOW_PATHS", "/healthz,/readyz,/livez"),
     )
-    _duration_flag(g.add_argument, "--authorization-webhook-cache-authorized-ttl", "10s")
-    _duration_flag(g.add_argument, "--authorization-webhook-cache-unauthorized-ttl", "10s")
-    _duration_flag(g.add_argument, "--cert-reload-interval", "10s")
+    _duration_flag(
+        g.add_argument,
+        "--authorization-webhook-cache-authorized-ttl",
+        "AUTHORIZATION_WEBHOOK_CACHE_AUTHORIZED_TTL",
+        "10s",
+    )
+    _duration_flag(
+        g.add_argument,
+        "--authorization-webhook-cache-unauthorized-ttl",
+        "AUTHORIZATION_WEBHOOK_CACHE_UNAUTHORIZED_TTL",
+        "10s",
+    )
+    _duration_flag(g.add_argument, "--cert-reload-interval", "CERT_RELOAD_INTERVAL", "10s")
     g.add_argument(
         "--allow-nonconforming-serving-cert",
         action="store_true",
@@ -182,14 +197,12 @@ def add_cluster_flags(p: argparse.ArgumentParser) -> None:
         help="a queued Workload's QuotaReserved=False condition is written only while it "
         "is among the first N of its ClusterQueue (docs/operations.md)",
     )
-    _duration_flag(g.add_argument, "--status-sweep-interval", "60s")
+    _duration_flag(g.add_argument, "--status-sweep-interval", "STATUS_SWEEP_INTERVAL", "60s")
 
 
-def _duration_flag(add: Callable[..., object], flag: str, default: str) -> None:
+def _duration_flag(add: Callable[..., object], flag: str, env: str, default: str) -> None:
     """A duration flag (`add` is a parser's or group's add_argument) whose default comes
-    from its environment variable (`--cert-reload-interval`: QUEUESCOPE_CERT_RELOAD_INTERVAL),
-    else `default`."""
-    env = flag.removeprefix("--").replace("-", "_").upper()
+    from QUEUESCOPE_<env>, else `default`."""
     add(flag, type=_duration, default=_duration(_env(env, default)))
 
 
