@@ -52,7 +52,9 @@ def plain(fingerprint: Any) -> Any:
 
 def reference_due(s: Scheduler) -> list[str]:
     now = s.now()
-    return sorted({d.key for wl in s.objects.workloads.values() for d in deadlines(s, wl) if d.at <= now})
+    return sorted(
+        {d.key for wl in s.objects.workloads.values() for d in deadlines(s, wl) if d.at <= now}
+    )
 
 
 class Checked:
