@@ -27,6 +27,7 @@ import resource
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -41,7 +42,7 @@ from benchmarks.feed import (
     workload_manifest,
 )
 from benchmarks.stats import summary
-from queuescope import serve
+from queuescope import engine_serving, serve
 from queuescope.cli import _parser as queuescope_parser
 from scheduler.api import Workload, decode_object
 from scheduler.core.clock import datetime_from_instant
@@ -240,18 +241,26 @@ def install_feed(state: BenchState) -> None:
             state.rss_after_feed = rss_bytes()
             engine.publisher.request()
 
-    vars(serve)["EmbeddedStore"] = FedStore
+    replace_global(serve, "EmbeddedStore", FedStore)
 
 
 def install_routes(state: BenchState) -> None:
-    real_create_app = vars(serve)["create_app"]
+    real_create_app = vars(engine_serving)["create_app"]
 
     def create_app(**kwargs: Any) -> Any:
         app = real_create_app(**kwargs)
         gc.callbacks.append(state.gc)
         return BenchApp(app, state)
 
-    vars(serve)["create_app"] = create_app
+    replace_global(engine_serving, "create_app", create_app)
+
+
+def replace_global(module: ModuleType, name: str, value: Any) -> None:
+    """Swap a name the serve path looks up at run time. A name that moved away fails here,
+    loudly, rather than leaving a benchmark that silently measures the unpatched server."""
+    if name not in vars(module):
+        raise RuntimeError(f"{module.__name__} no longer defines {name}: update the benchmark")
+    vars(module)[name] = value
 
 
 class BenchApp:
