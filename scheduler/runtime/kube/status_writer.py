@@ -293,18 +293,28 @@ class QueueStatusWriter:
         s = self.io.engine.scheduler
         self.tracker.snapshot(s, s.now())
         written = 0
-        for name in sorted(s.objects.cluster_queues):
-            status = cluster_queue_status(s, name)
-            visible = self.tracker.cluster_queue_json(name)
-            if visible is not None:
-                status["pendingWorkloadsStatus"] = visible
-            written += await self._write(CLUSTER_QUEUES, name, status)
-        for key in sorted(s.objects.local_queues):
-            status = local_queue_status(s, key)
-            visible = self.tracker.local_queue_json(key)
-            if visible is not None:
-                status["pendingWorkloadsStatus"] = visible
-            written += await self._write(LOCAL_QUEUES, key, status)
+        # Per kind: the resource, its keys, its status, and its KEP-168 pending heads.
+        kinds = (
+            (
+                CLUSTER_QUEUES,
+                s.objects.cluster_queues,
+                cluster_queue_status,
+                self.tracker.cluster_queue_json,
+            ),
+            (
+                LOCAL_QUEUES,
+                s.objects.local_queues,
+                local_queue_status,
+                self.tracker.local_queue_json,
+            ),
+        )
+        for resource, keys, render, pending_heads in kinds:
+            for key in sorted(keys):
+                status = render(s, key)
+                visible = pending_heads(key)
+                if visible is not None:
+                    status["pendingWorkloadsStatus"] = visible
+                written += await self._write(resource, key, status)
         return written
 
     async def _write(self, resource: Resource, key: str, desired: Json) -> int:
