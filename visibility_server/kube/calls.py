@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from scheduler.kubeapi.client import KubeRest, Reply
+from scheduler.kubeapi.client import Call, KubeRest, Reply
 from scheduler.kubeapi.errors import KubeError
 from visibility_server.kube.errors import (
     SERVICE_ACCOUNT,
@@ -142,7 +142,7 @@ class ApiCaller:
             timeout = schedule.attempt_timeout()
             try:
                 response = await self._transport.request(
-                    method, endpoint.path, body=body, timeout=timeout
+                    Call(method, endpoint.path, body=body, timeout=timeout)
                 )
             except KubeError as err:
                 problem = err.detail
