@@ -2,9 +2,10 @@
 
 `KubeTransport` is the small seam they use: one JSON request (the client's `Call`, with a
 deadline), and a watch stream of decoded events. `RestTransport` implements it on
-`KubeRest`, the client cluster mode uses too (scheduler/kubeapi); unit tests pass fakes. Connection failures and
-timeouts come out as `KubeError` with status 0, whatever aiohttp raised, and nothing here
-logs a request or response body: a TokenReview carries a bearer token both ways.
+`KubeRest`, the client cluster mode uses too (scheduler/kubeapi); unit tests pass fakes.
+Connection failures and timeouts come out as `KubeError` with status 0, whatever aiohttp
+raised, and nothing here logs a request or response body: a TokenReview carries a bearer
+token both ways.
 """
 
 from __future__ import annotations
