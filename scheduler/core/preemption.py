@@ -241,22 +241,16 @@ def no_candidates_oracle(tree: QuotaTree, cq: str) -> PreemptionOracle:
 Index = TypeVar("Index", bound=Mapping[str, Sequence[Admitted]])
 
 
+@dataclass(eq=False)
 class TargetSearch(ABC, Generic[Index]):
     """What both target searches hold, the snapshot they search (tree, admitted workloads per
     ClusterQueue, the instant, the eviction-ordering setting), and the oracle every search
     answers through (docs/scheduling.md#preemption-oracle)."""
 
-    def __init__(
-        self,
-        tree: QuotaTree,
-        admitted_by_cq: Index,
-        now: Instant,
-        eviction_ordering: bool,
-    ) -> None:
-        self.tree = tree
-        self.admitted_by_cq = admitted_by_cq
-        self.now = now
-        self.eviction_ordering = eviction_ordering
+    tree: QuotaTree
+    admitted_by_cq: Index
+    now: Instant
+    eviction_ordering: bool
 
     def oracle(self, wl: WorkloadState, cq: ClusterQueueInfo) -> PreemptionOracle:
         return targets_oracle(self, self.tree, self.admitted_by_cq, wl, cq)
