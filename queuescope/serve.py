@@ -16,6 +16,7 @@ from prometheus_client import CollectorRegistry
 
 from queuescope import eventloop
 from queuescope.engine_serving import Access, EngineServing
+from queuescope.env_twins import add_switch, env
 from queuescope.lifecycle import drain, run_until_stopped
 from queuescope.logformat import configure_logging
 from queuescope.serve_cluster import add_cluster_flags, run_cluster
@@ -59,46 +60,41 @@ VERSION = {
 }
 
 
-def _env(name: str, default: str) -> str:
-    """Every flag has a QUEUESCOPE_* environment twin (docs/product.md)."""
-    return os.environ.get(f"QUEUESCOPE_{name}", default)
-
-
 def add_serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("serve", help="run the scheduler and the visibility API")
     p.add_argument(
         "--embedded",
         nargs="+",
         metavar="PATH",
-        default=[x for x in _env("EMBEDDED", "").split(",") if x] or None,
+        default=[x for x in env("EMBEDDED", "").split(",") if x] or None,
         help="manifest files or folders (the simulator's kinds); no cluster needed",
     )
-    p.add_argument("--demo", action="store_true", default=_env("DEMO", "") == "true")
-    p.add_argument("--state-dir", default=_env("STATE_DIR", ".queuescope"))
+    add_switch(p.add_argument, "--demo", "DEMO")
+    p.add_argument("--state-dir", default=env("STATE_DIR", ".queuescope"))
     p.add_argument(
         "--cert-dir",
-        default=_env("CERT_DIR", "") or None,
+        default=env("CERT_DIR", "") or None,
         metavar="DIR",
         help="folder with tls.crt and tls.key, watched for rotation (default: the state folder)",
     )
-    p.add_argument(
+    add_switch(
+        p.add_argument,
         "--leader-elect",
-        action="store_true",
-        default=_env("LEADER_ELECT", "") == "true",
+        "LEADER_ELECT",
         help="elect one scheduling replica through a coordination.k8s.io Lease (cluster mode)",
     )
-    p.add_argument("--listen", default=_env("LISTEN", "127.0.0.1:8443"), metavar="HOST:PORT")
-    p.add_argument("--config", default=_env("CONFIG", "") or None, metavar="FILE")
-    p.add_argument("--kubeconfig", default=_env("KUBECONFIG_FILE", "") or None)
-    p.add_argument("--requestheader-client-ca-file", default=_env("REQUESTHEADER_CA", "") or None)
-    p.add_argument("--requestheader-allowed-names", default=_env("REQUESTHEADER_NAMES", ""))
-    p.add_argument("--publish-interval", type=float, default=float(_env("PUBLISH_INTERVAL", "0.2")))
-    p.add_argument("--log-level", default=_env("LOG_LEVEL", "INFO"))
-    p.add_argument("--log-format", choices=("text", "json"), default=_env("LOG_FORMAT", "text"))
+    p.add_argument("--listen", default=env("LISTEN", "127.0.0.1:8443"), metavar="HOST:PORT")
+    p.add_argument("--config", default=env("CONFIG", "") or None, metavar="FILE")
+    p.add_argument("--kubeconfig", default=env("KUBECONFIG_FILE", "") or None)
+    p.add_argument("--requestheader-client-ca-file", default=env("REQUESTHEADER_CA", "") or None)
+    p.add_argument("--requestheader-allowed-names", default=env("REQUESTHEADER_NAMES", ""))
+    p.add_argument("--publish-interval", type=float, default=float(env("PUBLISH_INTERVAL", "0.2")))
+    p.add_argument("--log-level", default=env("LOG_LEVEL", "INFO"))
+    p.add_argument("--log-format", choices=("text", "json"), default=env("LOG_FORMAT", "text"))
     p.add_argument(
         "--loop",
         choices=eventloop.LOOPS,
-        default=_env("LOOP", "auto"),
+        default=env("LOOP", "auto"),
         help="event loop: uvloop where installed (auto, the default), or asyncio's own",
     )
     add_forecast_flags(p)
@@ -106,13 +102,13 @@ def add_serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     p.add_argument(
         "--whatif-rate",
         type=float,
-        default=float(_env("WHATIF_RATE", "1")),
+        default=float(env("WHATIF_RATE", "1")),
         help="what-if requests per second each user may make, on average",
     )
     p.add_argument(
         "--whatif-burst",
         type=int,
-        default=int(_env("WHATIF_BURST", "5")),
+        default=int(env("WHATIF_BURST", "5")),
         help="what-if requests a user may make at once",
     )
     add_cluster_flags(p)

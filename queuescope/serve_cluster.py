@@ -33,6 +33,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from queuescope.engine_serving import Access, EngineServing
+from queuescope.env_twins import add_switch, env
 from queuescope.kubeclient import ClusterClients
 from queuescope.lifecycle import drain, run_until_stopped
 from scheduler.api.decode import load_documents
@@ -76,10 +77,6 @@ SHUTDOWN_GRACE = 5.0
 DRAIN_SECONDS = 5.0  # uvicorn's wait for open requests at shutdown (docs/operations.md)
 
 
-def _env(name: str, default: str) -> str:
-    return os.environ.get(f"QUEUESCOPE_{name}", default)
-
-
 def _flag_bool(value: str) -> bool:
     if value.lower() in ("true", "1", "yes"):
         return True
@@ -117,28 +114,24 @@ def add_cluster_flags(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("cluster mode")
     g.add_argument(
         "--authentication-kubeconfig",
-        default=_env("AUTHENTICATION_KUBECONFIG", ""),
+        default=env("AUTHENTICATION_KUBECONFIG", ""),
         metavar="FILE",
         help="the client of TokenReviews and of the extension-apiserver-authentication "
         "ConfigMap (default: the --kubeconfig or in-cluster client)",
     )
     g.add_argument(
         "--authorization-kubeconfig",
-        default=_env("AUTHORIZATION_KUBECONFIG", ""),
+        default=env("AUTHORIZATION_KUBECONFIG", ""),
         metavar="FILE",
         help="the client of SubjectAccessReviews (default: the --kubeconfig or in-cluster client)",
     )
-    g.add_argument(
-        "--authentication-skip-lookup",
-        action="store_true",
-        default=_env("AUTHENTICATION_SKIP_LOOKUP", "") == "true",
-    )
-    g.add_argument(
+    add_switch(g.add_argument, "--authentication-skip-lookup", "AUTHENTICATION_SKIP_LOOKUP")
+    add_switch(
+        g.add_argument,
         "--authentication-tolerate-lookup-failure",
-        action="store_true",
-        default=_env("AUTHENTICATION_TOLERATE_LOOKUP_FAILURE", "") == "true",
+        "AUTHENTICATION_TOLERATE_LOOKUP_FAILURE",
     )
-    g.add_argument("--client-ca-file", default=_env("CLIENT_CA_FILE", "") or None)
+    g.add_argument("--client-ca-file", default=env("CLIENT_CA_FILE", "") or None)
     g.add_argument("--requestheader-username-headers", default="")
     g.add_argument("--requestheader-group-headers", default="")
     g.add_argument("--requestheader-extra-headers-prefix", default="")
@@ -150,11 +143,11 @@ def add_cluster_flags(p: argparse.ArgumentParser) -> None:
         "10s",
     )
     g.add_argument(
-        "--anonymous-auth", type=_flag_bool, default=_flag_bool(_env("ANONYMOUS_AUTH", "true"))
+        "--anonymous-auth", type=_flag_bool, default=_flag_bool(env("ANONYMOUS_AUTH", "true"))
     )
     g.add_argument(
         "--authorization-always-allow-paths",
-        default=_env("AUTHORIZATION_ALWAYS_ALLOW_PATHS", "/healthz,/readyz,/livez"),
+        default=env("AUTHORIZATION_ALWAYS_ALLOW_PATHS", "/healthz,/readyz,/livez"),
     )
     _duration_flag(
         g.add_argument,
@@ -169,19 +162,17 @@ def add_cluster_flags(p: argparse.ArgumentParser) -> None:
         "10s",
     )
     _duration_flag(g.add_argument, "--cert-reload-interval", "CERT_RELOAD_INTERVAL", "10s")
-    g.add_argument(
-        "--allow-nonconforming-serving-cert",
-        action="store_true",
-        default=_env("ALLOW_NONCONFORMING_SERVING_CERT", "") == "true",
+    add_switch(
+        g.add_argument, "--allow-nonconforming-serving-cert", "ALLOW_NONCONFORMING_SERVING_CERT"
     )
-    g.add_argument("--kube-api-qps", type=float, default=float(_env("KUBE_API_QPS", "50")))
-    g.add_argument("--kube-api-burst", type=int, default=int(_env("KUBE_API_BURST", "100")))
+    g.add_argument("--kube-api-qps", type=float, default=float(env("KUBE_API_QPS", "50")))
+    g.add_argument("--kube-api-burst", type=int, default=int(env("KUBE_API_BURST", "100")))
     g.add_argument(
         "--leader-election-namespace",
-        default=_env("LEADER_ELECTION_NAMESPACE", "") or os.environ.get("POD_NAMESPACE", NAMESPACE),
+        default=env("LEADER_ELECTION_NAMESPACE", "") or os.environ.get("POD_NAMESPACE", NAMESPACE),
     )
     g.add_argument(
-        "--leader-election-id", default=_env("LEADER_ELECTION_ID", LEASE_NAME), metavar="NAME"
+        "--leader-election-id", default=env("LEADER_ELECTION_ID", LEASE_NAME), metavar="NAME"
     )
     g.add_argument(
         "--queue-status-interval",
@@ -192,7 +183,7 @@ def add_cluster_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--pending-condition-window",
         type=_count,
-        default=_count(_env("PENDING_CONDITION_WINDOW", str(PENDING_WINDOW))),
+        default=_count(env("PENDING_CONDITION_WINDOW", str(PENDING_WINDOW))),
         metavar="N",
         help="a queued Workload's QuotaReserved=False condition is written only while it "
         "is among the first N of its ClusterQueue (docs/operations.md)",
@@ -200,10 +191,10 @@ def add_cluster_flags(p: argparse.ArgumentParser) -> None:
     _duration_flag(g.add_argument, "--status-sweep-interval", "STATUS_SWEEP_INTERVAL", "60s")
 
 
-def _duration_flag(add: Callable[..., object], flag: str, env: str, default: str) -> None:
+def _duration_flag(add: Callable[..., object], flag: str, twin: str, default: str) -> None:
     """A duration flag (`add` is a parser's or group's add_argument) whose default comes
-    from QUEUESCOPE_<env>, else `default`."""
-    add(flag, type=_duration, default=_duration(_env(env, default)))
+    from QUEUESCOPE_<twin>, else `default`."""
+    add(flag, type=_duration, default=_duration(env(twin, default)))
 
 
 class WriterCollector(Collector):
@@ -491,7 +482,7 @@ async def _shut_down(
         exit_code = 1
     steps.done("lease-released")
     if not failed:
-        await asyncio.sleep(min(SHUTDOWN_GRACE, float(_env("SHUTDOWN_GRACE", str(SHUTDOWN_GRACE)))))
+        await asyncio.sleep(min(SHUTDOWN_GRACE, float(env("SHUTDOWN_GRACE", str(SHUTDOWN_GRACE)))))
         steps.done("endpoint-grace")
     await drain(tasks, server, engine, failed)
     steps.done("drained")

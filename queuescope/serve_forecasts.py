@@ -4,11 +4,11 @@
 from __future__ import annotations
 
 import argparse
-import os
 import time
 
 from prometheus_client import CollectorRegistry
 
+from queuescope.env_twins import env
 from queuescope.forecast_metrics import ForecastCollector
 from scheduler.runtime.engine import Engine
 from scheduler.runtime.forecast_method import METHODS
@@ -21,15 +21,11 @@ OFF = "none"
 DEFAULT_METHOD = "rate"
 
 
-def _env(name: str, default: str) -> str:
-    return os.environ.get(f"QUEUESCOPE_{name}", default)
-
-
 def add_forecast_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--forecast-method",
         choices=(*sorted(METHODS), OFF),
-        default=_env("FORECAST_METHOD", DEFAULT_METHOD),
+        default=env("FORECAST_METHOD", DEFAULT_METHOD),
         help=(
             "how the forecast worker predicts start times: forecast (the scheduler run "
             "forward with learned runtimes), walltime (runtimes = maximumExecutionTimeSeconds), "
@@ -39,7 +35,7 @@ def add_forecast_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--forecast-interval",
         type=float,
-        default=float(_env("FORECAST_INTERVAL", "10")),
+        default=float(env("FORECAST_INTERVAL", "10")),
         metavar="SECONDS",
         help="seconds between two full refreshes of every pending workload's forecast",
     )

@@ -10,8 +10,17 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypedDict, Unpack
 
-__all__ = ["ApiError", "FieldError", "SourceRef", "join_path", "quote", "unsupported_detail"]
+__all__ = [
+    "ApiError",
+    "ErrorPlace",
+    "FieldError",
+    "SourceRef",
+    "join_path",
+    "quote",
+    "unsupported_detail",
+]
 
 
 def quote(value: object) -> str:
@@ -66,6 +75,18 @@ def join_path(prefix: str, path: str) -> str:
     return prefix + path if path.startswith("[") else f"{prefix}.{path}"
 
 
+class ErrorPlace(TypedDict, total=False):
+    """Where an :class:`ApiError` is, as far as the caller knows it (every key optional):
+    file, 0-based document and List item, and the object's kind, name and namespace."""
+
+    source: str
+    index: int | None
+    item: int | None
+    kind: str | None
+    name: str | None
+    namespace: str | None
+
+
 class ApiError(ValueError):
     """Bad input, with enough context to find it: file, document index, object, field.
 
@@ -76,56 +97,33 @@ class ApiError(ValueError):
     lists all of them (all are rendered, separated by "; ").
     """
 
-    def __init__(  # noqa: PLR0913 - optional keyword-only location, callers name what they know
+    def __init__(
         self,
         detail: str,
         *,
         path: str = "",
-        source: str = "",
-        index: int | None = None,
-        item: int | None = None,
-        kind: str | None = None,
-        name: str | None = None,
-        namespace: str | None = None,
         errors: Sequence[FieldError] = (),
         line: int | None = None,
+        **place: Unpack[ErrorPlace],
     ) -> None:
         self.detail = detail
         self.path = path
-        self.source = source
-        self.index = index
-        self.item = item
-        self.kind = kind
-        self.name = name
-        self.namespace = namespace
         self.errors: tuple[FieldError, ...] = tuple(errors) or (FieldError(path, detail),)
         self.line = line
+        self.source = place.get("source", "")
+        self.index = place.get("index")
+        self.item = place.get("item")
+        self.kind = place.get("kind")
+        self.name = place.get("name")
+        self.namespace = place.get("namespace")
         super().__init__(self._render())
 
     @classmethod
-    def from_field_errors(  # noqa: PLR0913 - the same keyword-only location as __init__
-        cls,
-        errors: Sequence[FieldError],
-        *,
-        source: str = "",
-        index: int | None = None,
-        item: int | None = None,
-        kind: str | None = None,
-        name: str | None = None,
-        namespace: str | None = None,
+    def from_field_errors(
+        cls, errors: Sequence[FieldError], **place: Unpack[ErrorPlace]
     ) -> ApiError:
         first = errors[0]
-        return cls(
-            first.detail,
-            path=first.path,
-            source=source,
-            index=index,
-            item=item,
-            kind=kind,
-            name=name,
-            namespace=namespace,
-            errors=errors,
-        )
+        return cls(first.detail, path=first.path, errors=errors, **place)
 
     def at(
         self,

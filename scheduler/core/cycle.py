@@ -26,6 +26,7 @@ from scheduler.core.preemption import (
     OneStateSearch,
     Preemptor,
     Target,
+    TargetQuery,
     preemption_message,
 )
 from scheduler.core.queue.interface import QueueEntry, RequeueReason
@@ -214,7 +215,9 @@ def compute_nomination(
     def targets_for(assignment: Assignment) -> list[Target]:
         if assignment.mode != PREEMPT:
             return []
-        return search.find_targets(wl, cq, assignment.frs_needing_preemption(), assignment.usage())
+        return search.find_targets(
+            TargetQuery(wl, cq, assignment.frs_needing_preemption(), assignment.usage())
+        )
 
     full = assigner.assign(wl, last=wl.last_assignment)
     chosen, targets, counts = full, targets_for(full), None

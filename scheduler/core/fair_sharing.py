@@ -30,10 +30,11 @@ from scheduler.core.preemption import (
     IN_COHORT_FAIR_SHARING,
     Admitted,
     Target,
+    TargetQuery,
     TargetSearch,
 )
 from scheduler.core.quota import NodeRef, QuotaTree
-from scheduler.core.resources import FlavorResource, FRAmounts
+from scheduler.core.resources import FlavorResource
 from scheduler.core.workload import EVICTED, QUOTA_RESERVED, WorkloadState
 
 MAX_WEIGHTED_SHARE = 9223372036854775807
@@ -488,23 +489,17 @@ class FairPreemptor(TargetSearch[Mapping[str, Sequence[Admitted]]]):
         self.strategies = chosen
 
     # --------------------------------------------------------------- search
-    def find_targets(
-        self,
-        wl: WorkloadState,
-        cq: ClusterQueueInfo,
-        frs_needing: set[FlavorResource],
-        requests: FRAmounts,
-    ) -> list[Target]:
-        candidates = self._candidates(wl, cq, frs_needing)
+    def find_targets(self, query: TargetQuery) -> list[Target]:
+        candidates = self._candidates(query.wl, query.cq, query.frs_needing)
         if not candidates:
             return []
-        name = cq.name
+        name = query.cq.name
 
         def sort_key(a: Admitted) -> tuple[bool, bool, int, int, str, str, str]:
             return _candidate_key(a, name, self.now)
 
         candidates.sort(key=sort_key)
-        search = _Search(self.tree, name, requests, sort_key)
+        search = _Search(self.tree, name, query.requests, sort_key)
         return search.run(candidates, self.strategies)
 
     def _candidates(

@@ -8,7 +8,7 @@ workload and a preemption oracle. It never mutates the snapshot.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from enum import IntEnum
 from functools import lru_cache
 
@@ -235,21 +235,17 @@ def pod_set_requests(
     return out
 
 
+@dataclass(eq=False)
 class FlavorAssigner:
-    def __init__(
-        self,
-        cq: ClusterQueueInfo,
-        tree: QuotaTree,
-        flavors: Mapping[str, FlavorInfo],
-        oracle: PreemptionOracle,
-        *,
-        fair_sharing: bool,
-    ) -> None:
-        self.cq = cq
-        self.tree = tree
-        self.flavors = flavors
-        self.oracle = oracle
-        self.fair_sharing = fair_sharing
+    """Assigns flavors to one workload's pod sets in `cq`, on the cycle's snapshot `tree`,
+    asking `oracle` what preemption could free (docs/scheduling.md#preemption-oracle)."""
+
+    cq: ClusterQueueInfo
+    tree: QuotaTree
+    flavors: Mapping[str, FlavorInfo]
+    oracle: PreemptionOracle
+    _: KW_ONLY
+    fair_sharing: bool
 
     def _can_preempt_while_borrowing(self) -> bool:
         p = self.cq.preemption

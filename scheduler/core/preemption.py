@@ -54,6 +54,26 @@ def preemption_message(preemptor: WorkloadState, reason: str) -> str:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class TargetQuery:
+    """The question a target search answers: which admitted workloads must go so that `wl`,
+    queued in `cq`, fits `requests` on the flavor-resources in `frs_needing`."""
+
+    wl: WorkloadState
+    cq: ClusterQueueInfo
+    frs_needing: set[FlavorResource]
+    requests: FRAmounts
+
+    def key(self) -> tuple[object, ...]:
+        """Equal for the same question (`frs_needing` and `requests` are not hashable)."""
+        return (
+            self.wl.key,
+            self.cq.name,
+            frozenset(self.frs_needing),
+            tuple(sorted(self.requests.items())),
+        )
+
+
 class Preemptor(Protocol):
     """A target search (classic docs/scheduling.md#classic-preemption, or fair sharing
     docs/scheduling.md#fair-sharing-preemption) and its docs/scheduling.md#preemption-oracle
@@ -65,13 +85,7 @@ class Preemptor(Protocol):
     @property
     def admitted_by_cq(self) -> Mapping[str, Sequence[Admitted]]: ...
 
-    def find_targets(
-        self,
-        wl: WorkloadState,
-        cq: ClusterQueueInfo,
-        frs_needing: set[FlavorResource],
-        requests: FRAmounts,
-    ) -> list[Target]: ...
+    def find_targets(self, query: TargetQuery) -> list[Target]: ...
 
     def oracle(self, wl: WorkloadState, cq: ClusterQueueInfo) -> PreemptionOracle: ...
 
@@ -165,17 +179,11 @@ class OneStateSearch:
     def oracle(self, wl: WorkloadState, cq: ClusterQueueInfo) -> PreemptionOracle:
         return targets_oracle(self, self.tree, self.admitted_by_cq, wl, cq)
 
-    def find_targets(
-        self,
-        wl: WorkloadState,
-        cq: ClusterQueueInfo,
-        frs_needing: set[FlavorResource],
-        requests: FRAmounts,
-    ) -> list[Target]:
-        key = (wl.key, cq.name, frozenset(frs_needing), tuple(sorted(requests.items())))
+    def find_targets(self, query: TargetQuery) -> list[Target]:
+        key = query.key()
         found = self._answers.get(key)
         if found is None:
-            found = self._inner.find_targets(wl, cq, frs_needing, requests)
+            found = self._inner.find_targets(query)
             self._answers[key] = found
         return list(found)
 
@@ -199,7 +207,7 @@ def targets_oracle(
     CQ) or reclaim (others)."""
 
     def evaluate(fr: FlavorResource, value: int) -> GranularMode:
-        targets = search.find_targets(wl, cq, {fr}, {fr: value})
+        targets = search.find_targets(TargetQuery(wl, cq, {fr}, {fr: value}))
         if not targets:
             level, _ = tree.borrowing_level(cq.name, fr, value)
             return GranularMode(Mode.NO_CANDIDATES, level)
@@ -233,52 +241,35 @@ def no_candidates_oracle(tree: QuotaTree, cq: str) -> PreemptionOracle:
 Index = TypeVar("Index", bound=Mapping[str, Sequence[Admitted]])
 
 
+@dataclass(eq=False)
 class TargetSearch(ABC, Generic[Index]):
     """What both target searches hold, the snapshot they search (tree, admitted workloads per
     ClusterQueue, the instant, the eviction-ordering setting), and the oracle every search
     answers through (docs/scheduling.md#preemption-oracle)."""
 
-    def __init__(
-        self,
-        tree: QuotaTree,
-        admitted_by_cq: Index,
-        now: Instant,
-        eviction_ordering: bool,
-    ) -> None:
-        self.tree = tree
-        self.admitted_by_cq = admitted_by_cq
-        self.now = now
-        self.eviction_ordering = eviction_ordering
+    tree: QuotaTree
+    admitted_by_cq: Index
+    now: Instant
+    eviction_ordering: bool
 
     def oracle(self, wl: WorkloadState, cq: ClusterQueueInfo) -> PreemptionOracle:
         return targets_oracle(self, self.tree, self.admitted_by_cq, wl, cq)
 
     @abstractmethod
-    def find_targets(
-        self,
-        wl: WorkloadState,
-        cq: ClusterQueueInfo,
-        frs_needing: set[FlavorResource],
-        requests: FRAmounts,
-    ) -> list[Target]:
-        """The workloads to evict so that `wl` fits `requests` on `frs_needing`; [] when
-        no set of allowed victims makes room."""
+    def find_targets(self, query: TargetQuery) -> list[Target]:
+        """The workloads to evict so that the query's workload fits its requests on
+        `frs_needing`; [] when no set of allowed victims makes room."""
 
 
 class ClassicPreemptor(TargetSearch[AdmittedIndex]):
     """The docs/scheduling.md#classic-preemption target search for one preemptor on one snapshot."""
 
     # --------------------------------------------------------------- search
-    def find_targets(
-        self,
-        wl: WorkloadState,
-        cq: ClusterQueueInfo,
-        frs_needing: set[FlavorResource],
-        requests: FRAmounts,
-    ) -> list[Target]:
-        if self._nothing_to_preempt(wl, cq):
+    def find_targets(self, query: TargetQuery) -> list[Target]:
+        cq, frs_needing = query.cq, query.frs_needing
+        if self._nothing_to_preempt(query.wl, cq):
             return []
-        same, hierarchy, priority = self._candidates(wl, cq, frs_needing, requests)
+        same, hierarchy, priority = self._candidates(query)
         if not (same or hierarchy or priority):
             return []
         sequence = self._sequence(cq.name, hierarchy, priority, same)
@@ -297,7 +288,7 @@ class ClassicPreemptor(TargetSearch[AdmittedIndex]):
             runs = [True, False]
         for allow_borrowing in runs:
             targets = self._run(
-                cq, sequence, frs_needing, requests, allow_borrowing=allow_borrowing
+                cq, sequence, frs_needing, query.requests, allow_borrowing=allow_borrowing
             )
             if targets:
                 return targets
@@ -323,12 +314,9 @@ class ClassicPreemptor(TargetSearch[AdmittedIndex]):
         return True
 
     def _candidates(
-        self,
-        wl: WorkloadState,
-        cq: ClusterQueueInfo,
-        frs_needing: set[FlavorResource],
-        requests: FRAmounts,
+        self, query: TargetQuery
     ) -> tuple[list[_Candidate], list[_Candidate], list[_Candidate]]:
+        wl, cq, frs_needing, requests = query.wl, query.cq, query.frs_needing, query.requests
         p = wl.priority
         policy = cq.preemption
         preemptor_ts = wl.queue_order_timestamp(self.eviction_ordering)

@@ -313,29 +313,19 @@ def _query_params(op: _Operation, longpoll: bool) -> list[tuple[str, str, str]]:
     return params
 
 
+def _param(name: str, where: str, **rest: Any) -> dict[str, Any]:
+    """One parameter object; both OpenAPI versions start with the same three keys (the
+    documents are served byte for byte, so the key order is part of the output)."""
+    return {"name": name, "in": where, "description": _PARAM_DESCRIPTIONS[name], **rest}
+
+
 def _v2_operation(op: _Operation, version: str, longpoll: bool) -> dict[str, Any]:
-    params: list[dict[str, Any]] = [
-        {
-            "name": p,
-            "in": "path",
-            "description": _PARAM_DESCRIPTIONS[p],
-            "required": True,
-            "type": "string",
-            "uniqueItems": True,
-        }
-        for p in op.path_params
+    params = [
+        _param(p, "path", required=True, type="string", uniqueItems=True) for p in op.path_params
     ]
     for name, type_, fmt in _query_params(op, longpoll):
-        param: dict[str, Any] = {
-            "name": name,
-            "in": "query",
-            "description": _PARAM_DESCRIPTIONS[name],
-            "type": type_,
-            "uniqueItems": True,
-        }
-        if fmt:
-            param["format"] = fmt
-        params.append(param)
+        with_format = {"format": fmt} if fmt else {}
+        params.append(_param(name, "query", type=type_, uniqueItems=True, **with_format))
     return {
         "get": {
             "description": f"read {op.kind} of the specified object",
@@ -356,28 +346,12 @@ def _v2_operation(op: _Operation, version: str, longpoll: bool) -> dict[str, Any
 
 
 def _v3_operation(op: _Operation, version: str, longpoll: bool) -> dict[str, Any]:
-    params: list[dict[str, Any]] = [
-        {
-            "name": p,
-            "in": "path",
-            "description": _PARAM_DESCRIPTIONS[p],
-            "required": True,
-            "schema": {"type": "string"},
-        }
-        for p in op.path_params
-    ]
+    params = [_param(p, "path", required=True, schema={"type": "string"}) for p in op.path_params]
     for name, type_, fmt in _query_params(op, longpoll):
         schema: dict[str, Any] = {"type": type_}
         if fmt:
             schema["format"] = fmt
-        params.append(
-            {
-                "name": name,
-                "in": "query",
-                "description": _PARAM_DESCRIPTIONS[name],
-                "schema": schema,
-            }
-        )
+        params.append(_param(name, "query", schema=schema))
     ref = {"$ref": f"#/components/schemas/{op.model}"}
     return {
         "get": {

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from scheduler.kubeapi.client import Call
 from visibility_server.kube.transport import KubeTransport
 
 APISERVICE_PATH = "/apis/apiregistration.k8s.io/v1/apiservices/{name}"
@@ -60,7 +61,7 @@ async def read_named(
     """name → the object at `path` (a template with `{name}`), None on a 404."""
     found: dict[str, dict[str, Any] | None] = {}
     for name in names:
-        response = await transport.request("GET", path.format(name=name), timeout=timeout)
+        response = await transport.request(Call("GET", path.format(name=name), timeout=timeout))
         body = response.json()
         if response.status == 404:
             found[name] = None

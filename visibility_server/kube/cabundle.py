@@ -21,6 +21,7 @@ from prometheus_client import CollectorRegistry, Gauge
 
 from scheduler.kubeapi.errors import KubeError
 from visibility_server.kube.apiservices import ApiServiceReadError, read_apiservices
+from visibility_server.kube.periodic import check_forever
 from visibility_server.kube.transport import KubeTransport
 from visibility_server.tls.deploy import APISERVICE_NAMES, ServiceName, check_live_apiservices
 
@@ -78,9 +79,9 @@ class CaBundleCheck:
         return self.trusted
 
     async def run(self) -> None:
-        while True:
-            try:
-                await self.check_once()
-            except Exception:
-                logger.exception("event=apiservice-check-failed")
-            await asyncio.sleep(self.interval if self.trusted else self.retry_interval)
+        await check_forever(
+            self.check_once, self._pause, log=logger, failure="event=apiservice-check-failed"
+        )
+
+    async def _pause(self) -> None:
+        await asyncio.sleep(self.interval if self.trusted else self.retry_interval)

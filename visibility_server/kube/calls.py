@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Final
 
-from scheduler.kubeapi.client import KubeRest, Reply
+from scheduler.kubeapi.client import Call, KubeRest, Reply
 from scheduler.kubeapi.errors import KubeError
 from visibility_server.kube.errors import (
     SERVICE_ACCOUNT,
@@ -87,41 +87,18 @@ def configmap_endpoint(namespace: str, name: str) -> Endpoint:
     )
 
 
+@dataclass(frozen=True, eq=False)
 class ApiCaller:
     """One set of outcome rules for the SAR backend, the TokenReview client, the
     self-check and the ConfigMap reader. `who` names the identity the transport's
     credentials belong to in the errors that say what to grant it."""
 
-    def __init__(
-        self,
-        transport: KubeTransport,
-        *,
-        policy: RetryPolicy | None = None,
-        refresh_credentials: CredentialRefresher | None = None,
-        metrics: DelegatedAuthMetrics | None = None,
-        who: str = SERVICE_ACCOUNT,
-    ) -> None:
-        self._transport = transport
-        self._policy = policy or RetryPolicy()
-        self._refresh = refresh_credentials
-        self._metrics = metrics
-        self._who = who
-
-    @property
-    def transport(self) -> KubeTransport:
-        return self._transport
-
-    @property
-    def policy(self) -> RetryPolicy:
-        return self._policy
-
-    @property
-    def who(self) -> str:
-        return self._who
-
-    @property
-    def refresh_credentials(self) -> CredentialRefresher | None:
-        return self._refresh
+    transport: KubeTransport
+    _: KW_ONLY
+    policy: RetryPolicy = field(default_factory=RetryPolicy)
+    refresh_credentials: CredentialRefresher | None = None
+    metrics: DelegatedAuthMetrics | None = None
+    who: str = SERVICE_ACCOUNT
 
     async def create(self, endpoint: Endpoint, body: dict[str, Any]) -> dict[str, Any]:
         """The created review as kube-apiserver returned it (its `status` filled in)."""
@@ -136,13 +113,13 @@ class ApiCaller:
     async def _call(
         self, method: str, endpoint: Endpoint, body: dict[str, Any] | None, *, missing_ok: bool
     ) -> dict[str, Any] | None:
-        schedule = self._policy.schedule()
+        schedule = self.policy.schedule()
         refreshed = False
         while True:
             timeout = schedule.attempt_timeout()
             try:
-                response = await self._transport.request(
-                    method, endpoint.path, body=body, timeout=timeout
+                response = await self.transport.request(
+                    Call(method, endpoint.path, body=body, timeout=timeout)
                 )
             except KubeError as err:
                 problem = err.detail
@@ -151,11 +128,11 @@ class ApiCaller:
                     return self._answered(endpoint, response)
                 if response.status == 401 and not refreshed:
                     refreshed = True
-                    if self._refresh is not None:
-                        await self._refresh()
+                    if self.refresh_credentials is not None:
+                        await self.refresh_credentials()
                     continue
                 if response.status == 401:
-                    raise CredentialRejectedError(endpoint.what, self._who)
+                    raise CredentialRejectedError(endpoint.what, self.who)
                 if response.status == 403:
                     raise self._forbidden(endpoint, response)
                 if response.status == 404 and missing_ok:
@@ -173,14 +150,14 @@ class ApiCaller:
 
     def record_permitted(self, resource: str | None, permitted: bool, detail: str = "") -> None:
         """Set the permitted gauge; a change to denied is logged at ERROR once."""
-        if resource is None or self._metrics is None:
+        if resource is None or self.metrics is None:
             return
-        if self._metrics.set_permitted(resource, permitted) and not permitted:
+        if self.metrics.set_permitted(resource, permitted) and not permitted:
             logger.error(
                 "queuescope may not create %s (%s): %s",
                 resource,
                 detail or "denied",
-                auth_delegator_fix(self._who),
+                auth_delegator_fix(self.who),
             )
 
     def _answered(self, endpoint: Endpoint, response: Reply) -> dict[str, Any]:
@@ -195,7 +172,7 @@ class ApiCaller:
     def _forbidden(self, endpoint: Endpoint, response: Reply) -> DelegationForbiddenError:
         detail = response.message()
         self.record_permitted(endpoint.metric_resource, False, detail)
-        return DelegationForbiddenError(endpoint.what, endpoint.fix(self._who), detail)
+        return DelegationForbiddenError(endpoint.what, endpoint.fix(self.who), detail)
 
 
 def as_caller(api: KubeRest | KubeTransport | ApiCaller) -> ApiCaller:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from scheduler.kubeapi.backoff import Backoff
-from scheduler.kubeapi.client import KubeRest
+from scheduler.kubeapi.client import Call, KubeRest
 from scheduler.kubeapi.errors import KubeError
 from visibility_server.authn.config import (
     CLIENT_CA_KEY,
@@ -227,10 +227,12 @@ class AuthenticationConfigWatcher:
 
     async def _list(self) -> str:
         response = await self._transport.request(
-            "GET",
-            self._collection,
-            query=[("fieldSelector", self._selector)],
-            timeout=self._policy.attempt_timeout,
+            Call(
+                "GET",
+                self._collection,
+                (("fieldSelector", self._selector),),
+                timeout=self._policy.attempt_timeout,
+            )
         )
         if not response.ok:
             raise response.error()

@@ -34,6 +34,7 @@ from visibility_server.kube.metrics import (
     TOKEN_REVIEWS,
     DelegatedAuthMetrics,
 )
+from visibility_server.kube.periodic import check_forever
 from visibility_server.kube.retry import RetryPolicy
 
 logger = logging.getLogger(__name__)
@@ -124,13 +125,12 @@ class SelfCheck:
 
     async def run(self) -> None:
         """Check now, then every `interval` seconds, until cancelled."""
-        while True:
-            try:
-                await self.check_once()
-            except Exception:
-                # A bug here must not end the task, which lives as long as the server.
-                logger.exception("the delegated-auth self-check failed unexpectedly")
-            await self._policy.sleep(self._interval)
+        await check_forever(
+            self.check_once,
+            lambda: self._policy.sleep(self._interval),
+            log=logger,
+            failure="the delegated-auth self-check failed unexpectedly",
+        )
 
     async def _check(self, caller: ApiCaller, permission: Permission) -> bool | None:
         denied: list[str] = []

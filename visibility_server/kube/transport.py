@@ -1,16 +1,17 @@
 """How the delegated-auth clients talk to kube-apiserver.
 
-`KubeTransport` is the small seam they use: one JSON request with a deadline, and a watch
-stream of decoded events. `RestTransport` implements it on `KubeRest`, the client
-cluster mode uses too (scheduler/kubeapi); unit tests pass fakes. Connection failures and
-timeouts come out as `KubeError` with status 0, whatever aiohttp raised, and nothing here
-logs a request or response body: a TokenReview carries a bearer token both ways.
+`KubeTransport` is the small seam they use: one JSON request (the client's `Call`, with a
+deadline), and a watch stream of decoded events. `RestTransport` implements it on
+`KubeRest`, the client cluster mode uses too (scheduler/kubeapi); unit tests pass fakes.
+Connection failures and timeouts come out as `KubeError` with status 0, whatever aiohttp
+raised, and nothing here logs a request or response body: a TokenReview carries a bearer
+token both ways.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any, Protocol
 
 from scheduler.kubeapi.client import Call, CredentialRefresher, KubeRest, Reply
@@ -20,17 +21,9 @@ Query = Sequence[tuple[str, str]]
 
 
 class KubeTransport(Protocol):
-    async def request(
-        self,
-        method: str,
-        path: str,
-        *,
-        query: Query = (),
-        body: Mapping[str, Any] | None = None,
-        timeout: float,
-    ) -> Reply:
+    async def request(self, call: Call) -> Reply:
         """Any HTTP status comes back as a response; KubeError (status 0) when there is
-        none within `timeout` seconds."""
+        none within `call.timeout` seconds (every delegated-auth call sets one)."""
         ...
 
     def watch(self, path: str, *, query: Query, read_timeout: float) -> AsyncIterator[Any]:
@@ -47,16 +40,7 @@ class RestTransport:
     def __init__(self, rest: KubeRest) -> None:
         self._rest = rest
 
-    async def request(
-        self,
-        method: str,
-        path: str,
-        *,
-        query: Query = (),
-        body: Mapping[str, Any] | None = None,
-        timeout: float,
-    ) -> Reply:
-        call = Call(method, path, query, dict(body) if body is not None else None, timeout=timeout)
+    async def request(self, call: Call) -> Reply:
         return await self._rest.exchange(call)
 
     async def watch(self, path: str, *, query: Query, read_timeout: float) -> AsyncIterator[Any]:

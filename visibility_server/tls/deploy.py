@@ -54,6 +54,7 @@ from visibility_server.tls.errors import CertsError, CertsInputError
 from visibility_server.tls.files import (
     PUBLIC_MODE,
     CertFolder,
+    FolderFile,
     make_private_dir,
     read_certificate,
     read_certified_key,
@@ -96,17 +97,9 @@ _PATCHED_NAMES = (*CONVERTED_CRDS, *(name for _, name, _ in WEBHOOK_CONFIGURATIO
 class CertDir(CertFolder):
     """Where each file of a cluster certificate folder lives."""
 
-    @property
-    def previous_ca_cert(self) -> Path:
-        return self.root / "ca-previous.crt"
-
-    @property
-    def previous_ca_key(self) -> Path:
-        return self.root / "ca-previous.key"
-
-    @property
-    def ca_bundle_patch(self) -> Path:
-        return self.root / CA_BUNDLE_PATCH_FILE
+    previous_ca_cert = FolderFile("ca-previous.crt")
+    previous_ca_key = FolderFile("ca-previous.key")
+    ca_bundle_patch = FolderFile(CA_BUNDLE_PATCH_FILE)
 
     @property
     def rotation_in_progress(self) -> bool:

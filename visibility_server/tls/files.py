@@ -14,6 +14,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import overload
 
 from cryptography import x509
 
@@ -128,24 +129,30 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
+class FolderFile:
+    """A file of a certificate folder, named once: on an instance it is `root / name`.
+
+    The folders (:class:`CertFolder` and its subclasses) are tables of file names; this keeps
+    each entry one line instead of a property per file."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, folder: None, owner: type[CertFolder]) -> FolderFile: ...
+    @overload
+    def __get__(self, folder: CertFolder, owner: type[CertFolder]) -> Path: ...
+    def __get__(self, folder: CertFolder | None, owner: type[CertFolder]) -> FolderFile | Path:
+        return self if folder is None else folder.root / self.name
+
+
 @dataclass(frozen=True)
 class CertFolder:
     """The files every certificate folder has: the CA pair and the serving pair."""
 
     root: Path
 
-    @property
-    def ca_cert(self) -> Path:
-        return self.root / "ca.crt"
-
-    @property
-    def ca_key(self) -> Path:
-        return self.root / "ca.key"
-
-    @property
-    def tls_cert(self) -> Path:
-        return self.root / "tls.crt"
-
-    @property
-    def tls_key(self) -> Path:
-        return self.root / "tls.key"
+    ca_cert = FolderFile("ca.crt")
+    ca_key = FolderFile("ca.key")
+    tls_cert = FolderFile("tls.crt")
+    tls_key = FolderFile("tls.key")

@@ -43,6 +43,7 @@ from visibility_server.tls.errors import CertsError, CertsInputError
 from visibility_server.tls.files import (
     SECRET_MODE,
     CertFolder,
+    FolderFile,
     locked,
     make_private_dir,
     read_certified_key,
@@ -64,21 +65,10 @@ ADMIN_GROUPS: tuple[str, ...] = ("system:masters",)
 class StatePaths(CertFolder):
     """Where each file of a state folder lives."""
 
-    @property
-    def admin_cert(self) -> Path:
-        return self.root / "admin.crt"
-
-    @property
-    def admin_key(self) -> Path:
-        return self.root / "admin.key"
-
-    @property
-    def kubeconfig(self) -> Path:
-        return self.root / "kubeconfig"
-
-    @property
-    def users_dir(self) -> Path:
-        return self.root / "users"
+    admin_cert = FolderFile("admin.crt")
+    admin_key = FolderFile("admin.key")
+    kubeconfig = FolderFile("kubeconfig")
+    users_dir = FolderFile("users")
 
     def user_cert(self, user: str) -> Path:
         return self.users_dir / f"{user}.crt"

@@ -77,13 +77,20 @@ def slices_to_domains(slices: Any, at: Path, levels: int) -> Any:
     return domains
 
 
-def _level_values(level: Any, count: int, where: Path) -> list[Any]:
-    if not isinstance(level, dict) or ("universal" in level) == ("individual" in level):
+def _universal(union: Any, count: int, where: Path) -> list[Any] | None:
+    """A `{universal | individual}` union of the v1beta2 slice: exactly one must be set; the
+    universal value repeated `count` times, or None when `individual` is the one set."""
+    if not isinstance(union, dict) or ("universal" in union) == ("individual" in union):
         raise ConversionError(
             path_text(where), "exactly one of the fields in [universal individual] must be set"
         )
-    if "universal" in level:
-        return [level["universal"]] * count
+    return [union["universal"]] * count if "universal" in union else None
+
+
+def _level_values(level: Any, count: int, where: Path) -> list[Any]:
+    repeated = _universal(level, count, where)
+    if repeated is not None:
+        return repeated
     individual = level["individual"]
     roots = individual.get("roots") if isinstance(individual, dict) else None
     if not isinstance(roots, list) or len(roots) != count:
@@ -97,12 +104,9 @@ def _level_values(level: Any, count: int, where: Path) -> list[Any]:
 
 
 def _pod_counts(pods: Any, count: int, where: Path) -> list[Any]:
-    if not isinstance(pods, dict) or ("universal" in pods) == ("individual" in pods):
-        raise ConversionError(
-            path_text(where), "exactly one of the fields in [universal individual] must be set"
-        )
-    if "universal" in pods:
-        return [pods["universal"]] * count
+    repeated = _universal(pods, count, where)
+    if repeated is not None:
+        return repeated
     individual = pods["individual"]
     if not isinstance(individual, list) or len(individual) != count:
         raise ConversionError(

@@ -20,6 +20,7 @@ from scheduler.kubeapi.client import KubeRest
 from scheduler.runtime.engine import Engine
 from scheduler.runtime.kube.jobs import JobController
 from scheduler.runtime.kube.leader import LeaderElector
+from scheduler.runtime.kube.leader_io import LeaderIO
 from scheduler.runtime.kube.ratelimit import TokenBucket
 from scheduler.runtime.kube.status_writer import (
     PENDING_WINDOW,
@@ -68,19 +69,15 @@ class ClusterRuntime:
         engine.set_scheduling(False)
         self.store = KubeStore(rest, engine)
         self.limiter = TokenBucket(writes.qps, writes.burst)
-        self.jobs = JobController(rest, engine, self.store, self.limiter)
+        io = LeaderIO(rest, engine, self.store, self.limiter)
+        self.jobs = JobController(io)
         self.workload_writer = WorkloadStatusWriter(
-            rest,
-            engine,
-            self.store,
-            self.limiter,
+            io,
             WorkloadWriteSettings(
                 sweep_interval=writes.sweep_interval, pending_window=writes.pending_window
             ),
         )
-        self.queue_writer = QueueStatusWriter(
-            rest, engine, self.store, self.limiter, interval=writes.queue_status_interval
-        )
+        self.queue_writer = QueueStatusWriter(io, interval=writes.queue_status_interval)
         self._leader_tasks: list[asyncio.Task[Any]] = []
         self._campaign: asyncio.Task[None] | None = None
         self._closing = False

@@ -25,12 +25,10 @@ from scheduler.api import Job, PriorityClass, WorkloadPriorityClass
 from scheduler.api.decode import ApiError
 from scheduler.api.job import QUEUE_NAME_LABEL
 from scheduler.api.job_workload import job_to_workload
-from scheduler.kubeapi.client import KubeRest
 from scheduler.kubeapi.errors import Json, KubeError
 from scheduler.runtime.commands import Finish, PodsReady
-from scheduler.runtime.engine import Engine
 from scheduler.runtime.kube.decode import decode_live
-from scheduler.runtime.kube.ratelimit import TokenBucket
+from scheduler.runtime.kube.leader_io import LeaderIO
 from scheduler.runtime.kube.records import EMPTY_TEMPLATE, Cached, WorkloadRecord
 from scheduler.runtime.kube.resources import (
     JOBS,
@@ -41,7 +39,6 @@ from scheduler.runtime.kube.resources import (
     Resource,
     object_key,
 )
-from scheduler.runtime.kube.store import KubeStore
 
 log = logging.getLogger(__name__)
 
@@ -145,25 +142,14 @@ def _map_patch(current: dict[str, str], wanted: dict[str, str]) -> dict[str, str
 
 
 class JobController:
-    def __init__(
-        self,
-        rest: KubeRest,
-        engine: Engine,
-        store: KubeStore,
-        limiter: TokenBucket,
-        *,
-        retry_delay: float = 1.0,
-    ) -> None:
-        self.rest = rest
-        self.engine = engine
-        self.store = store
-        self.limiter = limiter
+    def __init__(self, io: LeaderIO, *, retry_delay: float = 1.0) -> None:
+        self.io = io
         self.retry_delay = retry_delay
         self.stats = JobStats()
         self._queue: asyncio.Queue[str] = asyncio.Queue()
         self._queued: set[str] = set()
         self._by_job_uid: dict[str, str] = {}  # job uid -> workload key
-        store.subscribe(self.on_change)
+        io.store.subscribe(self.on_change)
 
     # -- events ----------------------------------------------------------------------
     def on_change(self, resource: Resource, new: Cached | None, old: Cached | None) -> None:
@@ -176,7 +162,7 @@ class JobController:
             self.enqueue(object_key(obj))
         elif resource.kind in (WORKLOAD_PRIORITY_CLASSES.kind, PRIORITY_CLASSES.kind):
             # A Job naming a class that did not exist yet got no Workload: try again.
-            for job in self.store.items(JOBS):
+            for job in self.io.store.items(JOBS):
                 if str((job.get("metadata") or {}).get("uid", "")) not in self._by_job_uid:
                     self.enqueue(object_key(job))
 
@@ -199,7 +185,7 @@ class JobController:
 
     async def run(self) -> None:
         """Reconcile until cancelled; every known Job once at the start."""
-        for job in self.store.items(JOBS):
+        for job in self.io.store.items(JOBS):
             self.enqueue(object_key(job))
         while True:
             key = await self._queue.get()
@@ -215,7 +201,7 @@ class JobController:
     # -- reconcile -------------------------------------------------------------------
     async def reconcile(self, key: str) -> None:
         namespace, _, name = key.partition("/")
-        job = self.store.get(JOBS, key)
+        job = self.io.store.get(JOBS, key)
         if job is None:
             await self._delete_orphans(namespace, name)
             return
@@ -224,7 +210,7 @@ class JobController:
             return
         uid = str((job.get("metadata") or {}).get("uid", ""))
         wl_key = self._by_job_uid.get(uid)
-        workload = self.store.workload(wl_key) if wl_key else None
+        workload = self.io.store.workload(wl_key) if wl_key else None
         suspended = bool((job.get("spec") or {}).get("suspend", False))
         finished, failed = _job_finished(job)
         if workload is None:
@@ -235,10 +221,10 @@ class JobController:
             await self._create_workload(job)
             return
         wl_key = workload.key
-        core = self.engine.scheduler.workload(wl_key)
+        core = self.io.engine.scheduler.workload(wl_key)
         if finished:
             if workload.condition("Finished") is None and core is not None and not core.finished:
-                self.engine.submit(Finish(wl_key, failed=failed))
+                self.io.engine.submit(Finish(wl_key, failed=failed))
             return
         if _admitted(workload):
             if suspended:
@@ -249,7 +235,7 @@ class JobController:
                 and core is not None
                 and not core.conditions.is_true("PodsReady")
             ):
-                self.engine.submit(PodsReady(wl_key))
+                self.io.engine.submit(PodsReady(wl_key))
         elif not suspended:
             # The template of a running Job is immutable: suspend first, restore the
             # template once the Job is suspended (the next reconcile).
@@ -277,15 +263,15 @@ class JobController:
         body.pop("status", None)
         meta = body["metadata"]
         meta.pop("creationTimestamp", None)
-        await self.limiter.acquire()
+        await self.io.limiter.acquire()
         try:
-            created = await self.rest.create(WORKLOADS.collection(meta["namespace"]), body)
+            created = await self.io.rest.create(WORKLOADS.collection(meta["namespace"]), body)
         except KubeError as err:
             if err.status != 409:  # AlreadyExists: the watch has not shown it yet
                 raise
             return
         self.stats.workloads_created += 1
-        self.store.observe(WORKLOADS, created)
+        self.io.store.observe(WORKLOADS, created)
 
     def priority_classes(
         self,
@@ -301,7 +287,7 @@ class JobController:
 
     def _decoded(self, resource: Resource, model: type[Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        for raw in self.store.items(resource):
+        for raw in self.io.store.items(resource):
             try:
                 obj = decode_live(raw, source=resource.plural)
             except ApiError:
@@ -316,7 +302,7 @@ class JobController:
         tolerations: list[Json] = []
         for assignment in (workload.status or {}).get("admission", {}).get("podSetAssignments", []):
             for flavor in sorted(set((assignment.get("flavors") or {}).values())):
-                rf = self.store.get(RESOURCE_FLAVORS, flavor) or {}
+                rf = self.io.store.get(RESOURCE_FLAVORS, flavor) or {}
                 spec = rf.get("spec") or {}
                 labels.update(spec.get("nodeLabels") or {})
                 for t in spec.get("tolerations") or []:
@@ -384,9 +370,9 @@ class JobController:
         }
         if template_patch:
             patch["spec"]["template"] = template_patch
-        await self.limiter.acquire()
-        result = await self.rest.merge_patch(JOBS.item(meta["name"], meta["namespace"]), patch)
-        self.store.observe(JOBS, result)
+        await self.io.limiter.acquire()
+        result = await self.io.rest.merge_patch(JOBS.item(meta["name"], meta["namespace"]), patch)
+        self.io.store.observe(JOBS, result)
         if suspend:
             self.stats.suspended += 1
         else:
@@ -407,11 +393,11 @@ class JobController:
             "metadata": {"resourceVersion": meta["resourceVersion"]},
             "status": {"startTime": None},
         }
-        await self.limiter.acquire()
-        result = await self.rest.merge_patch(
+        await self.io.limiter.acquire()
+        result = await self.io.rest.merge_patch(
             JOBS.item(meta["name"], meta["namespace"], "status"), patch
         )
-        self.store.observe(JOBS, result)
+        self.io.store.observe(JOBS, result)
         log.info("event=job-start-time-reset job=%s/%s", meta["namespace"], meta["name"])
         return result
 
@@ -436,13 +422,13 @@ class JobController:
     async def _delete_orphans(self, namespace: str, job_name: str) -> None:
         """A deleted Job takes its Workload along (the garbage collector would, through
         the owner reference; doing it here also works where none runs)."""
-        for workload in self.store.workloads():
+        for workload in self.io.store.workloads():
             if workload.namespace != namespace:
                 continue
             if any(r.kind == "Job" and r.name == job_name for r in workload.owners):
-                await self.limiter.acquire()
+                await self.io.limiter.acquire()
                 try:
-                    await self.rest.delete(WORKLOADS.item(workload.name, namespace))
+                    await self.io.rest.delete(WORKLOADS.item(workload.name, namespace))
                 except KubeError as err:
                     if err.status != 404:
                         raise

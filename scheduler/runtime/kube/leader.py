@@ -83,11 +83,8 @@ class LeaderElector:
         self.namespace = lease.namespace
         self.name = lease.name
         self.identity = identity
-        self.lease_duration = timing.lease_duration
-        self.renew_deadline = timing.renew_deadline
-        self.retry_period = timing.retry_period
-        self._monotonic = clocks.monotonic
-        self._wall = clocks.wall
+        self.timing = timing
+        self.clocks = clocks
         self.leading = False
         self.changed = asyncio.Event()  # set on every leadership change
         self.transitions = 0
@@ -121,16 +118,19 @@ class LeaderElector:
                 await self.try_acquire_or_renew()
             except KubeError as err:
                 log.warning("event=lease-error error=%s", err)
-            if self.leading and self._monotonic() - self._last_renew > self.renew_deadline:
+            if (
+                self.leading
+                and self.clocks.monotonic() - self._last_renew > self.timing.renew_deadline
+            ):
                 log.error("event=lease-renew-deadline-exceeded identity=%s", self.identity)
                 self._set_leading(False)
-            await asyncio.sleep(self.retry_period)
+            await asyncio.sleep(self.timing.retry_period)
 
     def _spec(self, *, transitions: int, acquire: str | None) -> Json:
-        now = micro_time(self._wall())
+        now = micro_time(self.clocks.wall())
         spec: Json = {
             "holderIdentity": self.identity,
-            "leaseDurationSeconds": int(self.lease_duration),
+            "leaseDurationSeconds": int(self.timing.lease_duration),
             "renewTime": now,
             "leaseTransitions": transitions,
         }
@@ -164,10 +164,10 @@ class LeaderElector:
         meta: Json = lease.get("metadata") or {}
         holder = str(spec.get("holderIdentity") or "")
         record = (holder, str(spec.get("renewTime") or ""), str(meta.get("resourceVersion", "")))
-        now = self._monotonic()
+        now = self.clocks.monotonic()
         if record[:2] != (self._observed or ("", "", ""))[:2]:
             self._observed, self._observed_at = record, now
-        duration = float(spec.get("leaseDurationSeconds") or self.lease_duration)
+        duration = float(spec.get("leaseDurationSeconds") or self.timing.lease_duration)
         mine = holder == self.identity
         expired = not holder or now - self._observed_at > duration
         if not mine and not expired:
@@ -194,7 +194,7 @@ class LeaderElector:
         return True
 
     def _renewed(self) -> None:
-        self._last_renew = self._monotonic()
+        self._last_renew = self.clocks.monotonic()
         # A round that began before `release` and won its write must not lead again;
         # `release` reads the Lease after it and gives it up.
         self._set_leading(not self.resigned)
@@ -215,7 +215,7 @@ class LeaderElector:
                 **spec,
                 "holderIdentity": "",
                 "leaseDurationSeconds": 1,
-                "renewTime": micro_time(self._wall()),
+                "renewTime": micro_time(self.clocks.wall()),
             }
             await self.rest.replace(self.path, lease)
             log.info("event=lease-released identity=%s", self.identity)

@@ -31,14 +31,11 @@ from dataclasses import dataclass
 
 from scheduler.core.queue_status import QueueStatusTracker
 from scheduler.core.status import cluster_queue_status, local_queue_status, workload_status
-from scheduler.kubeapi.client import KubeRest
 from scheduler.kubeapi.errors import Json, KubeError
-from scheduler.runtime.engine import Engine
+from scheduler.runtime.kube.leader_io import LeaderIO
 from scheduler.runtime.kube.normalize import same_status
-from scheduler.runtime.kube.ratelimit import TokenBucket
 from scheduler.runtime.kube.records import WorkloadRecord
 from scheduler.runtime.kube.resources import CLUSTER_QUEUES, LOCAL_QUEUES, WORKLOADS, Resource
-from scheduler.runtime.kube.store import KubeStore
 from scheduler.runtime.kube.write_rule import DECIDE, DECISION, NOTHING, Verdict, judge
 from scheduler.runtime.stepclock import TimeBox
 
@@ -82,21 +79,10 @@ class WorkloadWriteSettings:
 
 class WorkloadStatusWriter:
     def __init__(
-        self,
-        rest: KubeRest,
-        engine: Engine,
-        store: KubeStore,
-        limiter: TokenBucket,
-        settings: WorkloadWriteSettings = WorkloadWriteSettings(),
+        self, io: LeaderIO, settings: WorkloadWriteSettings = WorkloadWriteSettings()
     ) -> None:
-        self.rest = rest
-        self.engine = engine
-        self.store = store
-        self.limiter = limiter
-        self.workers = settings.workers
-        self.sweep_interval = settings.sweep_interval
-        self.retry_delay = settings.retry_delay
-        self.pending_window = settings.pending_window
+        self.io = io
+        self.settings = settings
         self.stats = WriterStats()
         # (rank, arrival, key): decisions rank -1, pending conditions their position.
         self._heap: list[tuple[int, int, str]] = []
@@ -137,22 +123,22 @@ class WorkloadStatusWriter:
         await self._drained.wait()
 
     def _position(self, key: str) -> int | None:
-        queues = self.engine.scheduler.queues
+        queues = self.io.engine.scheduler.queues
         cq = queues.locate(key)
         queue = queues.queue(cq) if cq is not None else None
         return queue.position(key) if queue is not None else None
 
     def _verdict(self, key: str) -> tuple[Verdict, int, WorkloadRecord | None, Json | None]:
         """(the verdict, its rank, the server's record, the status the core wants)."""
-        wl = self.engine.scheduler.workload(key)
-        server = self.store.workload(key)
+        wl = self.io.engine.scheduler.workload(key)
+        server = self.io.store.workload(key)
         if wl is None or server is None:
             return NOTHING, DECISION, None, None
         desired = workload_status(wl)
         if server.active != wl.active:
             return DECIDE, DECISION, server, desired
         position = self._position(key)
-        verdict = judge(desired, server.status, position, self.pending_window)
+        verdict = judge(desired, server.status, position, self.settings.pending_window)
         rank = (position or 0) if verdict.pending_only else DECISION
         return verdict, rank, server, desired
 
@@ -188,21 +174,21 @@ class WorkloadStatusWriter:
         async with asyncio.TaskGroup() as group:
             group.create_task(self._feed(), name="status-feed")
             group.create_task(self._sweep(), name="status-sweep")
-            for i in range(self.workers):
+            for i in range(self.settings.workers):
                 group.create_task(self._work(), name=f"status-writer-{i}")
 
     async def _feed(self) -> None:
         while True:
-            keys = list(self.engine.take_touched())
+            keys = list(self.io.engine.take_touched())
             if keys:
                 await self._plan(keys)
             else:
-                await self.engine.touched_event.wait()
+                await self.io.engine.touched_event.wait()
 
     async def _sweep(self) -> None:
         while True:
-            await asyncio.sleep(self.sweep_interval)
-            await self._plan(list(self.engine.scheduler.objects.workloads))
+            await asyncio.sleep(self.settings.sweep_interval)
+            await self._plan(list(self.io.engine.scheduler.objects.workloads))
 
     async def _work(self) -> None:
         while True:
@@ -217,7 +203,9 @@ class WorkloadStatusWriter:
             except KubeError as err:
                 self.stats.errors += 1
                 log.warning("event=status-write-failed workload=%s error=%s", key, err)
-                asyncio.get_running_loop().call_later(self.retry_delay, self.enqueue, (key,))
+                asyncio.get_running_loop().call_later(
+                    self.settings.retry_delay, self.enqueue, (key,)
+                )
             finally:
                 self._inflight -= 1
                 if not self._heap and self._inflight == 0:
@@ -235,34 +223,34 @@ class WorkloadStatusWriter:
             # The server's check states may be a controller's write that the engine has
             # not taken in yet: writing now would put the core's older states over it
             # (docs/scheduling.md#admission-checks). Let the engine take them first.
-            await self.engine.flush()
+            await self.io.engine.flush()
             verdict, _, server, desired = self._verdict(key)
         if not verdict.write or server is None or desired is None:
             self._count_unwritten(verdict)
             return False
         namespace, name = _split(key)
-        wl = self.engine.scheduler.objects.workloads[key]
+        wl = self.io.engine.scheduler.objects.workloads[key]
         wrote = False
         try:
             if server.active != wl.active:
                 # Deactivation is a spec change (docs/scheduling.md#deactivation): a normal update,
                 # not status.
-                await self.limiter.acquire()
+                await self.io.limiter.acquire()
                 patch = {
                     "metadata": {"resourceVersion": server.resource_version},
                     "spec": {"active": wl.active},
                 }
-                patched = await self.rest.merge_patch(WORKLOADS.item(name, namespace), patch)
-                self.store.observe(WORKLOADS, patched)
+                patched = await self.io.rest.merge_patch(WORKLOADS.item(name, namespace), patch)
+                self.io.store.observe(WORKLOADS, patched)
                 server = WorkloadRecord.of(patched)
                 wrote = True
             if not same_status(desired, server.status):
-                await self.limiter.acquire()
+                await self.io.limiter.acquire()
                 # The status subresource takes only the status (and the precondition).
-                result = await self.rest.replace(
+                result = await self.io.rest.replace(
                     WORKLOADS.item(name, namespace, "status"), server.status_body(desired)
                 )
-                self.store.observe(WORKLOADS, result)
+                self.io.store.observe(WORKLOADS, result)
                 wrote = True
         except KubeError as err:
             if err.status == 404:
@@ -270,8 +258,8 @@ class WorkloadStatusWriter:
             if err.status != 409:
                 raise
             self.stats.conflicts += 1
-            fresh = await self.rest.get(WORKLOADS.item(name, namespace))
-            self.store.observe(WORKLOADS, fresh)
+            fresh = await self.io.rest.get(WORKLOADS.item(name, namespace))
+            self.io.store.observe(WORKLOADS, fresh)
             self.enqueue((key,))
             return False
         if wrote:
@@ -284,20 +272,9 @@ class WorkloadStatusWriter:
 class QueueStatusWriter:
     """ClusterQueue and LocalQueue status, at most once per update interval."""
 
-    def __init__(
-        self,
-        rest: KubeRest,
-        engine: Engine,
-        store: KubeStore,
-        limiter: TokenBucket,
-        *,
-        interval: float | None = None,
-    ) -> None:
-        s = engine.scheduler
-        self.rest = rest
-        self.engine = engine
-        self.store = store
-        self.limiter = limiter
+    def __init__(self, io: LeaderIO, *, interval: float | None = None) -> None:
+        s = io.engine.scheduler
+        self.io = io
         visibility = s.config.queue_visibility
         self.interval = (
             interval
@@ -313,31 +290,41 @@ class QueueStatusWriter:
             await asyncio.sleep(self.interval)
 
     async def write_all(self) -> int:
-        s = self.engine.scheduler
+        s = self.io.engine.scheduler
         self.tracker.snapshot(s, s.now())
         written = 0
-        for name in sorted(s.objects.cluster_queues):
-            status = cluster_queue_status(s, name)
-            visible = self.tracker.cluster_queue_json(name)
-            if visible is not None:
-                status["pendingWorkloadsStatus"] = visible
-            written += await self._write(CLUSTER_QUEUES, name, status)
-        for key in sorted(s.objects.local_queues):
-            status = local_queue_status(s, key)
-            visible = self.tracker.local_queue_json(key)
-            if visible is not None:
-                status["pendingWorkloadsStatus"] = visible
-            written += await self._write(LOCAL_QUEUES, key, status)
+        # Per kind: the resource, its keys, its status, and its KEP-168 pending heads.
+        kinds = (
+            (
+                CLUSTER_QUEUES,
+                s.objects.cluster_queues,
+                cluster_queue_status,
+                self.tracker.cluster_queue_json,
+            ),
+            (
+                LOCAL_QUEUES,
+                s.objects.local_queues,
+                local_queue_status,
+                self.tracker.local_queue_json,
+            ),
+        )
+        for resource, keys, render, pending_heads in kinds:
+            for key in sorted(keys):
+                status = render(s, key)
+                visible = pending_heads(key)
+                if visible is not None:
+                    status["pendingWorkloadsStatus"] = visible
+                written += await self._write(resource, key, status)
         return written
 
     async def _write(self, resource: Resource, key: str, desired: Json) -> int:
-        server = self.store.get(resource, key)
+        server = self.io.store.get(resource, key)
         if server is None or same_status(desired, server.get("status")):
             return 0
         namespace, name = _split(key) if resource.namespaced else (None, key)
-        await self.limiter.acquire()
+        await self.io.limiter.acquire()
         try:
-            result = await self.rest.replace(
+            result = await self.io.rest.replace(
                 resource.item(name, namespace, "status"), {**server, "status": desired}
             )
         except KubeError as err:
@@ -348,6 +335,6 @@ class QueueStatusWriter:
                     "event=queue-status-write-failed %s=%s error=%s", resource.kind, key, err
                 )
             return 0  # the watch brings the newer object; the next round retries
-        self.store.observe(resource, result)
+        self.io.store.observe(resource, result)
         self.stats.writes += 1
         return 1

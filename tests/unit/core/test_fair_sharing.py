@@ -31,6 +31,7 @@ from scheduler.core.preemption import (
     Admitted,
     AdmittedIndex,
     Target,
+    TargetQuery,
 )
 from scheduler.core.quota import NodeRef, QuotaTree, ResourceQuota
 from scheduler.core.resources import FlavorResource, FRAmounts
@@ -405,7 +406,9 @@ class World:
         strategies: tuple[str, ...] = DEFAULT_STRATEGIES,
     ) -> list[Target]:
         before = tree_state(self.tree)
-        targets = self.preemptor(strategies).find_targets(wl, info, set(requests), dict(requests))
+        targets = self.preemptor(strategies).find_targets(
+            TargetQuery(wl, info, set(requests), dict(requests))
+        )
         assert tree_state(self.tree) == before, "the snapshot must be restored exactly"
         return targets
 
@@ -681,7 +684,7 @@ def test_works_with_the_cycles_admitted_index() -> None:
     before = tree_state(w.tree)
     p = make_wl("p", priority=5)
     # c borrows 2 (and its workload sorts first) but is inactive: only b1 is a candidate.
-    assert fp.find_targets(p, cq_info("a", "team"), {CPU}, {CPU: 6}) == [
+    assert fp.find_targets(TargetQuery(p, cq_info("a", "team"), {CPU}, {CPU: 6})) == [
         Target("ns/b1", "b", IN_COHORT_FAIR_SHARING)
     ]
     assert fp.oracle(p, cq_info("a", "team"))(CPU, 6) == GranularMode(Mode.RECLAIM, 0)

@@ -84,6 +84,7 @@ from scheduler.core.preemption import (
     AdmittedIndex,
     ClassicPreemptor,
     Target,
+    TargetQuery,
 )
 from scheduler.core.quota import NodeRef, QuotaTree
 from scheduler.core.scheduler import CycleStats, Scheduler
@@ -692,12 +693,10 @@ class Probe:
     def search(
         self,
         preemptor: ClassicPreemptor | FairPreemptor,
-        inner: Callable[[WorkloadState, ClusterQueueInfo, set[FR], dict[FR, int]], list[Target]],
-        wl: WorkloadState,
-        cq: ClusterQueueInfo,
-        frs: set[FR],
-        requests: dict[FR, int],
+        inner: Callable[[TargetQuery], list[Target]],
+        query: TargetQuery,
     ) -> list[Target]:
+        wl, cq, frs, requests = query.wl, query.cq, query.frs_needing, query.requests
         tree = preemptor.tree
         before = tree_state(tree)
         ledger = {c.name: tree.node_usages(NodeRef.cq(c.name)) for c in self.spec.cqs}
@@ -707,7 +706,7 @@ class Probe:
         assert ledger == {c.name: live.get(c.name, {}) for c in self.spec.cqs}
         if isinstance(preemptor, ClassicPreemptor):
             preemptor.last_borrowing = None  # type: ignore[attr-defined]
-        targets = inner(wl, cq, frs, requests)
+        targets = inner(query)
         assert tree_state(tree) == before, "the target search changed the snapshot"
         borrowing: bool | None = True
         if isinstance(preemptor, ClassicPreemptor):
@@ -825,14 +824,8 @@ def recording_classes(probe: Probe) -> tuple[type[ClassicPreemptor], type[FairPr
     class RecordingClassic(ClassicPreemptor):
         last_borrowing: bool | None = None
 
-        def find_targets(
-            self,
-            wl: WorkloadState,
-            cq: ClusterQueueInfo,
-            frs_needing: set[FR],
-            requests: dict[FR, int],
-        ) -> list[Target]:
-            return probe.search(self, super().find_targets, wl, cq, frs_needing, requests)
+        def find_targets(self, query: TargetQuery) -> list[Target]:
+            return probe.search(self, super().find_targets, query)
 
         def _run(self, *args: Any, allow_borrowing: bool, **kwargs: Any) -> list[Target]:
             out = super()._run(*args, allow_borrowing=allow_borrowing, **kwargs)
@@ -844,14 +837,8 @@ def recording_classes(probe: Probe) -> tuple[type[ClassicPreemptor], type[FairPr
             return guarded_oracle(self.tree, super().oracle(wl, cq))
 
     class RecordingFair(FairPreemptor):
-        def find_targets(
-            self,
-            wl: WorkloadState,
-            cq: ClusterQueueInfo,
-            frs_needing: set[FR],
-            requests: dict[FR, int],
-        ) -> list[Target]:
-            return probe.search(self, super().find_targets, wl, cq, frs_needing, requests)
+        def find_targets(self, query: TargetQuery) -> list[Target]:
+            return probe.search(self, super().find_targets, query)
 
         def oracle(self, wl: WorkloadState, cq: ClusterQueueInfo) -> Any:
             return guarded_oracle(self.tree, super().oracle(wl, cq))
@@ -910,7 +897,7 @@ def direct_searches(
             assert tree_state(snapshot) == before, "flavor assignment changed the snapshot"
             if assignment.mode == PREEMPT:
                 preemptor.find_targets(
-                    wl, cq, assignment.frs_needing_preemption(), assignment.usage()
+                    TargetQuery(wl, cq, assignment.frs_needing_preemption(), assignment.usage())
                 )
                 searched += 1
     return searched

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from starlette.requests import Request
@@ -91,20 +92,16 @@ def _invalid(error: DryRunError, name: str) -> StatusError:
     return StatusError(422, "Invalid", error.message, details)
 
 
+@dataclass(frozen=True, eq=False)
 class _WhatIfEndpoint:
-    def __init__(
-        self,
-        server: VisibilityServer,
-        version: str,
-        backend: WhatIfBackend,
-        limiter: UserRateLimiter,
-        max_body: int,
-    ) -> None:
-        self._server = server
-        self._version = version
-        self._backend = backend
-        self._limiter = limiter
-        self._max_body = max_body
+    """The what-if subresource of one API version: `backend` answers, `limiter` bounds each
+    user's rate, and a body larger than `max_body` bytes is refused unread."""
+
+    server: VisibilityServer
+    version: str
+    backend: WhatIfBackend
+    limiter: UserRateLimiter
+    max_body: int
 
     async def serve(self, request: Request) -> Response:
         info = info_of(request.scope)
@@ -115,34 +112,34 @@ class _WhatIfEndpoint:
             raise status.not_acceptable()
         body = await self._read_body(request)
         user = user_of(request.scope)
-        wait = self._limiter.take(user.name)
+        wait = self.limiter.take(user.name)
         if wait > 0:
-            raise _rate_limited(wait, self._limiter.limit.rate)
-        snapshot = self._server.config.snapshot()
+            raise _rate_limited(wait, self.limiter.limit.rate)
+        snapshot = self.server.config.snapshot()
         if not snapshot.synced:
             raise status.not_synced()
         namespace, name = request.path_params["namespace"], request.path_params["name"]
-        if not self._backend.local_queue_exists(namespace, name):
+        if not self.backend.local_queue_exists(namespace, name):
             raise status.object_not_found("localqueue", name)
-        decode = self._backend.decoder(namespace, name)
+        decode = self.backend.decoder(namespace, name)
         try:
             prepared = await asyncio.to_thread(decode, body)
         except DryRunError as err:
             raise _invalid(err, name) from None
-        answer = self._backend.answer(prepared)
+        answer = self.backend.answer(prepared)
         document = await self._document(answer, user, snapshot)
         return _render(document, media, info.pretty)
 
     async def _read_body(self, request: Request) -> bytes:
         declared = request.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > self._max_body:
-            raise _too_large(self._max_body)
+        if declared.isdigit() and int(declared) > self.max_body:
+            raise _too_large(self.max_body)
         chunks: list[bytes] = []
         size = 0
         async for chunk in request.stream():
             size += len(chunk)
-            if size > self._max_body:
-                raise _too_large(self._max_body)
+            if size > self.max_body:
+                raise _too_large(self.max_body)
             chunks.append(chunk)
         return b"".join(chunks)
 
@@ -154,14 +151,14 @@ class _WhatIfEndpoint:
         shown = [v for v in victims if await self._may_list(user, v["namespace"])]
         document: dict[str, Any] = {
             "kind": WHATIF_KIND,
-            "apiVersion": f"{GROUP_PATH.removeprefix('/apis/')}/{self._version}",
+            "apiVersion": f"{GROUP_PATH.removeprefix('/apis/')}/{self.version}",
             "metadata": {},
             **answer,
             "evaluatedAt": rfc3339_seconds(evaluated),
         }
         if victims:
             document["preemption"] = {"victims": shown, "hiddenVictims": len(victims) - len(shown)}
-        estimate = estimated_start(answer, snapshot, evaluated, self._server.config.forecasts)
+        estimate = estimated_start(answer, snapshot, evaluated, self.server.config.forecasts)
         if estimate is not None:
             document["estimatedStart"] = estimate
         return document
@@ -176,7 +173,7 @@ class _WhatIfEndpoint:
             version="v1beta2",
             resource="workloads",
         )
-        return await self._server.allowed(user, attrs)
+        return await self.server.allowed(user, attrs)
 
 
 def estimated_start(

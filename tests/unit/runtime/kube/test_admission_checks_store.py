@@ -9,6 +9,7 @@ import copy
 
 from scheduler.kubeapi.errors import Json
 from scheduler.runtime.commands import ApplyObject
+from scheduler.runtime.kube.leader_io import LeaderIO
 from scheduler.runtime.kube.ratelimit import TokenBucket
 from scheduler.runtime.kube.records import WorkloadRecord
 from scheduler.runtime.kube.resources import ADMISSION_CHECKS, CLUSTER_QUEUES, WORKLOADS
@@ -173,7 +174,7 @@ async def test_the_writer_never_puts_the_cores_older_states_over_a_controllers_w
     seed_checked_cluster(fake, active=True)
     store, engine = await synced_store(fake)
     store.set_leading(True)
-    writer = WorkloadStatusWriter(fake.rest, engine, store, TokenBucket(1000, 1000))
+    writer = WorkloadStatusWriter(LeaderIO(fake.rest, engine, store, TokenBucket(1000, 1000)))
     admit_in_core(engine)
     assert await writer.write(KEY)  # the reservation, the check Pending
     written = fake.stored(WORKLOADS, KEY)

@@ -15,6 +15,7 @@ from scheduler.api.job import JOB_UID_LABEL, QUEUE_NAME_LABEL
 from scheduler.kubeapi.errors import Json
 from scheduler.runtime.commands import Finish, PodsReady
 from scheduler.runtime.kube.jobs import JobController
+from scheduler.runtime.kube.leader_io import LeaderIO
 from scheduler.runtime.kube.ratelimit import TokenBucket
 from scheduler.runtime.kube.resources import (
     JOBS,
@@ -95,8 +96,8 @@ async def cluster(**job_spec: Any) -> Cluster:
     store, engine = await synced_store(fake)
     store.set_leading(True)
     limiter = FreeBucket()
-    controller = JobController(fake.rest, engine, store, limiter, retry_delay=0.0)
-    writer = WorkloadStatusWriter(fake.rest, engine, store, limiter)
+    controller = JobController(LeaderIO(fake.rest, engine, store, limiter), retry_delay=0.0)
+    writer = WorkloadStatusWriter(LeaderIO(fake.rest, engine, store, limiter))
     raw = job("team", "j", "main")
     pod = raw["spec"]["template"]["spec"]
     pod["nodeSelector"] = {"own": "x"}

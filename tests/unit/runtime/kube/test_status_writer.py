@@ -12,6 +12,7 @@ import pytest
 from scheduler.core.cycle import run_cycle
 from scheduler.core.status import workload_status
 from scheduler.runtime.commands import ApplyObject, SetActive
+from scheduler.runtime.kube.leader_io import LeaderIO
 from scheduler.runtime.kube.ratelimit import TokenBucket
 from scheduler.runtime.kube.resources import CLUSTER_QUEUES, LOCAL_QUEUES, WORKLOADS
 from scheduler.runtime.kube.status_writer import (
@@ -67,10 +68,7 @@ def writer_for(
     sweep_interval: float = 3600.0,
 ) -> WorkloadStatusWriter:
     return WorkloadStatusWriter(
-        fake.rest,
-        engine,
-        store,
-        limiter,
+        LeaderIO(fake.rest, engine, store, limiter),
         WorkloadWriteSettings(retry_delay=retry_delay, sweep_interval=sweep_interval),
     )
 
@@ -246,7 +244,7 @@ async def test_queue_status_is_written_where_it_differs() -> None:
     store.set_leading(True)
     assert admit_in_core(engine) == [KEY]
     limiter = CountingBucket()
-    writer = QueueStatusWriter(fake.rest, engine, store, limiter)
+    writer = QueueStatusWriter(LeaderIO(fake.rest, engine, store, limiter))
     assert writer.interval == 7
     assert await writer.write_all() == 2
     paths = [p for _, p, _ in fake.writes()]
@@ -274,7 +272,7 @@ async def test_queue_status_conflicts_and_errors_wait_for_the_next_round(
     fake = FakeKube()
     seed_cluster(fake)
     store, engine = await synced_store(fake)
-    writer = QueueStatusWriter(fake.rest, engine, store, CountingBucket())
+    writer = QueueStatusWriter(LeaderIO(fake.rest, engine, store, CountingBucket()))
     assert writer.interval == 5  # no queueVisibility configured
     caplog.set_level(logging.WARNING, logger="scheduler.runtime.kube.status_writer")
     fake.fail("PUT", CLUSTER_QUEUES.item("cq", subresource="status"), status_error(409))
@@ -308,7 +306,8 @@ async def pending_cluster(workloads: int) -> tuple[FakeKube, KubeStore, Recordin
 async def test_pending_conditions_go_nearest_the_head_first_within_the_window() -> None:
     fake, store, engine = await pending_cluster(6)
     writer = WorkloadStatusWriter(
-        fake.rest, engine, store, CountingBucket(), WorkloadWriteSettings(pending_window=4)
+        LeaderIO(fake.rest, engine, store, CountingBucket()),
+        WorkloadWriteSettings(pending_window=4),
     )
     # Announced in reverse order; queued in queue order; the two beyond the window wait.
     writer.enqueue([f"team/w{i}" for i in range(6, 0, -1)])
@@ -323,7 +322,7 @@ async def test_pending_conditions_go_nearest_the_head_first_within_the_window() 
 
 async def test_a_restart_over_unchanged_pending_workloads_writes_nothing() -> None:
     fake, store, engine = await pending_cluster(3)
-    writer = WorkloadStatusWriter(fake.rest, engine, store, CountingBucket())
+    writer = WorkloadStatusWriter(LeaderIO(fake.rest, engine, store, CountingBucket()))
     for key in sorted(engine.scheduler.objects.workloads):
         assert await writer.write(key)
     # A new leader: the core is rebuilt from what the server holds, and the cycles
@@ -332,7 +331,7 @@ async def test_a_restart_over_unchanged_pending_workloads_writes_nothing() -> No
     store2.set_leading(True)
     while run_cycle(engine2.scheduler).ran:
         pass
-    writer2 = WorkloadStatusWriter(fake.rest, engine2, store2, CountingBucket())
+    writer2 = WorkloadStatusWriter(LeaderIO(fake.rest, engine2, store2, CountingBucket()))
     writer2.enqueue(sorted(engine2.scheduler.objects.workloads))
     assert writer2.queued() == []
     assert writer2.stats.skipped == 3
@@ -342,7 +341,8 @@ async def test_a_restart_over_unchanged_pending_workloads_writes_nothing() -> No
 async def test_a_decision_beyond_the_window_goes_before_pending_conditions() -> None:
     fake, store, engine = await pending_cluster(5)
     writer = WorkloadStatusWriter(
-        fake.rest, engine, store, CountingBucket(), WorkloadWriteSettings(pending_window=2)
+        LeaderIO(fake.rest, engine, store, CountingBucket()),
+        WorkloadWriteSettings(pending_window=2),
     )
     engine.submit(SetActive("team/w5", False))
     engine.apply_pending()

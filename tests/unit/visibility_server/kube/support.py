@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from scheduler.kubeapi.client import Call as RestCall
 from scheduler.kubeapi.client import Reply
 from scheduler.kubeapi.errors import KubeError
 from visibility_server.kube.retry import RetryPolicy
@@ -117,16 +118,10 @@ class FakeTransport:
     def calls_to(self, path: str) -> list[Call]:
         return [call for call in self.calls if call.path == path]
 
-    async def request(
-        self,
-        method: str,
-        path: str,
-        *,
-        query: Sequence[tuple[str, str]] = (),
-        body: Mapping[str, Any] | None = None,
-        timeout: float,
-    ) -> Reply:
-        self.calls.append(Call(method, path, tuple(query), body, timeout))
+    async def request(self, call: RestCall) -> Reply:
+        method, path, timeout = call.method, call.path, call.timeout
+        assert timeout is not None, f"{method} {path} without a deadline"
+        self.calls.append(Call(method, path, tuple(call.query), call.body, timeout))
         script = self._scripts.get((method, path))
         if not script:
             raise AssertionError(f"unscripted request {method} {path}")

@@ -15,7 +15,7 @@ import pytest
 from aiohttp import web
 from kubernetes_asyncio.client import ApiClient, Configuration
 
-from scheduler.kubeapi.client import KubeRest
+from scheduler.kubeapi.client import Call, KubeRest
 from scheduler.kubeapi.errors import KubeError
 from visibility_server.authz.attributes import request_attributes
 from visibility_server.authz.identity import authenticated_user
@@ -127,7 +127,7 @@ async def test_a_review_goes_out_as_json_with_our_token(
 async def test_statuses_come_back_as_responses(apiserver: tuple[FakeApiserver, KubeRest]) -> None:
     fake, client = apiserver
     transport = RestTransport(client)
-    answer = await transport.request("GET", "/forbidden", query=[("a", "b c")], timeout=5)
+    answer = await transport.request(Call("GET", "/forbidden", (("a", "b c"),), timeout=5))
     assert answer.status == 403
     assert answer.message() == "nope"
     assert fake.seen[0].query == {"a": "b c"}
@@ -137,7 +137,7 @@ async def test_statuses_come_back_as_responses(apiserver: tuple[FakeApiserver, K
 async def test_silence_is_a_transport_error(apiserver: tuple[FakeApiserver, KubeRest]) -> None:
     _, client = apiserver
     with pytest.raises(KubeError, match=r"did not answer within 0\.2s") as raised:
-        await RestTransport(client).request("GET", "/hang", timeout=0.2)
+        await RestTransport(client).request(Call("GET", "/hang", timeout=0.2))
     assert raised.value.status == 0
 
 
@@ -149,7 +149,7 @@ async def test_a_refused_connection_is_a_transport_error() -> None:
         rest = KubeRest(client)
         try:
             with pytest.raises(KubeError, match="cannot reach kube-apiserver") as raised:
-                await RestTransport(rest).request("GET", "/x", timeout=5)
+                await RestTransport(rest).request(Call("GET", "/x", timeout=5))
             assert raised.value.transient
         finally:
             await rest.close()
