@@ -41,7 +41,7 @@ from benchmarks.feed import (
     workload_manifest,
 )
 from benchmarks.stats import summary
-from queuescope import serve
+from queuescope import engine_serving, serve
 from queuescope.cli import _parser as queuescope_parser
 from scheduler.api import Workload, decode_object
 from scheduler.core.clock import datetime_from_instant
@@ -244,14 +244,15 @@ def install_feed(state: BenchState) -> None:
 
 
 def install_routes(state: BenchState) -> None:
-    real_create_app = vars(serve)["create_app"]
+    # `serve` builds its app through engine_serving.py (both modes share it).
+    real_create_app = vars(engine_serving)["create_app"]
 
     def create_app(**kwargs: Any) -> Any:
         app = real_create_app(**kwargs)
         gc.callbacks.append(state.gc)
         return BenchApp(app, state)
 
-    vars(serve)["create_app"] = create_app
+    vars(engine_serving)["create_app"] = create_app
 
 
 class BenchApp:
