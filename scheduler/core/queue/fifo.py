@@ -286,32 +286,17 @@ class FifoQueue(PendingQueue):
         self._entries[entry.key] = entry
         self._items[entry.key] = item
         self._ordered.add(item, entry)
-        if where is _Where.HEAP:
-            self._heap.add(item)
-        elif where is _Where.PARKED:
-            self._parked[entry.key] = None
-        else:
-            self._in_flight[entry.key] = None
+        self._put_in(entry.key, item, where)
         if where is not _Where.IN_FLIGHT:
             self._lq_counts[entry.local_queue_key] += 1
 
     def _move(self, key: str, item: _Item, where: _Where) -> None:
         """Move a stored item between the heap, the parked set and in-flight."""
         was = self._place(key)
-        if was is where:
+        if was is where or was is None:
             return
-        if was is _Where.HEAP:
-            self._heap.remove(item)
-        elif was is _Where.PARKED:
-            del self._parked[key]
-        else:
-            del self._in_flight[key]
-        if where is _Where.HEAP:
-            self._heap.add(item)
-        elif where is _Where.PARKED:
-            self._parked[key] = None
-        else:
-            self._in_flight[key] = None
+        self._take_out(key, item, was)
+        self._put_in(key, item, where)
         if was is _Where.IN_FLIGHT:
             self._lq_counts[item[2].local_queue_key] += 1
         elif where is _Where.IN_FLIGHT:
@@ -329,15 +314,28 @@ class FifoQueue(PendingQueue):
         entry = self._entries.pop(key)
         item = self._items.pop(key)
         self._ordered.remove(item)
+        self._take_out(key, item, where)
+        if where is not _Where.IN_FLIGHT:
+            self._uncount(entry.local_queue_key)
+        return entry
+
+    def _put_in(self, key: str, item: _Item, where: _Where) -> None:
+        """Add a stored item to the heap, the parked set or in-flight."""
+        if where is _Where.HEAP:
+            self._heap.add(item)
+        elif where is _Where.PARKED:
+            self._parked[key] = None
+        else:
+            self._in_flight[key] = None
+
+    def _take_out(self, key: str, item: _Item, where: _Where) -> None:
+        """Remove a stored item from the heap, the parked set or in-flight."""
         if where is _Where.HEAP:
             self._heap.remove(item)
         elif where is _Where.PARKED:
             del self._parked[key]
         else:
             del self._in_flight[key]
-        if where is not _Where.IN_FLIGHT:
-            self._uncount(entry.local_queue_key)
-        return entry
 
     def _leave(self, key: str) -> QueueEntry | None:
         """The workload leaves this queue for good: the only way sticky is cleared."""
