@@ -9,7 +9,9 @@ creates them (or, with `--jobs`, N suspended Jobs the integration makes Workload
 waits until everything is synced and quiet, and reports:
 
 * the process's RSS growth per Workload over the run (the fake API server's objects are
-  made before the start, so mostly outside it);
+  made before the start, so mostly outside it), and its peak growth: when the two are
+  equal, what the process holds is the high-water mark of the load (the initial list
+  held parsed), not the sum of its live objects;
 * by default, deep sizes (`sys.getsizeof` over everything reachable, each object charged
   to the first structure it is found from): the store's records, the core's
   WorkloadStates, the rest of the core (queues, holders, tree), the published snapshot,
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import logging
 import sys
@@ -84,6 +87,7 @@ AREAS: tuple[tuple[str, str], ...] = (
 @dataclass
 class Measured:
     rss_growth: int  # bytes of RSS the server's start added, fake API server's share aside
+    peak_growth: int  # the same for the peak RSS (VmHWM) over the run
     snapshot: tracemalloc.Snapshot | None  # with tracing
     deep: dict[str, int]  # without: deep sizes by structure
 
@@ -182,12 +186,19 @@ def _deep_sizes(fake: FakeKube, engine: Engine, runtime: ClusterRuntime) -> dict
     return sizes.sizes
 
 
-def _rss() -> int:
-    """VmRSS of this process in bytes (Linux /proc)."""
+def _rss(field: str = "VmRSS") -> int:
+    """VmRSS (or another field, VmHWM) of this process in bytes (Linux /proc)."""
     for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(f"{field}:"):
             return int(line.split()[1]) * KIB
     return 0
+
+
+def _reset_peak() -> None:
+    """Start the peak RSS (VmHWM) again from the current RSS, so that seeding the fake
+    does not count (Linux 4.0 and later; elsewhere the peak is the process's)."""
+    with contextlib.suppress(OSError):
+        Path("/proc/self/clear_refs").write_text("5")
 
 
 async def _run(n: int, jobs: bool, settle: float, trace: bool) -> tuple[Measured, float]:
@@ -196,6 +207,7 @@ async def _run(n: int, jobs: bool, settle: float, trace: bool) -> tuple[Measured
     args = _settings(1000.0)
     gc.collect()
     rss_before = _rss()
+    _reset_peak()
     if trace:
         tracemalloc.start(10)
     started = time.monotonic()
@@ -219,6 +231,7 @@ async def _run(n: int, jobs: bool, settle: float, trace: bool) -> tuple[Measured
     await release_free_heap()
     measured = Measured(
         _rss() - rss_before,
+        _rss("VmHWM") - rss_before,
         tracemalloc.take_snapshot() if trace else None,
         {} if trace else _deep_sizes(fake, engine, runtime),
     )
@@ -247,6 +260,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{n:,} {what}, synced and quiet in {took:.0f} s")
     growth = measured.rss_growth
     print(f"RSS growth: {growth / KIB / KIB:.1f} MiB, {growth / n:,.0f} B per Workload")
+    peak = measured.peak_growth
+    print(f"peak RSS growth: {peak / KIB / KIB:.1f} MiB, {peak / n:,.0f} B per Workload")
     if measured.snapshot is None:
         print("\n| structure | deep size per Workload | total |\n|---|---|---|")
         for label, size in measured.deep.items():

@@ -72,12 +72,27 @@ class StoredObject:
 
     __slots__ = ("_body", "_pod_sets", "owners")
 
+    def __new__(
+        cls,
+        body: dict[str, Any] | None,
+        pod_sets: bytes,
+        owners: tuple[OwnerRef, ...],
+    ) -> StoredObject:
+        # Without the object and its owners every StoredObject is the same, immutable:
+        # the runtime's workloads that have no owner share one (docs/benchmarks.md,
+        # "Cluster-mode memory"); __init__ sets it to what it already holds.
+        if body is None and not owners and _NOTHING_KEPT is not None:
+            return _NOTHING_KEPT
+        return super().__new__(cls)
+
     def __init__(
         self,
         body: dict[str, Any] | None,
         pod_sets: bytes,
         owners: tuple[OwnerRef, ...],
     ):
+        if self is _NOTHING_KEPT:
+            return
         self._body: bytes | dict[str, Any] | None = None
         if body is not None:
             spec = body.get("spec")
@@ -105,6 +120,10 @@ class StoredObject:
         if isinstance(spec, dict) and "podSets" in spec:
             spec["podSets"] = orjson.loads(self._pod_sets)
         return data
+
+
+_NOTHING_KEPT: StoredObject | None = None
+_NOTHING_KEPT = StoredObject(None, b"", ())
 
 
 def _copy(value: Any) -> Any:

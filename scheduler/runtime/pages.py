@@ -30,6 +30,17 @@ class PageItem(NamedTuple):
     position_in_local_queue: int
 
 
+# Positions inside a chunk, as shared int objects: a chunk's index and LocalQueue
+# positions would otherwise make one int object (28 bytes) for each entry past 256
+# (docs/benchmarks.md, "Cluster-mode memory"). Chunks hold up to a few thousand entries;
+# a longer one (a caller's own chunk size) makes its own ints past the table.
+_POSITIONS = tuple(range(4096))
+
+
+def _position(i: int) -> int:
+    return _POSITIONS[i] if i < len(_POSITIONS) else i
+
+
 class ViewChunk:
     """A run of consecutive entries of a view and what positions inside it need.
 
@@ -59,9 +70,10 @@ class ViewChunk:
             members = by_lq.get(lq)
             if members is None:
                 members = by_lq[lq] = []
-            lq_local.append(len(members))
-            members.append(i)
-            index_of[entry.key] = i
+            position = _position(i)
+            lq_local.append(_position(len(members)))
+            members.append(position)
+            index_of[entry.key] = position
         self.entries = entries
         self.cell = cell
         # position of each entry among the entries of its LocalQueue in this chunk

@@ -75,7 +75,12 @@ class FinishedWorkload:
 
 @dataclass(frozen=True, slots=True)
 class PendingEntry:
-    """One pending workload as visibility shows it; built once per workload revision."""
+    """One pending workload as visibility shows it; built once per workload revision.
+
+    Its last `QuotaReserved=False` condition is kept in three fields of its own beside
+    the message, not as a :class:`WhyPending` (a 64-byte object per pending workload,
+    docs/benchmarks.md "Cluster-mode memory"): `why` makes one when read.
+    """
 
     namespace: str
     name: str
@@ -85,10 +90,12 @@ class PendingEntry:
     local_queue: str
     why_pending: str = ""  # the last QuotaReserved=False message, for the position lookup
     fingerprint: bytes = field(default=b"", compare=False)
-    # The same condition in full, with its parsed blockers; None before the first
-    # attempt. Like `why_pending`, not part of the fingerprint (it does not move the
-    # order), so lookups that show it hash it into their ETag themselves.
-    why: WhyPending | None = None
+    # The same condition's reason, lastTransitionTime (None before the first attempt)
+    # and parsed blockers. Like `why_pending`, not part of the fingerprint (it does not
+    # move the order), so lookups that show it hash it into their ETag themselves.
+    why_reason: str = ""
+    why_since: Instant | None = None
+    why_blockers: tuple[Blocker, ...] = ()
     # What the forecast worker runs the core with; None where nobody captured it (tests).
     facts: WorkloadFacts | None = None
     # (namespace, name), made once: every map of a snapshot keyed by workload (chunk
@@ -97,6 +104,14 @@ class PendingEntry:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "key", (self.namespace, self.name))
+
+    @property
+    def why(self) -> WhyPending | None:
+        """The last `QuotaReserved=False` condition with its blockers; None before the
+        first attempt."""
+        if self.why_since is None:
+            return None
+        return WhyPending(self.why_reason, self.why_pending, self.why_since, self.why_blockers)
 
     @staticmethod
     def make(  # noqa: PLR0913 - the entry's own fields; it derives the fingerprint
@@ -110,6 +125,7 @@ class PendingEntry:
         why: WhyPending | None = None,
         facts: WorkloadFacts | None = None,
     ) -> PendingEntry:
+        """The entry, its fingerprint derived; with `why`, the message is its message."""
         h = hashlib.blake2b(digest_size=8)
         for part in (namespace, name, str(creation), str(priority), local_queue):
             h.update(part.encode())
@@ -125,9 +141,11 @@ class PendingEntry:
             owners,
             priority,
             local_queue,
-            why_pending,
+            why.message if why is not None else why_pending,
             h.digest(),
-            why,
+            why.reason if why is not None else "",
+            why.since if why is not None else None,
+            why.blockers if why is not None else (),
             facts,
         )
 

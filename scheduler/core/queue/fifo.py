@@ -69,7 +69,8 @@ class FifoQueue(PendingQueue):
         self._fixed_strategy = strategy
         self._entries: dict[str, QueueEntry] = {}
         self._items: dict[str, _Item] = {}  # the item currently stored for each key
-        self._where: dict[str, _Where] = {}
+        # Where a stored key is follows from the two sets below (neither: the heap),
+        # so no third map per workload says it (docs/benchmarks.md, cluster memory).
         # heap + parked + in-flight, item -> entry, kept as runs (ordered_runs)
         self._ordered: SortedRuns[_Item, QueueEntry] = SortedRuns()
         self._heap: SortedList[_Item] = SortedList()  # pop = smallest
@@ -118,7 +119,7 @@ class FifoQueue(PendingQueue):
     # -- mutation --------------------------------------------------------------------
     def push(self, entry: QueueEntry, now: Instant) -> None:
         key = entry.key
-        where = self._where.get(key)
+        where = self._place(key)
         if where is _Where.IN_FLIGHT:
             # The cycle owns the head until it requeues or releases it; only the data
             # is refreshed so listings show the latest state.
@@ -141,7 +142,6 @@ class FifoQueue(PendingQueue):
         # view, without re-keying it or searching the heap for it.
         item = self._heap.pop(0)
         key = item[1]
-        self._where[key] = _Where.IN_FLIGHT
         self._in_flight[key] = None
         self._uncount(item[2].local_queue_key)
         self._flushed_since_pop = False
@@ -163,7 +163,7 @@ class FifoQueue(PendingQueue):
             self._set_sticky(key)
         immediate = self._immediate(reason) or self._flushed_since_pop or has_untried_flavors
         to_heap = immediate and entry.backoff_expired(now)
-        where = self._where.get(key)
+        where = self._place(key)
         if where is None or where is _Where.IN_FLIGHT:
             self._store(entry, _Where.HEAP if to_heap else _Where.PARKED)
         elif where is _Where.PARKED and to_heap:
@@ -183,7 +183,7 @@ class FifoQueue(PendingQueue):
         return self._leave(key)
 
     def release_in_flight(self, key: str) -> QueueEntry | None:
-        if self._where.get(key) is not _Where.IN_FLIGHT:
+        if key not in self._in_flight:
             return None
         return self._leave(key)
 
@@ -228,10 +228,10 @@ class FifoQueue(PendingQueue):
         return frozenset(self._in_flight)
 
     def is_parked(self, key: str) -> bool:
-        return self._where.get(key) is _Where.PARKED
+        return key in self._parked
 
     def in_heap(self, key: str) -> bool:
-        return self._where.get(key) is _Where.HEAP
+        return self._place(key) is _Where.HEAP
 
     def local_queue_counts(self) -> dict[str, int]:
         return dict(self._lq_counts)
@@ -243,6 +243,14 @@ class FifoQueue(PendingQueue):
         return isinstance(key, str) and key in self._entries
 
     # -- internals -------------------------------------------------------------------
+    def _place(self, key: str) -> _Where | None:
+        """Where a key is stored: parked, in flight, else (if stored at all) the heap."""
+        if key not in self._items:
+            return None
+        if key in self._parked:
+            return _Where.PARKED
+        return _Where.IN_FLIGHT if key in self._in_flight else _Where.HEAP
+
     def _immediate(self, reason: RequeueReason) -> bool:
         if self.strict:
             # StrictFIFO keeps retrying its head (it blocks the queue by design),
@@ -277,35 +285,18 @@ class FifoQueue(PendingQueue):
         item: _Item = (order, entry.key, entry)
         self._entries[entry.key] = entry
         self._items[entry.key] = item
-        self._where[entry.key] = where
         self._ordered.add(item, entry)
-        if where is _Where.HEAP:
-            self._heap.add(item)
-        elif where is _Where.PARKED:
-            self._parked[entry.key] = None
-        else:
-            self._in_flight[entry.key] = None
+        self._put_in(entry.key, item, where)
         if where is not _Where.IN_FLIGHT:
             self._lq_counts[entry.local_queue_key] += 1
 
     def _move(self, key: str, item: _Item, where: _Where) -> None:
         """Move a stored item between the heap, the parked set and in-flight."""
-        was = self._where[key]
-        if was is where:
+        was = self._place(key)
+        if was is where or was is None:
             return
-        if was is _Where.HEAP:
-            self._heap.remove(item)
-        elif was is _Where.PARKED:
-            del self._parked[key]
-        else:
-            del self._in_flight[key]
-        self._where[key] = where
-        if where is _Where.HEAP:
-            self._heap.add(item)
-        elif where is _Where.PARKED:
-            self._parked[key] = None
-        else:
-            self._in_flight[key] = None
+        self._take_out(key, item, was)
+        self._put_in(key, item, where)
         if was is _Where.IN_FLIGHT:
             self._lq_counts[item[2].local_queue_key] += 1
         elif where is _Where.IN_FLIGHT:
@@ -317,21 +308,34 @@ class FifoQueue(PendingQueue):
             del self._lq_counts[lq]
 
     def _remove(self, key: str) -> QueueEntry | None:
-        where = self._where.pop(key, None)
+        where = self._place(key)
         if where is None:
             return None
         entry = self._entries.pop(key)
         item = self._items.pop(key)
         self._ordered.remove(item)
+        self._take_out(key, item, where)
+        if where is not _Where.IN_FLIGHT:
+            self._uncount(entry.local_queue_key)
+        return entry
+
+    def _put_in(self, key: str, item: _Item, where: _Where) -> None:
+        """Add a stored item to the heap, the parked set or in-flight."""
+        if where is _Where.HEAP:
+            self._heap.add(item)
+        elif where is _Where.PARKED:
+            self._parked[key] = None
+        else:
+            self._in_flight[key] = None
+
+    def _take_out(self, key: str, item: _Item, where: _Where) -> None:
+        """Remove a stored item from the heap, the parked set or in-flight."""
         if where is _Where.HEAP:
             self._heap.remove(item)
         elif where is _Where.PARKED:
             del self._parked[key]
         else:
             del self._in_flight[key]
-        if where is not _Where.IN_FLIGHT:
-            self._uncount(entry.local_queue_key)
-        return entry
 
     def _leave(self, key: str) -> QueueEntry | None:
         """The workload leaves this queue for good: the only way sticky is cleared."""
@@ -340,7 +344,7 @@ class FifoQueue(PendingQueue):
         return self._remove(key)
 
     def _rekey(self, key: str) -> None:
-        where = self._where.get(key)
+        where = self._place(key)
         if where is not None:
             entry = self._entries[key]
             order = self.order_key(entry)

@@ -104,13 +104,22 @@ def _template(spec: dict[str, Any]) -> TemplateBase | None:
     return None if found == EMPTY_TEMPLATE else found
 
 
+def _compact_version(version: str) -> int | str:
+    """A resourceVersion as an int when it is one written plainly (kube-apiserver's
+    are etcd revisions): 28-32 bytes instead of 50-60 for the string. Opaque to
+    clients, so anything else is kept as it came."""
+    if version.isdigit() and version.isascii() and str(int(version)) == version:
+        return int(version)
+    return version
+
+
 @dataclass(slots=True)
 class WorkloadRecord:
     """One Workload as the API server holds it, in a few hundred bytes."""
 
     key: str  # namespace/name
     uid: str
-    resource_version: str
+    version: int | str  # the resourceVersion, compacted (`resource_version` gives it back)
     active: bool  # spec.active
     status: Json | None  # as the server holds it; None when it holds none (or an empty one)
     owners: tuple[OwnerRef, ...]
@@ -131,7 +140,7 @@ class WorkloadRecord:
         return cls(
             key=key,
             uid=str(meta.get("uid", "")),
-            resource_version=str(meta.get("resourceVersion", "")),
+            version=_compact_version(str(meta.get("resourceVersion", ""))),
             active=spec.get("active", True) is not False,
             status=status if isinstance(status, dict) and status else None,
             owners=_owners(meta),
@@ -139,6 +148,10 @@ class WorkloadRecord:
             template=_template(spec),
             digest=content_digest(obj),
         )
+
+    @property
+    def resource_version(self) -> str:
+        return str(self.version)
 
     @property
     def placement(self) -> tuple[dict[str, Any], list[Any]] | None:

@@ -10,7 +10,7 @@ from scheduler.api import Workload, decode_object
 from scheduler.core.config import SchedulerConfig
 from scheduler.core.ingest import workload_state
 from scheduler.core.visibility import owner_references
-from scheduler.core.workload import StoredObject
+from scheduler.core.workload import OwnerRef, StoredObject
 from tests.unit.core.builders import START, pod_set, workload
 
 
@@ -106,3 +106,17 @@ def test_the_key_is_made_once_and_follows_a_replaced_name() -> None:
     assert (sibling.key, sibling.uid, sibling.creation) == ("ns/s", "uid-s", START + 1)
     assert sibling.pod_sets is wl.pod_sets
     assert sibling.conditions.items() == [] and wl.conditions.is_false("QuotaReserved")
+
+
+def test_objects_kept_for_their_owners_alone_share_one_when_they_have_none() -> None:
+    empty = StoredObject(None, b'[{"name": "a"}]', ())
+    assert StoredObject(None, b'[{"name": "b"}]', ()) is empty
+    assert not empty.kept and empty.owners == ()
+    with pytest.raises(LookupError):
+        empty.to_json()
+    owner = OwnerRef("batch/v1", "Job", "j", "u")
+    owned = StoredObject(None, b"[]", (owner,))
+    assert owned is not empty and owned.owners == (owner,)
+    kept = StoredObject({"spec": {"podSets": []}}, b'[{"name": "a"}]', ())
+    assert kept is not empty and kept.to_json() == {"spec": {"podSets": [{"name": "a"}]}}
+    assert empty.owners == () and not empty.kept

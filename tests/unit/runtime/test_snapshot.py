@@ -9,11 +9,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scheduler.api.decode import load_documents
+from scheduler.core.blockers import Blocker
 from scheduler.core.visibility import pending_workloads
 from scheduler.core.workload import OwnerRef
 from scheduler.runtime.capture import EntryCache, capture_snapshot
 from scheduler.runtime.pages import ViewBuilder, build_view
-from scheduler.runtime.workload_records import PendingEntry
+from scheduler.runtime.workload_records import PendingEntry, WhyPending
 from scheduler.sim.runner import Simulation
 
 SAMPLES = Path(__file__).resolve().parents[3] / "manifests" / "samples"
@@ -152,3 +153,17 @@ def test_snapshot_agrees_with_the_simulator_on_the_samples() -> None:
         assert cq in s.objects.cluster_queues
         exists, view = snapshot.local_queue_view(ns, lq)
         assert exists and view is not None
+
+
+def test_an_entry_gives_back_its_pending_condition() -> None:
+    blockers = (Blocker("Other", "no room"),)
+    why = WhyPending("Pending", "no room", 5_000_000, blockers)
+    entry = PendingEntry.make("ns", "w", 1, (), 0, "lq", why.message, why)
+    assert entry.why == why and entry.why is not None
+    assert entry.why.blockers is blockers
+    assert entry.why_pending == "no room"
+    assert entry == PendingEntry.make("ns", "w", 1, (), 0, "lq", why.message, why)
+    later = WhyPending("Pending", "no room", 6_000_000, blockers)
+    assert entry != PendingEntry.make("ns", "w", 1, (), 0, "lq", later.message, later)
+    plain = PendingEntry.make("ns", "w", 1, (), 0, "lq", "a message read elsewhere")
+    assert plain.why is None and plain.why_pending == "a message read elsewhere"

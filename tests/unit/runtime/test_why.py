@@ -171,3 +171,26 @@ def test_quota_capture_reads_the_tree() -> None:
     # SQ(pool) = own 4 + lender's lendable 1 + borrower's 2 (no lending limit): 7 cpus;
     # the borrower uses all of its 2 and 2 more from the pool.
     assert (pool_cpu.nominal, pool_cpu.subtree_quota, pool_cpu.usage) == (4000, 7000, 4000)
+
+
+def test_workloads_blocked_the_same_way_share_one_tuple_of_blockers() -> None:
+    s = Scheduler(ManualClock(START))
+    cluster(
+        s,
+        namespace("team"),
+        flavor(),
+        cluster_queue("cq", "0"),
+        local_queue("team", "main", "cq"),
+        workload("team", "a", "main", "1"),
+        workload("team", "b", "main", "1"),
+    )
+    run_cycle(s)
+    run_cycle(s)
+    a = s.objects.workloads["team/a"]
+    b = s.objects.workloads["team/b"]
+    assert a.pending_why() is not None and a.pending_why() is b.pending_why()
+    why_a, why_b = why_pending(a), why_pending(b)
+    assert why_a is not None and why_b is not None
+    assert why_a.blockers and why_a.blockers is why_b.blockers
+    # The shared tuple is the record's own blockers, whatever was read in between.
+    assert why_pending(a) == why_a

@@ -88,3 +88,14 @@ def test_the_digest_ignores_status_and_write_bookkeeping_only() -> None:
         changed = copy.deepcopy(base)
         changed[part][key] = value
         assert content_digest(changed) != content_digest(base)
+
+
+def test_the_resource_version_is_given_back_as_it_came() -> None:
+    for version in ("7", "5105", "007", "", "abc", "12a"):
+        obj = workload()
+        obj["metadata"]["resourceVersion"] = version
+        r = WorkloadRecord.of(obj)
+        assert r.resource_version == version
+        assert r.status_body({})["metadata"]["resourceVersion"] == version
+    # A plain decimal is kept as an int (half the bytes of the string).
+    assert WorkloadRecord.of(workload()).version == 7
