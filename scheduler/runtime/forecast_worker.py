@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import pickle
 import time
 from array import array
@@ -56,6 +57,7 @@ log = logging.getLogger(__name__)
 
 BATCH: Final = 8  # chunks per Results message (up to 16k bands, a memcpy each to unpickle)
 FIELDS: Final = 3  # p50, low, high per workload
+WORKER_NICENESS: Final = 10  # added to the server's own nice value
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,6 +208,9 @@ class Replica:
 
 def worker_main(inbox: Connection, outbox: Connection, method_name: str) -> None:
     """The worker process: apply messages in order until the input closes."""
+    # Forecasts are background work: where the worker shares a core with the server, the
+    # server's requests and cycles go first (docs/forecasting.md#the-worker).
+    os.nice(WORKER_NICENESS)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s %(message)s")
     replica = Replica(make_method(method_name))
     while True:

@@ -19,6 +19,7 @@ from scheduler.runtime.calibration import LiveCalibration
 from scheduler.runtime.commands import ApplyObject, MarkSynced
 from scheduler.runtime.engine import Engine
 from scheduler.runtime.estimates import MICROS, AdmissionVelocity, ServedForecast
+from scheduler.runtime.forecast_worker import WORKER_NICENESS
 from scheduler.runtime.forecasts import ForecastConfig, ForecastService, _Refresh
 from scheduler.runtime.pages import build_view
 from scheduler.runtime.snapshot import Snapshot
@@ -109,6 +110,16 @@ async def test_a_refresh_sends_only_new_chunks_and_drops_gone_workloads() -> Non
         w1 = service.forecast("ns", "w1")
         assert w1 is not None and (w1.generation, w1.made_at) == (2, T0 + 5 * MICROS)
         assert service.forecast("ns", "w0") is None
+
+
+async def test_the_worker_runs_at_a_lower_cpu_priority_than_the_server() -> None:
+    service = ForecastService(Published(snapshot(1, ["w0"])), lambda: T0, ForecastConfig())
+    async with running(service):
+        await eventually(lambda: service.stats.refreshes >= 1, timeout=60)
+        pid = service.stats.worker_pid
+        assert pid is not None
+        ours = os.getpriority(os.PRIO_PROCESS, 0)
+        assert os.getpriority(os.PRIO_PROCESS, pid) == min(ours + WORKER_NICENESS, 19)
 
 
 async def test_a_killed_worker_is_logged_and_replaced(caplog: pytest.LogCaptureFixture) -> None:
