@@ -47,19 +47,28 @@ def state(seed: int, strategy: str, preemption: str, uniform: bool) -> Scheduler
     s = Scheduler(clock, scheduler_config(None))
     cluster(s, namespace("team"), flavor(), queue(strategy, preemption, 8))
     cluster(s, local_queue("team", "main", "cq"))
+    fill(s, clock, rng, ["main"], 1 if uniform else 4)
+    return s
+
+
+def fill(
+    s: Scheduler, clock: ManualClock, rng: random.Random, queues: list[str], max_cpu: int
+) -> None:
+    """60 workloads of 1 to `max_cpu` cpu and mixed priorities, spread over `queues`:
+    the first 20 admitted as far as they fit, the others arriving 30 s later."""
     for i in range(60):
         if i == 20:  # the first ones hold quota, the others arrive later
             while run_cycle(s).admitted:
                 pass
             clock.set(T0 + 30 * MICROS_PER_SECOND)
-        cpu = 1 if uniform else rng.randint(1, 4)
+        cpu = 1 if max_cpu == 1 else rng.randint(1, max_cpu)
         priority = rng.choice((0, 10)) if i % 3 else 0
-        data = workload("team", f"w{i:02d}", "main", str(cpu), priority=priority)
+        lq = queues[rng.randrange(len(queues))] if i % 5 and len(queues) > 1 else queues[0]
+        data = workload("team", f"w{i:02d}", lq, str(cpu), priority=priority)
         data["spec"]["maximumExecutionTimeSeconds"] = rng.randint(60, 900)
         cluster(s, data)
     while run_cycle(s).admitted:
         pass
-    return s
 
 
 @pytest.mark.parametrize("strategy", ["BestEffortFIFO", "StrictFIFO"])
@@ -180,19 +189,7 @@ def several_flavors_state(  # noqa: PLR0913 - the knobs of the scenarios compare
             ),
             local_queue("team", name, name),
         )
-    for i in range(60):
-        if i == 20:
-            while run_cycle(s).admitted:
-                pass
-            clock.set(T0 + 30 * MICROS_PER_SECOND)
-        cpu = 1 if uniform else rng.randint(1, 5)
-        priority = rng.choice((0, 10)) if i % 3 else 0
-        lq = names[rng.randrange(len(names))] if i % 5 else names[0]
-        data = workload("team", f"w{i:02d}", lq, str(cpu), priority=priority)
-        data["spec"]["maximumExecutionTimeSeconds"] = rng.randint(60, 900)
-        cluster(s, data)
-    while run_cycle(s).admitted:
-        pass
+    fill(s, clock, rng, names, 1 if uniform else 5)
     return s
 
 
