@@ -20,6 +20,7 @@ from scheduler.core.model import ClusterQueueInfo
 from scheduler.core.pods_ready import Deadline, deadlines, fire_due
 from scheduler.core.quota import QuotaTree
 from scheduler.core.scheduler import Scheduler
+from scheduler.core.state_view import ClusterStateView
 from scheduler.core.workload import EVICTED, QUOTA_RESERVED, WorkloadState
 from scheduler.forecast.fork import fork
 from scheduler.forecast.predictors import RuntimePredictor, facts_of
@@ -40,7 +41,7 @@ class ForwardResult:
     end: Instant = 0
 
 
-def pending_keys(s: Scheduler) -> list[str]:
+def pending_keys(s: ClusterStateView) -> list[str]:
     """The workloads a forecast is for: queued, active, holding no quota."""
     return sorted(
         k
@@ -148,7 +149,7 @@ class Hopeless:
     bounds: dict[str, _Bound]  # ClusterQueue -> bound; absent: not covered
 
     @staticmethod
-    def of(s: Scheduler) -> Hopeless | None:
+    def of(s: ClusterStateView) -> Hopeless | None:
         cfg = s.config
         if (
             cfg.fair_sharing
@@ -173,7 +174,7 @@ class Hopeless:
                 bounds[name] = found
         return Hopeless(bounds)
 
-    def holds(self, s: Scheduler) -> bool:
+    def holds(self, s: ClusterStateView) -> bool:
         tree = s.quota
         if not isinstance(tree, QuotaTree):
             return False  # what is available (borrowing included) is the tree's to say
