@@ -12,7 +12,7 @@ from scheduler.core.clock import MICROS_PER_SECOND, ManualClock
 from scheduler.core.cycle import run_cycle
 from scheduler.core.ingest import scheduler_config
 from scheduler.core.scheduler import Scheduler
-from scheduler.forecast.forward import Hopeless, forward_run, pending_keys
+from scheduler.forecast.forward import ForwardResult, Hopeless, forward_run, pending_keys
 from scheduler.forecast.predictors import WalltimePredictor
 from tests.unit.runtime.support import cluster, flavor, local_queue, namespace, workload
 
@@ -86,11 +86,16 @@ def test_the_shortcut_changes_no_wait(strategy: str, preemption: str, uniform: b
         assert fast.cycles <= full.cycles
 
 
-def test_the_shortcut_skips_the_failing_tail_of_a_best_effort_queue() -> None:
-    s = state(0, "BestEffortFIFO", "Never", uniform=True)
+def both_runs(s: Scheduler) -> tuple[ForwardResult, ForwardResult]:
+    """The forward run of every pending workload with the shortcut, then without."""
     targets = pending_keys(s)
     fast = forward_run(s, WalltimePredictor(), targets)
-    full = forward_run(s, WalltimePredictor(), targets, shortcut=False)
+    return fast, forward_run(s, WalltimePredictor(), targets, shortcut=False)
+
+
+def test_the_shortcut_skips_the_failing_tail_of_a_best_effort_queue() -> None:
+    s = state(0, "BestEffortFIFO", "Never", uniform=True)
+    fast, full = both_runs(s)
     assert fast.waits == full.waits
     assert fast.cycles * 2 < full.cycles
 
@@ -237,9 +242,7 @@ def test_the_shortcut_covers_several_flavors_and_borrowing(cohort: bool) -> None
     hopeless = Hopeless.of(s)
     assert hopeless is not None
     assert sorted(hopeless.bounds) == (["cq-a", "cq-b"] if cohort else ["cq-a"])
-    targets = pending_keys(s)
-    fast = forward_run(s, WalltimePredictor(), targets)
-    full = forward_run(s, WalltimePredictor(), targets, shortcut=False)
+    fast, full = both_runs(s)
     assert fast.waits == full.waits
     assert fast.cycles * 2 < full.cycles
 
@@ -255,9 +258,7 @@ def test_several_flavors_and_several_pod_sets_are_not_covered() -> None:
     hopeless = Hopeless.of(s)
     assert hopeless is not None
     assert "cq-a" not in hopeless.bounds
-    targets = pending_keys(s)
-    fast = forward_run(s, WalltimePredictor(), targets)
-    full = forward_run(s, WalltimePredictor(), targets, shortcut=False)
+    fast, full = both_runs(s)
     assert fast.waits == full.waits
     assert fast.cycles == full.cycles
 
