@@ -23,6 +23,7 @@ from scheduler.core.clock import Instant, ManualClock
 from scheduler.core.config import SchedulerConfig
 from scheduler.core.model import ClusterQueueInfo, FlavorInfo, LocalQueueInfo
 from scheduler.core.scheduler import CohortInfo, Scheduler
+from scheduler.core.state_view import ClusterStateView
 from scheduler.core.workload import RequeueState, WorkloadState
 
 
@@ -39,7 +40,7 @@ class Setup:
     terminating: tuple[str, ...] = ()  # ClusterQueues deleted while holding quota
 
 
-def setup_of(s: Scheduler) -> Setup:
+def setup_of(s: ClusterStateView) -> Setup:
     """The configuration of `s`: O(#objects of configuration), no workload read."""
     return Setup(
         s.config,

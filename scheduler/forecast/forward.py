@@ -18,7 +18,9 @@ from scheduler.core.cycle import run_cycle
 from scheduler.core.flavor_assigner import pod_set_requests
 from scheduler.core.model import ClusterQueueInfo
 from scheduler.core.pods_ready import Deadline, deadlines, fire_due
+from scheduler.core.quota import QuotaTree
 from scheduler.core.scheduler import Scheduler
+from scheduler.core.state_view import ClusterStateView
 from scheduler.core.workload import EVICTED, QUOTA_RESERVED, WorkloadState
 from scheduler.forecast.fork import fork
 from scheduler.forecast.predictors import RuntimePredictor, facts_of
@@ -39,7 +41,7 @@ class ForwardResult:
     end: Instant = 0
 
 
-def pending_keys(s: Scheduler) -> list[str]:
+def pending_keys(s: ClusterStateView) -> list[str]:
     """The workloads a forecast is for: queued, active, holding no quota."""
     return sorted(
         k
@@ -104,10 +106,10 @@ def _admitted_at(wl: WorkloadState, default: Instant) -> Instant:
 
 @dataclass(frozen=True, slots=True)
 class _Bound:
-    """What no workload of a ClusterQueue asks for less of: per covered resource, its
-    flavor (the only one of its group) and the smallest total request."""
+    """What no workload of a ClusterQueue asks for less of: per covered resource, the
+    flavors of its resource group and the smallest total request."""
 
-    least: tuple[tuple[str, str, int], ...]  # (flavor, resource, smallest request)
+    least: tuple[tuple[str, tuple[str, ...], int], ...]  # (resource, flavors, smallest)
     preempts: bool  # LowerPriority within the queue (else Never)
 
 
@@ -120,26 +122,34 @@ class Hopeless:
     nearly all its time failing those heads, which makes it grow with the square of the
     queue's depth. Those cycles can be skipped, without changing any answer, when they
     cannot admit or preempt anything: in every ClusterQueue with workloads left, some
-    resource has less quota free than any of its workloads asks for, and no head not
+    resource has, in every flavor of its group, less quota available (borrowing from
+    the Cohort included) than any of the queue's workloads asks for, and no head not
     tried yet outranks the lowest-priority holder. The heads left untried stay queued
-    instead of parked; the next release flushes every parked head back anyway, and until
-    then neither the quota nor the holders change (every release flushes; nothing fits,
-    and a preemption is a release), so whatever a later instant tries fails as it would
-    have.
+    instead of parked; the next release flushes every parked head of the Cohort's tree
+    back anyway, and until then neither the quota nor the holders change (every release
+    flushes the whole tree; nothing fits, and a preemption is a release), so whatever a
+    later instant tries fails as it would have.
 
-    Only ClusterQueues where that decides alone are covered: without a Cohort (no
-    borrowing, no reclaim), one flavor per resource group (the flavor scan's resume state
-    never matters), no partial admission, preemption within the queue `Never` or
-    `LowerPriority`, popping by priority (no queue plugin); and none with fair sharing or
-    blockAdmission. The bounds are taken over every workload of the queue at the start of
-    the run, pending or holding quota (a superset of what can be pending later in a run
-    without arrivals).
+    The flavor scan's resume record (docs/scheduling.md#flavor-scan-resumption) cannot
+    tell the two runs apart: a failing head scans every flavor (no record), and a record
+    left by an earlier attempt at the same generation stopped early only at a flavor
+    that fit or could preempt, which needs a fit or a victim that same quota and those
+    same holders do not offer. That holds for one pod set, or for one flavor per group
+    (whose record is always "scanned to the end"); so a queue with several flavors in a
+    group is covered only when each of its workloads has one pod set.
+
+    Only ClusterQueues where that decides alone are covered: no partial admission,
+    preemption within the queue `Never` or `LowerPriority`, in a Cohort no reclaim and no
+    preemption while borrowing (the victims are the queue's own holders), popping by
+    priority (no queue plugin); and none with fair sharing or blockAdmission. The bounds
+    are taken over every workload of the queue at the start of the run, pending or
+    holding quota (a superset of what can be pending later in a run without arrivals).
     """
 
     bounds: dict[str, _Bound]  # ClusterQueue -> bound; absent: not covered
 
     @staticmethod
-    def of(s: Scheduler) -> Hopeless | None:
+    def of(s: ClusterStateView) -> Hopeless | None:
         cfg = s.config
         if (
             cfg.fair_sharing
@@ -164,8 +174,10 @@ class Hopeless:
                 bounds[name] = found
         return Hopeless(bounds)
 
-    def holds(self, s: Scheduler) -> bool:
+    def holds(self, s: ClusterStateView) -> bool:
         tree = s.quota
+        if not isinstance(tree, QuotaTree):
+            return False  # what is available (borrowing included) is the tree's to say
         now = s.now()
         for name in s.objects.cluster_queues:
             queue = s.queues.queue(name)
@@ -175,9 +187,8 @@ class Hopeless:
             if bound is None:
                 return False
             if not any(
-                tree.nominal(name, (flavor, resource)) - tree.usage(name, (flavor, resource))
-                < least
-                for flavor, resource, least in bound.least
+                all(tree.available(name, (flavor, resource)) < least for flavor in flavors)
+                for resource, flavors, least in bound.least
             ):
                 return False
             if bound.preempts:
@@ -190,15 +201,22 @@ class Hopeless:
 
 
 def _bound(info: ClusterQueueInfo, workloads: list[WorkloadState]) -> _Bound | None:
-    if info.cohort or info.queue_plugin or any(len(g.flavors) != 1 for g in info.groups):
+    if info.queue_plugin:
         return None  # a queue plugin may pop in another order than by priority
-    policy = info.preemption.within_cluster_queue
-    if policy not in ("Never", "LowerPriority"):
+    policy = info.preemption
+    if policy.within_cluster_queue not in ("Never", "LowerPriority"):
         return None
+    if info.cohort and (
+        policy.reclaim_within_cohort != "Never" or policy.borrow_within_cohort != "Never"
+    ):
+        return None  # victims in other queues of the Cohort
+    one_flavor = all(len(g.flavors) == 1 for g in info.groups)
     least: dict[str, int] = {}
     for wl in workloads:
         if any(ps.min_count is not None for ps in wl.pod_sets):
             return None
+        if not one_flavor and len(wl.pod_sets) != 1:
+            return None  # pod sets may take different flavors (see Hopeless)
         totals: dict[str, int] = {}
         for _, _, amounts in pod_set_requests(wl, info):
             for resource, amount in amounts.items():
@@ -207,10 +225,10 @@ def _bound(info: ClusterQueueInfo, workloads: list[WorkloadState]) -> _Bound | N
             for resource in group.covered:
                 asked = totals.get(resource, 0)
                 least[resource] = min(least.get(resource, asked), asked)
-    flavor_of = {r: g.flavors[0] for g in info.groups for r in g.covered}
+    flavors_of = {r: g.flavors for g in info.groups for r in g.covered}
     return _Bound(
-        tuple((flavor_of[r], r, n) for r, n in sorted(least.items()) if n > 0),
-        policy == "LowerPriority",
+        tuple((r, flavors_of[r], n) for r, n in sorted(least.items()) if n > 0),
+        policy.within_cluster_queue == "LowerPriority",
     )
 
 

@@ -24,6 +24,12 @@ DEFAULT_RUNTIME_SECONDS = 3600.0
 MIN_SURVIVORS = 5
 # The label that names a workload's user; without it the namespace stands for the user.
 USER_LABEL = "user"
+# Templates (user, request, shape) remembered by HistoryPredictor; the least recently
+# used is forgotten beyond this (a long-running worker meets ever new ones).
+MAX_TEMPLATES = 50_000
+
+# A workload's shape: per pod set, its pod count and per-pod requests.
+Shape = tuple[tuple[int, tuple[tuple[str, int], ...]], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +40,7 @@ class JobFacts:
     local_queue: str  # "namespace/name"
     limit_seconds: float | None  # maximumExecutionTimeSeconds left to run
     request_seconds: float | None = None  # maximumExecutionTimeSeconds as requested
+    shape: Shape = ()  # what it asks for, pod set by pod set
 
 
 def facts_of(wl: WorkloadState) -> JobFacts:
@@ -45,6 +52,7 @@ def facts_of(wl: WorkloadState) -> JobFacts:
         if limit is None
         else float(max(0, limit - wl.accumulated_execution_seconds)),
         request_seconds=None if limit is None else float(limit),
+        shape=tuple((ps.count, tuple(sorted(ps.per_pod.items()))) for ps in wl.pod_sets),
     )
 
 
@@ -94,6 +102,10 @@ class HistoryPredictor:
     much of its request a user's last two workloads used, applied to this workload's
     request (a user who asks for ten hours and uses one asks for two and uses about
     twelve minutes); without a request, the average of the user's last two runtimes.
+    The last two of the same *template* come first: the user's workloads with the
+    same request and the same shape (pods and per-pod requests), which are most often
+    runs of the same job (the templates of Gibbons 1997 and of Smith, Foster and
+    Taylor 1998); the user's last two of any template when it has none.
     A user with no history gets the median of its LocalQueue's recent ratios (or
     runtimes), then of everyone's, then the request (or DEFAULT_RUNTIME_SECONDS).
     Capped by what is left of the request."""
@@ -102,6 +114,7 @@ class HistoryPredictor:
     per_queue: int = 50
     method: str = FORECAST
     _users: dict[str, _Recent] = field(default_factory=dict)
+    _templates: dict[tuple[str, float | None, Shape], _Recent] = field(default_factory=dict)
     _queues: dict[str, _Recent] = field(default_factory=dict)
     _everyone: _Recent = field(default_factory=lambda: _Recent(200))
 
@@ -117,8 +130,9 @@ class HistoryPredictor:
 
     def _base(self, facts: JobFacts) -> float:
         request = facts.request_seconds
-        mine = self._users.get(facts.user)
-        if mine is not None:
+        for mine in (self._templates.get(_template(facts)), self._users.get(facts.user)):
+            if mine is None:
+                continue
             if request is not None and mine.ratios:
                 return request * sum(mine.ratios) / len(mine.ratios)
             if mine.runtimes:
@@ -156,12 +170,22 @@ class HistoryPredictor:
     def observe(self, facts: JobFacts, runtime: float) -> None:
         request = facts.request_seconds
         ratio = min(1.0, runtime / request) if request else None
+        template = _template(facts)
+        mine = self._templates.pop(template, None) or _Recent(self.per_user)
+        self._templates[template] = mine  # the most recently used last
+        if len(self._templates) > MAX_TEMPLATES:
+            del self._templates[next(iter(self._templates))]
         for recent in (
+            mine,
             self._users.setdefault(facts.user, _Recent(self.per_user)),
             self._queues.setdefault(facts.local_queue, _Recent(self.per_queue)),
             self._everyone,
         ):
             recent.add(runtime, ratio)
+
+
+def _template(facts: JobFacts) -> tuple[str, float | None, Shape]:
+    return (facts.user, facts.request_seconds, facts.shape)
 
 
 @dataclass(slots=True)

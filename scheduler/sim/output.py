@@ -10,6 +10,7 @@ import yaml
 
 from scheduler.core.clock import format_instant
 from scheduler.core.scheduler import Scheduler
+from scheduler.core.state_view import ClusterStateView
 from scheduler.core.status import (
     cluster_queue_status,
     cohort_status,
@@ -142,7 +143,7 @@ def render_yaml(doc: Json) -> str:
 _HELD = (FINISHED, ADMITTED, QUOTA_RESERVED)
 
 
-def workload_state_label(s: Scheduler, key: str) -> str:
+def workload_state_label(s: ClusterStateView, key: str) -> str:
     wl = s.objects.workloads[key]
     c = wl.conditions
     held = next((label for label in _HELD if c.is_true(label)), None)

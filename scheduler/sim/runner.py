@@ -37,6 +37,7 @@ from scheduler.core.metadata import fill_metadata
 from scheduler.core.pods_ready import admission_blocked
 from scheduler.core.queue_status import QueueStatusTracker
 from scheduler.core.scheduler import QUEUE_PLUGIN_ANNOTATION, Scheduler
+from scheduler.core.state_view import ClusterStateView
 from scheduler.core.workload import EVICTED
 from scheduler.sim.deadlines import DeadlineIndex
 from scheduler.sim.fingerprint import IdleFingerprint
@@ -476,7 +477,7 @@ def _is_job_target(target: str, known: set[str]) -> bool:
     return any(k.startswith(prefix) for k in known)
 
 
-def _still_running(s: Scheduler, keys: list[str]) -> list[str]:
+def _still_running(s: ClusterStateView, keys: list[str]) -> list[str]:
     """Of the workloads admitted since the last look, those that still hold their
     quota unevicted (an admission undone in the same stretch starts no clock)."""
     out = []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from scheduler.forecast import predictors
 from scheduler.forecast.predictors import DEFAULT_RUNTIME_SECONDS, HistoryPredictor, JobFacts
 
 
@@ -17,7 +18,42 @@ def test_a_users_share_of_its_request_carries_over_to_a_new_request() -> None:
     p.observe(_facts("u", 2000.0), 600.0)  # used 10% then 30%: 20% on average
     assert p.predict(_facts("u", 5000.0), 0) == pytest.approx(1000.0)
     p.observe(_facts("u", 100.0), 100.0)  # the last two: 30% and 100%
-    assert p.predict(_facts("u", 1000.0), 0) == pytest.approx(650.0)
+    assert p.predict(_facts("u", 1500.0), 0) == pytest.approx(975.0)
+
+
+def _shaped(request: float, cpu: int, pods: int = 1) -> JobFacts:
+    shape = ((pods, (("cpu", cpu * 1000),)),)
+    return JobFacts("u", "ns/lq", request, request, shape)
+
+
+def test_the_users_last_two_of_the_same_template_come_first() -> None:
+    """docs/forecasting.md#runtime-predictors: same user, request and shape."""
+    p = HistoryPredictor()
+    p.observe(_shaped(1000.0, 4), 900.0)  # the long job: 90%
+    p.observe(_shaped(1000.0, 1), 100.0)  # the short one, another shape: 10%
+    p.observe(_shaped(1000.0, 1), 300.0)  # 30%
+    assert p.predict(_shaped(1000.0, 4), 0) == pytest.approx(900.0)  # its template
+    assert p.predict(_shaped(1000.0, 1), 0) == pytest.approx(200.0)
+    # another request, or more pods of the same size: the user's last two (10%, 30%)
+    assert p.predict(_shaped(2000.0, 4), 0) == pytest.approx(400.0)
+    assert p.predict(_shaped(1000.0, 4, pods=2), 0) == pytest.approx(200.0)
+    # the template's own last two: 90% then 50%
+    p.observe(_shaped(1000.0, 4), 500.0)
+    assert p.predict(_shaped(1000.0, 4), 0) == pytest.approx(700.0)
+
+
+def test_templates_are_forgotten_least_recently_used_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(predictors, "MAX_TEMPLATES", 2)
+    p = HistoryPredictor()
+    p.observe(_shaped(1000.0, 1), 100.0)
+    p.observe(_shaped(1000.0, 2), 200.0)
+    p.observe(_shaped(1000.0, 1), 100.0)  # used again: now the most recent
+    p.observe(_shaped(1000.0, 3), 900.0)  # forgets the cpu-2 template
+    assert p.predict(_shaped(1000.0, 1), 0) == pytest.approx(100.0)
+    # the user's last two (10% and 90%), not the forgotten template's 20%
+    assert p.predict(_shaped(1000.0, 2), 0) == pytest.approx(500.0)
 
 
 def test_without_a_request_the_users_last_two_runtimes() -> None:
