@@ -1,7 +1,8 @@
 """Forecasts off the event loop: the loop's side of the forecast worker
 (docs/forecasting.md#serving).
 
-Every `interval` seconds (and at once after a start) the service takes the published
+Every `interval` seconds, or after a rest as long as the last refresh when that took
+longer (and at once after a start), the service takes the published
 snapshot, sends the worker the snapshot chunks it has not seen and one `Sync` naming the
 chunks of every ClusterQueue, and applies the worker's results as they come, one small
 batch per turn of the loop. The loop's share is bounded: a chunk's keys are pickled in
@@ -117,6 +118,14 @@ _PICKLE_SECONDS_PER_KEY: Final = 1.5e-6  # about what pickling one (namespace, n
 # not always within one message); parts of _PART keep one pickling step near 1-2 ms.
 _PICKLE_SECONDS_PER_FACT: Final = 6e-6
 _PART: Final = 256
+
+
+def refresh_delay(started: float, finished: float, interval: float) -> float:
+    """Seconds to wait before the next refresh: until `interval` after the last one
+    started, and at least as long as the last one took, so the worker is busy at most
+    half the time however deep the queues get (docs/forecasting.md#the-worker)."""
+    took = finished - started
+    return max(started + interval - finished, took, 0.0)
 
 
 class WorkerLostError(Exception):
@@ -339,7 +348,7 @@ class ForecastService:
             if snapshot.synced:
                 await self._send(worker, snapshot)
                 await self._receive(worker, started)
-            delay = started + self.config.interval - loop.time()
+            delay = refresh_delay(started, loop.time(), self.config.interval)
             if delay > 0:
                 # Sleep, but notice a death at once.
                 with contextlib.suppress(TimeoutError):

@@ -20,7 +20,7 @@ from scheduler.runtime.commands import ApplyObject, MarkSynced
 from scheduler.runtime.engine import Engine
 from scheduler.runtime.estimates import MICROS, AdmissionVelocity, ServedForecast
 from scheduler.runtime.forecast_worker import WORKER_NICENESS
-from scheduler.runtime.forecasts import ForecastConfig, ForecastService, _Refresh
+from scheduler.runtime.forecasts import ForecastConfig, ForecastService, _Refresh, refresh_delay
 from scheduler.runtime.pages import build_view
 from scheduler.runtime.snapshot import Snapshot
 from scheduler.runtime.workload_records import PendingEntry
@@ -110,6 +110,21 @@ async def test_a_refresh_sends_only_new_chunks_and_drops_gone_workloads() -> Non
         w1 = service.forecast("ns", "w1")
         assert w1 is not None and (w1.generation, w1.made_at) == (2, T0 + 5 * MICROS)
         assert service.forecast("ns", "w0") is None
+
+
+@pytest.mark.parametrize(
+    ("started", "finished", "interval", "delay"),
+    [
+        (100.0, 101.5, 10.0, 8.5),  # a quick refresh: the next one starts `interval` after
+        (100.0, 106.0, 10.0, 6.0),  # over half the interval: rest as long as it took
+        (100.0, 125.0, 10.0, 25.0),  # longer than the interval: still an equal rest
+        (100.0, 100.0, 10.0, 10.0),
+    ],
+)
+def test_the_worker_rests_at_least_as_long_as_its_last_refresh(
+    started: float, finished: float, interval: float, delay: float
+) -> None:
+    assert refresh_delay(started, finished, interval) == delay
 
 
 async def test_the_worker_runs_at_a_lower_cpu_priority_than_the_server() -> None:
