@@ -11,6 +11,7 @@ from scheduler.core.scheduler import Scheduler
 from scheduler.runtime.capture import EntryCache, capture_quota, capture_snapshot
 from scheduler.runtime.why import why_pending
 from tests.unit.runtime.support import (
+    Json,
     cluster,
     cluster_queue,
     flavor,
@@ -22,14 +23,24 @@ from tests.unit.runtime.support import (
 START = instant_from_datetime(datetime(2026, 1, 1, tzinfo=UTC))
 
 
-def test_quota_shortfall_names_flavor_resource_and_amounts() -> None:
-    s = Scheduler(ManualClock(START))
+def one_queue(s: Scheduler, cpu: str, *workloads: Json) -> None:
+    """Namespace `team`, one flavor, ClusterQueue `cq` with `cpu` of quota, LocalQueue
+    `main`, then the workloads."""
     cluster(
         s,
         namespace("team"),
         flavor(),
-        cluster_queue("cq", "4"),
+        cluster_queue("cq", cpu),
         local_queue("team", "main", "cq"),
+        *workloads,
+    )
+
+
+def test_quota_shortfall_names_flavor_resource_and_amounts() -> None:
+    s = Scheduler(ManualClock(START))
+    one_queue(
+        s,
+        "4",
         workload("team", "first", "main", "2500m", priority=1),
         workload("team", "second", "main", "3"),
     )
@@ -97,15 +108,7 @@ def test_a_condition_the_core_did_not_set_is_one_other_blocker() -> None:
 
 def test_entries_carry_the_condition_of_a_real_cycle() -> None:
     s = Scheduler(ManualClock(START))
-    cluster(
-        s,
-        namespace("team"),
-        flavor(),
-        cluster_queue("cq", "1"),
-        local_queue("team", "main", "cq"),
-        workload("team", "small", "main", "1"),
-        workload("team", "big", "main", "2"),
-    )
+    one_queue(s, "1", workload("team", "small", "main", "1"), workload("team", "big", "main", "2"))
     before = capture_snapshot(s, EntryCache(), 1).locate("team", "big")
     assert before is not None and before.entry.why is None  # not tried yet
     run_cycle(s)
@@ -175,15 +178,7 @@ def test_quota_capture_reads_the_tree() -> None:
 
 def test_workloads_blocked_the_same_way_share_one_tuple_of_blockers() -> None:
     s = Scheduler(ManualClock(START))
-    cluster(
-        s,
-        namespace("team"),
-        flavor(),
-        cluster_queue("cq", "0"),
-        local_queue("team", "main", "cq"),
-        workload("team", "a", "main", "1"),
-        workload("team", "b", "main", "1"),
-    )
+    one_queue(s, "0", workload("team", "a", "main", "1"), workload("team", "b", "main", "1"))
     run_cycle(s)
     run_cycle(s)
     a = s.objects.workloads["team/a"]
