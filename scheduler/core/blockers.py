@@ -81,6 +81,10 @@ class PendingWhy:
     # The admission checks it waits for, each its own blocker; `whole` holds the message.
     checks: tuple[Blocker, ...] = ()
     message: str = field(init=False, compare=False)
+    # Every blocker, in the order the message names them. Built once: a cycle records one
+    # PendingWhy for all the workloads blocked the same way, and every reader of them then
+    # shares this tuple (docs/benchmarks.md, "Cluster-mode memory").
+    blockers: tuple[Blocker, ...] = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         body = self.whole.message if self.whole is not None else ""
@@ -89,10 +93,6 @@ class PendingWhy:
         if self.preempting:
             body += f". {_preemption_text(self.preempting)}"
         object.__setattr__(self, "message", body)
-
-    @property
-    def blockers(self) -> tuple[Blocker, ...]:
-        """Every blocker, in the order the message names them."""
         found = [b for ps in self.pod_sets for b in ps.blockers]
         if self.checks:
             found.extend(self.checks)
@@ -100,7 +100,7 @@ class PendingWhy:
             found.append(self.whole)
         if self.preempting:
             found.append(Blocker(BlockerKind.PREEMPTION, _preemption_text(self.preempting)))
-        return tuple(found)
+        object.__setattr__(self, "blockers", tuple(found))
 
     def with_preemptions(self, count: int) -> PendingWhy:
         """The same blockers, now waiting for `count` preempted workloads to leave."""

@@ -11,28 +11,9 @@ tries the workload again.
 from __future__ import annotations
 
 from scheduler.core.admission_checks import UNSATISFIED, waiting_why
-from scheduler.core.blockers import Blocker, BlockerKind, PendingWhy
+from scheduler.core.blockers import Blocker, BlockerKind
 from scheduler.core.workload import QUOTA_RESERVED, WorkloadState
 from scheduler.runtime.workload_records import WhyPending
-
-
-class _SharedBlockers:
-    """The blockers of the record read last, as one tuple. A cycle records one
-    `PendingWhy` for all the workloads it finds blocked the same way (the nomination
-    cache), and the publisher reads them one after the other: so they share one tuple
-    instead of a new one per workload (docs/benchmarks.md, "Cluster-mode memory")."""
-
-    def __init__(self) -> None:
-        self._record: PendingWhy | None = None
-        self._blockers: tuple[Blocker, ...] = ()
-
-    def of(self, record: PendingWhy) -> tuple[Blocker, ...]:
-        if record is not self._record:
-            self._record, self._blockers = record, record.blockers
-        return self._blockers
-
-
-_shared_blockers = _SharedBlockers()
 
 
 def why_pending(wl: WorkloadState) -> WhyPending | None:
@@ -43,7 +24,7 @@ def why_pending(wl: WorkloadState) -> WhyPending | None:
     recorded = wl.pending_why()
     blockers: tuple[Blocker, ...] = ()
     if recorded is not None:
-        blockers = _shared_blockers.of(recorded)
+        blockers = recorded.blockers
     elif reserved.message:
         blockers = (Blocker(BlockerKind.OTHER, reserved.message),)
     return WhyPending(
