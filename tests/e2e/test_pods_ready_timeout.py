@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.cluster import ClusterModeServer
-from tests.e2e.harness import ControlPlane, wait_for
+from tests.e2e.harness import ControlPlane
 from tests.e2e.nodes import NEVER_READY_LABEL, NodeAgents
 from tests.e2e.pods import (
     PodJob,
@@ -38,6 +38,7 @@ pytestmark = pytest.mark.realcluster
 NS = "pods-ready-e2e"
 TIMEOUT_SECONDS = 4
 BACKOFF_LIMIT = 2
+BACKOFF_MAX_SECONDS = 2
 CONFIG = f"""
 apiVersion: config.kueue.x-k8s.io/v1beta1
 kind: Configuration
@@ -49,7 +50,7 @@ waitForPodsReady:
     timestamp: Eviction
     backoffLimitCount: {BACKOFF_LIMIT}
     backoffBaseSeconds: 1
-    backoffMaxSeconds: 2
+    backoffMaxSeconds: {BACKOFF_MAX_SECONDS}
 """
 
 
@@ -125,21 +126,35 @@ def test_pods_that_never_become_ready_time_out_requeue_and_deactivate(
     )
     wait_pods(plane, NS, "stuck", "a new Pod after the requeue", lambda ps: len(ps) == 1)
 
-    # The third timeout exceeds backoffLimitCount: deactivated, never admitted again.
-    final = workload_of(
-        plane, NS, "stuck", "deactivated", lambda w: w["spec"].get("active") is False
-    )
+    # The third timeout exceeds backoffLimitCount: deactivated. As in Kueue, spec.active and
+    # the eviction are written first; the admission is released only once the Job is
+    # stopped, so the test waits for the end of that sequence (docs/scheduling.md#deactivation).
+    workload_of(plane, NS, "stuck", "deactivated", lambda w: w["spec"].get("active") is False)
     took = time.monotonic() - started
-    evicted_condition = wait_for(
-        lambda: condition(workload_of(plane, NS, "stuck", "evicted as deactivated"), "Evicted"),
-        timeout=60,
-        what="stuck's Evicted condition",
+    released = workload_of(
+        plane,
+        NS,
+        "stuck",
+        "deactivated and its admission released",
+        lambda w: w["spec"].get("active") is False and condition(w, "Admitted") is None,
     )
+    evicted_condition = condition(released, "Evicted")
+    assert evicted_condition is not None
     assert evicted_condition["reason"] == "DeactivatedDueToRequeuingLimitExceeded"
-    assert condition(final, "Admitted") is None
+    assert released["status"].get("requeueState") is None
     wait_job(plane, NS, "stuck", "suspended for good", suspended)
     wait_pods(plane, NS, "stuck", "deleted for good", lambda ps: not ps)
     print(f"pods: first timeout to deactivation took {took:.1f}s")
+
+    # Never admitted again: past the longest backoff, it is still inactive and not admitted.
+    time.sleep(BACKOFF_MAX_SECONDS + 1)
+    later = workload_of(plane, NS, "stuck", "still deactivated")
+    assert later["spec"].get("active") is False
+    assert condition(later, "Admitted") is None
+    reserved = condition(later, "QuotaReserved")
+    assert reserved is None or reserved["status"] == "False"
+    assert later["status"].get("admission") is None
+    assert not job_pods(plane, NS, "stuck")
 
     # The ready Job was never touched by any of this.
     steady = workload_of(plane, NS, "steady", "still admitted")
