@@ -53,11 +53,10 @@ def add_trace_parser(sub: Any) -> None:
     )
     formats = imp.add_subparsers(dest="trace_format", required=True)
     swf = formats.add_parser("swf", help="Standard Workload Format (.swf, .swf.gz), Alea's too")
-    _common(swf)
-    swf.add_argument(
+    _common(
+        swf,
         "--machines",
-        metavar="FILE",
-        help="Alea .machines file of the clusters (default: FILE's .machines beside it)",
+        "Alea .machines file of the clusters (default: FILE's .machines beside it)",
     )
     swf.add_argument(
         "--tenant",
@@ -66,11 +65,8 @@ def add_trace_parser(sub: Any) -> None:
         help="what becomes a namespace: user (field 12), group (field 13), or one for all",
     )
     ali = formats.add_parser("alibaba", help="Alibaba GPU trace v2023 pod list (CSV)")
-    _common(ali)
-    ali.add_argument(
-        "--nodes",
-        metavar="FILE",
-        help="node list for the quotas (default: the one *node_list*.csv beside FILE)",
+    _common(
+        ali, "--nodes", "node list for the quotas (default: the one *node_list*.csv beside FILE)"
     )
     ali.add_argument(
         "--gpu-unit",
@@ -81,12 +77,15 @@ def add_trace_parser(sub: Any) -> None:
     )
 
 
-def _common(p: argparse.ArgumentParser) -> None:
+def _common(p: argparse.ArgumentParser, capacity_flag: str, capacity_help: str) -> None:
+    """The flags every format takes; `capacity_flag` names the format's own file of the
+    cluster's capacity, one of the quota's sources."""
     p.add_argument("file", metavar="FILE", help="the trace (gzip-compressed or not)")
     p.add_argument("-o", "--output", default="-", metavar="FILE", help="scenario file (- = stdout)")
     p.add_argument("--name", help="the trace's name (default: from FILE): Scenario, ClusterQueue")
     p.add_argument("--cluster-queue", metavar="NAME", help="the ClusterQueue (default: --name)")
     quota = p.add_argument_group("quota (default: from the trace's header, machines or nodes)")
+    quota.add_argument(capacity_flag, metavar="FILE", help=capacity_help)
     quota.add_argument("--quota-file", metavar="FILE", help="YAML of flavors and ClusterQueues")
     quota.add_argument("--cpu", metavar="QUANTITY", help="cpu quota of one flavor 'default'")
     quota.add_argument("--memory", metavar="QUANTITY", help="memory quota (with --cpu)")

@@ -257,34 +257,19 @@ class Scheduler:
         """The workload's queue entry now; `previous` itself when it is still exact
         (a head requeued unchanged: the queue then moves its item without comparing)."""
         rs = wl.requeue_state
-        timestamp = wl.queue_order_timestamp(self._config.eviction_ordering)
-        requeued_false = wl.conditions.is_false(REQUEUED)
-        requeue_at = rs.requeue_at if rs is not None else None
-        if (
-            previous is not None
-            and previous.revision == wl.revision
-            and previous.priority == wl.priority
-            and previous.timestamp == timestamp
-            and previous.requeued_false == requeued_false
-            and previous.requeue_at == requeue_at
-            and previous.uid == wl.uid
-            and previous.local_queue == wl.queue_name
-            and previous.namespace == wl.namespace
-            and previous.name == wl.name
-        ):
-            return previous
-        return QueueEntry(
+        entry = QueueEntry(
             key=wl.key,
             namespace=wl.namespace,
             name=wl.name,
             uid=wl.uid,
             local_queue=wl.queue_name,
             priority=wl.priority,
-            timestamp=timestamp,
+            timestamp=wl.queue_order_timestamp(self._config.eviction_ordering),
             revision=wl.revision,
-            requeued_false=requeued_false,
-            requeue_at=requeue_at,
+            requeued_false=wl.conditions.is_false(REQUEUED),
+            requeue_at=rs.requeue_at if rs is not None else None,
         )
+        return previous if previous == entry else entry
 
     def tree_scope(self, cq: str) -> list[str]:
         """The ClusterQueues a flush of `cq` reaches (docs/scheduling.md#flush)."""

@@ -20,6 +20,7 @@ from scheduler.traces.records import (
     QOS_LABEL,
     Capacity,
     Flavor,
+    JobList,
     PodGroup,
     Skips,
     Trace,
@@ -169,19 +170,13 @@ def _job(row: dict[str, str], order: int, options: AlibabaOptions, skips: Skips)
 def read_pods(lines: Iterable[str], source: str, options: AlibabaOptions) -> Trace:
     """Every pod that ran; malformed rows are named in the trace's skips."""
     skips = Skips()
-    jobs: list[TraceJob] = []
-    seen: set[str] = set()
+    read = JobList(skips)
     for number, row in _rows(lines, source, POD_COLUMNS + TIME_COLUMNS, skips):
         try:
-            job = _job(row, len(jobs), options, skips)
+            job = _job(row, len(read.jobs), options, skips)
         except ValueError as err:
             skips.bad_line(source, number, str(err))
             continue
-        if job is None:
-            continue
-        if job.name in seen:
-            skips.bad_line(source, number, f"pod {row['name']!r} repeats")
-            continue
-        seen.add(job.name)
-        jobs.append(job)
-    return Trace(options.name, ORIGIN, jobs, skips)
+        if job is not None:
+            read.add(job, source, number, f"pod {row['name']!r}")
+    return Trace(options.name, ORIGIN, read.jobs, skips)

@@ -128,6 +128,25 @@ class Skips:
 
 
 @dataclass(slots=True)
+class JobList:
+    """The jobs read so far, in file order and each name once: a job whose name an earlier
+    one took is a malformed line of its own."""
+
+    skips: Skips
+    jobs: list[TraceJob] = field(default_factory=list)
+    names: set[str] = field(default_factory=set)
+
+    def add(self, job: TraceJob, source: str, line: int, what: str) -> None:
+        """Keep `job`, or name line `line` of `source` as `what` (the job as the format
+        calls it) repeating."""
+        if job.name in self.names:
+            self.skips.bad_line(source, line, f"{what} repeats")
+            return
+        self.names.add(job.name)
+        self.jobs.append(job)
+
+
+@dataclass(slots=True)
 class Trace:
     """A parsed trace: its jobs, where its clock starts, its capacity if it says."""
 

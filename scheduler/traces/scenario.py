@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
@@ -238,21 +238,9 @@ def _restrict(job: TraceJob, cluster: Cluster, imported: Imported) -> TraceJob:
     if not extra and len(labels) == len(job.node_labels):
         return job
     pods = tuple(
-        type(g)(g.count, {r: v for r, v in g.requests.items() if r in covered}) for g in job.pods
+        replace(g, requests={r: v for r, v in g.requests.items() if r in covered}) for g in job.pods
     )
-    return TraceJob(
-        name=job.name,
-        order=job.order,
-        submit=job.submit,
-        runtime=job.runtime,
-        pods=pods,
-        tenant=job.tenant,
-        queue=job.queue,
-        requested_seconds=job.requested_seconds,
-        priority_class=job.priority_class,
-        labels=job.labels,
-        node_labels=labels,
-    )
+    return replace(job, pods=pods, node_labels=labels)
 
 
 def _selected(trace: Trace, options: ImportOptions) -> Iterator[TraceJob]:

@@ -23,6 +23,7 @@ from scheduler.traces.records import (
     USER_LABEL,
     Capacity,
     Flavor,
+    JobList,
     PodGroup,
     Skips,
     Trace,
@@ -272,9 +273,8 @@ def _job(fields: list[str], order: int, options: SwfOptions, skips: Skips) -> Tr
 def read_swf(lines: Iterable[str], source: str, options: SwfOptions) -> Trace:
     """Every job of an SWF text; malformed lines are named in the trace's skips."""
     skips = Skips()
-    jobs: list[TraceJob] = []
+    read = JobList(skips)
     header_lines: list[str] = []
-    seen: set[str] = set()
     for number, line in enumerate(lines, 1):
         text = line.strip()
         if not text:
@@ -296,14 +296,9 @@ def read_swf(lines: Iterable[str], source: str, options: SwfOptions) -> Trace:
         except ValueError:
             skips.bad_line(source, number, f"field {fields.index(value) + 1} is not a number")
             continue
-        job = _job(fields, len(jobs), options, skips)
-        if job is None:
-            continue
-        if job.name in seen:
-            skips.bad_line(source, number, f"job number {job.labels[JOB_LABEL]} repeats")
-            continue
-        seen.add(job.name)
-        jobs.append(job)
+        job = _job(fields, len(read.jobs), options, skips)
+        if job is not None:
+            read.add(job, source, number, f"job number {job.labels[JOB_LABEL]}")
     header = read_header(header_lines)
     origin = _header_int(header, "UnixStartTime") or 0
-    return Trace(options.name, origin, jobs, skips, header_capacity(header))
+    return Trace(options.name, origin, read.jobs, skips, header_capacity(header))
