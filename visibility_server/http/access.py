@@ -50,7 +50,8 @@ def user_of(scope: Scope) -> UserInfo:
 class AccessMiddleware:
     """Authentication, authorization, metrics and last-resort errors around the routes.
 
-    `labels` gives each route path its metric labels (endpoint, API version).
+    `labels` gives each route's app (the `endpoint` Starlette's router leaves in the
+    scope) its metric labels (endpoint, API version).
     `open_paths` are answered without authentication or authorization: the CRD
     conversion webhook, which kube-apiserver calls without credentials.
     """
@@ -59,7 +60,7 @@ class AccessMiddleware:
         self,
         app: ASGIApp,
         server: VisibilityServer,
-        labels: Mapping[str, tuple[str, str]],
+        labels: Mapping[ASGIApp, tuple[str, str]],
         open_paths: frozenset[str] = frozenset(),
     ) -> None:
         self._app = app
@@ -97,13 +98,13 @@ class AccessMiddleware:
                 unexpected = status.internal_error(UNEXPECTED_CAUSE)
                 await status_response(info, unexpected)(scope, receive, tracking_send)
         finally:
-            route = scope.get("route")
+            answered_by = scope.get("endpoint")  # None: no route matched (404)
             if dashboard:
                 endpoint, version = DASHBOARD
-            elif route is None:
+            elif answered_by is None:
                 endpoint, version = UNKNOWN
             else:
-                endpoint, version = self._labels.get(route.path, UNKNOWN)
+                endpoint, version = self._labels.get(answered_by, UNKNOWN)
             self._observe(endpoint, version, code, time.perf_counter() - started)
 
     async def _admit(self, info: RequestInfo, scope: Scope, dashboard: bool) -> None:

@@ -166,7 +166,7 @@ def create_app(  # noqa: PLR0913 - keyword-only settings; each caller names the 
     health_routes(server, table)
     if server.dashboard is not None:
         dashboard_routes(server.dashboard, table)
-    open_paths = webhook_routes(app.router, table.labels, snapshot)
+    open_paths = webhook_routes(table, snapshot)
     match_whole_paths(app.router.routes)
     app.add_middleware(AccessMiddleware, server=server, labels=table.labels, open_paths=open_paths)
     return app

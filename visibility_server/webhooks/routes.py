@@ -12,11 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from fastapi import APIRouter
-from starlette.routing import Match, Route
 from starlette.types import Receive, Scope, Send
 
 from scheduler.runtime.snapshot import Snapshot
+from visibility_server.http.routers.table import RouteTable
 from visibility_server.webhooks.admission import (
     MAX_BODY_BYTES,
     MUTATE_JOB_PATH,
@@ -32,17 +31,6 @@ _LABELS = {
     VALIDATE_PATH: ("validating-webhook", "v1"),
     MUTATE_JOB_PATH: ("mutating-webhook", "v1"),
 }
-
-
-class _WebhookRoute(Route):
-    """A Starlette route that names itself in the scope, as FastAPI's routes do, so the
-    access middleware labels the request's metrics with the webhook's path."""
-
-    def matches(self, scope: Scope) -> tuple[Match, Scope]:
-        match, child = super().matches(scope)
-        if match != Match.NONE:
-            child["route"] = self
-        return match, child
 
 
 class _ConversionEndpoint:
@@ -69,14 +57,10 @@ class _AdmissionEndpoint:
         )
 
 
-def webhook_routes(
-    router: APIRouter,
-    labels: dict[str, tuple[str, str]],
-    snapshot: Callable[[], Snapshot],
-) -> frozenset[str]:
-    """Add the webhook routes and their metric labels; return the paths that are open."""
-    router.routes.append(_WebhookRoute(CONVERSION_PATH, _ConversionEndpoint()))
+def webhook_routes(table: RouteTable, snapshot: Callable[[], Snapshot]) -> frozenset[str]:
+    """Add the webhook routes with their metric labels; return the paths that are open.
+    Every method reaches them: they answer 405 themselves."""
+    table.add(CONVERSION_PATH, _ConversionEndpoint(), *_LABELS[CONVERSION_PATH], methods=None)
     for path, answer_for in answers(snapshot).items():
-        router.routes.append(_WebhookRoute(path, _AdmissionEndpoint(path, answer_for)))
-    labels.update(_LABELS)
+        table.add(path, _AdmissionEndpoint(path, answer_for), *_LABELS[path], methods=None)
     return frozenset(_LABELS)

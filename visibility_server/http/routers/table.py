@@ -1,58 +1,74 @@
-"""`RouteTable`: adds GET (and HEAD) routes to an `APIRouter` with their metric labels."""
+"""`RouteTable`: adds routes of pre-rendered answers to the app's `APIRouter`, with their
+metric labels.
+
+Every endpoint of this server takes the request and returns a finished `Response`: no
+parameters to solve, no body model, no response model. So a route is a Starlette
+`Route` in FastAPI's router whose endpoint is a small ASGI app (`PreRendered`), not an
+`APIRoute`: an `APIRoute` wraps each request in FastAPI's `request_response` (a
+`Request`, two `AsyncExitStack`s for dependencies with `yield`, its own exception
+wrapper) for features these endpoints never use, about 7% of a page's CPU
+(docs/benchmarks.md, "FastAPI routing cost"). Errors an endpoint raises still reach the
+app's exception handlers, through the exception middleware around the router.
+"""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
 
 from fastapi import APIRouter
-from fastapi.routing import APIRoute
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import BaseRoute
+from starlette.routing import BaseRoute, Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 Endpoint = Callable[[Request], Awaitable[Response]]
+GET: Sequence[str] = ("GET", "HEAD")
 
 
-class PreRenderedRoute(APIRoute):
-    """A route whose endpoint takes the request and returns a finished `Response`.
+class PreRendered:
+    """The ASGI app of one route: the endpoint's `Response`, sent as it is."""
 
-    There are no parameters to solve, no body to read and no response model to
-    validate or serialize, so the route's handler is the endpoint itself, through
-    FastAPI's `get_route_handler` hook for custom route classes. FastAPI's general
-    handler would solve an empty set of dependencies and parse the query string on
-    every request (docs/benchmarks.md, "FastAPI routing cost").
-    """
+    __slots__ = ("endpoint",)
 
-    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-        endpoint: Callable[[Request], Coroutine[Any, Any, Response]] = self.endpoint
-        return endpoint
+    def __init__(self, endpoint: Endpoint) -> None:
+        self.endpoint = endpoint
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = await self.endpoint(Request(scope, receive, send))
+        await response(scope, receive, send)
 
 
 class RouteTable:
-    """Routes answer GET and HEAD only: any other method on a known path is 405.
+    """Routes answer GET and HEAD unless told otherwise: any other method on a known path
+    is 405.
 
     The routes go straight into the app's own `APIRouter` (an included router would be
-    one more level of matching on every request). `labels` maps each route's path to
-    the `endpoint` and `version` labels of the request metrics (a handful of values,
-    never a name).
+    one more level of matching on every request). `labels` maps each route's app (the
+    `endpoint` Starlette leaves in the scope) to the `endpoint` and `version` labels of
+    the request metrics (a handful of values, never a name).
     """
 
     def __init__(self, router: APIRouter) -> None:
         self.router = router
-        self.labels: dict[str, tuple[str, str]] = {}
+        self.labels: dict[ASGIApp, tuple[str, str]] = {}
 
     def get(self, path: str, endpoint: Endpoint, metric: str, version: str = "") -> None:
-        self.router.add_api_route(
-            path,
-            endpoint,
-            methods=["GET", "HEAD"],
-            response_model=None,
-            include_in_schema=False,
-            route_class_override=PreRenderedRoute,
-        )
-        self.labels[path] = (metric, version)
+        self.add(path, PreRendered(endpoint), metric, version)
+
+    def add(
+        self,
+        path: str,
+        app: ASGIApp,
+        metric: str,
+        version: str = "",
+        methods: Sequence[str] | None = GET,
+    ) -> None:
+        """`app` answers `path` (every method when `methods` is None: it answers 405
+        itself)."""
+        methods_list = list(methods) if methods is not None else None
+        self.router.routes.append(Route(path, app, methods=methods_list))
+        self.labels[app] = (metric, version)
 
 
 def match_whole_paths(routes: list[BaseRoute]) -> None:

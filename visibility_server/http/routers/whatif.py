@@ -37,7 +37,7 @@ from visibility_server.http.render import rfc3339_seconds
 from visibility_server.http.requestinfo import info_of
 from visibility_server.http.responses import BytesResponse
 from visibility_server.http.routers.discovery import GROUP_PATH
-from visibility_server.http.routers.table import Endpoint, PreRenderedRoute, RouteTable
+from visibility_server.http.routers.table import Endpoint, PreRendered, RouteTable
 from visibility_server.http.status import StatusError
 
 DEFAULT_MAX_BODY_BYTES: Final = 1 << 20  # 1 MiB: a Job or Workload is a few KiB
@@ -275,12 +275,4 @@ def whatif_routes(
             f"{WHATIF_SUBRESOURCE}"
         )
         endpoint: Endpoint = _WhatIfEndpoint(server, version, backend, limiter, max_body).serve
-        table.router.add_api_route(
-            path,
-            endpoint,
-            methods=_METHODS,
-            response_model=None,
-            include_in_schema=False,
-            route_class_override=PreRenderedRoute,
-        )
-        table.labels[path] = ("whatif", version)
+        table.add(path, PreRendered(endpoint), "whatif", version, methods=_METHODS)
