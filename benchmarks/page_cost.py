@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import statistics
@@ -29,9 +30,16 @@ from typing import Any
 
 import httpx
 
-from scheduler.runtime.pages import build_view
 from scheduler.runtime.snapshot import Snapshot
-from scheduler.runtime.workload_records import PendingEntry
+
+try:
+    from scheduler.runtime.pages import build_view
+    from scheduler.runtime.workload_records import PendingEntry
+except ImportError:  # a checkout from before the snapshot module was split (--against)
+    from scheduler.runtime.snapshot import (  # type: ignore[attr-defined,no-redef]
+        PendingEntry,
+        build_view,
+    )
 from visibility_server.authn.interface import RequestCredentials
 from visibility_server.authz.embedded import EmbeddedBackend
 from visibility_server.authz.identity import UserInfo, authenticated_user
@@ -47,7 +55,7 @@ class _Admin:
         return authenticated_user("admin", groups=["system:masters"])
 
 
-def _snapshot(depth: int) -> Snapshot:
+def bench_snapshot(depth: int) -> Snapshot:
     entries = [
         PendingEntry.make(f"ns-{i % 50}", f"wl-{i:06d}", 1_700_000_000_000_000 + i, (), i % 7, "lq")
         for i in range(depth)
@@ -63,7 +71,7 @@ def _snapshot(depth: int) -> Snapshot:
 
 
 async def _measure(depth: int, requests: int) -> list[float]:
-    snap = _snapshot(depth)
+    snap = bench_snapshot(depth)
     app = create_app(
         snapshot=lambda: snap,
         authenticator=_Admin(),
@@ -83,7 +91,7 @@ async def _measure(depth: int, requests: int) -> list[float]:
     return timings
 
 
-def _app(snap: Snapshot) -> Any:
+def bench_app(snap: Snapshot) -> Any:
     return create_app(
         snapshot=lambda: snap,
         authenticator=_Admin(),
@@ -92,7 +100,7 @@ def _app(snap: Snapshot) -> Any:
     )
 
 
-async def _call(
+async def call(
     app: Any, path: str, query: bytes, headers: Sequence[tuple[bytes, bytes]]
 ) -> tuple[int, dict[bytes, bytes]]:
     scope = {
@@ -123,30 +131,87 @@ async def _call(
     return start["status"], dict(start["headers"])
 
 
-async def _asgi_cpu(depth: int, requests: int, rounds: int) -> dict[str, float]:
-    """CPU µs per request of each kind, the lowest of `rounds` rounds."""
-    app = _app(_snapshot(depth))
-    etag = (await _call(app, PATH, b"limit=100", []))[1][b"etag"]
-    offsets = [b"limit=100&offset=%d" % ((i * 7919) % max(1, depth - 100)) for i in range(2000)]
-    kinds: dict[str, Any] = {
+WARM_REQUESTS = 2000  # every page's fragments are memoized after this many
+
+
+async def request_kinds(app: Any, depth: int) -> dict[str, Any]:
+    """Each kind of request: request number -> (path, query, headers)."""
+    etag = (await call(app, PATH, b"limit=100", []))[1][b"etag"]
+    offsets = [
+        b"limit=100&offset=%d" % ((i * 7919) % max(1, depth - 100)) for i in range(WARM_REQUESTS)
+    ]
+    return {
         "page, same page again (200)": lambda i: (PATH, b"limit=100", []),
         "page, 2000 offsets in turn (200)": lambda i: (PATH, offsets[i % len(offsets)], []),
         "If-None-Match (304)": lambda i: (PATH, b"limit=100", [(b"if-none-match", etag)]),
         "/healthz (200)": lambda i: ("/healthz", b"", []),
         "unknown path (404)": lambda i: ("/apis/nope", b"", []),
     }
+
+
+async def _run(app: Any, kind: str, request: Any, count: int) -> None:
+    for i in range(count):
+        code, _ = await call(app, *request(i))
+        assert code in (200, 304, 404), (kind, code)
+
+
+async def _asgi_cpu(depth: int, requests: int, rounds: int) -> dict[str, float]:
+    """CPU µs per request of each kind, the lowest of `rounds` rounds."""
+    app = bench_app(bench_snapshot(depth))
+    kinds = await request_kinds(app, depth)
     best: dict[str, float] = {}
     for _ in range(rounds):
         for kind, request in kinds.items():
-            for i in range(len(offsets)):  # warm: every page's fragments are memoized
-                await _call(app, *request(i))
+            await _run(app, kind, request, WARM_REQUESTS)
             start = time.process_time()
-            for i in range(requests):
-                code, _ = await _call(app, *request(i))
-                assert code in (200, 304, 404), (kind, code)
+            await _run(app, kind, request, requests)
             per = (time.process_time() - start) / requests * 1e6
             best[kind] = min(best.get(kind, per), per)
     return best
+
+
+async def _one_kind(depth: int, kind: str, requests: int) -> None:
+    """Warm, then `requests` requests of one kind: what the instruction count measures.
+
+    The heap is frozen after the warm-up, as `serve` freezes it after its initial load
+    (docs/architecture.md): otherwise a full collection that the longer run happens to
+    trigger, and the shorter does not, would be counted as the requests' own work."""
+    app = bench_app(bench_snapshot(depth))
+    request = (await request_kinds(app, depth))[kind]
+    await _run(app, kind, request, WARM_REQUESTS)
+    gc.collect()
+    gc.freeze()
+    await _run(app, kind, request, requests)
+
+
+def _instructions(checkout: Path, depth: int, kind: str, requests: int) -> int:
+    """Instructions executed by a child in `checkout` that answers `requests` requests of
+    `kind` after the warm-up (valgrind's cachegrind without cache simulation)."""
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": str(checkout)}
+    command = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
+    command += [str(checkout / ".venv" / "bin" / "python"), str(Path(__file__).resolve())]
+    command += ["--one-kind", kind, "--depth", str(depth), "--requests", str(requests)]
+    out = subprocess.run(command, env=env, cwd=checkout, check=True, capture_output=True)
+    for line in out.stderr.decode().splitlines():
+        if "I   refs:" in line:
+            return int(line.rpartition(":")[2].replace(",", "").strip())
+    raise RuntimeError(f"no instruction count from valgrind: {out.stderr.decode()[-2000:]}")
+
+
+def _instructions_main(args: argparse.Namespace, sides: dict[str, Path]) -> None:
+    kinds = list(asyncio.run(request_kinds(bench_app(bench_snapshot(200)), 200)))
+    print(
+        f"depth={args.depth} instructions per request ({args.requests} requests): "
+        + " | ".join(sides)
+    )
+    for kind in kinds:
+        counts = []
+        for checkout in sides.values():
+            extra = _instructions(checkout, args.depth, kind, args.requests)
+            base = _instructions(checkout, args.depth, kind, 0)
+            counts.append((extra - base) / args.requests)
+        ratio = f"  ({counts[0] / counts[1] - 1:+.1%})" if len(counts) == 2 else ""
+        print(f"{kind:34} " + " | ".join(f"{c:9,.0f}" for c in counts) + ratio)
 
 
 def _asgi_child(checkout: Path, depth: int, requests: int, rounds: int) -> dict[str, float]:
@@ -168,6 +233,9 @@ def _asgi_main(args: argparse.Namespace) -> None:
     sides = {"this checkout": here}
     if args.against:
         sides["--against"] = Path(args.against).resolve()
+    if args.instructions:
+        _instructions_main(args, sides)
+        return
     best: dict[str, dict[str, float]] = {}
     for _ in range(args.alternations):
         for side, checkout in sides.items():
@@ -191,8 +259,17 @@ def main() -> None:
     parser.add_argument("--depth", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--alternations", type=int, default=2)
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="with --asgi: instructions per request counted by valgrind (deterministic)",
+    )
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--one-kind", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.one_kind:
+        asyncio.run(_one_kind(args.depth, args.one_kind, args.requests))
+        return
     if args.asgi:
         _asgi_main(args)
         return
