@@ -20,6 +20,7 @@ import asyncio
 import gc
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import time
@@ -234,6 +235,8 @@ def _asgi_main(args: argparse.Namespace) -> None:
     if args.against:
         sides["--against"] = Path(args.against).resolve()
     if args.instructions:
+        if shutil.which("valgrind") is None:
+            raise SystemExit("--instructions needs valgrind (Debian: apt-get install valgrind)")
         _instructions_main(args, sides)
         return
     best: dict[str, dict[str, float]] = {}
