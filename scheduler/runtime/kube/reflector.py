@@ -146,7 +146,7 @@ class Reflector:
         objects that are gone are found by absence and deleted once the last page is
         in, after every upsert. A list that fails midway keeps what it handed over
         (each object as the server held it, as a watch would have delivered it) and
-        deletes nothing; `synced` is set at the end only (docs/cluster.md#the-store).
+        deletes nothing; `synced` is set at the end only (docs/architecture.md#lists-page-by-page).
 
         When a continuation expires (the list outlived the server's compaction window)
         the list starts again from the first page, skipping what is already cached at
