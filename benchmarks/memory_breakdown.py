@@ -87,6 +87,7 @@ AREAS: tuple[tuple[str, str], ...] = (
 @dataclass
 class Measured:
     rss_growth: int  # bytes of RSS the server's start added, fake API server's share aside
+    untrimmed_growth: int  # the same before the heap's free pages were given back
     peak_growth: int  # the same for the peak RSS (VmHWM) over the run
     snapshot: tracemalloc.Snapshot | None  # with tracing
     deep: dict[str, int]  # without: deep sizes by structure
@@ -226,11 +227,13 @@ async def _run(n: int, jobs: bool, settle: float, trace: bool) -> tuple[Measured
             print(f"settling: version {now[0]}, backlog {now[1]}", file=sys.stderr)
     took = time.monotonic() - started
     gc.collect()
+    untrimmed = _rss() - rss_before
     # As `serve` does once synced (queuescope/serve_cluster.py).
     gc.freeze()
     await release_free_heap()
     measured = Measured(
         _rss() - rss_before,
+        untrimmed,
         _rss("VmHWM") - rss_before,
         tracemalloc.take_snapshot() if trace else None,
         {} if trace else _deep_sizes(fake, engine, runtime),
@@ -260,6 +263,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{n:,} {what}, synced and quiet in {took:.0f} s")
     growth = measured.rss_growth
     print(f"RSS growth: {growth / KIB / KIB:.1f} MiB, {growth / n:,.0f} B per Workload")
+    before = measured.untrimmed_growth
+    print(
+        f"RSS growth before the final heap trim: {before / KIB / KIB:.1f} MiB,"
+        f" {before / n:,.0f} B per Workload"
+    )
     peak = measured.peak_growth
     print(f"peak RSS growth: {peak / KIB / KIB:.1f} MiB, {peak / n:,.0f} B per Workload")
     if measured.snapshot is None:

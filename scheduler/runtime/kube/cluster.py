@@ -13,11 +13,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from scheduler.kubeapi.client import KubeRest
 from scheduler.runtime.engine import Engine
+from scheduler.runtime.kube.heap import release_free_heap
 from scheduler.runtime.kube.jobs import JobController
 from scheduler.runtime.kube.leader import LeaderElector
 from scheduler.runtime.kube.leader_io import LeaderIO
@@ -33,6 +35,7 @@ from scheduler.runtime.kube.store import KubeStore
 log = logging.getLogger(__name__)
 
 STOP_WRITES_SECONDS = 5.0
+HEAP_SETTLE_POLL = 1.0  # seconds between two looks at the status writes still to do
 
 
 class LeadershipLost(Exception):  # noqa: N818
@@ -62,8 +65,12 @@ class ClusterRuntime:
         *,
         elector: LeaderElector | None = None,
         writes: WriteSettings = WriteSettings(),
+        release_heap: Callable[[], Awaitable[bool]] = release_free_heap,
     ) -> None:
         self.rest = rest
+        self._release_heap = release_heap
+        self._heap_task: asyncio.Task[None] | None = None  # once, at the first leadership
+        self.heap_settle_poll = HEAP_SETTLE_POLL
         self.engine = engine
         self.elector = elector
         engine.set_scheduling(False)
@@ -122,10 +129,30 @@ class ClusterRuntime:
             asyncio.create_task(self.workload_writer.run(), name="workload-status"),
             asyncio.create_task(self.queue_writer.run(), name="queue-status"),
         ]
+        if self._heap_task is None:
+            self._heap_task = asyncio.create_task(
+                self._release_heap_once_settled(), name="heap-release"
+            )
+
+    async def _release_heap_once_settled(self) -> None:
+        """Once, after the first leadership's first cycles and status writes: give the
+        heap's free pages back. The first cycle over every pending Workload, its status
+        comparisons and the first full snapshot leave as much freed memory behind as the
+        initial list did (docs/benchmarks.md, "Cluster-mode memory beside upstream
+        Kueue", fourth round); the trim after the sync came before them."""
+        await self.engine.flush()
+        while True:
+            await self.engine.wait_idle()
+            if not self.workload_writer.backlog and not self.engine.touched_event.is_set():
+                break
+            await asyncio.sleep(self.heap_settle_poll)
+        await self._release_heap()
 
     async def _stop_leading(self, *, follow: bool = True) -> None:
         """Cancel the leader's tasks; with `follow` (the process goes on as a follower)
         take the server's status again where the core's differs."""
+        if self._heap_task is not None:
+            self._heap_task.cancel()  # a no-op once it is done
         if not self._leader_tasks:
             return
         log.info("event=leading-stop")

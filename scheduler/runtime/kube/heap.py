@@ -4,8 +4,10 @@ The initial list and decode of every object leaves many freed blocks behind in g
 heap (JSON pages, decoded models, dict tables larger than the interpreter's own small
 object pools handle). glibc returns free memory to the system only from the top of the
 heap by itself; `malloc_trim` also releases the free pages in the middle. Called once
-after the initial sync it lowered the resident memory by about 0.16 KiB per Workload
-(docs/benchmarks.md, "Cluster-mode memory beside upstream Kueue").
+after the initial sync it lowered the resident memory by about 0.16 KiB per Workload;
+called again once the first leadership's first cycles and status writes are done
+(`cluster.py`), about 0.12 KiB more at 100,000 (docs/benchmarks.md, "Cluster-mode
+memory beside upstream Kueue").
 
 Elsewhere than glibc (musl, macOS) there is no such call and this does nothing.
 """

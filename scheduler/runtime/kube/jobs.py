@@ -218,7 +218,7 @@ class JobController:
                 return
             if not suspended:
                 await self._set_suspended(job, True, None)
-            await self._create_workload(job)
+            await self._create_workload(namespace, name)
             return
         wl_key = workload.key
         core = self.io.engine.scheduler.workload(wl_key)
@@ -250,7 +250,15 @@ class JobController:
         ready = int(status.get("ready") or 0) + int(status.get("succeeded") or 0)
         return ready >= int(parallelism if parallelism is not None else 1)
 
-    async def _create_workload(self, job_raw: Json) -> None:
+    async def _create_workload(self, namespace: str, name: str) -> None:
+        """Make the Job's Workload from the whole Job, read here: the cache keeps a slim
+        one (`records.slim_job`) without the pod template's containers."""
+        try:
+            job_raw = await self.io.rest.get(JOBS.item(name, namespace))
+        except KubeError as err:
+            if err.status != 404:  # deleted meanwhile: the watch says so
+                raise
+            return
         try:
             job = decode_live(job_raw, source="batch/v1/jobs")
             assert isinstance(job, Job)

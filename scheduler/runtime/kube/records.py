@@ -29,7 +29,7 @@ import orjson
 from scheduler.core.workload import JOB_UID_LABEL, OwnerRef
 from scheduler.kubeapi.errors import Json
 from scheduler.runtime.kube.normalize import normalized
-from scheduler.runtime.kube.resources import WORKLOADS, object_key, resource_version
+from scheduler.runtime.kube.resources import JOBS, WORKLOADS, object_key, resource_version
 
 # Metadata a status write changes without changing anything the core reads.
 _VOLATILE_META = frozenset(("resourceVersion", "managedFields", "generation"))
@@ -201,12 +201,66 @@ class WorkloadRecord:
 
 Cached = Json | WorkloadRecord  # what a reflector's cache holds for one object
 
+_JOB_META = ("name", "namespace", "uid", "resourceVersion", "labels")
+_JOB_TEMPLATE_META = ("labels", "annotations")
+_JOB_POD = ("nodeSelector", "tolerations")
+_JOB_STATUS = ("ready", "succeeded", "startTime")
+_JOB_ENDS = frozenset(("Complete", "Failed"))
+
+
+def _picked(value: object, fields: tuple[str, ...]) -> dict[str, Any]:
+    source = _dict(value)
+    return {k: source[k] for k in fields if k in source}
+
+
+def _non_empty(**parts: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in parts.items() if v}
+
+
+def slim_job(obj: Json) -> Json:
+    """What the Job integration reads of a Job, as a Job-shaped dict: its identity and
+    labels, `spec.suspend` and `spec.parallelism`, the pod template's labels,
+    annotations, node selector and tolerations (what it patches), and of the status the
+    ready and succeeded counts, the start time and the conditions that end it; empty
+    parts are left out (the integration reads every part with a default). The pod
+    template's containers, most of a Job, are read from the API server the one time
+    they are needed, to create its Workload (`jobs.py`). Every Job of the cluster is
+    listed, labelled for a queue or not (docs/operations.md#memory-to-plan-for)."""
+    spec = _dict(obj.get("spec"))
+    template = _dict(spec.get("template"))
+    status = _dict(obj.get("status"))
+    slim_status = _picked(status, _JOB_STATUS)
+    conditions = [
+        c
+        for c in status.get("conditions") or []
+        if isinstance(c, dict) and c.get("type") in _JOB_ENDS
+    ]
+    if conditions:
+        slim_status["conditions"] = conditions
+    slim_template = _non_empty(
+        metadata=_picked(template.get("metadata"), _JOB_TEMPLATE_META),
+        spec=_picked(template.get("spec"), _JOB_POD),
+    )
+    slim_spec = _picked(spec, ("suspend", "parallelism"))
+    if slim_template:
+        slim_spec["template"] = slim_template
+    return {
+        "apiVersion": obj.get("apiVersion", JOBS.api_version),
+        "kind": obj.get("kind", JOBS.kind),
+        "metadata": _picked(obj.get("metadata"), _JOB_META),
+        **_non_empty(spec=slim_spec, status=slim_status),
+    }
+
 
 def keep(resource_kind: str, obj: Json) -> Cached:
-    """What the cache keeps of an object: a record for a Workload, the object (without
-    its managed fields) for the other kinds, which are few or read whole."""
+    """What the cache keeps of an object: a record for a Workload, a slim Job-shaped
+    dict for a Job (one per Workload where Jobs are used, and every other Job of the
+    cluster), the object (without its managed fields) for the other kinds, which are
+    few and read whole."""
     if resource_kind == WORKLOADS.kind:
         return WorkloadRecord.of(obj)
+    if resource_kind == JOBS.kind:
+        return slim_job(obj)
     return obj
 
 

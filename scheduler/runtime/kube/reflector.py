@@ -1,8 +1,9 @@
 """List and watch one resource into a local cache, for ever (client-go's reflector).
 
-* The initial list is paged (one unpaged list when a continuation expires before the
-  last page); afterwards a watch resumes from the last resourceVersion
-  seen, with bookmarks so that the resume point keeps moving on quiet resources.
+* Lists are paged and handed over page by page as they arrive, diffed against the
+  cache (one page is held parsed at a time; see `list_all` for an expired
+  continuation); afterwards a watch resumes from the last resourceVersion seen, with
+  bookmarks so that the resume point keeps moving on quiet resources.
 * `410 Gone` (on the watch request or as an ERROR event) means the resume point fell
   out of the server's window: the reflector lists again and diffs the new list
   against its cache, so the handler sees exactly the changes it missed, deletions
@@ -40,6 +41,9 @@ MAX_BACKOFF = RECONNECT.cap
 # Handing a (re)list to the handler decodes every object (~0.2 ms each): 100k Workloads
 # would hold the loop for 20 s. The dispatch yields whenever a stretch reaches this.
 DISPATCH_BUDGET = 0.003
+# A list whose continuation expires starts again from its first page this many times at
+# most (each time going further, since what is cached is skipped), then reads it whole.
+MAX_LIST_RESTARTS = 3
 
 
 def drop_managed_fields(obj: Json) -> Json:
@@ -50,6 +54,28 @@ def drop_managed_fields(obj: Json) -> Json:
     if isinstance(meta, dict):
         meta.pop("managedFields", None)
     return obj
+
+
+def _abandon(task: asyncio.Task[Json] | None) -> None:
+    """Cancel a page read ahead that is no longer wanted (the list failed or was
+    cancelled), retrieving its failure if it already had one so none goes unreported."""
+    if task is None:
+        return
+    if task.done():
+        if not task.cancelled():
+            task.exception()
+        return
+    task.cancel()
+
+
+class _ContinuationExpired(Exception):  # noqa: N818
+    """A paged list's continuation expired after `listed` objects (`handed` of them
+    handed over) in this pass."""
+
+    def __init__(self, listed: int, handed: int) -> None:
+        super().__init__(f"continuation expired after {listed} objects")
+        self.listed = listed
+        self.handed = handed
 
 
 class Gone(Exception):  # noqa: N818 (named after the HTTP status)
@@ -114,65 +140,102 @@ class Reflector:
 
     # -- listing ---------------------------------------------------------------------
     async def list_all(self) -> None:
-        """List every object (paged) and reconcile the cache with it: upserts for new
-        or changed objects, then deletes for objects that are gone."""
-        items: dict[str, Json] = {}
-        query: dict[str, str] = {"limit": str(self.page_size)}
+        """List every object and reconcile the cache with it, page by page: each page's
+        new or changed objects are cached and handed over as it arrives (the next page
+        is read meanwhile), so one page is held parsed at a time, not the whole list;
+        objects that are gone are found by absence and deleted once the last page is
+        in, after every upsert. A list that fails midway keeps what it handed over
+        (each object as the server held it, as a watch would have delivered it) and
+        deletes nothing; `synced` is set at the end only (docs/architecture.md#lists-page-by-page).
+
+        When a continuation expires (the list outlived the server's compaction window)
+        the list starts again from the first page, skipping what is already cached at
+        the same resourceVersion, so each attempt goes further; if an attempt handed
+        nothing over, the list is read in one request, as client-go's pager does
+        (docs/operations.md#memory-to-plan-for)."""
+        paged, restarts = True, 0
         while True:
             try:
-                page = await self.rest.get(self.resource.collection(), query)
-            except KubeError as err:
-                if err.status != 410 or "continue" not in query:
-                    raise
-                # The continuation's resourceVersion was compacted before the last page
-                # (a large list on a busy server): list everything in one request, as
-                # client-go's pager does (docs/operations.md#memory-to-plan-for).
-                log.warning(
-                    "event=list-continuation-expired resource=%s listed=%d action=full-list",
-                    self.resource.plural,
-                    len(items),
-                )
-                self.stats.expired_continuations += 1
-                items.clear()
-                query = {}
-                continue
-            for obj in page.get("items", []) or []:
-                if isinstance(obj, dict):
-                    # List items carry no kind/apiVersion; the handler's decoder needs them.
-                    obj.setdefault("kind", self.resource.kind)
-                    obj.setdefault("apiVersion", self.resource.api_version)
-                    items[object_key(obj)] = drop_managed_fields(obj)
-            meta = page.get("metadata") or {}
-            token = meta.get("continue") or ""
-            if not token:
-                self.resource_version = str(meta.get("resourceVersion", ""))
+                self.resource_version = await self._list_pass(paged)
                 break
-            query = {"limit": str(self.page_size), "continue": token}
+            except _ContinuationExpired as err:
+                self.stats.expired_continuations += 1
+                restarts += 1
+                paged = err.handed > 0 and restarts <= MAX_LIST_RESTARTS
+                log.warning(
+                    "event=list-continuation-expired resource=%s listed=%d handed=%d action=%s",
+                    self.resource.plural,
+                    err.listed,
+                    err.handed,
+                    "relist" if paged else "full-list",
+                )
         self.stats.lists += 1
-        # Nothing else of this resource runs until the dispatch is done (the watch
-        # starts after it), so yielding between objects changes no order. Each object
-        # handed over is dropped from the list, and the handler is waited for after
-        # each page's worth.
-        box = TimeBox(self.dispatch_budget)
+        self.synced = True
+
+    async def _list_pass(self, paged: bool) -> str:
+        """One list from the first page (`paged`) or in one request, reconciled with the
+        cache as it comes; the list's resourceVersion. Only the keys listed are kept
+        until the end, for the deletes.
+        Nothing else of this resource runs until the pass is done (the watch starts
+        after it), so yielding between objects changes no order."""
+        listed: set[str] = set()
         handed = 0
-        for key in list(items):
-            obj = items.pop(key)
-            old = self.cache.get(key)
-            if old is None or cached_version(old) != resource_version(obj):
-                self.put(obj)
-                self._dispatch_upsert(obj, old)
-                handed += 1
-                if self.after_page is not None and handed % self.page_size == 0:
+        version = ""
+        box = TimeBox(self.dispatch_budget)
+        query: dict[str, str] = {"limit": str(self.page_size)} if paged else {}
+        next_page: asyncio.Task[Json] | None = asyncio.ensure_future(self._page(query))
+        try:
+            while next_page is not None:
+                try:
+                    page = await next_page
+                except KubeError as err:
+                    if err.status == 410 and "continue" in query:
+                        raise _ContinuationExpired(len(listed), handed) from err
+                    raise
+                next_page = None
+                meta = page.get("metadata") or {}
+                token = meta.get("continue") or ""
+                if token:
+                    query = {"limit": str(self.page_size), "continue": token}
+                    next_page = asyncio.ensure_future(self._page(query))
+                else:
+                    version = str(meta.get("resourceVersion", ""))
+                items = page.pop("items", None) or []
+                del page
+                handed_before = handed
+                for obj in items:
+                    if isinstance(obj, dict) and self._reconcile(obj, listed):
+                        handed += 1
+                        await box.pause()
+                del items
+                if self.after_page is not None and handed > handed_before:
                     await self.after_page()
-                await box.pause()
-            items[key] = {}  # listed: not to be deleted below
-        if self.after_page is not None and handed % self.page_size:
-            await self.after_page()
-        for key in [k for k in self.cache if k not in items]:
+        finally:
+            _abandon(next_page)
+        for key in [k for k in self.cache if k not in listed]:
             old = self.cache.pop(key)
             self._dispatch_delete(old)
             await box.pause()
-        self.synced = True
+        return version
+
+    async def _page(self, query: dict[str, str]) -> Json:
+        return await self.rest.get(self.resource.collection(), query)
+
+    def _reconcile(self, obj: Json, listed: set[str]) -> bool:
+        """Note one listed object and hand it over if the cache lacks it or holds
+        another resourceVersion of it; whether it was handed over."""
+        # List items carry no kind/apiVersion; the handler's decoder needs them.
+        obj.setdefault("kind", self.resource.kind)
+        obj.setdefault("apiVersion", self.resource.api_version)
+        key = object_key(drop_managed_fields(obj))
+        old = self.cache.get(key)
+        if old is not None and cached_version(old) == resource_version(obj):
+            listed.add(cached_key(old))  # the cached record's string: no second copy
+            return False
+        kept = self.put(obj)
+        listed.add(cached_key(kept))
+        self._dispatch_upsert(obj, old)
+        return True
 
     # -- watching --------------------------------------------------------------------
     async def watch_once(self) -> None:

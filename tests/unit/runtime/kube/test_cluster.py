@@ -239,3 +239,41 @@ async def test_a_job_runs_end_to_end_without_leader_election(engine: Engine) -> 
         assert runtime.leading and engine.scheduling
     finally:
         await stop(task)
+
+
+async def test_the_heap_is_released_once_after_the_first_leaderships_first_cycle(
+    engine: Engine,
+) -> None:
+    fake = FakeKube()
+    seed_cluster(fake, workloads=3)
+    elector = ManualElector(fake)
+    seen_at_release: list[tuple[int, bool]] = []  # (workloads admitted, engine idle)
+
+    async def release_heap() -> bool:
+        admitted = sum(1 for w in engine.scheduler.objects.workloads.values() if w.admission)
+        seen_at_release.append((admitted, engine.idle))
+        return True
+
+    runtime = ClusterRuntime(
+        fake.rest, engine, elector=elector, writes=HOURLY_QUEUE_STATUS, release_heap=release_heap
+    )
+    runtime.heap_settle_poll = 0.0  # turns of the loop, no wall-clock wait
+    task = asyncio.create_task(runtime.run())
+    try:
+        await until(runtime.store.synced.is_set)
+        for _ in range(100):
+            await asyncio.sleep(0)
+        assert seen_at_release == []  # a follower does not
+        elector.set(True)
+        await until(lambda: bool(seen_at_release))
+        # After the first cycle (it admitted what fits) and with the engine idle.
+        assert seen_at_release[0][0] >= 1 and seen_at_release[0][1]
+        elector.set(False)
+        await until(lambda: not runtime.store.leading)
+        elector.set(True)
+        await until(lambda: runtime.leading)
+        for _ in range(100):
+            await asyncio.sleep(0)
+        assert len(seen_at_release) == 1  # once per process
+    finally:
+        await stop(task)

@@ -166,6 +166,26 @@ async def test_an_unsuspended_job_is_suspended_and_gets_a_workload_it_owns() -> 
     assert len(c.fake.writes()) == 2
 
 
+async def test_the_cache_keeps_a_slim_job_and_the_workload_is_made_from_the_whole_one() -> None:
+    c = await cluster(suspend=True)
+    cached = c.store.get(JOBS, JOB_KEY)
+    assert cached is not None
+    assert "containers" not in cached["spec"]["template"]["spec"]
+    await c.jobs.reconcile(JOB_KEY)
+    assert ("GET", JOB_PATH) in c.fake.calls  # read once, whole, to make the Workload
+    [(_, _, body)] = c.fake.writes("POST")
+    [container] = body["spec"]["podSets"][0]["template"]["spec"]["containers"]
+    assert container["resources"]["requests"] == {"cpu": "1"}
+
+
+async def test_a_job_deleted_before_its_workload_is_made_gets_none() -> None:
+    c = await cluster(suspend=True)
+    c.fake.fail("GET", JOB_PATH, status_error(404, "not found", "NotFound"))
+    await c.jobs.reconcile(JOB_KEY)
+    assert c.fake.writes() == []
+    assert c.jobs.stats.errors == 0
+
+
 async def test_a_suspended_job_only_gets_its_workload() -> None:
     c = await cluster(suspend=True)
     await c.jobs.reconcile(JOB_KEY)

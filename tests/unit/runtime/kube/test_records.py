@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from scheduler.runtime.kube.records import WorkloadRecord, content_digest
+from scheduler.runtime.kube.records import WorkloadRecord, content_digest, slim_job
 
 
 def workload() -> dict[str, Any]:
@@ -99,3 +99,75 @@ def test_the_resource_version_is_given_back_as_it_came() -> None:
         assert r.status_body({})["metadata"]["resourceVersion"] == version
     # A plain decimal is kept as an int (half the bytes of the string).
     assert WorkloadRecord.of(workload()).version == 7
+
+
+def test_a_slim_job_keeps_what_the_job_integration_reads_and_not_the_containers() -> None:
+    condition = {"type": "Complete", "status": "True", "reason": "Done"}
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": "j",
+            "namespace": "team",
+            "uid": "u-1",
+            "resourceVersion": "9",
+            "labels": {"kueue.x-k8s.io/queue-name": "main"},
+            "annotations": {"big": "x" * 100},
+            "creationTimestamp": "2026-01-01T00:00:00Z",
+        },
+        "spec": {
+            "suspend": True,
+            "parallelism": 3,
+            "completions": 3,
+            "backoffLimit": 6,
+            "template": {
+                "metadata": {"labels": {"app": "a"}, "annotations": {"n": "1"}},
+                "spec": {
+                    "nodeSelector": {"pool": "a"},
+                    "tolerations": [{"key": "gpu", "operator": "Exists"}],
+                    "containers": [{"name": "c", "image": "x", "resources": {}}],
+                    "restartPolicy": "Never",
+                },
+            },
+        },
+        "status": {
+            "ready": 1,
+            "succeeded": 2,
+            "startTime": "2026-01-01T00:00:01Z",
+            "conditions": [
+                {"type": "SuccessCriteriaMet", "status": "True"},
+                condition,
+            ],
+        },
+    }
+    assert slim_job(job) == {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": "j",
+            "namespace": "team",
+            "uid": "u-1",
+            "resourceVersion": "9",
+            "labels": {"kueue.x-k8s.io/queue-name": "main"},
+        },
+        "spec": {
+            "suspend": True,
+            "parallelism": 3,
+            "template": {
+                "metadata": {"labels": {"app": "a"}, "annotations": {"n": "1"}},
+                "spec": {
+                    "nodeSelector": {"pool": "a"},
+                    "tolerations": [{"key": "gpu", "operator": "Exists"}],
+                },
+            },
+        },
+        "status": {
+            "ready": 1,
+            "succeeded": 2,
+            "startTime": "2026-01-01T00:00:01Z",
+            "conditions": [condition],
+        },
+    }
+    # Empty parts are left out.
+    bare = {"metadata": {"name": "k"}, "spec": {"template": {"spec": {"containers": []}}}}
+    assert slim_job(bare) == {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "k"}}

@@ -201,26 +201,132 @@ async def test_a_failed_page_leaves_the_cache_as_it_was() -> None:
     assert sorted(r.cache) == ["n0", "n1"]
 
 
-async def test_an_expired_continuation_finishes_as_one_full_list() -> None:
+async def test_each_page_is_handed_over_as_it_arrives_in_list_order() -> None:
+    # One page is parsed and handed over while (at most) the next is being read: the
+    # list is never held whole. The sync point stays at the end of the list.
+    fake = FakeKube()
+    for i in range(7):
+        fake.seed(NAMESPACES, ns(f"n{i}"))
+    requested_at_upsert: list[int] = []
+    synced_at_upsert: list[bool] = []
+
+    class Watching(Recorder):
+        def upsert(self, resource: Resource, obj: Json, old: Cached | None) -> None:
+            requested_at_upsert.append(len(fake.list_queries))
+            synced_at_upsert.append(r.synced)
+            super().upsert(resource, obj, old)
+
+    handler = Watching()
+    r = reflector(fake, handler=handler, page_size=2)
+    await r.list_all()
+    assert [e[:2] for e in handler.events] == [("upsert", f"n{i}") for i in range(7)]
+    # Object i is on page i // 2 (0-based); when it is handed over no more than that
+    # page and the one after it have been asked for.
+    assert all(asked <= i // 2 + 2 for i, asked in enumerate(requested_at_upsert))
+    assert requested_at_upsert[0] <= 2 < len(fake.list_queries) == 4
+    assert not any(synced_at_upsert)
+    assert r.synced
+    assert sorted(r.cache) == [f"n{i}" for i in range(7)]
+    assert r.resource_version == str(fake.rv)
+
+
+async def test_an_expired_continuation_starts_the_list_again_skipping_what_is_cached() -> None:
     # kube-apiserver answers 410 Expired to a continue token whose resourceVersion was
-    # compacted: the list then asks for everything at once, and nothing is lost or doubled.
+    # compacted. The first page was handed over already; the list starts again from
+    # its first page, hands over only what is new or changed, and deletes what vanished
+    # meanwhile: nothing is lost or doubled.
+    fake = FakeKube()
+    for i in range(4):
+        fake.seed(NAMESPACES, ns(f"n{i}"))
+    page_2 = f"{NAMESPACES.collection()}?limit=2&continue=2"
+    fake.fail("GET", page_2, status_error(410, "continue token expired", "Expired"))
+
+    class ChangingServer(Recorder):
+        def upsert(self, resource: Resource, obj: Json, old: Cached | None) -> None:
+            super().upsert(resource, obj, old)
+            if object_key(obj) == "n1" and old is None:  # between the two passes
+                fake.server_delete(NAMESPACES, "n0")
+                fake.server_update(NAMESPACES, "n3", {"metadata": {"labels": {"a": "b"}}})
+
+    handler = ChangingServer()
+    r = reflector(fake, handler=handler, page_size=2)
+    await r.list_all()
+    assert r.synced
+    assert r.stats.expired_continuations == 1
+    assert [e[:2] for e in handler.events] == [
+        ("upsert", "n0"),
+        ("upsert", "n1"),
+        # the second pass: n1 is cached at the same version, so skipped
+        ("upsert", "n2"),
+        ("upsert", "n3"),
+        ("delete", "n0"),
+    ]
+    assert sorted(r.cache) == ["n1", "n2", "n3"]
+    assert r.cache["n3"] == fake.stored(NAMESPACES, "n3")
+    collection = NAMESPACES.collection()
+    # The answered lists (the refused continuation is not among them): the first page,
+    # then the list again from its first page.
+    assert fake.list_queries == [
+        (collection, {"limit": "2"}),
+        (collection, {"limit": "2"}),
+        (collection, {"limit": "2", "continue": "2"}),
+    ]
+    assert not fake.failures[("GET", page_2)]  # the continuation was asked, and refused
+    # A relist after that still finds what vanished.
+    handler.take()
+    fake.server_delete(NAMESPACES, "n2")
+    await r.list_all()
+    assert [e[:2] for e in handler.take()] == [("delete", "n2")]
+    assert sorted(r.cache) == ["n1", "n3"]
+
+
+async def test_a_pass_that_hands_nothing_over_before_expiring_reads_the_list_whole() -> None:
     fake = FakeKube()
     for i in range(4):
         fake.seed(NAMESPACES, ns(f"n{i}"))
     handler = Recorder()
     r = reflector(fake, handler=handler, page_size=2)
     page_2 = f"{NAMESPACES.collection()}?limit=2&continue=2"
-    fake.fail("GET", page_2, status_error(410, "continue token expired", "Expired"))
+    expired = status_error(410, "continue token expired", "Expired")
+    fake.fail("GET", page_2, expired, expired)
     await r.list_all()
     assert r.synced
-    assert sorted(r.cache) == ["n0", "n1", "n2", "n3"]
-    assert sorted(e[1] for e in handler.events) == ["n0", "n1", "n2", "n3"]
-    assert r.stats.expired_continuations == 1
+    assert r.stats.expired_continuations == 2
+    assert [e[:2] for e in handler.events] == [("upsert", f"n{i}") for i in range(4)]
     collection = NAMESPACES.collection()
-    # The answered lists (the refused continuation is not among them): the first page,
-    # then everything in one answer.
-    assert fake.list_queries == [(collection, {"limit": "2"}), (collection, {})]
-    assert not fake.failures[("GET", page_2)]  # the continuation was asked, and refused
+    # First page (n0, n1 handed over), refused; again (nothing new), refused; then the
+    # whole list in one answer.
+    assert fake.list_queries == [
+        (collection, {"limit": "2"}),
+        (collection, {"limit": "2"}),
+        (collection, {}),
+    ]
+
+
+async def test_a_list_failing_midway_keeps_what_it_handed_over_and_deletes_nothing() -> None:
+    fake = FakeKube()
+    for i in range(4):
+        fake.seed(NAMESPACES, ns(f"n{i}"))
+    handler = Recorder()
+    r = reflector(fake, handler=handler, page_size=2)
+    await r.list_all()
+    handler.take()
+    fake.server_update(NAMESPACES, "n1", {"metadata": {"labels": {"a": "b"}}})
+    fake.server_delete(NAMESPACES, "n3")
+    r.synced = False  # as after a 410 on the watch
+    page_2 = f"{NAMESPACES.collection()}?limit=2&continue=2"
+    fake.fail("GET", page_2, status_error(500, "etcd is busy", "InternalError"))
+    with pytest.raises(KubeError):
+        await r.list_all()
+    # The first page's change is in (as a watch would have brought it); nothing is
+    # deleted from an incomplete list, and the reflector is not synced.
+    assert [e[:2] for e in handler.take()] == [("upsert", "n1")]
+    assert sorted(r.cache) == ["n0", "n1", "n2", "n3"]
+    assert not r.synced
+    await r.list_all()
+    assert [e[:2] for e in handler.take()] == [("delete", "n3")]
+    assert sorted(r.cache) == ["n0", "n1", "n2"]
+    assert r.synced
 
 
 async def test_a_410_on_the_first_page_is_not_a_continuation() -> None:

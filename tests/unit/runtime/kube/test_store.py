@@ -423,11 +423,43 @@ async def test_with_a_running_engine_the_initial_list_waits_for_it_page_by_page(
     try:
         await until(lambda: engine.running)
         await store.sync()
-        # Every page of Workloads was applied before the next was listed: a barrier
-        # after each, resolved by the engine (5 Workloads: 3 pages).
+        # Every page of Workloads was applied before the next was handed over: a
+        # barrier after each, resolved by the engine (5 Workloads: 3 pages).
         barriers = [c for c in engine.take() if isinstance(c, Barrier)]
         assert len(barriers) >= 3 and all(b.done.done() for b in barriers)
         assert len(engine.scheduler.objects.workloads) == 5
+    finally:
+        await engine.stop()
+        await task
+
+
+async def test_pages_handed_over_are_in_the_core_but_it_is_synced_after_the_last() -> None:
+    # The initial list reaches the engine page by page; the sync point (MarkSynced,
+    # after which the core may schedule) stays at the end of every list.
+    fake = FakeKube()
+    seed_cluster(fake, workloads=5)
+    engine = RecordingEngine()
+    store = KubeStore(fake.rest, engine)
+    for reflector in store.reflectors.values():
+        reflector.page_size = 2
+    seen: list[tuple[int, bool, bool]] = []  # (workloads in the core, synced, store synced)
+
+    def listener(resource: Resource, new: Cached | None, old: Cached | None) -> None:
+        if resource is WORKLOADS:
+            count = len(engine.scheduler.objects.workloads)
+            seen.append((count, engine.synced, store.synced.is_set()))
+
+    store.subscribe(listener)
+    task = asyncio.create_task(engine.run())
+    try:
+        await until(lambda: engine.running)
+        await store.sync()
+        # At the first Workload of page 2 and of page 3 the pages before were applied.
+        assert seen[2][0] >= 2 and seen[4][0] >= 4
+        assert not any(synced or store_synced for _, synced, store_synced in seen)
+        await until(lambda: engine.synced)
+        assert len(engine.scheduler.objects.workloads) == 5
+        assert store.synced.is_set()
     finally:
         await engine.stop()
         await task
