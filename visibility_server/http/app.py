@@ -1,8 +1,9 @@
 """`create_app`: the visibility server as a FastAPI application.
 
-The API, health, metrics and dashboard paths are FastAPI routes (`routers/`, one module
-per concern), each a GET/HEAD route returning a `Response` of pre-rendered bytes (no
-response model, no validation). Authentication and authorization run in a small ASGI
+The API, health, metrics and dashboard paths are routes of FastAPI's router (`routers/`,
+one module per concern), each a GET/HEAD route returning a `Response` of pre-rendered
+bytes (no response model, no validation; `routers/table.py` says why they are Starlette
+routes). Authentication and authorization run in a small ASGI
 middleware before routing (`access.py`: the contract checks them before a 404), and
 errors are exception handlers that render Kubernetes `Status` objects (`errors.py`).
 The framework's own behaviours that the contract forbids are off: no slash redirects
