@@ -12,6 +12,14 @@ assumes the raw wait is right within a factor of about ten either way.
 Forecasts whose raw wait is zero (the forward run admits the workload right away)
 and the others are wrong in different ways; each kind keeps its own window.
 
+The state of the queue when the forecast was made matters too: each error is kept
+with the depth of its ClusterQueue then (workloads pending in it). A new forecast's
+median comes from the errors of the narrowest window made at a similar depth (within
+a factor DEPTH_FACTOR, of depth + 1), and its band covers both that band and the
+band of every depth; with fewer than MIN_OBSERVATIONS errors at a similar depth the
+prior pads them, so a queue deeper (or shallower) than any seen gets the raw wait as
+its median and a wide band rather than a correction learned in unlike states.
+
 The state is plain dataclasses of lists and numbers: the serving worker keeps it
 between refreshes, the simulator between instants.
 """
@@ -39,52 +47,102 @@ LOW_Q, MID_Q, HIGH_Q = 0.05, 0.5, 0.95
 # magnitude window is used once it holds MIN_OBSERVATIONS errors; until then, the
 # kind's window (all magnitudes) is.
 MAGNITUDES: tuple[float, ...] = (600.0, 3600.0, 4 * 3600.0, 86_400.0)
+# Two depths of a ClusterQueue (workloads pending in it) are similar when (depth + 1)
+# of one is within this factor of the other's (docs/forecasting.md#calibration).
+DEPTH_FACTOR = 1.5
 
 
 @dataclass(slots=True)
 class ErrorWindow:
     errors: list[float] = field(default_factory=list)  # oldest first, at most WINDOW
+    # ln(depth + 1) of the ClusterQueue when each error's forecast was made, in step
+    levels: list[float] = field(default_factory=list)
 
-    def add(self, error: float) -> None:
+    def add(self, error: float, depth: int = 0) -> None:
         self.errors.append(error)
+        self.levels.append(_level(depth))
         if len(self.errors) > WINDOW:
             del self.errors[: len(self.errors) - WINDOW]
+            del self.levels[: len(self.levels) - WINDOW]
+
+    def near(self, depth: int) -> list[float]:
+        """The errors of forecasts made at a depth similar to `depth`."""
+        level, reach = _level(depth), math.log(DEPTH_FACTOR)
+        return [
+            e for e, lv in zip(self.errors, self.levels, strict=True) if abs(lv - level) <= reach
+        ]
 
 
 @dataclass(slots=True)
 class Calibration:
-    """Per ClusterQueue and kind ("now" for a raw wait of zero, "later" otherwise)."""
+    """Per ClusterQueue and kind ("now" for a raw wait of zero, "later" otherwise), by
+    magnitude of the raw wait, each error with the depth of the queue when its forecast
+    was made."""
 
     windows: dict[str, ErrorWindow] = field(default_factory=dict)
 
-    def record(self, cluster_queue: str, raw_seconds: float, actual_seconds: float) -> None:
-        """The workload of a forecast started `actual_seconds` after it was made."""
+    def record(
+        self, cluster_queue: str, raw_seconds: float, actual_seconds: float, depth: int = 0
+    ) -> None:
+        """The workload of a forecast, made while `depth` workloads were pending in its
+        ClusterQueue, started `actual_seconds` after it was made."""
         error = math.log((actual_seconds + OFFSET_SECONDS) / (raw_seconds + OFFSET_SECONDS))
         for slot in _slots(cluster_queue, raw_seconds):
-            self.windows.setdefault(slot, ErrorWindow()).add(error)
+            self.windows.setdefault(slot, ErrorWindow()).add(error, depth)
 
     def observations(self, cluster_queue: str, raw_seconds: float) -> int:
         window = self.windows.get(_slot(cluster_queue, raw_seconds))
         return 0 if window is None else len(window.errors)
 
-    def band(self, cluster_queue: str, raw_seconds: float) -> StartBand:
-        errors: list[float] = []
-        for slot in reversed(_slots(cluster_queue, raw_seconds)):  # the narrowest first
-            window = self.windows.get(slot)
-            if window is not None and len(window.errors) >= MIN_OBSERVATIONS:
-                errors = list(window.errors)
+    def band(self, cluster_queue: str, raw_seconds: float, depth: int = 0) -> StartBand:
+        return self.at_depth(cluster_queue, depth).band(raw_seconds)
+
+    def at_depth(self, cluster_queue: str, depth: int) -> DepthBands:
+        """The bands of forecasts made now, while `depth` workloads are pending in
+        `cluster_queue`: one object for all of them, which sorts each window once."""
+        return DepthBands(self, cluster_queue, depth)
+
+
+@dataclass(slots=True)
+class DepthBands:
+    calibration: Calibration
+    cluster_queue: str
+    depth: int
+    _sorted: dict[tuple[str, bool], list[float]] = field(default_factory=dict)
+
+    def band(self, raw_seconds: float) -> StartBand:
+        """The median of the errors at a similar depth; the band covers theirs and the
+        band of every depth (docs/forecasting.md#calibration)."""
+        slots = _slots(self.cluster_queue, raw_seconds)
+        every: list[float] = []
+        for slot in reversed(slots):  # the narrowest first
+            every = self._errors(slot, near=False)
+            if len(every) >= MIN_OBSERVATIONS:
                 break
         else:
-            window = self.windows.get(_slot(cluster_queue, raw_seconds))
-            errors = (list(window.errors) if window is not None else []) + list(PRIOR_ERRORS)
-        errors.sort()
+            every = self._errors(slots[0], near=False, padded=True)
+        alike = self._errors(slots[-1], near=True)
+        if len(alike) < MIN_OBSERVATIONS:
+            alike = self._errors(slots[-1], near=True, padded=True)
         base = raw_seconds + OFFSET_SECONDS
 
-        def scaled(q: float) -> float:
+        def scaled(errors: list[float], q: float) -> float:
             return max(0.0, base * math.exp(_quantile(errors, q)) - OFFSET_SECONDS)
 
-        low, p50, high = scaled(LOW_Q), scaled(MID_Q), scaled(HIGH_Q)
-        return StartBand(p50=p50, low=min(low, p50), high=max(high, p50))
+        p50 = scaled(alike, MID_Q)
+        low = min(scaled(every, LOW_Q), scaled(alike, LOW_Q), p50)
+        high = max(scaled(every, HIGH_Q), scaled(alike, HIGH_Q), p50)
+        return StartBand(p50=p50, low=low, high=high)
+
+    def _errors(self, slot: str, *, near: bool, padded: bool = False) -> list[float]:
+        """A window's errors (those at a similar depth, if `near`), sorted; with the
+        prior added, if `padded`."""
+        found = self._sorted.get((slot, near))
+        if found is None:
+            window = self.calibration.windows.get(slot)
+            errors = [] if window is None else window.near(self.depth) if near else window.errors
+            found = self._sorted[(slot, near)] = sorted(errors)
+        return sorted(found + list(PRIOR_ERRORS)) if padded else found
 
 
 def _slots(cluster_queue: str, raw_seconds: float) -> tuple[str, ...]:
@@ -95,6 +153,10 @@ def _slots(cluster_queue: str, raw_seconds: float) -> tuple[str, ...]:
         return (kind,)
     bucket = sum(1 for bound in MAGNITUDES if raw_seconds > bound)
     return (kind, f"{kind}/{bucket}")
+
+
+def _level(depth: int) -> float:
+    return math.log(depth + 1)
 
 
 def _slot(cluster_queue: str, raw_seconds: float) -> str:

@@ -64,7 +64,9 @@ class Forecaster:
 
     def observe_start(self, forecast: WaitForecast, actual_seconds: float) -> None:
         """The workload of `forecast` reserved quota `actual_seconds` after it was made."""
-        self.calibration.record(forecast.cluster_queue, _raw(forecast, self), actual_seconds)
+        self.calibration.record(
+            forecast.cluster_queue, _raw(forecast, self), actual_seconds, forecast.queue_depth
+        )
 
     # -------------------------------------------------------------- forecasts
     def forecast(
@@ -82,6 +84,11 @@ class Forecaster:
         if not queued:
             return {}
         now = s.now()
+        # The calibration of each queue at its depth now, read before `consume` runs
+        # the state forward.
+        bands = {
+            cq: self.calibration.at_depth(cq, queue_depth(s, cq)) for cq in set(queued.values())
+        }
         if self.method == RATE:
             raw = self._rate_waits(s, queued, now)
         else:
@@ -99,10 +106,11 @@ class Forecaster:
             out[key] = WaitForecast(
                 key=key,
                 cluster_queue=cq,
-                band=self.calibration.band(cq, basis),
+                band=bands[cq].band(basis),
                 method=self.method,
                 made_at=now,
                 raw_seconds=seconds,
+                queue_depth=bands[cq].depth,
             )
         return out
 
@@ -122,6 +130,12 @@ class Forecaster:
                 if found is not None:
                     waits[key] = found.mean_seconds
         return waits
+
+
+def queue_depth(s: Scheduler, cluster_queue: str) -> int:
+    """Workloads pending in `cluster_queue` (queued, parked or being tried)."""
+    queue = s.queues.queue(cluster_queue)
+    return 0 if queue is None else len(queue)
 
 
 def _raw(forecast: WaitForecast, forecaster: Forecaster) -> float:

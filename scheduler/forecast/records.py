@@ -32,3 +32,6 @@ class WaitForecast:
     # The uncalibrated wait the forward run (or the rate) gave; None when the forward
     # run reached its horizon before the workload was admitted.
     raw_seconds: float | None
+    # Workloads pending in `cluster_queue` when the forecast was made, this one included:
+    # the state its band was calibrated for (docs/forecasting.md#calibration).
+    queue_depth: int = 0

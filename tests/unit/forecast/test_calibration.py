@@ -7,7 +7,13 @@ import random
 
 import pytest
 
-from scheduler.forecast.calibration import MIN_OBSERVATIONS, OFFSET_SECONDS, Calibration
+from scheduler.forecast.calibration import (
+    MIN_OBSERVATIONS,
+    OFFSET_SECONDS,
+    WINDOW,
+    Calibration,
+    ErrorWindow,
+)
 
 
 def test_without_history_the_prior_spans_a_factor_of_ten() -> None:
@@ -56,7 +62,50 @@ def test_short_and_long_raw_waits_learn_their_own_factor() -> None:
         c.record("cq", 86_340.0, 43_140.0)  # day-long ones: twice too long
     assert c.band("cq", 240.0).p50 == pytest.approx(540.0)
     assert c.band("cq", 86_340.0).p50 == pytest.approx(43_140.0)
-    # A magnitude with too few errors of its own falls back to every later forecast's.
+    # A magnitude with no errors of its own: the band of every later forecast (a factor
+    # of 2 either way) is widened by the prior's (a factor of 10), whose median is the
+    # raw wait itself.
     mixed = c.band("cq", 7_140.0)
-    assert mixed.low == pytest.approx(7_200 / 2 - OFFSET_SECONDS)
-    assert mixed.high == pytest.approx(7_200 * 2 - OFFSET_SECONDS)
+    assert mixed.p50 == pytest.approx(7_140.0)
+    assert mixed.low == pytest.approx(7_200 / 10 - OFFSET_SECONDS)
+    assert mixed.high == pytest.approx(7_200 * 10 - OFFSET_SECONDS)
+
+
+def test_the_median_comes_from_errors_made_at_a_similar_depth() -> None:
+    c = Calibration()
+    for _ in range(MIN_OBSERVATIONS):
+        c.record("cq", 540.0, 1140.0, depth=10)  # twice too short, 10 pending then
+    # (14 + 1) / (10 + 1) = 1.36 is within a factor of 1.5: the same state.
+    assert c.band("cq", 540.0, depth=14).p50 == pytest.approx(1140.0)
+    # (16 + 1) / (10 + 1) = 1.55 is not, nor is a queue five times deeper: a state not
+    # seen yet gets the raw wait as median and the prior's band around it.
+    for depth in (16, 50):
+        unseen = c.band("cq", 540.0, depth=depth)
+        assert unseen.p50 == pytest.approx(540.0)
+        assert unseen.low == pytest.approx(600 / 10 - OFFSET_SECONDS)
+        assert unseen.high == pytest.approx(600 * 10 - OFFSET_SECONDS)
+
+
+def test_the_band_covers_every_depth_and_its_own() -> None:
+    c = Calibration()
+    for _ in range(MIN_OBSERVATIONS):
+        c.record("cq", 1140.0, 1200 / 3 - OFFSET_SECONDS, depth=5)  # shallow: 3 times too long
+        c.record("cq", 1140.0, 1200 * 3 - OFFSET_SECONDS, depth=300)  # deep: 3 times too short
+    deep = c.band("cq", 1140.0, depth=300)
+    assert deep.p50 == pytest.approx(1200 * 3 - OFFSET_SECONDS)
+    assert deep.low == pytest.approx(1200 / 3 - OFFSET_SECONDS)  # every depth's low
+    assert deep.high == pytest.approx(1200 * 3 - OFFSET_SECONDS)
+    shallow = c.band("cq", 1140.0, depth=5)
+    assert shallow.p50 == pytest.approx(1200 / 3 - OFFSET_SECONDS)
+    assert shallow.high == pytest.approx(1200 * 3 - OFFSET_SECONDS)  # every depth's high
+
+
+def test_a_window_forgets_depths_with_their_errors() -> None:
+    w = ErrorWindow()
+    for i in range(WINDOW + 5):
+        w.add(float(i), depth=i)
+    assert len(w.errors) == len(w.levels) == WINDOW
+    assert w.errors[0] == 5.0 and w.levels[0] == pytest.approx(math.log(6))
+    # Depths 4 to 9 are within a factor of 1.5 of 6 (depth + 1: 5 to 10 against 7); the
+    # window holds 5 onward.
+    assert w.near(6) == [5.0, 6.0, 7.0, 8.0, 9.0]

@@ -1,7 +1,8 @@
 """docs/forecasting.md#no-leakage: a forecast depends only on what happened up to the
 instant it was made. Changing a scenario's future (arrivals after the cut, true
 runtimes of the workloads still running or waiting at the cut, finish events after
-it) never changes a forecast made at or before the cut."""
+it) never changes a forecast made at or before the cut, nor the queue state its band
+was calibrated for (the depth of its ClusterQueue when it was made)."""
 
 from __future__ import annotations
 
@@ -35,13 +36,19 @@ def replay(
 
 def made_by(recorder: ForecastRecorder, cut: int) -> dict[str, Any]:
     """The forecasts made at or before `cut` seconds, as printed (outcome left out:
-    that one may lie in the future)."""
+    that one may lie in the future), with the raw wait and the queue's depth."""
     out = {}
     for item in recorder.items():
         key = f"{item['metadata']['namespace']}/{item['metadata']['name']}"
         record = recorder.recorded[key]
         if record.forecast.made_at <= T0 + cut * MICROS_PER_SECOND:
-            out[key] = (item["madeAt"], item["waitSeconds"], record.forecast.raw_seconds)
+            forecast = record.forecast
+            out[key] = (
+                item["madeAt"],
+                item["waitSeconds"],
+                forecast.raw_seconds,
+                forecast.queue_depth,
+            )
     return out
 
 
@@ -144,6 +151,30 @@ def test_later_arrivals_are_not_assumed() -> None:
     after = crowded.recorded["ns/c"]
     assert before.forecast == after.forecast
     assert before.forecast.raw_seconds == 90.0
+    # The queue's depth is read at the forecast: c alone, whatever arrives later.
+    assert before.forecast.queue_depth == after.forecast.queue_depth == 1
     # ... though it changes what actually happens.
     assert before.started is not None and after.started is not None
     assert after.started > before.started
+
+
+def test_the_depth_a_band_is_calibrated_for_is_that_of_its_instant() -> None:
+    """Errors are calibrated per depth of the queue at each forecast: how many arrive
+    after a forecast changes the depths of later forecasts, never its own, nor the band
+    of a forecast made before them."""
+    base = [
+        Job("a", 0, 8, runtime=1000, limit=1000),
+        *(Job(f"b{i}", 10, 1, runtime=50, limit=60) for i in range(3)),
+        Job("c", 300, 1, runtime=50, limit=60),
+    ]
+    few, _ = replay(base, "walltime")
+    many, _ = replay(
+        [*base, *(Job(f"y{i}", 400, 1, runtime=50, limit=60) for i in range(12))],
+        "walltime",
+    )
+    for key in ("ns/b0", "ns/b1", "ns/b2"):
+        assert few.recorded[key].forecast.queue_depth == 3
+        assert few.recorded[key].forecast == many.recorded[key].forecast
+    assert few.recorded["ns/c"].forecast == many.recorded["ns/c"].forecast
+    assert few.recorded["ns/c"].forecast.queue_depth == 4  # the b's and c
+    assert many.recorded["ns/y0"].forecast.queue_depth == 16  # and the twelve y's
