@@ -14,13 +14,18 @@ from scheduler.forecast.calibration import (
     Calibration,
     ErrorWindow,
 )
+from scheduler.forecast.records import StartBand
+
+
+def assert_prior(band: StartBand, raw: float) -> None:
+    """The prior: the raw wait as median, a factor of ten either way (with the offset)."""
+    assert band.p50 == pytest.approx(raw)
+    assert band.low == pytest.approx((raw + OFFSET_SECONDS) / 10 - OFFSET_SECONDS)
+    assert band.high == pytest.approx((raw + OFFSET_SECONDS) * 10 - OFFSET_SECONDS)
 
 
 def test_without_history_the_prior_spans_a_factor_of_ten() -> None:
-    band = Calibration().band("cq", 1140.0)  # 1140 + 60 = 1200
-    assert band.p50 == pytest.approx(1140.0)
-    assert band.low == pytest.approx(1200 / 10 - OFFSET_SECONDS)
-    assert band.high == pytest.approx(1200 * 10 - OFFSET_SECONDS)
+    assert_prior(Calibration().band("cq", 1140.0), 1140.0)
 
 
 def test_a_biased_forward_run_is_corrected_by_its_median_error() -> None:
@@ -65,10 +70,7 @@ def test_short_and_long_raw_waits_learn_their_own_factor() -> None:
     # A magnitude with no errors of its own: the band of every later forecast (a factor
     # of 2 either way) is widened by the prior's (a factor of 10), whose median is the
     # raw wait itself.
-    mixed = c.band("cq", 7_140.0)
-    assert mixed.p50 == pytest.approx(7_140.0)
-    assert mixed.low == pytest.approx(7_200 / 10 - OFFSET_SECONDS)
-    assert mixed.high == pytest.approx(7_200 * 10 - OFFSET_SECONDS)
+    assert_prior(c.band("cq", 7_140.0), 7_140.0)
 
 
 def test_the_median_comes_from_errors_made_at_a_similar_depth() -> None:
@@ -80,10 +82,7 @@ def test_the_median_comes_from_errors_made_at_a_similar_depth() -> None:
     # (16 + 1) / (10 + 1) = 1.55 is not, nor is a queue five times deeper: a state not
     # seen yet gets the raw wait as median and the prior's band around it.
     for depth in (16, 50):
-        unseen = c.band("cq", 540.0, depth=depth)
-        assert unseen.p50 == pytest.approx(540.0)
-        assert unseen.low == pytest.approx(600 / 10 - OFFSET_SECONDS)
-        assert unseen.high == pytest.approx(600 * 10 - OFFSET_SECONDS)
+        assert_prior(c.band("cq", 540.0, depth=depth), 540.0)
 
 
 def test_the_band_covers_every_depth_and_its_own() -> None:

@@ -100,13 +100,18 @@ def reflector(
     )
 
 
-# -- lists ----------------------------------------------------------------------------
-async def test_list_follows_continue_tokens_and_sets_the_resume_point() -> None:
+def paged_namespaces(count: int, page_size: int) -> tuple[FakeKube, Recorder, Reflector]:
+    """A server with Namespaces n0..n{count-1} and a reflector listing them page_size a page."""
     fake = FakeKube()
-    for i in range(5):
+    for i in range(count):
         fake.seed(NAMESPACES, ns(f"n{i}"))
     handler = Recorder()
-    r = reflector(fake, handler=handler, page_size=2)
+    return fake, handler, reflector(fake, handler=handler, page_size=page_size)
+
+
+# -- lists ----------------------------------------------------------------------------
+async def test_list_follows_continue_tokens_and_sets_the_resume_point() -> None:
+    fake, handler, r = paged_namespaces(5, page_size=2)
     await r.list_all()
     assert [q for _, q in fake.list_queries] == [
         {"limit": "2"},
@@ -281,11 +286,7 @@ async def test_an_expired_continuation_starts_the_list_again_skipping_what_is_ca
 
 
 async def test_a_pass_that_hands_nothing_over_before_expiring_reads_the_list_whole() -> None:
-    fake = FakeKube()
-    for i in range(4):
-        fake.seed(NAMESPACES, ns(f"n{i}"))
-    handler = Recorder()
-    r = reflector(fake, handler=handler, page_size=2)
+    fake, handler, r = paged_namespaces(4, page_size=2)
     page_2 = f"{NAMESPACES.collection()}?limit=2&continue=2"
     expired = status_error(410, "continue token expired", "Expired")
     fake.fail("GET", page_2, expired, expired)
@@ -304,11 +305,7 @@ async def test_a_pass_that_hands_nothing_over_before_expiring_reads_the_list_who
 
 
 async def test_a_list_failing_midway_keeps_what_it_handed_over_and_deletes_nothing() -> None:
-    fake = FakeKube()
-    for i in range(4):
-        fake.seed(NAMESPACES, ns(f"n{i}"))
-    handler = Recorder()
-    r = reflector(fake, handler=handler, page_size=2)
+    fake, handler, r = paged_namespaces(4, page_size=2)
     await r.list_all()
     handler.take()
     fake.server_update(NAMESPACES, "n1", {"metadata": {"labels": {"a": "b"}}})

@@ -412,13 +412,19 @@ async def test_stepping_down_takes_only_the_workloads_the_core_sees_otherwise() 
     assert [c.obj.metadata.name for c in applied] == ["w1"]
 
 
-async def test_with_a_running_engine_the_initial_list_waits_for_it_page_by_page() -> None:
+def _paged_store(workloads: int, page_size: int) -> tuple[KubeStore, RecordingEngine]:
+    """A store over a seeded cluster whose lists come `page_size` objects a page."""
     fake = FakeKube()
-    seed_cluster(fake, workloads=5)
+    seed_cluster(fake, workloads=workloads)
     engine = RecordingEngine()
     store = KubeStore(fake.rest, engine)
     for reflector in store.reflectors.values():
-        reflector.page_size = 2
+        reflector.page_size = page_size
+    return store, engine
+
+
+async def test_with_a_running_engine_the_initial_list_waits_for_it_page_by_page() -> None:
+    store, engine = _paged_store(workloads=5, page_size=2)
     task = asyncio.create_task(engine.run())
     try:
         await until(lambda: engine.running)
@@ -436,12 +442,7 @@ async def test_with_a_running_engine_the_initial_list_waits_for_it_page_by_page(
 async def test_pages_handed_over_are_in_the_core_but_it_is_synced_after_the_last() -> None:
     # The initial list reaches the engine page by page; the sync point (MarkSynced,
     # after which the core may schedule) stays at the end of every list.
-    fake = FakeKube()
-    seed_cluster(fake, workloads=5)
-    engine = RecordingEngine()
-    store = KubeStore(fake.rest, engine)
-    for reflector in store.reflectors.values():
-        reflector.page_size = 2
+    store, engine = _paged_store(workloads=5, page_size=2)
     seen: list[tuple[int, bool, bool]] = []  # (workloads in the core, synced, store synced)
 
     def listener(resource: Resource, new: Cached | None, old: Cached | None) -> None:
