@@ -44,7 +44,6 @@ DEFAULT_MAX_BODY_BYTES: Final = 1 << 20  # 1 MiB: a Job or Workload is a few KiB
 WORKLOADS_GROUP: Final = "kueue.x-k8s.io"
 ESTIMATE_METHOD: Final = "rate"
 NEIGHBOURS: Final = "-neighbours"  # suffix of the method of a band read from the neighbours
-_METHODS: Final = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 
 
 class WhatIfBackend(Protocol):
@@ -275,4 +274,4 @@ def whatif_routes(
             f"{WHATIF_SUBRESOURCE}"
         )
         endpoint: Endpoint = _WhatIfEndpoint(server, version, backend, limiter, max_body).serve
-        table.add(path, PreRendered(endpoint), "whatif", version, methods=_METHODS)
+        table.add(path, PreRendered(endpoint), "whatif", version, methods=None)
