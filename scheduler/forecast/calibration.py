@@ -108,7 +108,7 @@ class DepthBands:
     calibration: Calibration
     cluster_queue: str
     depth: int
-    _sorted: dict[tuple[str, bool], list[float]] = field(default_factory=dict)
+    _sorted: dict[tuple[str, bool, bool], list[float]] = field(default_factory=dict)
 
     def band(self, raw_seconds: float) -> StartBand:
         """The median of the errors at a similar depth; the band covers theirs and the
@@ -137,12 +137,19 @@ class DepthBands:
     def _errors(self, slot: str, *, near: bool, padded: bool = False) -> list[float]:
         """A window's errors (those at a similar depth, if `near`), sorted; with the
         prior added, if `padded`."""
-        found = self._sorted.get((slot, near))
+        key = (slot, near, padded)
+        found = self._sorted.get(key)
         if found is None:
-            window = self.calibration.windows.get(slot)
-            errors = [] if window is None else window.near(self.depth) if near else window.errors
-            found = self._sorted[(slot, near)] = sorted(errors)
-        return sorted(found + list(PRIOR_ERRORS)) if padded else found
+            if padded:
+                found = sorted(self._errors(slot, near=near) + list(PRIOR_ERRORS))
+            else:
+                window = self.calibration.windows.get(slot)
+                if window is None:
+                    found = []
+                else:
+                    found = sorted(window.near(self.depth) if near else window.errors)
+            self._sorted[key] = found
+        return found
 
 
 def _slots(cluster_queue: str, raw_seconds: float) -> tuple[str, ...]:
