@@ -15,14 +15,12 @@ from dataclasses import dataclass, field
 
 from scheduler.core.clock import MICROS_PER_SECOND, Instant, ManualClock
 from scheduler.core.cycle import run_cycle
-from scheduler.core.flavor_assigner import pod_set_requests
-from scheduler.core.model import ClusterQueueInfo
 from scheduler.core.pods_ready import Deadline, deadlines, fire_due
-from scheduler.core.quota import QuotaTree
 from scheduler.core.scheduler import Scheduler
 from scheduler.core.state_view import ClusterStateView
 from scheduler.core.workload import EVICTED, QUOTA_RESERVED, WorkloadState
 from scheduler.forecast.fork import fork
+from scheduler.forecast.hopeless import Hopeless
 from scheduler.forecast.predictors import RuntimePredictor, facts_of
 
 DEFAULT_HORIZON_SECONDS = 30 * 86_400.0
@@ -102,134 +100,6 @@ def forward_run(  # noqa: PLR0913 - keyword-only options of one run
 def _admitted_at(wl: WorkloadState, default: Instant) -> Instant:
     reserved = wl.conditions.get(QUOTA_RESERVED)
     return reserved.last_transition if reserved is not None else default
-
-
-@dataclass(frozen=True, slots=True)
-class _Bound:
-    """What no workload of a ClusterQueue asks for less of: per covered resource, the
-    flavors of its resource group and the smallest total request."""
-
-    least: tuple[tuple[str, tuple[str, ...], int], ...]  # (resource, flavors, smallest)
-    preempts: bool  # LowerPriority within the queue (else Never)
-
-
-@dataclass(frozen=True, slots=True)
-class Hopeless:
-    """When the rest of an instant's cycles can admit nothing (docs/forecasting.md#cost).
-
-    After a quota release the core flushes every parked head back and, under
-    BestEffortFIFO, tries each one again, one cycle each: a run over a deep queue spends
-    nearly all its time failing those heads, which makes it grow with the square of the
-    queue's depth. Those cycles can be skipped, without changing any answer, when they
-    cannot admit or preempt anything: in every ClusterQueue with workloads left, some
-    resource has, in every flavor of its group, less quota available (borrowing from
-    the Cohort included) than any of the queue's workloads asks for, and no head not
-    tried yet outranks the lowest-priority holder. The heads left untried stay queued
-    instead of parked; the next release flushes every parked head of the Cohort's tree
-    back anyway, and until then neither the quota nor the holders change (every release
-    flushes the whole tree; nothing fits, and a preemption is a release), so whatever a
-    later instant tries fails as it would have.
-
-    The flavor scan's resume record (docs/scheduling.md#flavor-scan-resumption) cannot
-    tell the two runs apart: a failing head scans every flavor (no record), and a record
-    left by an earlier attempt at the same generation stopped early only at a flavor
-    that fit or could preempt, which needs a fit or a victim that same quota and those
-    same holders do not offer. That holds for one pod set, or for one flavor per group
-    (whose record is always "scanned to the end"); so a queue with several flavors in a
-    group is covered only when each of its workloads has one pod set.
-
-    Only ClusterQueues where that decides alone are covered: no partial admission,
-    preemption within the queue `Never` or `LowerPriority`, in a Cohort no reclaim and no
-    preemption while borrowing (the victims are the queue's own holders), popping by
-    priority (no queue plugin); and none with fair sharing or blockAdmission. The bounds
-    are taken over every workload of the queue at the start of the run, pending or
-    holding quota (a superset of what can be pending later in a run without arrivals).
-    """
-
-    bounds: dict[str, _Bound]  # ClusterQueue -> bound; absent: not covered
-
-    @staticmethod
-    def of(s: ClusterStateView) -> Hopeless | None:
-        cfg = s.config
-        if (
-            cfg.fair_sharing
-            or cfg.wait_for_pods_ready.block_admission
-            or cfg.default_queue_plugin is not None
-        ):
-            return None
-        members: dict[str, list[WorkloadState]] = {}
-        for wl in s.objects.workloads.values():
-            if wl.finished:
-                continue
-            lq = s.local_queue_of(wl)
-            cqs = {lq.cluster_queue} if lq is not None else set()
-            if wl.admission is not None:
-                cqs.add(wl.admission.cluster_queue)
-            for cq in cqs:
-                members.setdefault(cq, []).append(wl)
-        bounds: dict[str, _Bound] = {}
-        for name, info in s.objects.cluster_queues.items():
-            found = _bound(info, members.get(name, []))
-            if found is not None:
-                bounds[name] = found
-        return Hopeless(bounds)
-
-    def holds(self, s: ClusterStateView) -> bool:
-        tree = s.quota
-        if not isinstance(tree, QuotaTree):
-            return False  # what is available (borrowing included) is the tree's to say
-        now = s.now()
-        for name in s.objects.cluster_queues:
-            queue = s.queues.queue(name)
-            if queue is None or len(queue) == 0:
-                continue
-            bound = self.bounds.get(name)
-            if bound is None:
-                return False
-            if not any(
-                all(tree.available(name, (flavor, resource)) < least for flavor in flavors)
-                for resource, flavors, least in bound.least
-            ):
-                return False
-            if bound.preempts:
-                # The queue pops by priority: its next head outranks every head not tried.
-                lowest = s.holders.lowest_priority(name)
-                head = queue.peek(now)
-                if lowest is not None and head is not None and head.priority > lowest:
-                    return False
-        return True
-
-
-def _bound(info: ClusterQueueInfo, workloads: list[WorkloadState]) -> _Bound | None:
-    if info.queue_plugin:
-        return None  # a queue plugin may pop in another order than by priority
-    policy = info.preemption
-    if policy.within_cluster_queue not in ("Never", "LowerPriority"):
-        return None
-    if info.cohort and (
-        policy.reclaim_within_cohort != "Never" or policy.borrow_within_cohort != "Never"
-    ):
-        return None  # victims in other queues of the Cohort
-    one_flavor = all(len(g.flavors) == 1 for g in info.groups)
-    least: dict[str, int] = {}
-    for wl in workloads:
-        if any(ps.min_count is not None for ps in wl.pod_sets):
-            return None
-        if not one_flavor and len(wl.pod_sets) != 1:
-            return None  # pod sets may take different flavors (see Hopeless)
-        totals: dict[str, int] = {}
-        for _, _, amounts in pod_set_requests(wl, info):
-            for resource, amount in amounts.items():
-                totals[resource] = totals.get(resource, 0) + amount
-        for group in info.groups:
-            for resource in group.covered:
-                asked = totals.get(resource, 0)
-                least[resource] = min(least.get(resource, asked), asked)
-    flavors_of = {r: g.flavors for g in info.groups for r in g.covered}
-    return _Bound(
-        tuple((r, flavors_of[r], n) for r, n in sorted(least.items()) if n > 0),
-        policy.within_cluster_queue == "LowerPriority",
-    )
 
 
 @dataclass(slots=True)
@@ -313,6 +183,8 @@ class _Run:
             stats = run_cycle(s)
             cycles += 1
             changes = s.take_changes()
+            if self.hopeless is not None:
+                self.hopeless.observe(changes)
             self.dirty.update(key for _, key in changes.heads)
             for keys in changes.queues.values():
                 self.dirty.update(keys)

@@ -8,11 +8,13 @@ from typing import Any
 
 import pytest
 
+from scheduler.core.changes import Changes
 from scheduler.core.clock import MICROS_PER_SECOND, ManualClock
 from scheduler.core.cycle import run_cycle
 from scheduler.core.ingest import scheduler_config
 from scheduler.core.scheduler import Scheduler
-from scheduler.forecast.forward import ForwardResult, Hopeless, forward_run, pending_keys
+from scheduler.forecast.forward import ForwardResult, forward_run, pending_keys
+from scheduler.forecast.hopeless import Hopeless
 from scheduler.forecast.predictors import WalltimePredictor
 from tests.unit.runtime.support import cluster, flavor, local_queue, namespace, workload
 
@@ -271,3 +273,65 @@ def test_a_queue_that_may_reclaim_in_its_cohort_is_not_covered() -> None:
     hopeless = Hopeless.of(s)
     assert hopeless is not None
     assert sorted(hopeless.bounds) == ["cq-a", "cq-b"]
+
+
+# ------------------------------------------------ the bound follows what is still queued
+
+
+def small_ones_admitted() -> Scheduler:
+    """3 cpu of quota: two one-cpu workloads hold 2, three two-cpu ones wait."""
+    clock = ManualClock(T0)
+    s = Scheduler(clock, scheduler_config(None))
+    cluster(s, namespace("team"), flavor(), queue("BestEffortFIFO", "Never", 3))
+    cluster(s, local_queue("team", "main", "cq"))
+    cluster(s, *(workload("team", f"small{i}", "main", "1") for i in range(2)))
+    while run_cycle(s).admitted:
+        pass
+    clock.set(T0 + 30 * MICROS_PER_SECOND)
+    big = [workload("team", f"big{i}", "main", "2") for i in range(3)]
+    for data in big:
+        data["spec"]["maximumExecutionTimeSeconds"] = 600
+    cluster(s, *big)
+    return s
+
+
+def test_the_bound_is_the_smallest_request_still_queued() -> None:
+    """A holder asks for 1 cpu and 1 cpu is free, but every queued workload asks for 2:
+    nothing can be admitted before a release, whatever the holders once asked."""
+    s = small_ones_admitted()
+    hopeless = Hopeless.of(s)
+    assert hopeless is not None
+    assert sorted(hopeless.waiting["cq"].members) == ["team/big0", "team/big1", "team/big2"]
+    assert hopeless.waiting["cq"].least("cpu") == 2000  # millicores
+    assert hopeless.holds(s)
+
+
+def test_the_bound_follows_admissions_and_requeues() -> None:
+    s = small_ones_admitted()
+    hopeless = Hopeless.of(s)
+    assert hopeless is not None
+    waiting = hopeless.waiting["cq"]
+    hopeless.observe(Changes(queues={"cq": {"team/small0"}}))  # evicted and requeued
+    assert waiting.least("cpu") == 1000
+    assert not hopeless.holds(s)  # the one-cpu workload fits in the free cpu
+    hopeless.observe(Changes(admitted=["team/small0", "team/big0"]))
+    assert sorted(waiting.members) == ["team/big1", "team/big2"]
+    assert waiting.least("cpu") == 2000
+    hopeless.observe(Changes(admitted=["team/big1", "team/big2"]))
+    assert waiting.least("cpu") is None
+
+
+def test_a_workload_the_run_did_not_expect_uncovers_its_queue() -> None:
+    s = small_ones_admitted()
+    hopeless = Hopeless.of(s)
+    assert hopeless is not None
+    hopeless.observe(Changes(queues={"cq": {"team/unknown"}}))
+    assert "cq" not in hopeless.bounds
+    assert not hopeless.holds(s)
+
+
+def test_the_shortcut_ends_the_instant_once_the_small_ones_are_admitted() -> None:
+    s = small_ones_admitted()
+    fast, full = both_runs(s)
+    assert fast.waits == full.waits
+    assert fast.cycles < full.cycles
