@@ -24,7 +24,8 @@ from scheduler.core.visibility import owner_references
 from scheduler.core.workload import OwnerRef
 from scheduler.runtime.pages import PageItem
 from scheduler.runtime.workload_records import PendingEntry
-from visibility_server.http.render import SUMMARY_KIND, item_object
+from visibility_server.http.discovery import SUMMARY_KIND
+from visibility_server.http.render import item_object
 
 API_VERSION = "visibility.kueue.x-k8s.io/v1beta1"
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from scheduler.runtime.engine import Engine
 from scheduler.runtime.standing import standing
-from visibility_server.http.position import NotPending, NotPendingLookup, NotPendingReason
+from scheduler.runtime.workload_records import NotPending
+from visibility_server.http.position import NotPendingLookup
 
 
 def not_pending_lookup(engine: Engine) -> NotPendingLookup:
@@ -12,15 +13,6 @@ def not_pending_lookup(engine: Engine) -> NotPendingLookup:
     (docs/visibility-api.md#pending-position): the same answer in both modes."""
 
     def lookup(namespace: str, name: str) -> NotPending | None:
-        found = standing(engine.scheduler, namespace, name)
-        if found is None:
-            return None
-        return NotPending(
-            NotPendingReason(found.reason),
-            creation=found.creation,
-            cluster_queue=found.cluster_queue,
-            local_queue=found.local_queue,
-            why=found.why,
-        )
+        return standing(engine.scheduler, namespace, name)
 
     return lookup

@@ -21,9 +21,10 @@ a snapshot never walks a long queue.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import islice
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 from scheduler.core.clock import MICROS_PER_SECOND, Instant, format_instant
 from scheduler.core.config import QueueVisibility
@@ -37,39 +38,63 @@ class ClusterQueuePendingWorkload:
     name: str
     namespace: str
 
+    def to_json(self) -> Json:
+        return {"name": self.name, "namespace": self.namespace}
+
 
 @dataclass(frozen=True, slots=True)
 class LocalQueuePendingWorkload:
     name: str
     position: int  # 0-based index in the ClusterQueue's listing snapshot
 
+    def to_json(self) -> Json:
+        return {"name": self.name, "position": self.position}
+
+
+class _Listed(Protocol):
+    def to_json(self) -> Json: ...
+
+
+_W = TypeVar("_W", bound=_Listed)
+
 
 @dataclass(frozen=True, slots=True)
-class ClusterQueuePendingStatus:
-    head: tuple[ClusterQueuePendingWorkload, ...]
+class PendingStatus(Generic[_W]):
+    """The list a queue publishes and the snapshot instant at which it last changed."""
+
+    head: tuple[_W, ...]
     last_change_time: Instant
 
-    def to_json(self) -> Json:
-        # The list's JSON name is `clusterQueuePendingWorkload`, not `head`
-        # (docs/scheduling.md#enablement-and-shape).
+    def to_json(self, list_name: str) -> Json:
         return {
-            "clusterQueuePendingWorkload": [
-                {"name": w.name, "namespace": w.namespace} for w in self.head
-            ],
+            list_name: [w.to_json() for w in self.head],
             "lastChangeTime": format_instant(self.last_change_time),
         }
 
 
-@dataclass(frozen=True, slots=True)
-class LocalQueuePendingStatus:
-    head: tuple[LocalQueuePendingWorkload, ...]
-    last_change_time: Instant
+# The list's JSON name: a ClusterQueue's is `clusterQueuePendingWorkload`, a
+# LocalQueue's `head` (docs/scheduling.md#enablement-and-shape).
+CLUSTER_QUEUE_LIST = "clusterQueuePendingWorkload"
+LOCAL_QUEUE_LIST = "head"
+ClusterQueuePendingStatus = PendingStatus[ClusterQueuePendingWorkload]
+LocalQueuePendingStatus = PendingStatus[LocalQueuePendingWorkload]
 
-    def to_json(self) -> Json:
-        return {
-            "head": [{"name": w.name, "position": w.position} for w in self.head],
-            "lastChangeTime": format_instant(self.last_change_time),
-        }
+
+def _publish(
+    published: dict[str, PendingStatus[_W]], heads: Mapping[str, tuple[_W, ...]], at: Instant
+) -> bool:
+    """Publish each queue's head whose list changed (or that is seen for the first time,
+    as upstream writes an absent status) as of `at`, and forget the queues not in
+    `heads`; True if any published list changed."""
+    changed = False
+    for key, head in heads.items():
+        old = published.get(key)
+        if old is None or old.head != head:
+            published[key] = PendingStatus(head, at)
+            changed = True
+    for key in published.keys() - heads.keys():
+        del published[key]
+    return changed
 
 
 def cluster_queues_enabled(config: QueueVisibility | None) -> bool:
@@ -196,15 +221,11 @@ class QueueStatusTracker:
         config = self.config
         assert config is not None
         if self.cluster_queues_enabled:
-            for name in sorted(s._cluster_queues):
-                head = cluster_queue_head(s, name, config.cluster_queue_max_count)
-                old = self._cluster_queues.get(name)
-                # First sight publishes at once: upstream writes an absent status.
-                if old is None or old.head != head:
-                    self._cluster_queues[name] = ClusterQueuePendingStatus(head, at)
-                    changed = True
-            for name in self._cluster_queues.keys() - s._cluster_queues.keys():
-                del self._cluster_queues[name]
+            cq_heads = {
+                name: cluster_queue_head(s, name, config.cluster_queue_max_count)
+                for name in sorted(s._cluster_queues)
+            }
+            changed = _publish(self._cluster_queues, cq_heads, at)
         if self.local_queues_enabled:
             max_count = config.local_queue_max_count or 0
             heads: dict[str, tuple[LocalQueuePendingWorkload, ...]] = {}
@@ -213,16 +234,12 @@ class QueueStatusTracker:
                     heads.update(
                         local_queue_heads(s, cq, max_count, config.local_queue_max_position)
                     )
-            for key in sorted(s._local_queues):
-                lq = s._local_queues[key]
-                # Only heads computed for this LocalQueue's own ClusterQueue count.
-                lq_head = heads.get(key, ()) if lq.cluster_queue in s._cluster_queues else ()
-                old_lq = self._local_queues.get(key)
-                if old_lq is None or old_lq.head != lq_head:
-                    self._local_queues[key] = LocalQueuePendingStatus(lq_head, at)
-                    changed = True
-            for key in self._local_queues.keys() - s._local_queues.keys():
-                del self._local_queues[key]
+            # Only heads computed for a LocalQueue's own ClusterQueue count.
+            lq_heads = {
+                key: heads.get(key, ()) if lq.cluster_queue in s._cluster_queues else ()
+                for key, lq in sorted(s._local_queues.items())
+            }
+            changed = _publish(self._local_queues, lq_heads, at) or changed
         return changed
 
     def _grid_at_or_after(self, instant: Instant) -> Instant:
@@ -246,8 +263,8 @@ class QueueStatusTracker:
 
     def cluster_queue_json(self, name: str) -> Json | None:
         status = self.cluster_queue_status(name)
-        return None if status is None else status.to_json()
+        return None if status is None else status.to_json(CLUSTER_QUEUE_LIST)
 
     def local_queue_json(self, key: str) -> Json | None:
         status = self.local_queue_status(key)
-        return None if status is None else status.to_json()
+        return None if status is None else status.to_json(LOCAL_QUEUE_LIST)

@@ -35,10 +35,19 @@ class DecayedRate:
     def advance(self, now: Instant, tau: float) -> None:
         if now <= self.at:
             return
-        decay = math.exp(-((now - self.at) / MICROS_PER_SECOND) / tau)
-        self.weight *= decay
-        self.window_seconds = self.window_seconds * decay + tau * (1.0 - decay)
+        seconds = (now - self.at) / MICROS_PER_SECOND
+        self.weight, self.window_seconds = decayed(self.weight, self.window_seconds, seconds, tau)
         self.at = now
+
+
+def decayed(
+    weight: float, window_seconds: float, seconds: float, tau: float
+) -> tuple[float, float]:
+    """`weight` and `window_seconds` after `seconds` more of observation without an
+    admission: both decay by `exp(-seconds/tau)`, and the window gains the decayed
+    length of the new observation."""
+    decay = math.exp(-seconds / tau)
+    return weight * decay, window_seconds * decay + tau * (1.0 - decay)
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,11 +18,10 @@ sustained rate.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from scheduler.forecast.rate import DecayedRate, rate_wait
+from scheduler.forecast.rate import DecayedRate, decayed, rate_wait
 from scheduler.runtime.workload_records import Instant
 
 MICROS = 1_000_000
@@ -57,10 +56,8 @@ class AdmissionVelocity:
 
     def state(self, now: Instant) -> tuple[float, float]:
         """(decayed admissions, decayed window in seconds) at `now`."""
-        dt = max(0.0, (now - self.at) / MICROS)
-        decay = math.exp(-dt / self.tau_seconds)
-        weight = self.weight * decay
-        window = self.window_seconds * decay + self.tau_seconds * (1.0 - decay)
+        seconds = max(0.0, (now - self.at) / MICROS)
+        weight, window = decayed(self.weight, self.window_seconds, seconds, self.tau_seconds)
         return weight, max(window, self.min_window_seconds)
 
     def rate(self, now: Instant) -> float:

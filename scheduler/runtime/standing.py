@@ -14,36 +14,13 @@ that has gone since, and a deactivated one is out of every queue whatever its qu
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Final
-
-from scheduler.core.clock import Instant
 from scheduler.core.model import LocalQueueInfo
 from scheduler.core.state_view import ClusterStateView
 from scheduler.runtime.why import why_waiting_for_checks
-from scheduler.runtime.workload_records import WhyPending
-
-FINISHED: Final = "Finished"
-QUOTA_RESERVED: Final = "QuotaReserved"
-INACTIVE: Final = "Inactive"
-LOCAL_QUEUE_NOT_FOUND: Final = "LocalQueueNotFound"
-LOCAL_QUEUE_STOPPED: Final = "LocalQueueStopped"
-CLUSTER_QUEUE_NOT_FOUND: Final = "ClusterQueueNotFound"
+from scheduler.runtime.workload_records import NotPending, NotPendingReason
 
 
-@dataclass(frozen=True, slots=True)
-class Standing:
-    """A Workload that exists and is not queued: why, and its queues where known."""
-
-    reason: str  # one of the constants above
-    creation: Instant
-    cluster_queue: str  # "" when unknown
-    local_queue: str  # "" when unknown
-    # QuotaReserved and not admitted yet: the admission checks it waits for.
-    why: WhyPending | None = None
-
-
-def standing(scheduler: ClusterStateView, namespace: str, name: str) -> Standing | None:
+def standing(scheduler: ClusterStateView, namespace: str, name: str) -> NotPending | None:
     """Why `namespace/name` is not pending; None if the core does not know it or queues
     it. O(1): a few dictionary look-ups, so it runs on the request path."""
     wl = scheduler.workload(f"{namespace}/{name}")
@@ -53,23 +30,25 @@ def standing(scheduler: ClusterStateView, namespace: str, name: str) -> Standing
     cluster_queue = lq.cluster_queue if lq is not None else ""
     if wl.admission is not None and (wl.finished or wl.holds_quota):
         cluster_queue = wl.admission.cluster_queue
-    reason: str | None = FINISHED
+    reason: NotPendingReason | None = NotPendingReason.FINISHED
     if not wl.finished:
-        reason = QUOTA_RESERVED if wl.holds_quota else INACTIVE
+        reason = NotPendingReason.QUOTA_RESERVED if wl.holds_quota else NotPendingReason.INACTIVE
         if not wl.holds_quota and wl.active:
             reason = _queue_reason(scheduler, lq)
     if reason is None:
         return None
-    why = why_waiting_for_checks(wl) if reason == QUOTA_RESERVED else None
-    return Standing(reason, wl.creation, cluster_queue, wl.queue_name, why)
+    why = why_waiting_for_checks(wl) if reason == NotPendingReason.QUOTA_RESERVED else None
+    return NotPending(reason, wl.creation, cluster_queue, wl.queue_name, why)
 
 
-def _queue_reason(scheduler: ClusterStateView, lq: LocalQueueInfo | None) -> str | None:
+def _queue_reason(
+    scheduler: ClusterStateView, lq: LocalQueueInfo | None
+) -> NotPendingReason | None:
     """Why an active, unadmitted Workload is out of every queue; None if it is queued."""
     if lq is None:
-        return LOCAL_QUEUE_NOT_FOUND
+        return NotPendingReason.LOCAL_QUEUE_NOT_FOUND
     if lq.stop_policy != "None":
-        return LOCAL_QUEUE_STOPPED
+        return NotPendingReason.LOCAL_QUEUE_STOPPED
     if lq.cluster_queue not in scheduler.objects.cluster_queues:
-        return CLUSTER_QUEUE_NOT_FOUND
+        return NotPendingReason.CLUSTER_QUEUE_NOT_FOUND
     return None

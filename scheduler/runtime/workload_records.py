@@ -3,7 +3,9 @@
 A :class:`PendingEntry` is one pending workload as the visibility API shows it, built
 once per workload revision and shared by every snapshot until the workload changes;
 :class:`WorkloadFacts`, :class:`RunningWorkload` and :class:`FinishedWorkload` are what
-the forecast worker runs the core forward with (docs/forecasting.md#what-the-worker-is-fed).
+the forecast worker runs the core forward with (docs/forecasting.md#what-the-worker-is-fed);
+:class:`NotPending` is the position lookup's answer for a workload that exists but is
+not pending (docs/visibility-api.md#pending-position).
 All are immutable after they are built.
 """
 
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from scheduler.core.blockers import Blocker
 from scheduler.core.workload import Admission, OwnerRef, PodSetSpec
@@ -28,6 +31,30 @@ class WhyPending:
     message: str
     since: Instant  # the condition's lastTransitionTime
     blockers: tuple[Blocker, ...] = ()
+
+
+class NotPendingReason(StrEnum):
+    """The `reason` of a `pendingposition` answer with `pending: false`."""
+
+    QUOTA_RESERVED = "QuotaReserved"
+    FINISHED = "Finished"
+    INACTIVE = "Inactive"
+    LOCAL_QUEUE_NOT_FOUND = "LocalQueueNotFound"
+    LOCAL_QUEUE_STOPPED = "LocalQueueStopped"
+    CLUSTER_QUEUE_NOT_FOUND = "ClusterQueueNotFound"
+
+
+@dataclass(frozen=True, slots=True)
+class NotPending:
+    """A Workload that exists and is not queued: why, and its queues where known
+    (the runtime classifies it, the position lookup renders it as it is)."""
+
+    reason: NotPendingReason
+    creation: Instant | None = None  # when known
+    cluster_queue: str = ""  # "" when unknown
+    local_queue: str = ""  # "" when unknown
+    # QuotaReserved and not admitted yet: the admission checks it waits for.
+    why: WhyPending | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from visibility_server.http.discovery import WHATIF_KIND
 from visibility_server.http.status import VISIBILITY_GROUP
 
 Schema = dict[str, Any]
 CONTENT_TYPES: Final = ["application/json", "application/yaml"]
-KIND: Final = "WorkloadWhatIf"
-_DESCRIPTION: Final = f"create a {KIND}: a dry run of the next scheduling cycle"
+_DESCRIPTION: Final = f"create a {WHATIF_KIND}: a dry run of the next scheduling cycle"
 
 
 def whatif_model(version: str) -> str:
-    return f"io.queuescope.visibility.{version}.{KIND}"
+    return f"io.queuescope.visibility.{version}.{WHATIF_KIND}"
 
 
 def whatif_path(version: str) -> str:
@@ -135,7 +135,7 @@ def whatif_schema(version: str) -> Schema:
             "estimatedStart": _ESTIMATE,
         },
         "x-kubernetes-group-version-kind": [
-            {"group": VISIBILITY_GROUP, "kind": KIND, "version": version}
+            {"group": VISIBILITY_GROUP, "kind": WHATIF_KIND, "version": version}
         ],
     }
 
@@ -231,7 +231,7 @@ def _kubernetes_extensions(version: str) -> dict[str, Any]:
         "x-kubernetes-action": "post",
         "x-kubernetes-group-version-kind": {
             "group": VISIBILITY_GROUP,
-            "kind": KIND,
+            "kind": WHATIF_KIND,
             "version": version,
         },
     }

@@ -13,40 +13,16 @@ either, the answer is 404.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
 from scheduler.runtime.estimates import AdmissionVelocity, ServedForecast
 from scheduler.runtime.pages import ClusterQueueView, PageItem
-from scheduler.runtime.workload_records import Instant, WhyPending
+from scheduler.runtime.workload_records import Instant, NotPending
+from visibility_server.http.discovery import POSITION_KIND
 from visibility_server.http.render import rfc3339_seconds
 from visibility_server.http.waiting import estimated_start, estimated_wait, why_pending
-
-POSITION_KIND: Final = "PendingWorkloadPosition"
-
-
-class NotPendingReason(enum.Enum):
-    QUOTA_RESERVED = "QuotaReserved"
-    FINISHED = "Finished"
-    INACTIVE = "Inactive"
-    LOCAL_QUEUE_NOT_FOUND = "LocalQueueNotFound"
-    LOCAL_QUEUE_STOPPED = "LocalQueueStopped"
-    CLUSTER_QUEUE_NOT_FOUND = "ClusterQueueNotFound"
-
-
-@dataclass(frozen=True, slots=True)
-class NotPending:
-    """A Workload that exists but is not queued, as the informer cache sees it."""
-
-    reason: NotPendingReason
-    creation: int | None = None  # µs since the epoch, when known
-    cluster_queue: str = ""  # "" when unknown
-    local_queue: str = ""  # "" when unknown
-    # QuotaReserved, not admitted yet: the admission checks it waits for.
-    why: WhyPending | None = None
-
 
 # (namespace, name) -> the Workload's state when it is not pending, None when unknown.
 NotPendingLookup = Callable[[str, str], NotPending | None]

@@ -24,6 +24,7 @@ import orjson
 
 from scheduler.runtime.pages import ClusterQueueView, PageItem
 from scheduler.runtime.workload_records import PendingEntry
+from visibility_server.http.discovery import SUMMARY_KIND
 from visibility_server.http.encode import json_compact, json_pretty, to_yaml
 from visibility_server.http.memo import RenderMemo
 from visibility_server.http.negotiation import Media
@@ -32,7 +33,6 @@ CHUNK_ITEMS: Final = 1000
 # Pages above this many items are streamed chunk by chunk
 # (docs/visibility-api.md#large-responses-and-backpressure), never held whole.
 STREAM_ABOVE_ITEMS: Final = 5 * CHUNK_ITEMS
-SUMMARY_KIND: Final = "PendingWorkloadsSummary"
 _EPOCH: Final = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 _FOUR_DIGIT_YEARS_START: Final = -30_610_224_000  # 1000-01-01T00:00:00Z
 _FOUR_DIGIT_YEARS_END: Final = 253_402_300_800  # 10000-01-01T00:00:00Z

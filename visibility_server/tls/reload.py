@@ -16,6 +16,7 @@ from pathlib import Path
 
 from cryptography import x509
 
+from visibility_server.kube.periodic import check_forever
 from visibility_server.tls.listener import ListenerTLS
 from visibility_server.tls.verify import PemPair, load_pair, validate_serving_pair
 
@@ -65,14 +66,19 @@ class CertificateReloader:
         return x509.load_pem_x509_certificates(pem)[0].not_valid_after_utc
 
     async def run(self) -> None:
-        """Poll until cancelled. A failure of one poll never ends the loop: the server
-        would keep serving, but silently stop picking up rotations."""
-        while True:
-            await asyncio.sleep(self._interval)
-            try:
-                await self.check_once()
-            except Exception:
-                logger.exception("serving certificate reload check failed")
+        """Poll until cancelled, first after one interval (the pair being served was just
+        loaded). A failure of one poll never ends the loop: the server would keep
+        serving, but silently stop picking up rotations."""
+        await self._pause()
+        await check_forever(
+            self.check_once,
+            self._pause,
+            log=logger,
+            failure="serving certificate reload check failed",
+        )
+
+    async def _pause(self) -> None:
+        await asyncio.sleep(self._interval)
 
     async def check_once(self) -> bool:
         """Look at the files once; True when a new pair was applied."""

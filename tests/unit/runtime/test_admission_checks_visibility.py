@@ -5,9 +5,10 @@ and a `whyPending` naming each check not Ready with its state."""
 from __future__ import annotations
 
 from scheduler.core.admission_checks import set_check_state
-from scheduler.runtime.standing import QUOTA_RESERVED, standing
+from scheduler.runtime.standing import standing
+from scheduler.runtime.workload_records import NotPending, NotPendingReason
 from tests.unit.core.test_admission_checks import KEY, cluster
-from visibility_server.http.position import NotPending, NotPendingReason, not_pending_position
+from visibility_server.http.position import not_pending_position
 
 
 def answer(state: NotPending) -> dict[str, object]:
@@ -18,7 +19,7 @@ def test_a_reserved_workload_names_the_checks_it_waits_for_and_their_states() ->
     c = cluster()
     c.cycle()
     found = standing(c.s, "team-a", "wl-1")
-    assert found is not None and found.reason == QUOTA_RESERVED
+    assert found is not None and found.reason == NotPendingReason.QUOTA_RESERVED
     assert found.why is not None
     body = answer(
         NotPending(
@@ -49,7 +50,7 @@ def test_an_admitted_workload_waits_for_nothing() -> None:
     c.cycle()
     set_check_state(c.s, KEY, "ac-1", "Ready")
     found = standing(c.s, "team-a", "wl-1")
-    assert found is not None and found.reason == QUOTA_RESERVED
+    assert found is not None and found.reason == NotPendingReason.QUOTA_RESERVED
     assert found.why is None
     body = answer(NotPending(NotPendingReason(found.reason), why=found.why))
     assert "whyPending" not in body and "message" not in body
