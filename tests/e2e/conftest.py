@@ -23,7 +23,7 @@ import pytest
 
 from tests.e2e.aggregated import Aggregated, aggregated_server
 from tests.e2e.cluster import ClusterModeServer
-from tests.e2e.harness import LOG_FILES, ControlPlane, HarnessError, tail
+from tests.e2e.harness import LOG_FILES, ControlPlane, HarnessError, start_control_plane, tail
 from tests.e2e.nodes import NodeAgents, node_agents
 
 REPO = Path(__file__).resolve().parents[2]
@@ -121,24 +121,11 @@ def control_plane(
     """etcd and kube-apiserver, up and ready, with an admin kubeconfig; logs under the
     session's temporary folder (kept by pytest for the last runs)."""
     workdir = tmp_path_factory.mktemp("controlplane")
-    plane = ControlPlane(
-        etcd=toolchain.etcd,
-        kube_apiserver=toolchain.kube_apiserver,
-        kubectl=toolchain.kubectl,
-        workdir=workdir,
-    )
     started = time.monotonic()
     try:
-        plane.start()
+        plane = start_control_plane(toolchain, workdir)
     except HarnessError as err:
-        plane.stop()
-        logs = "\n".join(
-            f"--- {label} ({path}):\n{tail(path)}" for label, path in LOG_FILES.items()
-        )
-        pytest.fail(f"control plane did not start: {err}\n{logs}")
-    except BaseException:
-        plane.stop()
-        raise
+        pytest.fail(str(err))
     _terminal_writer(request.config)(
         f"etcd and kube-apiserver up in {time.monotonic() - started:.1f}s at {plane.url}"
     )

@@ -25,7 +25,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -590,6 +590,45 @@ class ControlPlane:
 
     def get_json(self, *args: str) -> Any:
         return json.loads(self.kubectl("get", *args, "-o", "json").stdout)
+
+
+def start_control_plane(toolchain: Any, workdir: Path) -> ControlPlane:
+    """etcd and kube-apiserver of `toolchain` (the build module's Toolchain) up and ready,
+    with an admin kubeconfig, under `workdir`. If they do not start, both are stopped and
+    the HarnessError carries their logs."""
+    plane = ControlPlane(
+        etcd=toolchain.etcd,
+        kube_apiserver=toolchain.kube_apiserver,
+        kubectl=toolchain.kubectl,
+        workdir=workdir,
+    )
+    try:
+        plane.start()
+    except HarnessError as err:
+        plane.stop()
+        logs = "\n".join(
+            f"--- {label} ({path}):\n{tail(path)}" for label, path in LOG_FILES.items()
+        )
+        raise HarnessError(f"control plane did not start: {err}\n{logs}") from err
+    except BaseException:
+        plane.stop()
+        raise
+    return plane
+
+
+@contextlib.contextmanager
+def private_control_plane(toolchain: Any, workdir: Path) -> Iterator[ControlPlane]:
+    """A control plane of its own for a block whose changes must not reach the session's
+    (docs/cluster.md#real-cluster-tests); stopped after the block, and the logs a failure
+    report attaches are again the session's."""
+    logs = dict(LOG_FILES)
+    plane = start_control_plane(toolchain, workdir)
+    try:
+        yield plane
+    finally:
+        plane.stop()
+        LOG_FILES.clear()
+        LOG_FILES.update(logs)
 
 
 def _sweep_stale_etcd_dirs(base: Path) -> None:

@@ -48,7 +48,14 @@ from tests.e2e.cluster import (
     subset,
     wait_json,
 )
-from tests.e2e.harness import ADMIN_GROUPS, ADMIN_USER, ControlPlane, HarnessError, wait_for
+from tests.e2e.harness import (
+    ADMIN_GROUPS,
+    ADMIN_USER,
+    ControlPlane,
+    HarnessError,
+    private_control_plane,
+    wait_for,
+)
 from visibility_server.certs import ServiceName, generate_cert_dir
 
 pytestmark = pytest.mark.realcluster
@@ -273,15 +280,23 @@ class Installed:
 
 @pytest.fixture(scope="module", params=[V1BETA2_STORED, V1BETA1_ONLY])
 def kueue_installed(
-    control_plane: ControlPlane, request: pytest.FixtureRequest
+    toolchain: Any, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
 ) -> Iterator[Installed]:
     """A cluster that ran Kueue: its CRDs, installed as Kueue's manifests are, and its
-    objects. CRDs of earlier modules are removed first (with their objects)."""
-    plane = control_plane
-    installed = Installed(plane, request.param)
-    plane.kubectl(
-        "delete", "crd", *(f"{n}.kueue.x-k8s.io" for n in CRD_NAMES), "--ignore-not-found"
-    )
+    objects. On a control plane of its own: the session's holds other modules' CRDs and
+    objects, and deleting CRDs is slow and can stall (its finalizer backs off for
+    minutes while the CRD's storage is being set up again)."""
+    workdir = tmp_path_factory.mktemp(f"switch-{request.param}")
+    with private_control_plane(toolchain, workdir) as plane:
+        installed = Installed(plane, request.param)
+        install_kueue(installed)
+        yield installed
+
+
+def install_kueue(installed: Installed) -> None:
+    """Kueue's CRDs of `installed.layout`, applied as its manifests are, then the objects
+    written by Kueue's clients of that time (the admitted ones with Kueue's status)."""
+    plane = installed.plane
     plane.kubectl(
         "apply",
         "--server-side",
@@ -310,7 +325,6 @@ def kueue_installed(
                 "-p",
                 json.dumps(admitted_status(now)),
             )
-    yield installed
 
 
 def test_switch_to_queuescope_and_back(kueue_installed: Installed, tmp_path: Path) -> None:
