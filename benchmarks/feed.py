@@ -47,6 +47,10 @@ class Shape:
     namespaces: int = 10
     cpu_quota: str = "0"  # nothing admits: a stable queue for the latency benchmarks
     strategy: str = "StrictFIFO"
+    # "uniform": one cpu each, no execution limit; "mixed": 1 to 8 cpu and a limit of
+    # 1 minute to 2 hours (the forecaster's hard case, docs/forecasting.md#cost)
+    sizes: str = "uniform"
+    preemption: str = "LowerPriority"  # the ClusterQueue's withinClusterQueue policy
 
     def namespace(self, i: int) -> str:
         return f"team-{i:02d}"
@@ -63,7 +67,7 @@ def cluster_manifests(shape: Shape) -> str:
             "spec": {
                 "namespaceSelector": {},
                 "queueingStrategy": shape.strategy,
-                "preemption": {"withinClusterQueue": "LowerPriority"},
+                "preemption": {"withinClusterQueue": shape.preemption},
                 "resourceGroups": [
                     {
                         "coveredResources": ["cpu"],
@@ -135,36 +139,54 @@ def workload_manifest(namespace: str, name: str, priority: int, cpu: str = "1") 
     }
 
 
-def decoded_workload(s: Scheduler, namespace: str, name: str, priority: int) -> Workload:
-    obj = fill_metadata(decode_object(workload_manifest(namespace, name, priority)), s.now())
+MIXED_LIMITS = (60, 300, 900, 1800, 3600, 7200)  # maximumExecutionTimeSeconds, "mixed"
+
+
+@dataclass(frozen=True, slots=True)
+class Size:
+    cpu: int = 1
+    limit: int | None = None  # maximumExecutionTimeSeconds
+
+
+def decoded_workload(
+    s: Scheduler, namespace: str, name: str, priority: int, size: Size = Size()
+) -> Workload:
+    manifest = workload_manifest(namespace, name, priority, str(size.cpu))
+    if size.limit is not None:
+        manifest["spec"]["maximumExecutionTimeSeconds"] = size.limit
+    obj = fill_metadata(decode_object(manifest), s.now())
     assert isinstance(obj, Workload)
     return obj
 
 
-def plan(shape: Shape, count: int, seed: int) -> Iterator[tuple[int, str, int]]:
-    """(index, namespace, priority) of each pending workload, the same for a seed."""
+def plan(shape: Shape, count: int, seed: int) -> Iterator[tuple[int, str, int, Size]]:
+    """(index, namespace, priority, size) of each pending workload, the same for a seed."""
     rng = random.Random(seed)
     for i in range(count):
-        yield i, shape.namespace(rng.randrange(shape.namespaces)), rng.choice(PRIORITIES)
+        ns, priority = shape.namespace(rng.randrange(shape.namespaces)), rng.choice(PRIORITIES)
+        if shape.sizes == "mixed":
+            yield i, ns, priority, Size(rng.randint(1, 8), rng.choice(MIXED_LIMITS))
+        else:
+            yield i, ns, priority, Size()
 
 
 def feed(s: Scheduler, shape: Shape, count: int, *, how: str = "bulk", seed: int = 1) -> None:
     """Put `count` pending workloads into the ClusterQueue (see the module docstring)."""
     if how == "decode":
-        for i, ns, priority in plan(shape, count, seed):
-            apply_object(s, decoded_workload(s, ns, f"wl-{i:07d}", priority))
+        for i, ns, priority, size in plan(shape, count, seed):
+            apply_object(s, decoded_workload(s, ns, f"wl-{i:07d}", priority, size))
         s.finalize_evictions()
         return
     if how != "bulk":
         raise ValueError(f"unknown feed {how!r}; expected one of {FEEDS}")
-    templates: dict[tuple[str, int], WorkloadState] = {}
+    templates: dict[tuple[str, int, Size], WorkloadState] = {}
     base = s.now() - count  # distinct creation instants, all in the past
-    for i, ns, priority in plan(shape, count, seed):
-        template = templates.get((ns, priority))
+    for i, ns, priority, size in plan(shape, count, seed):
+        template = templates.get((ns, priority, size))
         if template is None:
-            obj = decoded_workload(s, ns, "template", priority)
+            obj = decoded_workload(s, ns, "template", priority, size)
             template = workload_state(obj, s.config, s.now())
-            templates[(ns, priority)] = template
+            templates[(ns, priority, size)] = template
         wl = template.sibling(f"wl-{i:07d}", f"uid-{i:07d}", base + i)
         s.set_workload(wl)
     s.finalize_evictions()

@@ -122,15 +122,8 @@ def _rss_bytes(pid: str = "self") -> int:
     return 0
 
 
-async def measure(
-    pending: int,
-    refreshes: int,
-    method: str = "rate",
-    cpu_quota: str = "0",
-    strategy: str = "StrictFIFO",
-) -> dict[str, Any]:
+async def measure(pending: int, refreshes: int, method: str, shape: Shape) -> dict[str, Any]:
     s = Scheduler(SystemClock(), scheduler_config(None))
-    shape = Shape(namespaces=10, cpu_quota=cpu_quota, strategy=strategy)
     for doc in yaml.safe_load_all(cluster_manifests(shape)):
         apply_object(s, decode_object(doc))
     feed(s, shape, pending)
@@ -141,7 +134,7 @@ async def measure(
         engine.rates.observe(CLUSTER_QUEUE, now - (600 - i) * 1_000_000)
     engine.submit(MarkSynced())
     engine_task = asyncio.create_task(engine.run())
-    admitted = int(cpu_quota)
+    admitted = int(shape.cpu_quota)
     while len(engine.snapshot().views.get(CLUSTER_QUEUE, ())) < pending - admitted:
         await asyncio.sleep(0.1)
     rss_before = _rss_bytes()
@@ -196,8 +189,10 @@ async def measure(
         await asyncio.gather(engine_task, return_exceptions=True)
     return {
         "method": method,
-        "cpu_quota": cpu_quota,
-        "strategy": strategy,
+        "cpu_quota": shape.cpu_quota,
+        "strategy": shape.strategy,
+        "sizes": shape.sizes,
+        "preemption": shape.preemption,
         "pending": pending,
         "refreshes": rows,
         "loop_lag_without_forecasts": baseline.figures(),
@@ -226,12 +221,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the ClusterQueue's cpu quota (default: 0 for rate, 100 for the forward methods)",
     )
     p.add_argument("--strategy", choices=("StrictFIFO", "BestEffortFIFO"), default="StrictFIFO")
+    p.add_argument(
+        "--sizes",
+        choices=("uniform", "mixed"),
+        default="uniform",
+        help="one cpu each, or 1 to 8 cpu with limits of 1 minute to 2 hours",
+    )
+    p.add_argument("--preemption", choices=("LowerPriority", "Never"), default="LowerPriority")
     args = p.parse_args(argv)
     quota = (
         args.cpu_quota if args.cpu_quota is not None else ("0" if args.method == "rate" else "100")
     )
     started = time.perf_counter()
-    result = asyncio.run(measure(args.pending, args.refreshes, args.method, quota, args.strategy))
+    shape = Shape(
+        namespaces=10,
+        cpu_quota=quota,
+        strategy=args.strategy,
+        sizes=args.sizes,
+        preemption=args.preemption,
+    )
+    result = asyncio.run(measure(args.pending, args.refreshes, args.method, shape))
     result["seconds"] = round(time.perf_counter() - started, 1)
     json.dump(result, sys.stdout, indent=2)
     print()

@@ -341,6 +341,13 @@ class Scheduler:
             wl.set_pending("Inadmissible", policy(f"ClusterQueue {cq} is inactive"), now)
         self._queues.push(cq, self.queue_entry(wl), now)
 
+    def withhold(self, key: str) -> bool:
+        """Take a pending workload out of its queue, leaving it pending: no cycle is
+        offered it until `sync_workload` queues it again, in the same place (the queue
+        orders by priority and queue-order timestamp). For the forecaster's forward run
+        only (docs/forecasting.md#cost); returns whether it was queued."""
+        return self._queues.delete(key) is not None
+
     def sync_workloads(self, keys: Iterable[str] | None = None) -> None:
         targets = self._workloads.keys() if keys is None else keys
         for key in sorted(targets):

@@ -22,6 +22,7 @@ from scheduler.core.workload import EVICTED, QUOTA_RESERVED, WorkloadState
 from scheduler.forecast.fork import fork
 from scheduler.forecast.hopeless import Hopeless
 from scheduler.forecast.predictors import RuntimePredictor, facts_of
+from scheduler.forecast.withheld import Withheld
 
 DEFAULT_HORIZON_SECONDS = 30 * 86_400.0
 # Cycles at one instant that admit and preempt nothing before the instant is over
@@ -66,7 +67,8 @@ def forward_run(  # noqa: PLR0913 - keyword-only options of one run
     now = s.now()
     copy, clock = (s, clock) if clock is not None else fork(s, now)
     copy.follow_changes()
-    run = _Run(copy, predictor, now, hopeless=Hopeless.of(copy) if shortcut else None)
+    hopeless = Hopeless.of(copy) if shortcut else None
+    run = _Run(copy, predictor, now, hopeless=hopeless, withheld=Withheld.of(copy, hopeless))
     for key in copy.holders.all_keys():
         wl = copy.workload(key)
         if wl is not None and wl.holds_quota:
@@ -108,6 +110,7 @@ class _Run:
     predictor: RuntimePredictor
     made_at: Instant
     hopeless: Hopeless | None = None
+    withheld: Withheld = field(default_factory=Withheld)
     admitted_now: list[str] = field(default_factory=list)
     # The deadlines of the core's timed rules (requeue backoff, pods-ready timeouts,
     # maximum execution time) of the workloads that have one. A workload's deadlines
@@ -180,9 +183,11 @@ class _Run:
         idle = 0
         last_heads: list[tuple[str, str]] | None = None
         while idle < MAX_IDLE_CYCLES:
+            self.withheld.offer(s)
             stats = run_cycle(s)
             cycles += 1
             changes = s.take_changes()
+            self.withheld.observe(s, changes)
             if self.hopeless is not None:
                 self.hopeless.observe(changes)
             self.dirty.update(key for _, key in changes.heads)
@@ -203,6 +208,7 @@ class _Run:
                 continue
             if changes.heads == last_heads:
                 break
+            self.withheld.offer(s)  # the queue may be empty only until the next offer
             if self.hopeless is not None and self.hopeless.holds(s):
                 break  # the rest of this instant's cycles would fail every head
             idle += 1

@@ -137,7 +137,7 @@ class Hopeless:
         workloads: list[WorkloadState],
     ) -> None:
         """Take `info` in: what each of its workloads asks, and who is queued there now."""
-        waiting = Waiting({wl.key: _totals(wl, info) for wl in workloads})
+        waiting = Waiting({wl.key: requests_of(wl, info) for wl in workloads})
         queue = s.queues.queue(info.name)
         for entry in queue.listing() if queue is not None else ():
             if entry.key not in waiting.requests:
@@ -201,7 +201,7 @@ def _short(
     return all(tree.available(cq, (flavor, resource)) < least for flavor in flavors)
 
 
-def _totals(wl: WorkloadState, info: ClusterQueueInfo) -> dict[str, int]:
+def requests_of(wl: WorkloadState, info: ClusterQueueInfo) -> dict[str, int]:
     """What `wl` asks of each resource `info` covers, over its pod sets."""
     totals: dict[str, int] = {}
     for _, _, amounts in pod_set_requests(wl, info):

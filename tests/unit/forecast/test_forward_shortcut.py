@@ -155,14 +155,7 @@ def two_flavor_queue(  # noqa: PLR0913 - one ClusterQueue's knobs
             {"coveredResources": ["cpu"], "flavors": [quota("small", 5), quota("large", 4)]}
         ],
     }
-    if cohort is not None:
-        spec["cohort"] = cohort
-    return {
-        "apiVersion": "kueue.x-k8s.io/v1beta1",
-        "kind": "ClusterQueue",
-        "metadata": {"name": name},
-        "spec": spec,
-    }
+    return cluster_queue_doc(name, spec, cohort)
 
 
 def several_flavors_state(  # noqa: PLR0913 - the knobs of the scenarios compared
@@ -335,3 +328,15 @@ def test_the_shortcut_ends_the_instant_once_the_small_ones_are_admitted() -> Non
     fast, full = both_runs(s)
     assert fast.waits == full.waits
     assert fast.cycles < full.cycles
+
+
+def cluster_queue_doc(name: str, spec: Json, cohort: str | None) -> Json:
+    """A ClusterQueue of `spec`, in `cohort` if one is given."""
+    if cohort is not None:
+        spec["cohort"] = cohort
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "kind": "ClusterQueue",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
