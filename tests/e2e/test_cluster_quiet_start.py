@@ -45,6 +45,7 @@ CQ = "cq-quiet"
 LQ = "lq-quiet"
 WORKLOADS = 10_000
 QUIET_SECONDS = 3.0
+READY_SECONDS = 300.0
 WORKLOADS_PATH = f"/apis/kueue.x-k8s.io/v1beta2/namespaces/{NS}/workloads"
 LEASE = ("lease", "queuescope-controller-leader", "-n", "queuescope-system")
 
@@ -78,7 +79,11 @@ def holder(plane: ControlPlane) -> str:
 
 
 def replica(plane: ControlPlane, root: Path, pod: str) -> ClusterModeServer:
-    server = ClusterModeServer(plane, root, leader_elect=True, pod_name=pod)
+    # Ready after the initial sync of 10,000 Workloads: about 20 s on two quiet cores, more
+    # than 60 s under a load of 25 (one CI run), so the wait is that of the quiet start.
+    server = ClusterModeServer(
+        plane, root, leader_elect=True, pod_name=pod, ready_seconds=READY_SECONDS
+    )
     server.root.mkdir(parents=True, exist_ok=True)
     server.prepare()
     return server

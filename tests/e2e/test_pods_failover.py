@@ -30,6 +30,10 @@ NS = "pods-failover-e2e"
 LEASE = ("lease", "queuescope-controller-leader", "-n", "queuescope-system")
 JOBS = [f"f{i}" for i in range(6)]
 QUOTA = 2
+# How long each Pod runs: three waves of two, long enough that the failover (a SIGTERM
+# and a graceful stop) falls while Jobs still wait for quota, even on a loaded machine
+# (with 3 s, one CI run under a load of 25 saw every Job complete before the stop).
+RUN_FOR = "10s"
 
 
 def _holder(plane: ControlPlane) -> str:
@@ -107,7 +111,9 @@ def test_a_failover_while_pods_run_loses_and_doubles_nothing(
         with RunningPeak(plane) as peak:
             for name in JOBS:
                 plane.apply(
-                    PodJob(name, NS, "lq-fo", pod_annotations={RUN_FOR_ANNOTATION: "3s"}).manifest()
+                    PodJob(
+                        name, NS, "lq-fo", pod_annotations={RUN_FOR_ANNOTATION: RUN_FOR}
+                    ).manifest()
                 )
             # Mid-way: the first two run, the others wait for their quota.
             wait_job(plane, NS, JOBS[0], "running", lambda j: (j.get("status") or {}).get("active"))
