@@ -20,6 +20,17 @@ band of every depth; with fewer than MIN_OBSERVATIONS errors at a similar depth 
 prior pads them, so a queue deeper (or shallower) than any seen gets the raw wait as
 its median and a wide band rather than a correction learned in unlike states.
 
+The band's quantile levels adapt (adaptive conformal inference): each ClusterQueue
+keeps a miscoverage level `alpha`, TARGET_MISS (0.1) to start. When a forecast's
+workload starts, `alpha` moves by GAMMA * (TARGET_MISS - missed), `missed` being 1 when
+the actual wait fell outside the band served for it: each miss widens the next bands,
+each hit narrows them a little, so the misses of a shift (errors larger than the
+window has seen) are made up for within it rather than once the window has refilled.
+The band's tails are the quantiles at alpha / 2 and 1 - alpha / 2; `alpha` is kept
+within [0, TARGET_MISS]: at 0 the band spans the widest errors the windows (and the
+prior) hold, and it is never narrower than the windows' own 90% band. The feedback is
+delayed: a forecast counts when its workload starts, not when it is made.
+
 The state is plain dataclasses of lists and numbers: the serving worker keeps it
 between refreshes, the simulator between instants.
 """
@@ -42,6 +53,11 @@ PRIOR_ERRORS: tuple[float, ...] = tuple(
     math.log(10.0) / 0.9 * (2.0 * i / 20 - 1.0) for i in range(21)
 )
 LOW_Q, MID_Q, HIGH_Q = 0.05, 0.5, 0.95
+# Adaptive conformal inference (docs/forecasting.md#calibration): the share of actual
+# waits the band should miss, and the step of a ClusterQueue's miscoverage level per
+# started forecast.
+TARGET_MISS = LOW_Q + (1.0 - HIGH_Q)
+GAMMA = 0.005
 # Upper bounds (seconds) of the raw waits that share a magnitude window: a forward run
 # that says ten minutes and one that says a day are wrong by different factors. A
 # magnitude window is used once it holds MIN_OBSERVATIONS errors; until then, the
@@ -74,21 +90,59 @@ class ErrorWindow:
 
 
 @dataclass(slots=True)
+class Miscoverage:
+    """A ClusterQueue's adaptive miscoverage level: the band spans the quantiles
+    alpha / 2 and 1 - alpha / 2 of the errors."""
+
+    alpha: float = TARGET_MISS
+
+    def update(self, missed: bool) -> None:
+        step = GAMMA * (TARGET_MISS - (1.0 if missed else 0.0))
+        # The floor: the widest band the windows give; the ceiling: their own 90% band
+        # (docs/forecasting.md#calibration says how both were chosen).
+        self.alpha = min(TARGET_MISS, max(0.0, self.alpha + step))
+
+    @property
+    def low_q(self) -> float:
+        return min(0.5, max(0.0, self.alpha / 2.0))
+
+    @property
+    def high_q(self) -> float:
+        return 1.0 - self.low_q
+
+
+@dataclass(slots=True)
 class Calibration:
     """Per ClusterQueue and kind ("now" for a raw wait of zero, "later" otherwise), by
     magnitude of the raw wait, each error with the depth of the queue when its forecast
     was made."""
 
     windows: dict[str, ErrorWindow] = field(default_factory=dict)
+    levels: dict[str, Miscoverage] = field(default_factory=dict)  # per ClusterQueue
 
     def record(
-        self, cluster_queue: str, raw_seconds: float, actual_seconds: float, depth: int = 0
+        self,
+        cluster_queue: str,
+        raw_seconds: float,
+        actual_seconds: float,
+        depth: int = 0,
+        served: StartBand | None = None,
     ) -> None:
         """The workload of a forecast, made while `depth` workloads were pending in its
-        ClusterQueue, started `actual_seconds` after it was made."""
+        ClusterQueue, started `actual_seconds` after it was made; `served` is the band
+        that forecast gave, if known (it moves the queue's miscoverage level)."""
         error = math.log((actual_seconds + OFFSET_SECONDS) / (raw_seconds + OFFSET_SECONDS))
         for slot in _slots(cluster_queue, raw_seconds):
             self.windows.setdefault(slot, ErrorWindow()).add(error, depth)
+        if served is not None:
+            missed = not served.low <= actual_seconds <= served.high
+            self.level(cluster_queue).update(missed)
+
+    def level(self, cluster_queue: str) -> Miscoverage:
+        found = self.levels.get(cluster_queue)
+        if found is None:
+            found = self.levels[cluster_queue] = Miscoverage()
+        return found
 
     def observations(self, cluster_queue: str, raw_seconds: float) -> int:
         window = self.windows.get(_slot(cluster_queue, raw_seconds))
@@ -100,7 +154,8 @@ class Calibration:
     def at_depth(self, cluster_queue: str, depth: int) -> DepthBands:
         """The bands of forecasts made now, while `depth` workloads are pending in
         `cluster_queue`: one object for all of them, which sorts each window once."""
-        return DepthBands(self, cluster_queue, depth)
+        level = self.levels.get(cluster_queue) or Miscoverage()
+        return DepthBands(self, cluster_queue, depth, level.low_q, level.high_q)
 
 
 @dataclass(slots=True)
@@ -108,6 +163,10 @@ class DepthBands:
     calibration: Calibration
     cluster_queue: str
     depth: int
+    # The quantiles of the band's tails: the queue's miscoverage level when this
+    # object was made (the level moves only when a forecast's workload starts).
+    low_q: float = LOW_Q
+    high_q: float = HIGH_Q
     _sorted: dict[tuple[str, bool, bool], list[float]] = field(default_factory=dict)
 
     def band(self, raw_seconds: float) -> StartBand:
@@ -130,8 +189,8 @@ class DepthBands:
             return max(0.0, base * math.exp(_quantile(errors, q)) - OFFSET_SECONDS)
 
         p50 = scaled(alike, MID_Q)
-        low = min(scaled(every, LOW_Q), scaled(alike, LOW_Q), p50)
-        high = max(scaled(every, HIGH_Q), scaled(alike, HIGH_Q), p50)
+        low = min(scaled(every, self.low_q), scaled(alike, self.low_q), p50)
+        high = max(scaled(every, self.high_q), scaled(alike, self.high_q), p50)
         return StartBand(p50=p50, low=low, high=high)
 
     def _errors(self, slot: str, *, near: bool, padded: bool = False) -> list[float]:

@@ -65,7 +65,11 @@ class Forecaster:
     def observe_start(self, forecast: WaitForecast, actual_seconds: float) -> None:
         """The workload of `forecast` reserved quota `actual_seconds` after it was made."""
         self.calibration.record(
-            forecast.cluster_queue, _raw(forecast, self), actual_seconds, forecast.queue_depth
+            forecast.cluster_queue,
+            _raw(forecast, self),
+            actual_seconds,
+            forecast.queue_depth,
+            served=forecast.band,
         )
 
     # -------------------------------------------------------------- forecasts

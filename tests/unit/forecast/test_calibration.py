@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 import math
+import pickle
 import random
 
 import pytest
 
 from scheduler.forecast.calibration import (
+    GAMMA,
+    HIGH_Q,
+    LOW_Q,
     MIN_OBSERVATIONS,
     OFFSET_SECONDS,
+    TARGET_MISS,
     WINDOW,
     Calibration,
+    DepthBands,
     ErrorWindow,
+    Miscoverage,
 )
 from scheduler.forecast.records import StartBand
 
@@ -108,3 +115,123 @@ def test_a_window_forgets_depths_with_their_errors() -> None:
     # Depths 4 to 9 are within a factor of 1.5 of 6 (depth + 1: 5 to 10 against 7); the
     # window holds 5 onward.
     assert w.near(6) == [5.0, 6.0, 7.0, 8.0, 9.0]
+
+
+# Adaptive conformal inference: the band's quantile levels follow its misses.
+
+RAW = 1000.0
+
+
+def actual_of(error: float) -> float:
+    """The actual wait whose log error against RAW is `error`."""
+    return (RAW + OFFSET_SECONDS) * math.exp(error) - OFFSET_SECONDS
+
+
+def served_coverage(c: Calibration, errors: list[float], delay: int = 0) -> list[bool]:
+    """Serve a band for each error in turn and record it `delay` forecasts later (as a
+    workload starts after others were forecast); whether each served band covered."""
+    pending: list[tuple[StartBand, float]] = []
+    covered = []
+    for error in errors:
+        band = c.band("cq", RAW)
+        actual = actual_of(error)
+        covered.append(band.low <= actual <= band.high)
+        pending.append((band, actual))
+        if len(pending) > delay:
+            served, done = pending.pop(0)
+            c.record("cq", RAW, done, served=served)
+    return covered
+
+
+CALM, BURST = 300, 600
+
+
+def shifting_errors(seed: int) -> list[float]:
+    """Errors whose scale triples after a calm start."""
+    rng = random.Random(seed)
+    return [rng.gauss(0, 0.3) for _ in range(CALM)] + [rng.gauss(0, 0.9) for _ in range(BURST)]
+
+
+def share(flags: list[bool]) -> float:
+    return sum(flags) / len(flags)
+
+
+def test_a_miss_widens_the_next_bands_and_a_hit_narrows_them_back() -> None:
+    c = Calibration()
+    rng = random.Random(3)
+    for _ in range(WINDOW):
+        c.record("cq", RAW, actual_of(rng.gauss(0, 1)))
+    assert c.level("cq").alpha == TARGET_MISS  # nothing served yet: the nominal 90%
+    before = c.band("cq", RAW)
+    c.record("cq", RAW, before.high + 1.0, served=before)  # above the band: a miss
+    assert c.level("cq").alpha == pytest.approx(TARGET_MISS - GAMMA * (1 - TARGET_MISS))
+    wider = c.band("cq", RAW)
+    assert wider.low < before.low and wider.high > before.high
+    c.record("cq", RAW, wider.p50, served=wider)  # inside: a hit
+    assert c.level("cq").alpha == pytest.approx(TARGET_MISS - GAMMA * (1 - 2 * TARGET_MISS))
+    # An error recorded without its served band does not move the level.
+    c.record("cq", RAW, wider.p50)
+    assert c.level("cq").alpha == pytest.approx(TARGET_MISS - GAMMA * (1 - 2 * TARGET_MISS))
+    assert c.levels.keys() == {"cq"}
+    for _ in range(round(1 / GAMMA)):
+        c.level("cq").update(missed=False)
+    # Hits narrow it back to the windows' own 90% band, never further.
+    assert c.level("cq").alpha == TARGET_MISS
+    assert c.band("cq", RAW) == DepthBands(c, "cq", 0, LOW_Q, HIGH_Q).band(RAW)
+
+
+def test_the_level_clamps_to_the_widest_band() -> None:
+    c = Calibration()
+    errors = [i / 100 - 0.5 for i in range(101)]  # -0.5 .. 0.5
+    for e in errors:
+        c.record("cq", RAW, actual_of(e))
+    nominal = c.band("cq", RAW)
+    far = StartBand(p50=0.0, low=0.0, high=0.0)
+    for _ in range(round(2 / GAMMA)):  # misses enough to take alpha far below zero
+        c.record("other", RAW, 1e9, served=far)
+        c.level("cq").update(missed=True)
+    assert c.level("other").alpha == c.level("cq").alpha == 0.0
+    widest = c.band("cq", RAW)  # the window's extremes, no further
+    assert widest.low == pytest.approx(actual_of(-0.5))
+    assert widest.high == pytest.approx(actual_of(0.5))
+    assert widest.low < nominal.low and widest.high > nominal.high
+    # One hit from the floor narrows the band at once: no debt of misses to repay.
+    c.level("cq").update(missed=False)
+    assert c.level("cq").alpha == pytest.approx(GAMMA * TARGET_MISS)
+
+
+def test_coverage_adapts_when_the_errors_scale_shifts() -> None:
+    errors = shifting_errors(11)
+    adaptive = share(served_coverage(Calibration(), errors, delay=20)[CALM:])
+    fixed = Calibration()
+    fixed.levels["cq"] = FixedLevel()
+    constant = share(served_coverage(fixed, errors, delay=20)[CALM:])
+    assert fixed.levels["cq"].alpha == TARGET_MISS
+    # Over the burst, the fixed 90% band, calibrated on the calm errors, misses much
+    # until the window holds enough of the burst; the adaptive one widens within it.
+    assert constant < 0.8
+    assert 0.85 <= adaptive <= 0.95
+
+
+def test_the_level_survives_between_refreshes() -> None:
+    c = Calibration()
+    errors = shifting_errors(5)
+    served_coverage(c, errors, delay=10)
+    alpha = c.level("cq").alpha
+    assert alpha != TARGET_MISS
+    kept = pickle.loads(pickle.dumps(c))  # as the serving worker's state crosses a refresh
+    assert kept.level("cq").alpha == alpha
+    assert kept.band("cq", RAW) == c.band("cq", RAW)
+    # A DepthBands made before a start keeps the level it was made with.
+    bands = c.at_depth("cq", 0)
+    first = bands.band(RAW)
+    c.record("cq", RAW, 1e9, served=first)
+    assert bands.band(RAW) == first
+    assert c.band("cq", RAW).high > first.high
+
+
+class FixedLevel(Miscoverage):
+    """The band of a fixed 90% level, for comparison."""
+
+    def update(self, missed: bool) -> None:
+        del missed
