@@ -20,7 +20,11 @@ waits until everything is synced and quiet, and reports:
   in this repository's product code (a pydantic or `json` allocation is charged to the
   line of ours that asked for it) and by area. Much slower.
 
-    python -m benchmarks.memory_breakdown --workloads 10000 [--jobs] [--trace]
+    python -m benchmarks.memory_breakdown --workloads 10000 [--jobs] [--trace] [--forecasts]
+
+With `--forecasts` the forecast service runs too, with its worker process, as `serve`
+starts it (`queuescope/serve_forecasts.py`), and the measure waits for its second
+refresh: what feeding the worker costs the server's process.
 
 The fake's uids are short ("uid-10"): a real one is 36 characters, about 50 bytes more
 per Workload, which the deep sizes here do not show.
@@ -45,7 +49,9 @@ from prometheus_client import CollectorRegistry
 
 from queuescope.cli import _parser
 from queuescope.serve_cluster import _cluster_runtime, _new_engine
+from queuescope.serve_forecasts import OFF, forecast_service
 from scheduler.runtime.engine import Engine
+from scheduler.runtime.forecasts import ForecastService
 from scheduler.runtime.kube.cluster import ClusterRuntime
 from scheduler.runtime.kube.heap import release_free_heap
 from scheduler.runtime.kube.resources import (
@@ -93,10 +99,10 @@ class Measured:
     deep: dict[str, int]  # without: deep sizes by structure
 
 
-def _settings(qps: float) -> argparse.Namespace:
-    return _parser().parse_args(
-        ["serve", "--kubeconfig", "unused", "--kube-api-qps", str(qps), "--kube-api-burst", "1000"]
-    )
+def _settings(qps: float, forecasts: bool) -> argparse.Namespace:
+    method = [] if forecasts else ["--forecast-method", OFF]
+    flags = ["--kubeconfig", "unused", "--kube-api-qps", str(qps), "--kube-api-burst", "1000"]
+    return _parser().parse_args(["serve", *flags, *method])
 
 
 def _seed(fake: FakeKube, n: int, jobs: bool) -> None:
@@ -169,7 +175,9 @@ class DeepSizes:
         self.sizes[label] = self.sizes.get(label, 0) + total
 
 
-def _deep_sizes(fake: FakeKube, engine: Engine, runtime: ClusterRuntime) -> dict[str, int]:
+def _deep_sizes(
+    fake: FakeKube, engine: Engine, runtime: ClusterRuntime, forecasts: ForecastService | None
+) -> dict[str, int]:
     store = runtime.store
     sizes = DeepSizes(fake, fake.objects, fake.log, fake.bodies, fake.calls)
     sizes.measure("store: Workload records (reflector cache)", store.reflectors["Workload"].cache)
@@ -180,6 +188,7 @@ def _deep_sizes(fake: FakeKube, engine: Engine, runtime: ClusterRuntime) -> dict
     sizes.measure("core: queues, holders, tree, the rest", engine.scheduler)
     sizes.measure("snapshot: the published one", engine.snapshot())
     sizes.measure("snapshot: publisher's caches", engine.publisher)
+    sizes.measure("forecast service", forecasts)
     sizes.measure("engine, other", engine)
     sizes.measure("Job integration", runtime.jobs)
     sizes.measure("status writers", runtime.workload_writer, runtime.queue_writer)
@@ -202,10 +211,12 @@ def _reset_peak() -> None:
         Path("/proc/self/clear_refs").write_text("5")
 
 
-async def _run(n: int, jobs: bool, settle: float, trace: bool) -> tuple[Measured, float]:
+async def _run(
+    n: int, jobs: bool, settle: float, trace: bool, forecasts: bool
+) -> tuple[Measured, float]:
     fake = FakeKube()
     _seed(fake, n, jobs)
-    args = _settings(1000.0)
+    args = _settings(1000.0, forecasts)
     gc.collect()
     rss_before = _rss()
     _reset_peak()
@@ -213,8 +224,12 @@ async def _run(n: int, jobs: bool, settle: float, trace: bool) -> tuple[Measured
         tracemalloc.start(10)
     started = time.monotonic()
     _, engine = _new_engine(args)
-    runtime = _cluster_runtime(args, fake.rest, engine, CollectorRegistry())
+    registry = CollectorRegistry()
+    runtime = _cluster_runtime(args, fake.rest, engine, registry)
+    service = forecast_service(args, engine, registry)
     tasks = [asyncio.create_task(engine.run()), asyncio.create_task(runtime.run())]
+    if service is not None:
+        tasks.append(asyncio.create_task(service.run()))
     await runtime.store.synced.wait()
     quiet_since = time.monotonic()
     last = (fake.rv, runtime.workload_writer.backlog)
@@ -225,6 +240,8 @@ async def _run(n: int, jobs: bool, settle: float, trace: bool) -> tuple[Measured
         if now != last or not engine.idle or now[1]:
             quiet_since, last = time.monotonic(), now
             print(f"settling: version {now[0]}, backlog {now[1]}", file=sys.stderr)
+    while service is not None and service.stats.refreshes < 2:  # the first feed done
+        await asyncio.sleep(0.5)
     took = time.monotonic() - started
     gc.collect()
     untrimmed = _rss() - rss_before
@@ -236,7 +253,7 @@ async def _run(n: int, jobs: bool, settle: float, trace: bool) -> tuple[Measured
         untrimmed,
         _rss("VmHWM") - rss_before,
         tracemalloc.take_snapshot() if trace else None,
-        {} if trace else _deep_sizes(fake, engine, runtime),
+        {} if trace else _deep_sizes(fake, engine, runtime, service),
     )
     tracemalloc.stop()
     for task in tasks:
@@ -252,13 +269,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--top", type=int, default=25, help="lines to list")
     parser.add_argument("--settle", type=float, default=3.0, help="quiet seconds to wait")
     parser.add_argument(
+        "--forecasts", action="store_true", help="run the forecast service and its worker"
+    )
+    parser.add_argument(
         "--trace",
         action="store_true",
         help="group by allocating line (tracemalloc; slow) instead of deep sizes by structure",
     )
     args = parser.parse_args(argv)
     n = args.workloads
-    measured, took = asyncio.run(_run(n, args.jobs, args.settle, args.trace))
+    measured, took = asyncio.run(_run(n, args.jobs, args.settle, args.trace, args.forecasts))
     what = "Jobs" if args.jobs else "Workloads"
     print(f"{n:,} {what}, synced and quiet in {took:.0f} s")
     growth = measured.rss_growth

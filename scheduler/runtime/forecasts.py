@@ -38,6 +38,7 @@ import multiprocessing
 import pickle
 import queue
 import threading
+import weakref
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -219,8 +220,12 @@ class ForecastService:
         self.calibration = calibration if calibration is not None else LiveCalibration()
         self.stats = ForecastStats()
         # The chunks the worker holds (those of the last snapshot sent), by our id for
-        # them, and the bands of each, from the refresh that made them.
-        self._ids_of: dict[ViewChunk, int] = {}
+        # them, and the bands of each, from the refresh that made them. Weakly: a chunk
+        # that no published snapshot holds any more is gone here too, not kept until
+        # the next refresh (a rebuilt snapshot at 100k pending is tens of MiB,
+        # docs/benchmarks.md "Cluster-mode memory", fifth round); `_held` keeps the ids.
+        self._ids_of: weakref.WeakKeyDictionary[ViewChunk, int] = weakref.WeakKeyDictionary()
+        self._held: frozenset[int] = frozenset()
         self._bands: dict[int, _Served] = {}
         self._known: set[int] = set()  # the ids the current worker process holds
         # What the current worker process was sent of the rest (identity compares).
@@ -344,9 +349,11 @@ class ForecastService:
         loop = asyncio.get_running_loop()
         while True:
             started = loop.time()
-            snapshot = self._snapshot()
-            if snapshot.synced:
-                await self._send(worker, snapshot)
+            # Not kept in this frame: the snapshot sent is let go while the worker works
+            # and while the service rests (the chunks it holds stay only as long as a
+            # newer snapshot shares them).
+            if self._snapshot().synced:
+                await self._send(worker, self._snapshot())
                 await self._receive(worker, started)
             delay = refresh_delay(started, loop.time(), self.config.interval)
             if delay > 0:
@@ -373,8 +380,10 @@ class ForecastService:
                 ids.append(chunk_id)
                 await box.pause()
             queues[name] = SyncQueue(tuple(ids), snapshot.velocities.get(name))
-        gone = [chunk_id for chunk, chunk_id in self._ids_of.items() if chunk not in held]
-        self._ids_of = held
+        held_ids = frozenset(held.values())
+        gone = [chunk_id for chunk_id in self._held if chunk_id not in held_ids]
+        self._ids_of = weakref.WeakKeyDictionary(held)
+        self._held = held_ids
         for chunk_id in gone:
             self._bands.pop(chunk_id, None)
             self._known.discard(chunk_id)
@@ -432,7 +441,7 @@ class ForecastService:
         box = TimeBox(self.config.step_budget)
         refresh: _Refresh | None = None
         served = 0
-        held = set(self._ids_of.values())
+        held = self._held
         while True:
             box.end()
             results = await worker.receive(max(0.0, deadline - loop.time()))

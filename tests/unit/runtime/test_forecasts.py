@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import math
 import os
 import signal
+import weakref
 from array import array
 from collections.abc import AsyncIterator
 from types import MappingProxyType
@@ -107,6 +109,30 @@ async def test_a_refresh_sends_only_new_chunks_and_drops_gone_workloads() -> Non
         clock[0] = T0 + 5 * MICROS
         await eventually(lambda: service.stats.last_made_at == T0 + 5 * MICROS)
         assert service.stats.chunks_sent == sent + 1
+        w1 = service.forecast("ns", "w1")
+        assert w1 is not None and (w1.generation, w1.made_at) == (2, T0 + 5 * MICROS)
+        assert service.forecast("ns", "w0") is None
+
+
+async def test_chunks_no_snapshot_holds_are_not_kept_until_the_next_refresh() -> None:
+    """The service holds the chunks it sent weakly: once the published snapshot moves
+    on, the old chunks are freed while the worker rests, and the next refresh still
+    tells the worker they are gone."""
+    published = Published(snapshot(1, ["w0", "w1"]))
+    clock = [T0]
+    service = ForecastService(published, lambda: clock[0], SLOW)
+    async with running(service):
+        await eventually(lambda: service.stats.refreshes == 1, timeout=60)
+        old = weakref.ref(published.current.views["cq"].chunks[0])
+        published.current = snapshot(2, ["w1"])
+        gc.collect()
+        assert old() is None  # freed during the hour's rest, before any new refresh
+        assert service.stats.refreshes == 1
+        assert service.forecast("ns", "w1") is None  # its chunk is new: not forecast yet
+    # The next worker process is fed the new chunk alone, and serves it.
+    clock[0] = T0 + 5 * MICROS
+    async with running(service):
+        await eventually(lambda: service.stats.last_made_at == T0 + 5 * MICROS, timeout=60)
         w1 = service.forecast("ns", "w1")
         assert w1 is not None and (w1.generation, w1.made_at) == (2, T0 + 5 * MICROS)
         assert service.forecast("ns", "w0") is None
