@@ -12,19 +12,23 @@ can be found without it: the workloads admitted are, in queue order, each one wh
 request fits what the ones before it left. So the run withholds those workloads from the
 queue (they stay pending, `Scheduler.withhold`) and, before each cycle, queues again the
 first one in queue order that fits what is available now; the core's own cycle admits it.
-The heads skipped would have failed, and such a failing head changes nothing: it cannot
-preempt (preemption within the queue `Never`), it borrows from no one (no Cohort), every
-flavor scan of a one-flavor group runs to its end, and a workload's request does not
-change in the run. So the same workloads are admitted at the same instants, in the same
-order, as the walk would admit them (tested with the shortcut on and off).
+The heads skipped would have failed, and such a failing head changes nothing: it borrows
+from no one (no Cohort), every flavor scan of a one-flavor group runs to its end, a
+workload's request does not change in the run, and it cannot preempt: under `Never` no
+head can; under `LowerPriority` only holders of a lower priority can be its victims, so
+a head is worth a cycle only if what is free and what those holders hold together cover
+its request, and such a head is offered too, fitting or not; the core's cycle then
+preempts for it or parks it. One the core parks (it could not preempt, or a workload
+queued the usual way ahead of it took the quota) is parked aside until the next release
+(quota freed or a holder gone), as the core parks it. At a release, an offered workload
+not tried yet goes back among the withheld ones (one ahead of it may fit now), unless
+the queue put it first (it preempted and waits for its victims). So the same workloads
+are admitted, and the same holders preempted, at the same instants and in the same order
+as the walk would (tested with the shortcut on and off).
 
 Covered: the ClusterQueues `Hopeless` covers, that also are BestEffortFIFO, outside any
-Cohort, with one flavor per resource group and preemption within the queue `Never`
-(under `LowerPriority` a head that does not fit may preempt; offering those too was
-tried and did not give the walk's answers, docs/forecasting.md#cost). Only workloads
-with no requeue backoff and in a namespace the queue selects are withheld; the others
-stay queued as before, and one of them ahead in the queue may take the quota an offered
-workload was to have; the core then parks the offered one and so does the run. Should
+Cohort, with one flavor per resource group. Only workloads with no requeue backoff and
+in a namespace the queue selects are withheld; the others stay queued as before. Should
 an offered workload fail while what is free still covers its request (something other
 than quota kept it out), every workload withheld there is queued again and the queue is
 run in full from then on.
@@ -55,6 +59,8 @@ class _Queue:
     """One covered ClusterQueue's withheld workloads, by the amounts they ask."""
 
     resources: tuple[tuple[str, str], ...]  # (flavor, resource) of each covered resource
+    preempts: bool  # preemption within the queue LowerPriority (else Never)
+    priority: dict[str, int] = field(default_factory=dict)  # of each withheld workload
     shapes: dict[Shape, list[tuple[OrderKey, str]]] = field(default_factory=dict)  # heaps
     offered: str | None = None  # the workload queued again and not yet admitted
     # offered, tried and not admitted for want of quota: parked until a release, as the
@@ -63,9 +69,9 @@ class _Queue:
     last_free: Shape | None = None
     last_holders: int = 0
 
-    def watch_releases(self, free: Shape, holders: int) -> None:
+    def watch_releases(self, free: Shape, holders: int) -> bool:
         """A release (quota freed or a holder gone) brings the parked ones back, as the
-        core's flush does."""
+        core's flush does; returns whether there was one."""
         last = self.last_free
         released = last is not None and (
             holders < self.last_holders or any(f > b for f, b in zip(free, last, strict=True))
@@ -75,15 +81,33 @@ class _Queue:
                 heapq.heappush(self.shapes.setdefault(shape, []), (order, key))
             self.parked.clear()
         self.last_free, self.last_holders = free, holders
+        return released
 
-    def candidate(self, free: Shape) -> Shape | None:
-        """The shape of the next workload the walk over every head would admit: the first
-        in queue order whose request `free` covers."""
+    def candidate(self, free: Shape, holders: list[tuple[int, Shape]] | None) -> Shape | None:
+        """The shape of the next workload the walk over every head would admit, or let
+        try to preempt: the first in queue order whose request `free` covers, or, with
+        `holders` ((priority, usage) of each, under LowerPriority), that `free` and what
+        the holders of a lower priority hold together cover. One of a lower priority in
+        the same shape can do no better, so each shape's first is enough to look at."""
         best: tuple[OrderKey, Shape] | None = None
         for shape, heap in self.shapes.items():
-            if heap and (best is None or heap[0][0] < best[0]) and _covers(free, shape):
-                best = (heap[0][0], shape)
+            if not heap or (best is not None and heap[0][0] >= best[0]):
+                continue
+            order, key = heap[0]
+            reach = free if holders is None else _plus_below(free, holders, self.priority[key])
+            if _covers(reach, shape):
+                best = (order, shape)
         return None if best is None else best[1]
+
+
+def _plus_below(free: Shape, holders: list[tuple[int, Shape]], priority: int) -> Shape:
+    """What is free plus what the holders of a lower priority than `priority` hold."""
+    total = list(free)
+    for held_priority, held in holders:
+        if held_priority < priority:
+            for i, amount in enumerate(held):
+                total[i] += amount
+    return tuple(total)
 
 
 def _covers(have: Shape, shape: Shape) -> bool:
@@ -102,7 +126,7 @@ class Withheld:
             return found
         for name, info in s.objects.cluster_queues.items():
             bound = hopeless.bounds.get(name)
-            if bound is None or bound.preempts or not _eligible(info):
+            if bound is None or not _eligible(info):
                 continue
             queue = _withhold(s, info)
             if queue is not None:
@@ -117,10 +141,12 @@ class Withheld:
             return
         for name, queue in self.queues.items():
             free = tuple(tree.available(name, fr) for fr in queue.resources)
-            queue.watch_releases(free, s.holders.count(name))
+            if queue.watch_releases(free, s.holders.count(name)) and queue.offered is not None:
+                self._withdraw(s, name, queue.offered)
             if queue.offered is not None or not s.cq_active(name):
                 continue
-            while (shape := queue.candidate(free)) is not None:
+            holders = _holdings(s, name, queue) if queue.preempts else None
+            while (shape := queue.candidate(free, holders)) is not None:
                 _, key = heapq.heappop(queue.shapes[shape])
                 wl = s.workload(key)
                 if wl is None or s.queues.locate(key) is not None or wl.holds_quota:
@@ -166,6 +192,23 @@ class Withheld:
         free = tuple(tree.available(name, fr) for fr in queue.resources)
         return _covers(free, tuple(asked[r] for _, r in queue.resources))
 
+    def _withdraw(self, s: Scheduler, name: str, key: str) -> None:
+        """After a release, an offered workload not tried yet goes back among the withheld
+        ones: one ahead of it in queue order may fit now. Not one the queue put first (it
+        preempted and waits for its victims: the core tries it next)."""
+        pending, wl = s.queues.queue(name), s.workload(key)
+        if pending is None or wl is None or wl.holds_quota:
+            return
+        entry = pending.get(key)
+        if entry is None or key in pending.in_flight_keys():
+            return
+        if pending.order_key(entry) != fifo_order_key(entry):
+            return
+        self._park(s, name, key)
+        queue = self.queues[name]
+        shape, order, parked_key = queue.parked.pop()
+        heapq.heappush(queue.shapes.setdefault(shape, []), (order, parked_key))
+
     def _park(self, s: Scheduler, name: str, key: str) -> None:
         queue = self.queues[name]
         queue.offered = None
@@ -187,6 +230,17 @@ class Withheld:
             wl = s.workload(key)
             if wl is not None:
                 s.sync_workload(wl)
+
+
+def _holdings(s: Scheduler, name: str, queue: _Queue) -> list[tuple[int, Shape]]:
+    """(priority, usage of the queue's resources) of each workload holding its quota."""
+    found: list[tuple[int, Shape]] = []
+    for key in s.holders.keys(name):
+        wl = s.workload(key)
+        if wl is not None:
+            usage = s.usage_of(wl)
+            found.append((wl.priority, tuple(usage.get(fr, 0) for fr in queue.resources)))
+    return found
 
 
 def _eligible(info: ClusterQueueInfo) -> bool:
@@ -216,9 +270,11 @@ def _withhold(s: Scheduler, info: ClusterQueueInfo) -> _Queue | None:
         chosen.append((shape, fifo_order_key(entry), wl.key))
     if len({shape for shape, _, _ in chosen}) > MAX_SHAPES:
         return None
-    queue = _Queue(resources)
+    queue = _Queue(resources, info.preemption.within_cluster_queue == "LowerPriority")
     for shape, order, key in chosen:
         queue.shapes.setdefault(shape, []).append((order, key))
+        wl = s.workload(key)
+        queue.priority[key] = wl.priority if wl is not None else 0
         s.withhold(key)
     for heap in queue.shapes.values():
         heapq.heapify(heap)

@@ -26,11 +26,13 @@ T0 = 1_767_225_600 * MICROS_PER_SECOND
 Json = dict[str, Any]
 
 
-def cpu_and_memory_queue(name: str, *, cohort: str | None = None) -> Json:
+def cpu_and_memory_queue(
+    name: str, *, cohort: str | None = None, preemption: str = "Never"
+) -> Json:
     spec: Json = {
         "namespaceSelector": {"matchLabels": {"team": "yes"}},
         "queueingStrategy": "BestEffortFIFO",
-        "preemption": {"withinClusterQueue": "Never"},
+        "preemption": {"withinClusterQueue": preemption},
         "resourceGroups": [
             {
                 "coveredResources": ["cpu", "memory"],
@@ -49,7 +51,7 @@ def cpu_and_memory_queue(name: str, *, cohort: str | None = None) -> Json:
     return cluster_queue_doc(name, spec, cohort)
 
 
-def deep_mixed_state(seed: int, depth: int = 150) -> Scheduler:
+def deep_mixed_state(seed: int, depth: int = 150, preemption: str = "Never") -> Scheduler:
     """A queue of 12 cpu and 48Gi; `depth` workloads of 1 to 6 cpu and 2, 8 or 24Gi with
     two priorities, a few in a namespace the queue does not select; the first ones admitted
     as far as they fit, the rest arriving later."""
@@ -58,7 +60,8 @@ def deep_mixed_state(seed: int, depth: int = 150) -> Scheduler:
     s = Scheduler(clock, scheduler_config(None))
     team = namespace("team")
     team["metadata"]["labels"] = {"team": "yes"}
-    cluster(s, team, namespace("other"), flavor(), cpu_and_memory_queue("cq"))
+    queue_doc = cpu_and_memory_queue("cq", preemption=preemption)
+    cluster(s, team, namespace("other"), flavor(), queue_doc)
     cluster(s, local_queue("team", "main", "cq"), local_queue("other", "main", "cq"))
     for i in range(depth):
         if i == 10:
@@ -80,8 +83,11 @@ def deep_mixed_state(seed: int, depth: int = 150) -> Scheduler:
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_the_same_workloads_start_at_the_same_instants(seed: int) -> None:
-    s = deep_mixed_state(seed)
+@pytest.mark.parametrize("preemption", ["Never", "LowerPriority"])
+def test_the_same_workloads_start_at_the_same_instants(seed: int, preemption: str) -> None:
+    """Under LowerPriority the workloads that may preempt are offered too, some preempt,
+    and their victims queue again the usual way, ahead of the withheld ones."""
+    s = deep_mixed_state(seed, preemption=preemption)
     withheld = Withheld.of(s, Hopeless.of(s))
     assert list(withheld.queues) == ["cq"]
     fast, full = both_runs(s)
@@ -132,15 +138,11 @@ def small_ones_admitted_with(*docs: Json) -> Scheduler:
     return s
 
 
-@pytest.mark.parametrize(
-    ("strategy", "preemption"), [("StrictFIFO", "Never"), ("BestEffortFIFO", "LowerPriority")]
-)
-def test_queues_where_the_walk_differs_are_not_withheld(strategy: str, preemption: str) -> None:
-    """A StrictFIFO head blocks (nothing is walked); under LowerPriority a head that does
-    not fit may preempt."""
+def test_a_strict_fifo_queue_is_not_withheld() -> None:
+    """Its head blocks the queue: nothing is walked."""
     clock = ManualClock(T0)
     s = Scheduler(clock, scheduler_config(None))
-    cluster(s, namespace("team"), flavor(), queue(strategy, preemption, 3))
+    cluster(s, namespace("team"), flavor(), queue("StrictFIFO", "Never", 3))
     cluster(s, local_queue("team", "main", "cq"))
     cluster(s, *(workload("team", f"w{i}", "main", "2") for i in range(4)))
     assert Withheld.of(s, Hopeless.of(s)).queues == {}
