@@ -271,12 +271,18 @@ def test_a_queue_that_may_reclaim_in_its_cohort_is_not_covered() -> None:
 # ------------------------------------------------ the bound follows what is still queued
 
 
-def small_ones_admitted() -> Scheduler:
-    """3 cpu of quota: two one-cpu workloads hold 2, three two-cpu ones wait."""
+def one_queue(strategy: str, preemption: str, cpu: int) -> tuple[Scheduler, ManualClock]:
+    """ClusterQueue "cq" of `cpu` cpu, with LocalQueue team/main, and nothing queued."""
     clock = ManualClock(T0)
     s = Scheduler(clock, scheduler_config(None))
-    cluster(s, namespace("team"), flavor(), queue("BestEffortFIFO", "Never", 3))
+    cluster(s, namespace("team"), flavor(), queue(strategy, preemption, cpu))
     cluster(s, local_queue("team", "main", "cq"))
+    return s, clock
+
+
+def small_ones_admitted() -> Scheduler:
+    """3 cpu of quota: two one-cpu workloads hold 2, three two-cpu ones wait."""
+    s, clock = one_queue("BestEffortFIFO", "Never", 3)
     cluster(s, *(workload("team", f"small{i}", "main", "1") for i in range(2)))
     while run_cycle(s).admitted:
         pass

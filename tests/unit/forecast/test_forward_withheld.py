@@ -17,7 +17,7 @@ from scheduler.forecast.withheld import Withheld
 from tests.unit.forecast.test_forward_shortcut import (
     both_runs,
     cluster_queue_doc,
-    queue,
+    one_queue,
     small_ones_admitted,
 )
 from tests.unit.runtime.support import cluster, flavor, local_queue, namespace, workload
@@ -140,10 +140,7 @@ def small_ones_admitted_with(*docs: Json) -> Scheduler:
 
 def test_a_strict_fifo_queue_is_not_withheld() -> None:
     """Its head blocks the queue: nothing is walked."""
-    clock = ManualClock(T0)
-    s = Scheduler(clock, scheduler_config(None))
-    cluster(s, namespace("team"), flavor(), queue("StrictFIFO", "Never", 3))
-    cluster(s, local_queue("team", "main", "cq"))
+    s, _ = one_queue("StrictFIFO", "Never", 3)
     cluster(s, *(workload("team", f"w{i}", "main", "2") for i in range(4)))
     assert Withheld.of(s, Hopeless.of(s)).queues == {}
 
