@@ -19,6 +19,7 @@ from scheduler.core.pods_ready import Deadline, deadlines, fire_due
 from scheduler.core.scheduler import Scheduler
 from scheduler.core.state_view import ClusterStateView
 from scheduler.core.workload import EVICTED, QUOTA_RESERVED, WorkloadState
+from scheduler.forecast.cohort_walk import CohortWalk
 from scheduler.forecast.fork import fork
 from scheduler.forecast.hopeless import Hopeless
 from scheduler.forecast.predictors import RuntimePredictor, facts_of
@@ -68,7 +69,14 @@ def forward_run(  # noqa: PLR0913 - keyword-only options of one run
     copy, clock = (s, clock) if clock is not None else fork(s, now)
     copy.follow_changes()
     hopeless = Hopeless.of(copy) if shortcut else None
-    run = _Run(copy, predictor, now, hopeless=hopeless, withheld=Withheld.of(copy, hopeless))
+    run = _Run(
+        copy,
+        predictor,
+        now,
+        hopeless=hopeless,
+        withheld=Withheld.of(copy, hopeless),
+        cohorts=CohortWalk.of(copy, hopeless),
+    )
     for key in copy.holders.all_keys():
         wl = copy.workload(key)
         if wl is not None and wl.holds_quota:
@@ -111,6 +119,7 @@ class _Run:
     made_at: Instant
     hopeless: Hopeless | None = None
     withheld: Withheld = field(default_factory=Withheld)
+    cohorts: CohortWalk = field(default_factory=CohortWalk)
     admitted_now: list[str] = field(default_factory=list)
     # The deadlines of the core's timed rules (requeue backoff, pods-ready timeouts,
     # maximum execution time) of the workloads that have one. A workload's deadlines
@@ -175,6 +184,10 @@ class _Run:
                 self.s.finish(key)
                 self.dirty.add(key)
 
+    def _offer(self) -> None:
+        self.withheld.offer(self.s)
+        self.cohorts.offer(self.s)
+
     def cycles_at_instant(self) -> int:
         """Cycles until one makes no progress and examines the heads the previous idle
         cycle examined (or no heads at all)."""
@@ -183,11 +196,12 @@ class _Run:
         idle = 0
         last_heads: list[tuple[str, str]] | None = None
         while idle < MAX_IDLE_CYCLES:
-            self.withheld.offer(s)
+            self._offer()
             stats = run_cycle(s)
             cycles += 1
             changes = s.take_changes()
             self.withheld.observe(s, changes)
+            self.cohorts.observe(s, changes)
             if self.hopeless is not None:
                 self.hopeless.observe(changes)
             self.dirty.update(key for _, key in changes.heads)
@@ -208,7 +222,7 @@ class _Run:
                 continue
             if changes.heads == last_heads:
                 break
-            self.withheld.offer(s)  # the queue may be empty only until the next offer
+            self._offer()  # the queue may be empty only until the next offer
             if self.hopeless is not None and self.hopeless.holds(s):
                 break  # the rest of this instant's cycles would fail every head
             idle += 1

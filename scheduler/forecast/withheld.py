@@ -95,7 +95,7 @@ class _Queue:
                 continue
             order, key = heap[0]
             reach = free if holders is None else _plus_below(free, holders, self.priority[key])
-            if _covers(reach, shape):
+            if covers(reach, shape):
                 best = (order, shape)
         return None if best is None else best[1]
 
@@ -110,7 +110,7 @@ def _plus_below(free: Shape, holders: list[tuple[int, Shape]], priority: int) ->
     return tuple(total)
 
 
-def _covers(have: Shape, shape: Shape) -> bool:
+def covers(have: Shape, shape: Shape) -> bool:
     return all(a <= h for a, h in zip(shape, have, strict=True))
 
 
@@ -190,7 +190,7 @@ class Withheld:
             return True  # not ours to reason about any more: run the queue in full
         asked = requests_of(wl, info)
         free = tuple(tree.available(name, fr) for fr in queue.resources)
-        return _covers(free, tuple(asked[r] for _, r in queue.resources))
+        return covers(free, tuple(asked[r] for _, r in queue.resources))
 
     def _withdraw(self, s: Scheduler, name: str, key: str) -> None:
         """After a release, an offered workload not tried yet goes back among the withheld

@@ -1,0 +1,312 @@
+"""The walk over the BestEffortFIFO queues of a Cohort's tree, counted instead of run,
+in a forward run (docs/forecasting.md#cost).
+
+After a quota release the core flushes every parked workload of the tree back and each
+ClusterQueue offers one head per cycle, in queue order. A head the quota cannot take is
+parked; one that fits is admitted, unless another queue's head admitted in the same
+cycle took the quota first (it is then tried again next cycle). Through a deep queue of
+mixed sizes that walk costs a cycle per head at every release. Unlike a queue alone
+(`withheld.py`), the queues of a tree share quota, so *when* each queue reaches the
+workload that fits decides which one gets the quota: the walk's cycles must be counted,
+not skipped.
+
+They are counted. The run withholds every pending workload of the tree (they stay
+pending, `Scheduler.withhold`) and keeps, per ClusterQueue, where its walk stands since
+the last release (the workloads before that point are parked). Before a cycle, each
+queue's distance to its next workload that fits what is available now is found from
+its workloads grouped by the amounts they ask; the smallest distance `k` is how many
+cycles pass in which every head fails, with no effect on anything (the quota does not
+change in them). So every queue's walk moves on `k` heads at once; the queues whose
+next fitting workload is then their head offer it (it is queued again) and the others'
+heads of that cycle fail (one more step). The core's own cycle then admits or skips the
+workloads offered, as the walk's cycle would. A skipped one stays the queue's head.
+
+Covered: trees of more than one ClusterQueue where every queue with workloads is
+BestEffortFIFO with one flavor per resource group, preemption `Never` within the queue
+(and, from `Hopeless`, no reclaim or preemption while borrowing, no fair sharing), and
+whose pending workloads are all in a namespace their queue selects, with no requeue
+backoff, asking at most `MAX_SHAPES` combinations of amounts. Should anything else
+appear in a queue of the tree (a workload requeued by an eviction, for example), or a
+workload offered not be admitted while the quota covers it, the workloads not yet parked
+are queued again and the tree is run in full from then on; the parked ones follow at the
+next release, as the core's flush would bring them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sortedcontainers import SortedList
+
+from scheduler.core.changes import Changes
+from scheduler.core.queue.interface import OrderKey
+from scheduler.core.queue.ordering import fifo_order_key
+from scheduler.core.quota import QuotaTree
+from scheduler.core.scheduler import Scheduler
+from scheduler.forecast.hopeless import Hopeless, requests_of
+from scheduler.forecast.withheld import MAX_SHAPES, Shape, covers
+
+Item = tuple[OrderKey, str]  # a withheld workload: its place in queue order, its key
+
+
+@dataclass(slots=True)
+class _Walk:
+    """One ClusterQueue's withheld workloads and where its walk stands."""
+
+    resources: tuple[tuple[str, str], ...]  # (flavor, resource) of each covered resource
+    items: SortedList[Item] = field(default_factory=SortedList)
+    shapes: dict[Shape, SortedList[Item]] = field(default_factory=dict)
+    shape_of: dict[str, Shape] = field(default_factory=dict)
+    start: int = 0  # items before this index are parked until the next release
+    offered: Item | None = None  # queued again, the walk's head (items[start])
+
+    def add(self, item: Item, shape: Shape) -> None:
+        self.items.add(item)
+        self.shapes.setdefault(shape, SortedList()).add(item)
+        self.shape_of[item[1]] = shape
+
+    def remove(self, item: Item) -> None:
+        self.items.remove(item)
+        self.shapes[self.shape_of.pop(item[1])].remove(item)
+
+    def distance(self, free: Shape) -> int | None:
+        """How many heads fail before the next one `free` covers; None if none does."""
+        if self.start >= len(self.items):
+            return None
+        first = self.items[self.start]
+        best: Item | None = None
+        for shape, items in self.shapes.items():
+            if not covers(free, shape):
+                continue
+            i = items.bisect_left(first)
+            if i < len(items) and (best is None or items[i] < best):
+                best = items[i]
+        return None if best is None else self.items.bisect_left(best) - self.start
+
+    def step(self, heads: int) -> None:
+        """`heads` heads fail and are parked."""
+        self.start = min(len(self.items), self.start + heads)
+
+
+WAITING, ACTIVE, ABANDONED, DONE = "waiting", "active", "abandoned", "done"
+
+
+@dataclass(slots=True)
+class _Tree:
+    members: tuple[str, ...]  # every ClusterQueue of the tree
+    last_holders: int  # quota holders in the tree after the last cycle
+    walks: dict[str, _Walk] = field(default_factory=dict)  # each queue with workloads
+    state: str = WAITING  # for its first release; then ACTIVE, ABANDONED or DONE
+    advanced: bool = False  # the walks were moved on for the coming cycle
+
+
+@dataclass(slots=True)
+class CohortWalk:
+    trees: list[_Tree] = field(default_factory=list)
+
+    @staticmethod
+    def of(s: Scheduler, hopeless: Hopeless | None) -> CohortWalk:
+        """The trees of `s` whose walks may be counted: the counting starts at each
+        one's first release (see the module)."""
+        found = CohortWalk()
+        if hopeless is None or not isinstance(s.quota, QuotaTree):
+            return found
+        seen: set[str] = set()
+        for name, info in sorted(s.objects.cluster_queues.items()):
+            if name in seen or not info.cohort:
+                continue
+            members = tuple(sorted(s.tree_scope(name)))
+            seen.update(members)
+            if all(_eligible(s, hopeless, m) for m in members):
+                found.trees.append(_Tree(members, _holders(s, members)))
+        return found
+
+    def offer(self, s: Scheduler) -> None:
+        """Move every counted tree's walk on to its next cycle that can admit, and
+        queue the heads of that cycle that fit."""
+        quota = s.quota
+        if not isinstance(quota, QuotaTree):
+            return
+        for tree in self.trees:
+            holders = _holders(s, tree.members)
+            if holders < tree.last_holders:
+                _release(s, tree)
+            tree.last_holders = holders
+            if tree.state != ACTIVE or tree.advanced:
+                continue
+            if not _only_offered_queued(s, tree):
+                abandon(s, tree)
+                continue
+            free = {
+                name: tuple(quota.available(name, fr) for fr in walk.resources)
+                for name, walk in tree.walks.items()
+                if s.cq_active(name)
+            }
+            _advance(s, tree, free)
+            tree.advanced = True
+
+    def observe(self, s: Scheduler, changes: Changes) -> None:
+        """Follow a cycle: an offered workload admitted leaves its walk; one skipped
+        stays offered (it is its queue's head again); one the core parked is parked
+        here until the next release, unless the quota covers it (something else kept
+        it out: the tree is then run in full)."""
+        admitted = set(changes.admitted)
+        now = s.now()
+        for tree in self.trees:
+            tree.advanced = False
+            if tree.state == ACTIVE:
+                _follow(s, tree, admitted, now)
+            tree.last_holders = _holders(s, tree.members)
+
+
+def _follow(s: Scheduler, tree: _Tree, admitted: set[str], now: int) -> None:
+    for name, walk in tree.walks.items():
+        offered = walk.offered
+        if offered is None:
+            continue
+        if offered[1] in admitted:
+            walk.remove(offered)
+            walk.offered = None
+            continue
+        pending = s.queues.queue(name)
+        head = pending.peek(now) if pending is not None else None
+        if head is not None and head.key == offered[1]:
+            continue  # skipped: tried again next cycle
+        if _fits_now(s, name, walk, offered):
+            abandon(s, tree)
+            return
+        s.withhold(offered[1])
+        walk.offered = None
+        walk.step(1)
+
+
+def _release(s: Scheduler, tree: _Tree) -> None:
+    """Quota was given back in the tree: the core flushed every parked workload of it
+    back into its queue, and every walk starts again from its queue's first one."""
+    tree.advanced = False
+    if tree.state == WAITING:
+        walks = _walks_of(s, tree.members)
+        tree.state = DONE if walks is None else ACTIVE
+        tree.walks = walks or {}
+        for walk in tree.walks.values():
+            for _, key in walk.items:
+                s.withhold(key)
+    elif tree.state == ABANDONED:
+        for walk in tree.walks.values():
+            _queue(s, [key for _, key in walk.items[: walk.start]])
+        tree.walks.clear()
+        tree.state = DONE
+    elif tree.state == ACTIVE:
+        for walk in tree.walks.values():
+            if walk.offered is not None:
+                s.withhold(walk.offered[1])  # not tried yet: back in queue order
+                walk.offered = None
+            walk.start = 0
+
+
+def _only_offered_queued(s: Scheduler, tree: _Tree) -> bool:
+    """Whether the core's queues of the tree hold nothing but the offered workloads
+    (else something this count does not know joined them)."""
+    for name in tree.members:
+        pending = s.queues.queue(name)
+        walk = tree.walks.get(name)
+        expected = 1 if walk is not None and walk.offered is not None else 0
+        if pending is not None and len(pending) != expected:
+            return False
+    return True
+
+
+def abandon(s: Scheduler, tree: _Tree) -> None:
+    """Run the tree in full from now on: queue every workload not parked; the parked
+    ones stay withheld until the next release (the core's flush would bring them)."""
+    tree.state = ABANDONED
+    for walk in tree.walks.values():
+        if walk.offered is not None:
+            walk.remove(walk.offered)  # the core has it, queued or parked
+            walk.offered = None
+        _queue(s, [key for _, key in walk.items[walk.start :]])
+        del walk.items[walk.start :]
+
+
+def _fits_now(s: Scheduler, name: str, walk: _Walk, item: Item) -> bool:
+    quota = s.quota
+    if not isinstance(quota, QuotaTree):
+        return True
+    free = tuple(quota.available(name, fr) for fr in walk.resources)
+    return covers(free, walk.shape_of[item[1]])
+
+
+def _advance(s: Scheduler, tree: _Tree, free: dict[str, Shape]) -> None:
+    """Move every walk on by the cycles in which no head fits, then queue each walk's
+    head of the next cycle: the one that fits, and the others too (a head within its
+    queue's nominal quota holds that quota back from the others in its cycle)."""
+    distances = {
+        name: (0 if walk.offered is not None else walk.distance(free[name]))
+        for name, walk in tree.walks.items()
+        if name in free
+    }
+    found = [d for d in distances.values() if d is not None]
+    if not found:
+        for name in distances:
+            tree.walks[name].step(len(tree.walks[name].items))  # every head left fails
+        return
+    k = min(found)
+    for name in distances:
+        walk = tree.walks[name]
+        if walk.offered is not None:
+            continue
+        walk.step(k)
+        if walk.start < len(walk.items):
+            walk.offered = walk.items[walk.start]
+            _queue(s, [walk.offered[1]])
+
+
+def _holders(s: Scheduler, members: tuple[str, ...]) -> int:
+    return sum(s.holders.count(name) for name in members)
+
+
+def _queue(s: Scheduler, keys: list[str]) -> None:
+    for key in keys:
+        wl = s.workload(key)
+        if wl is not None:
+            s.sync_workload(wl)
+
+
+def _eligible(s: Scheduler, hopeless: Hopeless, name: str) -> bool:
+    """A queue whose walk may be counted, or that has nothing to walk."""
+    info = s.objects.cluster_queues[name]
+    bound = hopeless.bounds.get(name)
+    return (
+        bound is not None
+        and not bound.preempts
+        and info.strategy == "BestEffortFIFO"
+        and all(len(g.flavors) == 1 for g in info.groups)
+    )
+
+
+def _walks_of(s: Scheduler, members: tuple[str, ...]) -> dict[str, _Walk] | None:
+    """Each queue's walk, right after a release (every workload is in its queue's
+    order then), or None if one of them cannot be counted."""
+    walks: dict[str, _Walk] = {}
+    for name in members:
+        pending = s.queues.queue(name)
+        if pending is None or len(pending) == 0:
+            continue
+        info = s.objects.cluster_queues[name]
+        walk = _Walk(tuple((g.flavors[0], r) for g in info.groups for r in g.covered))
+        for entry in pending.queued_entries():
+            wl = s.workload(entry.key)
+            if (
+                wl is None
+                or wl.requeue_state is not None
+                or not s.namespace_matches(name, wl.namespace)
+            ):
+                return None
+            asked = requests_of(wl, info)
+            walk.add((fifo_order_key(entry), wl.key), tuple(asked[r] for _, r in walk.resources))
+            if len(walk.shapes) > MAX_SHAPES:
+                return None
+        if len(walk.items) != len(pending) or pending.counts().parked:
+            return None  # some parked or being tried: not in the walk's order
+        walks[name] = walk
+    return walks
