@@ -32,6 +32,7 @@ unchanged after any dry run.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import islice
 from typing import Final
@@ -168,6 +169,26 @@ def what_if(s: Scheduler, wl: WorkloadState, *, count_local_queue: bool = True) 
 _DEACTIVATED: Final = policy("The workload is deactivated")
 
 
+def admitted_beside(s: Scheduler, key: str, rivals: Sequence[str]) -> bool:
+    """Whether the pending workload `key` would be admitted by a cycle whose only other
+    heads are the pending workloads `rivals` (of other ClusterQueues of its tree, queued
+    or not): the same dry run, changing nothing, for the forecaster's count of a
+    Cohort's walk (docs/forecasting.md#cost). Admission blocking is not considered."""
+    active = frozenset(c for c in s._cluster_queues if s.cq_active(c))
+    run = _DryRun(s, active, None)
+    entries = [run.head(k) for k in (key, *rivals)]
+    own = entries[0]
+    if own is None:
+        return False
+    loop = AdmissionLoop(run.snapshot, run.admitted_by_cq, CycleStats())
+    candidates = [e for e in entries if e is not None and e.assignment is not None]
+    for e in ordered_entries(s, candidates, run.snapshot):
+        if e is own:
+            return take_quota(own, loop) and _mode(own) == FIT
+        take_quota(e, loop)
+    return False
+
+
 def _placement(queue: PendingQueue, entry: QueueEntry, *, count_local_queue: bool) -> Placement:
     """O(log n) for the position in a FIFO queue; the LocalQueue position counts the
     entries of that LocalQueue ahead of it, O(position)."""
@@ -196,7 +217,7 @@ def _would_be_head(queue: PendingQueue, entry: QueueEntry, s: Scheduler) -> bool
 class _DryRun:
     """The cycle's snapshot, target search and admission loop, for one dry run."""
 
-    def __init__(self, s: Scheduler, active: frozenset[str], placement: Placement) -> None:
+    def __init__(self, s: Scheduler, active: frozenset[str], placement: Placement | None) -> None:
         self.s = s
         self.active = active
         self.placement = placement
@@ -229,6 +250,21 @@ class _DryRun:
                 blocked = blocked or blocking
         # Not a candidate (no assignment was made): pending with its nomination's why.
         return self._answer(PENDING, own, self.snapshot, head=True)
+
+    def head(self, key: str) -> Entry | None:
+        """`key` nominated as a head of the cycle, if it is pending in an active
+        ClusterQueue and no rule keeps it from being nominated."""
+        s = self.s
+        wl = s._workloads.get(key)
+        if wl is None or wl.holds_quota:
+            return None
+        cq_name, _ = s.resolve(wl)
+        if cq_name is None:
+            return None
+        cq = s._cluster_queues[cq_name]
+        if policy_block(s, cq, wl, self.active) is not None:
+            return None
+        return self._nominated(wl, cq, s.queue_entry(wl))
 
     def _nominated(self, wl: WorkloadState, cq: ClusterQueueInfo, qe: QueueEntry) -> Entry:
         """An entry with the nomination the cycle would compute, never stored on `wl`."""

@@ -34,6 +34,7 @@ next release, as the core's flush would bring them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from sortedcontainers import SortedList
@@ -43,6 +44,7 @@ from scheduler.core.queue.interface import OrderKey
 from scheduler.core.queue.ordering import fifo_order_key
 from scheduler.core.quota import QuotaTree
 from scheduler.core.scheduler import Scheduler
+from scheduler.core.what_if import admitted_beside
 from scheduler.forecast.hopeless import Hopeless, requests_of
 from scheduler.forecast.withheld import MAX_SHAPES, Shape, covers
 
@@ -83,6 +85,27 @@ class _Walk:
                 best = items[i]
         return None if best is None else self.items.bisect_left(best) - self.start
 
+    def clear_distance(self, split: OrderKey, blocks: Callable[[Item], bool]) -> int:
+        """How many heads from where the walk stands each keep the skipped head whose
+        queue order starts with `split` out of a cycle by themselves (`blocks`); the
+        walk's end if all do. `blocks` is asked once per run of alike heads: the same
+        amounts, the same priority, and the same side of `split` (which decides their
+        order in the cycle when their borrowing and priority are the skipped head's)."""
+        if self.start >= len(self.items):
+            return 0
+        first = self.items[self.start]
+        best: Item | None = None
+        for items in self.shapes.values():
+            i = items.bisect_left(first)
+            while i < len(items) and (best is None or items[i] < best):
+                item = items[i]
+                if not blocks(item):
+                    best = item
+                    break
+                i = items.bisect_left(_run_end(item[0], split))
+        end = len(self.items) if best is None else self.items.bisect_left(best)
+        return end - self.start
+
     def step(self, heads: int) -> None:
         """`heads` heads fail and are parked."""
         self.start = min(len(self.items), self.start + heads)
@@ -98,6 +121,10 @@ class _Tree:
     walks: dict[str, _Walk] = field(default_factory=dict)  # each queue with workloads
     state: str = WAITING  # for its first release; then ACTIVE, ABANDONED or DONE
     advanced: bool = False  # the walks were moved on for the coming cycle
+    # No flavor of the tree refuses a workload by node labels or taints, and no workload
+    # breaks a resource rule: the amounts and priority of a head decide what it does.
+    plain: bool = False
+    memo: dict[tuple[object, ...], bool] = field(default_factory=dict)  # see `_blocker`
 
 
 @dataclass(slots=True)
@@ -154,6 +181,8 @@ class CohortWalk:
         now = s.now()
         for tree in self.trees:
             tree.advanced = False
+            if admitted:
+                tree.memo.clear()
             if tree.state == ACTIVE:
                 _follow(s, tree, admitted, now)
             tree.last_holders = _holders(s, tree.members)
@@ -184,10 +213,12 @@ def _release(s: Scheduler, tree: _Tree) -> None:
     """Quota was given back in the tree: the core flushed every parked workload of it
     back into its queue, and every walk starts again from its queue's first one."""
     tree.advanced = False
+    tree.memo.clear()
     if tree.state == WAITING:
         walks = _walks_of(s, tree.members)
         tree.state = DONE if walks is None else ACTIVE
         tree.walks = walks or {}
+        tree.plain = _plain(s, tree)
         for walk in tree.walks.values():
             for _, key in walk.items:
                 s.withhold(key)
@@ -237,28 +268,80 @@ def _fits_now(s: Scheduler, name: str, walk: _Walk, item: Item) -> bool:
 
 
 def _advance(s: Scheduler, tree: _Tree, free: dict[str, Shape]) -> None:
-    """Move every walk on by the cycles in which no head fits, then queue each walk's
-    head of the next cycle: the one that fits, and the others too (a head within its
-    queue's nominal quota holds that quota back from the others in its cycle)."""
-    distances = {
-        name: (0 if walk.offered is not None else walk.distance(free[name]))
-        for name, walk in tree.walks.items()
-        if name in free
-    }
-    found = [d for d in distances.values() if d is not None]
-    if not found:
-        for name in distances:
-            tree.walks[name].step(len(tree.walks[name].items))  # every head left fails
+    """Move every walk on by the cycles in which nothing can happen, then queue each
+    walk's head of the next cycle: the one that fits, and the others too (a head
+    within its queue's nominal quota holds that quota back from the others in its
+    cycle)."""
+    walks = {name: tree.walks[name] for name in free}
+    fits = {name: walk.distance(free[name]) for name, walk in walks.items()}
+    skipped = [name for name, walk in walks.items() if walk.offered is not None]
+    found = [d for name, d in fits.items() if d is not None and name not in skipped]
+    if not skipped and not found:
+        for walk in walks.values():
+            walk.step(len(walk.items))  # every head left fails
         return
-    k = min(found)
-    for name in distances:
-        walk = tree.walks[name]
+    cycles = min(found) if not skipped else 0
+    if len(skipped) == 1 and tree.plain:
+        cycles = _stalled_cycles(s, tree, skipped[0], walks, min(found, default=None))
+    for walk in walks.values():
         if walk.offered is not None:
             continue
-        walk.step(k)
+        walk.step(cycles)
         if walk.start < len(walk.items):
             walk.offered = walk.items[walk.start]
             _queue(s, [walk.offered[1]])
+
+
+def _stalled_cycles(
+    s: Scheduler, tree: _Tree, name: str, walks: dict[str, _Walk], fit: int | None
+) -> int:
+    """The cycles for which a skipped head that still fits stays skipped
+    (docs/forecasting.md#cost): up to the first where no other queue's head keeps it out
+    by itself, but not past the first where another queue's head fits."""
+    offered = walks[name].offered
+    assert offered is not None
+    alone = tree.memo.get((offered[1],))
+    if alone is None:
+        alone = admitted_beside(s, offered[1], [])
+        tree.memo[(offered[1],)] = alone
+    if not alone:
+        return 0  # it no longer fits: the next cycle parks it
+    split = offered[0]
+
+    clear = [
+        walk.clear_distance(split, _blocker(s, tree, offered[1], other, split))
+        for other, walk in walks.items()
+        if other != name
+    ]
+    cycles = max(clear, default=0)
+    return cycles if fit is None else min(cycles, fit)
+
+
+def _blocker(
+    s: Scheduler, tree: _Tree, skipped: str, name: str, split: OrderKey
+) -> Callable[[Item], bool]:
+    """Whether a head of `name` keeps the skipped head out of a cycle by itself: a dry
+    run of that cycle, once per kind of head (its amounts, priority and side of the
+    skipped head), remembered until the quota changes."""
+    walk = tree.walks[name]
+
+    def blocks(item: Item) -> bool:
+        kind = (skipped, name, walk.shape_of[item[1]], item[0][1], item[0] < split)
+        found = tree.memo.get(kind)
+        if found is None:
+            found = not admitted_beside(s, skipped, [item[1]])
+            tree.memo[kind] = found
+        return found
+
+    return blocks
+
+
+def _run_end(order: OrderKey, split: OrderKey) -> Item:
+    """Where the run of alike heads that `order` starts ends: at the next priority, or at
+    the skipped head's place (`split`) for the heads of its priority before it."""
+    if order[1] == split[1] and order < split:
+        return (split, "")
+    return ((order[0], order[1] + 1), "")
 
 
 def _holders(s: Scheduler, members: tuple[str, ...]) -> int:
@@ -281,6 +364,23 @@ def _eligible(s: Scheduler, hopeless: Hopeless, name: str) -> bool:
         and not bound.preempts
         and info.strategy == "BestEffortFIFO"
         and all(len(g.flavors) == 1 for g in info.groups)
+    )
+
+
+def _plain(s: Scheduler, tree: _Tree) -> bool:
+    flavors = s.objects.flavors
+    for name in tree.members:
+        for group in s.objects.cluster_queues[name].groups:
+            for flavor_name in group.flavors:
+                flavor = flavors.get(flavor_name)
+                if flavor is None or flavor.node_labels or flavor.taints:
+                    return False
+    return not any(
+        ps.limits_exceeded
+        for walk in tree.walks.values()
+        for _, key in walk.items
+        if (wl := s.workload(key)) is not None
+        for ps in wl.pod_sets
     )
 
 
