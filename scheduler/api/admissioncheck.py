@@ -14,7 +14,7 @@ from typing import Final, Literal
 from pydantic import Field
 
 from scheduler.api.base import ApiModel, Int64
-from scheduler.api.meta import Condition, KubeObject, condition_is_true
+from scheduler.api.meta import Condition, KueueV1Beta1Object, condition_is_true
 
 ADMISSION_CHECK_ACTIVE: Final = "Active"
 
@@ -42,8 +42,7 @@ class AdmissionCheckStatus(ApiModel):
     conditions: list[Condition] = Field(default_factory=list)
 
 
-class AdmissionCheck(KubeObject):
-    api_version: Literal["kueue.x-k8s.io/v1beta1"] = "kueue.x-k8s.io/v1beta1"
+class AdmissionCheck(KueueV1Beta1Object):
     kind: Literal["AdmissionCheck"] = "AdmissionCheck"
     # Optional in the CRD (an object without one names no controller and stays inactive).
     spec: AdmissionCheckSpec | None = None

@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from scheduler.api.base import ApiModel, Int32
-from scheduler.api.meta import KubeObject
+from scheduler.api.meta import KueueV1Beta1Object
 from scheduler.api.quota import FairSharing, ResourceGroup
 
 QueueingStrategy = Literal["StrictFIFO", "BestEffortFIFO"]
@@ -81,8 +81,7 @@ class ClusterQueueSpec(ApiModel):
     admission_scope: AdmissionScope | None = None
 
 
-class ClusterQueue(KubeObject):
-    api_version: Literal["kueue.x-k8s.io/v1beta1"] = "kueue.x-k8s.io/v1beta1"
+class ClusterQueue(KueueV1Beta1Object):
     kind: Literal["ClusterQueue"] = "ClusterQueue"
     spec: ClusterQueueSpec = Field(default_factory=ClusterQueueSpec)
     # Accepted so that `kubectl get -o yaml` output can be fed back; the core recomputes it.

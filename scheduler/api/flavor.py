@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from scheduler.api.base import ApiModel
-from scheduler.api.meta import KubeObject
+from scheduler.api.meta import KueueV1Beta1Object
 from scheduler.api.taints import Taint, Toleration
 
 
@@ -20,8 +20,7 @@ class ResourceFlavorSpec(ApiModel):
     topology_name: str | None = None
 
 
-class ResourceFlavor(KubeObject):
-    api_version: Literal["kueue.x-k8s.io/v1beta1"] = "kueue.x-k8s.io/v1beta1"
+class ResourceFlavor(KueueV1Beta1Object):
     kind: Literal["ResourceFlavor"] = "ResourceFlavor"
     # Kueue's CRD defaults an omitted spec to {}.
     spec: ResourceFlavorSpec = Field(default_factory=ResourceFlavorSpec)

@@ -8,7 +8,7 @@ from pydantic import Field
 
 from scheduler.api.base import ApiModel
 from scheduler.api.clusterqueue import StopPolicy
-from scheduler.api.meta import KubeObject
+from scheduler.api.meta import KueueV1Beta1Object
 
 
 class LocalQueueSpec(ApiModel):
@@ -19,10 +19,9 @@ class LocalQueueSpec(ApiModel):
     fair_sharing: dict[str, Any] | None = None
 
 
-class LocalQueue(KubeObject):
+class LocalQueue(KueueV1Beta1Object):
     namespaced: ClassVar[bool] = True
 
-    api_version: Literal["kueue.x-k8s.io/v1beta1"] = "kueue.x-k8s.io/v1beta1"
     kind: Literal["LocalQueue"] = "LocalQueue"
     spec: LocalQueueSpec = Field(default_factory=LocalQueueSpec)
     status: dict[str, Any] | None = None

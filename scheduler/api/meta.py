@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from scheduler.api.base import ApiModel, Int64, OmitEmptyModel, Timestamp, TypedObject
+from scheduler.api.versions import KUEUE_V1BETA1, KUEUE_V1BETA2
 
 ConditionStatus = Literal["True", "False", "Unknown"]
 
@@ -53,6 +54,18 @@ class KubeObject(TypedObject):
         if self.metadata.namespace:
             return f"{self.metadata.namespace}/{self.metadata.name}"
         return self.metadata.name
+
+
+class KueueV1Beta1Object(KubeObject):
+    """An object of Kueue's API group in its v1beta1 form (docs/api-versions.md)."""
+
+    api_version: Literal["kueue.x-k8s.io/v1beta1"] = KUEUE_V1BETA1
+
+
+class KueueV1Beta2Object(KubeObject):
+    """An object of Kueue's API group in its v1beta2 form (docs/api-versions.md)."""
+
+    api_version: Literal["kueue.x-k8s.io/v1beta2"] = KUEUE_V1BETA2
 
 
 class Condition(ApiModel):

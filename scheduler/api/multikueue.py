@@ -18,7 +18,7 @@ from typing import Literal
 from pydantic import Field
 
 from scheduler.api.base import ApiModel
-from scheduler.api.meta import Condition, KubeObject
+from scheduler.api.meta import Condition, KueueV1Beta1Object, KueueV1Beta2Object
 
 LocationType = Literal["Secret", "Path"]
 QuotaManagement = Literal["Manual", "Automated"]
@@ -29,8 +29,7 @@ class MultiKueueConfigSpec(ApiModel):
     quota_management: QuotaManagement | None = None
 
 
-class MultiKueueConfig(KubeObject):
-    api_version: Literal["kueue.x-k8s.io/v1beta2"] = "kueue.x-k8s.io/v1beta2"
+class MultiKueueConfig(KueueV1Beta2Object):
     kind: Literal["MultiKueueConfig"] = "MultiKueueConfig"
     spec: MultiKueueConfigSpec | None = None
 
@@ -39,8 +38,7 @@ class MultiKueueConfigSpecV1Beta1(ApiModel):
     clusters: list[str]
 
 
-class MultiKueueConfigV1Beta1(KubeObject):
-    api_version: Literal["kueue.x-k8s.io/v1beta1"] = "kueue.x-k8s.io/v1beta1"
+class MultiKueueConfigV1Beta1(KueueV1Beta1Object):
     kind: Literal["MultiKueueConfig"] = "MultiKueueConfig"
     spec: MultiKueueConfigSpecV1Beta1 | None = None
 
@@ -67,8 +65,7 @@ class MultiKueueClusterStatus(ApiModel):
     conditions: list[Condition] = Field(default_factory=list)
 
 
-class MultiKueueCluster(KubeObject):
-    api_version: Literal["kueue.x-k8s.io/v1beta2"] = "kueue.x-k8s.io/v1beta2"
+class MultiKueueCluster(KueueV1Beta2Object):
     kind: Literal["MultiKueueCluster"] = "MultiKueueCluster"
     spec: MultiKueueClusterSpec | None = None
     status: MultiKueueClusterStatus = Field(default_factory=MultiKueueClusterStatus)
@@ -79,8 +76,7 @@ class MultiKueueClusterSpecV1Beta1(ApiModel):
     cluster_profile_ref: ClusterProfileReference | None = None
 
 
-class MultiKueueClusterV1Beta1(KubeObject):
-    api_version: Literal["kueue.x-k8s.io/v1beta1"] = "kueue.x-k8s.io/v1beta1"
+class MultiKueueClusterV1Beta1(KueueV1Beta1Object):
     kind: Literal["MultiKueueCluster"] = "MultiKueueCluster"
     spec: MultiKueueClusterSpecV1Beta1 | None = None
     status: MultiKueueClusterStatus = Field(default_factory=MultiKueueClusterStatus)

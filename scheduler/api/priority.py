@@ -9,11 +9,10 @@ from __future__ import annotations
 from typing import Literal
 
 from scheduler.api.base import Int32
-from scheduler.api.meta import KubeObject
+from scheduler.api.meta import KubeObject, KueueV1Beta1Object
 
 
-class WorkloadPriorityClass(KubeObject):
-    api_version: Literal["kueue.x-k8s.io/v1beta1"] = "kueue.x-k8s.io/v1beta1"
+class WorkloadPriorityClass(KueueV1Beta1Object):
     kind: Literal["WorkloadPriorityClass"] = "WorkloadPriorityClass"
     value: Int32
     description: str = ""

@@ -15,7 +15,7 @@ from typing import Literal
 from pydantic import Field
 
 from scheduler.api.base import ApiModel, Int32
-from scheduler.api.meta import KubeObject
+from scheduler.api.meta import KueueV1Beta2Object
 
 PodSetMergePolicy = Literal["IdenticalPodTemplates", "IdenticalWorkloadSchedulingRequirements"]
 
@@ -46,8 +46,7 @@ class ProvisioningRequestConfigSpec(ApiModel):
     pod_set_merge_policy: PodSetMergePolicy | None = None
 
 
-class ProvisioningRequestConfig(KubeObject):
-    api_version: Literal["kueue.x-k8s.io/v1beta2"] = "kueue.x-k8s.io/v1beta2"
+class ProvisioningRequestConfig(KueueV1Beta2Object):
     kind: Literal["ProvisioningRequestConfig"] = "ProvisioningRequestConfig"
     spec: ProvisioningRequestConfigSpec | None = None
 

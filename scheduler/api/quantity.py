@@ -11,6 +11,7 @@ from __future__ import annotations
 import enum
 import math
 import re
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Annotated, Any
 
@@ -90,27 +91,20 @@ def _invalid(raw: object) -> QuantityError:
     )
 
 
+@dataclass(frozen=True, slots=True, order=True, init=False, repr=False)
 class Quantity:
     """An immutable Kubernetes quantity; equality and order are by value only."""
 
-    __slots__ = ("_format", "_value")
-
-    _value: Fraction
-    _format: QuantityFormat
+    value: Fraction
+    format: QuantityFormat = field(compare=False)
 
     def __init__(
         self,
         value: int | Fraction,
         fmt: QuantityFormat = QuantityFormat.DECIMAL_SI,
     ) -> None:
-        object.__setattr__(self, "_value", _round_to_nano(Fraction(value)))
-        object.__setattr__(self, "_format", fmt)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError("Quantity is immutable")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError("Quantity is immutable")
+        object.__setattr__(self, "value", _round_to_nano(Fraction(value)))
+        object.__setattr__(self, "format", fmt)
 
     @classmethod
     def parse(cls, raw: str | int | float) -> Quantity:
@@ -148,19 +142,11 @@ class Quantity:
             raise QuantityError(f'invalid quantity "{text}": exponent out of range')
         return cls(mantissa * Fraction(10) ** exponent, QuantityFormat.DECIMAL_EXPONENT)
 
-    @property
-    def value(self) -> Fraction:
-        return self._value
-
-    @property
-    def format(self) -> QuantityFormat:
-        return self._format
-
     def __str__(self) -> str:
-        value = self._value
+        value = self.value
         if value == 0:
             return "0"
-        fmt = self._format
+        fmt = self.format
         if fmt is QuantityFormat.BINARY_SI:
             # Like apimachinery: small or fractional binary values print as DecimalSI
             # so that nothing is rounded and "512" does not become "0.5Ki".
@@ -180,34 +166,6 @@ class Quantity:
 
     def __repr__(self) -> str:
         return f"Quantity({str(self)!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Quantity):
-            return NotImplemented
-        return self._value == other._value
-
-    def __hash__(self) -> int:
-        return hash(self._value)
-
-    def __lt__(self, other: Quantity) -> bool:
-        if not isinstance(other, Quantity):
-            return NotImplemented
-        return self._value < other._value
-
-    def __le__(self, other: Quantity) -> bool:
-        if not isinstance(other, Quantity):
-            return NotImplemented
-        return self._value <= other._value
-
-    def __gt__(self, other: Quantity) -> bool:
-        if not isinstance(other, Quantity):
-            return NotImplemented
-        return self._value > other._value
-
-    def __ge__(self, other: Quantity) -> bool:
-        if not isinstance(other, Quantity):
-            return NotImplemented
-        return self._value >= other._value
 
 
 def _decimal_parts(value: Fraction) -> tuple[int, int]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Literal
 
 from scheduler.api.base import ApiModel
-from scheduler.api.meta import KubeObject
+from scheduler.api.meta import KueueV1Beta2Object
 
 
 class TopologyLevel(ApiModel):
@@ -22,8 +22,7 @@ class TopologySpec(ApiModel):
     levels: list[TopologyLevel]
 
 
-class Topology(KubeObject):
-    api_version: Literal["kueue.x-k8s.io/v1beta2"] = "kueue.x-k8s.io/v1beta2"
+class Topology(KueueV1Beta2Object):
     kind: Literal["Topology"] = "Topology"
     spec: TopologySpec | None = None
 

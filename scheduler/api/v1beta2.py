@@ -32,7 +32,7 @@ from scheduler.api.clusterqueue import (
 from scheduler.api.cohort import Cohort
 from scheduler.api.flavor import ResourceFlavor
 from scheduler.api.localqueue import LocalQueue
-from scheduler.api.meta import KubeObject
+from scheduler.api.meta import KubeObject, KueueV1Beta2Object
 from scheduler.api.priority import WorkloadPriorityClass
 from scheduler.api.quota import FairSharing, ResourceGroup
 from scheduler.api.workload import PodSet, WorkloadStatus
@@ -98,8 +98,7 @@ class ClusterQueueSpecV1Beta2(ApiModel):
     concurrent_admission_policy: ConcurrentAdmissionPolicy | None = None
 
 
-class ClusterQueueV1Beta2(KubeObject):
-    api_version: V1BETA2 = API_VERSION
+class ClusterQueueV1Beta2(KueueV1Beta2Object):
     kind: Literal["ClusterQueue"] = "ClusterQueue"
     spec: ClusterQueueSpecV1Beta2 = Field(default_factory=ClusterQueueSpecV1Beta2)
     status: dict[str, Any] | None = None
@@ -143,10 +142,9 @@ class WorkloadStatusV1Beta2(WorkloadStatus):
     preemption_gates: list[PreemptionGateState] = Field(default_factory=list)
 
 
-class WorkloadV1Beta2(KubeObject):
+class WorkloadV1Beta2(KueueV1Beta2Object):
     namespaced: ClassVar[bool] = True
 
-    api_version: V1BETA2 = API_VERSION
     kind: Literal["Workload"] = "Workload"
     spec: WorkloadSpecV1Beta2
     status: WorkloadStatusV1Beta2 = Field(default_factory=WorkloadStatusV1Beta2)
@@ -161,8 +159,7 @@ class AdmissionCheckSpecV1Beta2(ApiModel):
     parameters: AdmissionCheckParametersReference | None = None
 
 
-class AdmissionCheckV1Beta2(KubeObject):
-    api_version: V1BETA2 = API_VERSION
+class AdmissionCheckV1Beta2(KueueV1Beta2Object):
     kind: Literal["AdmissionCheck"] = "AdmissionCheck"
     spec: AdmissionCheckSpecV1Beta2 | None = None
     status: AdmissionCheckStatus = Field(default_factory=AdmissionCheckStatus)

@@ -8,7 +8,7 @@ from pydantic import Field
 
 from scheduler.api.admissioncheck import CheckState
 from scheduler.api.base import ApiModel, Int32, OmitEmptyModel, Timestamp
-from scheduler.api.meta import Condition, KubeObject, condition_is_true
+from scheduler.api.meta import Condition, KueueV1Beta1Object, condition_is_true
 from scheduler.api.pod import PodTemplateSpec
 from scheduler.api.quantity import QuantityField
 from scheduler.api.taints import Toleration
@@ -109,10 +109,9 @@ class WorkloadStatus(OmitEmptyModel):
     unhealthy_nodes: list[dict[str, Any]] = Field(default_factory=list)
 
 
-class Workload(KubeObject):
+class Workload(KueueV1Beta1Object):
     namespaced: ClassVar[bool] = True
 
-    api_version: Literal["kueue.x-k8s.io/v1beta1"] = "kueue.x-k8s.io/v1beta1"
     kind: Literal["Workload"] = "Workload"
     spec: WorkloadSpec
     status: WorkloadStatus = Field(default_factory=WorkloadStatus)

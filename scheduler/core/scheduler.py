@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Final
 
 from scheduler.core.blockers import PendingWhy, other, policy
 from scheduler.core.changes import ChangeFeed, Changes
@@ -75,8 +76,10 @@ class Scheduler:
         clock: Clock,
         config: SchedulerConfig | None = None,
     ) -> None:
-        self._clock = clock
-        self._config = config or SchedulerConfig()
+        # The attributes of scheduler.core.state_view.ClusterStateView (these two and the
+        # four at the end) are Final: the outside reads them and nothing rebinds them.
+        self.clock: Final = clock
+        self.config: Final = config or SchedulerConfig()
         self._namespaces: dict[str, dict[str, str]] = {}
         self._flavors: dict[str, FlavorInfo] = {}
         self._flavors_epoch = 0  # moves on every flavor change (nomination cache key)
@@ -110,7 +113,7 @@ class Scheduler:
         # (kind, name) -> (condition state, instant it took that state)
         self._condition_states: dict[tuple[str, str], tuple[str, Instant]] = {}
         # Read-only views of the containers above (they are never rebound).
-        self._objects = ClusterObjects(
+        self.objects: Final = ClusterObjects(
             namespaces=self._namespaces,
             flavors=self._flavors,
             admission_checks=self._admission_checks,
@@ -120,36 +123,16 @@ class Scheduler:
             workloads=self._workloads,
             terminating=self._terminating,
         )
+        # The core's own containers, as the outside sees them: their read interfaces.
+        self.queues: Final[PendingQueues] = self._queues
+        self.holders: Final[QuotaHolders] = self._holders
+        self.quota: Final[QuotaReader] = self._tree
 
     # ------------------------------------------------------- what the outside reads
-    # The names of scheduler.core.state_view.ClusterStateView; nothing else of the
-    # state is read from outside the core.
-    @property
-    def config(self) -> SchedulerConfig:
-        return self._config
-
-    @property
-    def clock(self) -> Clock:
-        return self._clock
-
-    @property
-    def objects(self) -> ClusterObjects:
-        return self._objects
-
+    # With the attributes above, the names of scheduler.core.state_view.ClusterStateView;
+    # nothing else of the state is read from outside the core.
     def workload(self, key: str) -> WorkloadState | None:
         return self._workloads.get(key)
-
-    @property
-    def queues(self) -> PendingQueues:
-        return self._queues
-
-    @property
-    def holders(self) -> QuotaHolders:
-        return self._holders
-
-    @property
-    def quota(self) -> QuotaReader:
-        return self._tree
 
     def queue_plugin_error(self, cq: str) -> str | None:
         return self._plugin_errors.get(cq)
@@ -188,7 +171,7 @@ class Scheduler:
 
     # ------------------------------------------------------------------ helpers
     def now(self) -> Instant:
-        return self._clock.now()
+        return self.clock.now()
 
     def namespace_labels(self, namespace: str) -> dict[str, str]:
         return self._namespaces.get(namespace, {})
@@ -264,7 +247,7 @@ class Scheduler:
             uid=wl.uid,
             local_queue=wl.queue_name,
             priority=wl.priority,
-            timestamp=wl.queue_order_timestamp(self._config.eviction_ordering),
+            timestamp=wl.queue_order_timestamp(self.config.eviction_ordering),
             revision=wl.revision,
             requeued_false=wl.conditions.is_false(REQUEUED),
             requeue_at=rs.requeue_at if rs is not None else None,
@@ -468,7 +451,7 @@ class Scheduler:
             wl.conditions.set(
                 ADMITTED, "False", "NoReservation", "The workload has no reservation", now
             )
-            if self._config.wait_for_pods_ready.enable:
+            if self.config.wait_for_pods_ready.enable:
                 wl.conditions.set(
                     PODS_READY, "False", "WaitForStart", "Not all pods are ready or succeeded", now
                 )
@@ -606,7 +589,7 @@ class Scheduler:
         self._cluster_queues[info.name] = info
         self._tree.set_cluster_queue(info.name, info.cohort or None, info.quotas, info.weight)
         settings = QueueSettings(cluster_queue=info.name, strategy=info.strategy)
-        plugin = info.queue_plugin or self._config.default_queue_plugin
+        plugin = info.queue_plugin or self.config.default_queue_plugin
         self._plugin_errors.pop(info.name, None)
         try:
             self._queues.set_cluster_queue(info.name, settings, plugin, now=self.now())
@@ -750,7 +733,7 @@ class Scheduler:
             changed = old.queue_signature() != wl.queue_signature()
             wl.revision = old.revision + 1 if changed else old.revision
         self._workloads[wl.key] = wl
-        if self._config.wait_for_pods_ready.enable and wl.conditions.get(PODS_READY) is None:
+        if self.config.wait_for_pods_ready.enable and wl.conditions.get(PODS_READY) is None:
             # docs/scheduling.md#podsready-condition: not ready until the pods-ready signal says so.
             wl.conditions.set(
                 PODS_READY,

@@ -42,6 +42,7 @@ from scheduler.core.cycle import run_cycle
 from scheduler.core.ingest import apply_object, delete_object
 from scheduler.core.pods_ready import Deadline, admission_blocked, deadlines, fire_due
 from scheduler.core.scheduler import Scheduler
+from scheduler.lang.readonly import ReadOnly
 from scheduler.runtime.commands import (
     ApplyObject,
     Barrier,
@@ -129,6 +130,11 @@ DEFAULT_BUDGETS = EngineBudgets()
 
 
 class Engine:
+    # Read by the runtime's other parts; set only by the engine (its commands and loop).
+    synced = ReadOnly[bool]()  # True once the initial load is applied (a `MarkSynced` command)
+    running = ReadOnly[bool]()
+    scheduling = ReadOnly[bool]()  # leader: cycles and timed rules run (`set_scheduling`)
+
     def __init__(
         self,
         scheduler: Scheduler,
@@ -203,23 +209,10 @@ class Engine:
     def generation(self) -> int:
         return self.publisher.generation
 
-    @property
-    def synced(self) -> bool:
-        """True once the initial load has been applied (a `MarkSynced` command)."""
-        return self._synced
-
-    @property
-    def running(self) -> bool:
-        return self._running
-
     async def wait_for_change(self, timeout: float, *, after: int | None = None) -> Snapshot:
         """Long-poll helper: the first snapshot with a generation other than `after`
         (default: the current one), or the current one after `timeout` seconds."""
         return await self.publisher.wait_for_change(timeout, after=after)
-
-    @property
-    def scheduling(self) -> bool:
-        return self._scheduling
 
     def set_scheduling(self, on: bool) -> None:
         """Start (leader) or stop (follower) scheduling cycles and timed rules."""

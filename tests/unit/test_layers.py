@@ -10,6 +10,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
+# The event loop and the HTTP and Kubernetes frameworks, which the pure layers never import.
+FRAMEWORKS = ("asyncio", "kubernetes_asyncio", "fastapi", "uvicorn", "starlette")
+
 # folder -> module prefixes it must never import
 FORBIDDEN: dict[str, tuple[str, ...]] = {
     "scheduler/api": (
@@ -19,11 +22,7 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
         "scheduler.sim",
         "visibility_server",
         "queuescope",
-        "asyncio",
-        "kubernetes_asyncio",
-        "fastapi",
-        "uvicorn",
-        "starlette",
+        *FRAMEWORKS,
     ),
     "scheduler/core": (
         "scheduler.forecast",
@@ -31,11 +30,7 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
         "scheduler.sim",
         "visibility_server",
         "queuescope",
-        "asyncio",
-        "kubernetes_asyncio",
-        "fastapi",
-        "uvicorn",
-        "starlette",
+        *FRAMEWORKS,
         "time",
         "threading",
     ),
@@ -46,11 +41,7 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
         "scheduler.sim",
         "visibility_server",
         "queuescope",
-        "asyncio",
-        "kubernetes_asyncio",
-        "fastapi",
-        "uvicorn",
-        "starlette",
+        *FRAMEWORKS,
         "time",
         "threading",
     ),
@@ -72,6 +63,20 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
         "visibility_server",
         "queuescope",
         "asyncio",
+        "time",
+    ),
+    # Language-level helpers (a typed read-only attribute): below every layer.
+    "scheduler/lang": (
+        "scheduler.api",
+        "scheduler.core",
+        "scheduler.forecast",
+        "scheduler.kubeapi",
+        "scheduler.runtime",
+        "scheduler.sim",
+        "scheduler.traces",
+        "visibility_server",
+        "queuescope",
+        *FRAMEWORKS,
         "time",
     ),
     # The kube-apiserver client both sides share: below the runtime and the server.

@@ -33,9 +33,8 @@ from visibility_server.dashboard import data
 from visibility_server.http import status
 from visibility_server.http.encode import json_compact
 from visibility_server.http.etag import none_match, tag_of_bytes
-from visibility_server.http.position import ForecastLookup
 from visibility_server.http.query import parse_int64
-from visibility_server.http.waiting import estimate_instant
+from visibility_server.http.sources import AnswerSources
 
 DASHBOARD_PREFIX: Final = "/dashboard"
 API_PREFIX: Final = "/dashboard/api/v1/"
@@ -156,20 +155,10 @@ class _Rights:
 class Dashboard:
     """The answers of the dashboard's routes (`routes.py`), from the current snapshot."""
 
-    def __init__(
-        self,
-        snapshot: Callable[[], Snapshot],
-        clock: Callable[[], float],
-        allowed: Allowed,
-        *,
-        version: str,
-        forecasts: ForecastLookup | None = None,
-    ) -> None:
-        self._snapshot = snapshot
-        self._clock = clock
+    def __init__(self, sources: AnswerSources, allowed: Allowed, *, version: str) -> None:
+        self._sources = sources
         self._allowed = allowed
         self._version = version
-        self._forecasts = forecasts
         self._assets = _load_assets()
 
     # -- the page and its assets ----------------------------------------------------------
@@ -236,13 +225,10 @@ class Dashboard:
         return DashboardResponse(200, [("content-type", "application/json"), *headers], body)
 
     def _synced(self) -> Snapshot:
-        snapshot = self._snapshot()
+        snapshot = self._sources.snapshot()
         if not snapshot.synced:
             raise status.not_synced()
         return snapshot
-
-    def _now(self) -> int:
-        return estimate_instant(self._clock())
 
     async def _require(self, rights: _Rights, attrs: Attributes) -> None:
         if not await rights.may(attrs):
@@ -272,7 +258,7 @@ class Dashboard:
             local_queues=frozenset(lqs),
             namespace=namespace,
         )
-        return data.overview(snapshot, visible, self._now())
+        return data.overview(snapshot, visible, self._sources.estimate_now())
 
     @staticmethod
     def _limit(params: Mapping[str, str]) -> int:
@@ -293,7 +279,9 @@ class Dashboard:
         items = view.page(0, limit)
         details = await rights.details(list(data.namespaces_of(items)))
         page = data.PendingPage(view, items, len(view))
-        return data.pending_list(snapshot, page, self._now(), details, self._forecasts)
+        return data.pending_list(
+            snapshot, page, self._sources.estimate_now(), details, self._sources.forecasts
+        )
 
     async def _local_queue(
         self, rights: _Rights, namespace: str, name: str, params: Mapping[str, str]
@@ -318,4 +306,6 @@ class Dashboard:
         total = len(view.local_queue_indexes(namespace, name))
         details = await rights.details([namespace])
         page = data.PendingPage(view, items, total, key)
-        return data.pending_list(snapshot, page, self._now(), details, self._forecasts)
+        return data.pending_list(
+            snapshot, page, self._sources.estimate_now(), details, self._sources.forecasts
+        )

@@ -21,7 +21,6 @@ from visibility_server.http.memo import RenderMemo
 from visibility_server.http.negotiation import Media
 from visibility_server.http.position import (
     Estimates,
-    ForecastLookup,
     NotPendingLookup,
     not_pending_position,
     pending_position,
@@ -36,8 +35,8 @@ from visibility_server.http.render import (
     summary_document,
 )
 from visibility_server.http.routes import Kind, Route
+from visibility_server.http.sources import AnswerSources
 from visibility_server.http.table import table_document
-from visibility_server.http.waiting import estimate_instant
 
 
 @dataclass(slots=True)
@@ -81,17 +80,9 @@ class _Source:
 class Answers:
     """Decides data answers; `not_pending` classifies Workloads the snapshot does not list."""
 
-    def __init__(
-        self,
-        snapshot: Callable[[], Snapshot],
-        clock: Callable[[], float],
-        not_pending: NotPendingLookup | None,
-        forecasts: ForecastLookup | None = None,
-    ) -> None:
-        self._snapshot = snapshot
-        self._clock = clock
+    def __init__(self, sources: AnswerSources, not_pending: NotPendingLookup | None) -> None:
+        self._sources = sources
         self._not_pending = not_pending
-        self._forecasts = forecasts
         self._bodies = BodyCache()
         self.memo = RenderMemo()
 
@@ -104,7 +95,7 @@ class Answers:
         self, route: Route, media: Media, pretty: bool, page: PageQuery, include: str
     ) -> Answer:
         """The answer of a data request, from one read of the snapshot reference."""
-        snapshot = self._snapshot()
+        snapshot = self._sources.snapshot()
         if not snapshot.synced:
             raise status.not_synced()
         api_version = f"{status.VISIBILITY_GROUP}/{route.version}"
@@ -196,7 +187,7 @@ class Answers:
         self, media: Media, origin: ListOrigin, items: list[PageItem], include: str
     ) -> ListDocument:
         if media is Media.TABLE:
-            now = int(self._clock() * 1_000_000)
+            now = int(self._sources.clock() * 1_000_000)
             return table_document(origin, items, include, now, self.memo)
         return summary_document(origin, items, self.memo)
 
@@ -209,9 +200,8 @@ class Answers:
         item = view.position_of(namespace, name) if view is not None else None
         if view is not None and item is not None:
             velocity = snapshot.velocities.get(view.name)
-            now = estimate_instant(self._clock())
-            forecast = self._forecasts(namespace, name) if self._forecasts is not None else None
-            estimates = Estimates(velocity, now, forecast)
+            now = self._sources.estimate_now()
+            estimates = Estimates(velocity, now, self._sources.forecast(namespace, name))
             document = pending_position(api_version, view, item, estimates)
             body = encode(document, media, pretty)
             # The view digest covers positions and counts; why it waits and the

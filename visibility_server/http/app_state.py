@@ -35,6 +35,7 @@ from visibility_server.http.memo import RenderMemo
 from visibility_server.http.metrics import HttpMetrics
 from visibility_server.http.position import ForecastLookup, NotPendingLookup
 from visibility_server.http.requestinfo import RequestInfo
+from visibility_server.http.sources import AnswerSources
 
 log = logging.getLogger(__name__)
 
@@ -77,17 +78,12 @@ class ServerConfig:
 class VisibilityServer:
     def __init__(self, config: ServerConfig) -> None:
         self.config = config
-        self.answers = Answers(config.snapshot, config.clock, config.not_pending, config.forecasts)
+        sources = AnswerSources(config.snapshot, config.clock, config.forecasts)
+        self.answers = Answers(sources, config.not_pending)
         self.inflight_gate = Gate(config.max_inflight)
         self.waiter_gate = Gate(config.max_waiters)
         self.dashboard = (
-            Dashboard(
-                config.snapshot,
-                config.clock,
-                self.allowed,
-                version=config.versions[0],
-                forecasts=config.forecasts,
-            )
+            Dashboard(sources, self.allowed, version=config.versions[0])
             if config.dashboard
             else None
         )

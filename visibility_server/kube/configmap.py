@@ -27,6 +27,7 @@ from typing import Any, Final
 from scheduler.kubeapi.backoff import Backoff
 from scheduler.kubeapi.client import Call, KubeRest
 from scheduler.kubeapi.errors import KubeError
+from scheduler.lang.readonly import ReadOnly
 from visibility_server.authn.config import (
     CLIENT_CA_KEY,
     CONFIGMAP_NAME,
@@ -146,6 +147,9 @@ async def read_authentication_config(
 class AuthenticationConfigWatcher:
     """Follows the ConfigMap after the startup read; `run` until cancelled."""
 
+    current = ReadOnly[AuthenticationConfig]()
+    polling = ReadOnly[bool]()  # True once list/watch were forbidden and GETs replaced them
+
     def __init__(
         self,
         api: KubeRest | KubeTransport | ApiCaller,
@@ -169,15 +173,6 @@ class AuthenticationConfigWatcher:
         self._policy = self._caller.policy
         self._refresh = self._caller.refresh_credentials
         self._polling = False
-
-    @property
-    def current(self) -> AuthenticationConfig:
-        return self._current
-
-    @property
-    def polling(self) -> bool:
-        """True once list/watch turned out to be forbidden and GETs replaced them."""
-        return self._polling
 
     async def run(self) -> None:
         p = self._policy

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from prometheus_client import CollectorRegistry
 
 from scheduler.kubeapi.client import KubeRest
+from scheduler.lang.readonly import ReadOnly
 from visibility_server.authn.chain import DEFAULT_TOKEN_CACHE_TTL, AuthenticatorChain
 from visibility_server.authn.config import AuthenticationConfig
 from visibility_server.kube.calls import ApiCaller
@@ -112,6 +113,9 @@ class DelegatedAuth:
     and the self-check, sharing one retry policy and metric; the authentication and the
     authorization calls each go through their own identity's client."""
 
+    # True once `load` returned: the `authentication-config` health check.
+    config_loaded = ReadOnly[bool]()
+
     def __init__(
         self,
         main: KubeIdentity,
@@ -131,7 +135,7 @@ class DelegatedAuth:
         self._poll_interval = settings.poll_interval
         self._listeners: list[ConfigListener] = []
         self._watcher: AuthenticationConfigWatcher | None = None
-        self._loaded = False
+        self._config_loaded = False
         self.metrics: DelegatedAuthMetrics = delegated_auth_metrics(registry)
         # Every call of one identity goes through its caller (its transport, its
         # credential re-read, its name in errors); both feed the one gauge.
@@ -163,11 +167,6 @@ class DelegatedAuth:
     def config(self) -> AuthenticationConfig:
         return self.authenticator.config
 
-    @property
-    def config_loaded(self) -> bool:
-        """True once `load` returned: the `authentication-config` health check."""
-        return self._loaded
-
     def on_config_change(self, listener: ConfigListener) -> None:
         """Call `listener(new_config)` on every later change (e.g. swap the listener's CAs)."""
         self._listeners.append(listener)
@@ -187,7 +186,7 @@ class DelegatedAuth:
                 self._authn, self._changed, current=config, poll_interval=self._poll_interval
             )
         self.authenticator.update(config)
-        self._loaded = True
+        self._config_loaded = True
         return config
 
     async def watch_config(self) -> None:

@@ -15,10 +15,12 @@ from __future__ import annotations
 import logging
 import ssl
 from collections.abc import Callable
+from typing import Final
 
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
+from scheduler.lang.readonly import ReadOnly
 from visibility_server.tls.verify import PemPair, apply_pair
 
 logger = logging.getLogger(__name__)
@@ -67,6 +69,12 @@ class ListenerTLS:
     context's, which is why both are built by `build_server_context`.
     """
 
+    # What new handshakes get: the context they switch to, and the pair and client CAs it
+    # was built from; `set_serving_pair` and `set_client_cas` change them.
+    current = ReadOnly[ssl.SSLContext]()
+    serving_pair = ReadOnly[PemPair]()
+    client_cas_pem = ReadOnly[bytes]()
+
     def __init__(
         self,
         pair: PemPair,
@@ -75,60 +83,43 @@ class ListenerTLS:
         minimum_version: ssl.TLSVersion = MINIMUM_TLS_VERSION,
     ) -> None:
         self._minimum_version = minimum_version
-        self._pair = pair
-        self._cas_pem = client_cas_pem
+        self._serving_pair = pair
+        self._client_cas_pem = client_cas_pem
         self._current = self._build(pair, client_cas_pem)
-        self._context = self._build(pair, client_cas_pem)
+        # The listener context: pass it to uvicorn (or any server) once.
+        self.context: Final = self._build(pair, client_cas_pem)
         self._listener_cas = {_der(cert) for cert in _load_cas(client_cas_pem)}
-        self._context.sni_callback = self._select_context
-
-    @property
-    def context(self) -> ssl.SSLContext:
-        """The listener context: pass it to uvicorn (or any server) once."""
-        return self._context
-
-    @property
-    def current(self) -> ssl.SSLContext:
-        """The context new handshakes switch to."""
-        return self._current
-
-    @property
-    def serving_pair(self) -> PemPair:
-        return self._pair
-
-    @property
-    def client_cas_pem(self) -> bytes:
-        return self._cas_pem
+        self.context.sni_callback = self._select_context
 
     def ssl_context_factory(
         self, config: object, default_factory: Callable[[], ssl.SSLContext]
     ) -> ssl.SSLContext:
         """`uvicorn.Config(ssl_context_factory=...)`: ignore uvicorn's file-based default."""
-        return self._context
+        return self.context
 
     def set_serving_pair(self, pair: PemPair) -> None:
         """Present `pair` on new handshakes. The pair must already be validated
         (`validate_serving_pair`); a pair OpenSSL refuses raises and changes nothing."""
-        fresh = self._build(pair, self._cas_pem)
+        fresh = self._build(pair, self._client_cas_pem)
         # Also on the listener context: should a handshake ever skip the callback, it still
         # gets the new certificate.
-        apply_pair(self._context, pair)
+        apply_pair(self.context, pair)
         self._current = fresh
-        self._pair = pair
+        self._serving_pair = pair
 
     def set_client_cas(self, client_cas_pem: bytes) -> None:
         """Accept client certificates from exactly these CAs on new handshakes."""
         cas = _load_cas(client_cas_pem)
-        fresh = self._build(self._pair, client_cas_pem)
+        fresh = self._build(self._serving_pair, client_cas_pem)
         # The listener's store can only grow: added CAs go there too (a handshake that
         # skipped the callback would otherwise refuse them); removed CAs leave it only
         # with a restart, and matter only if the callback is skipped.
         added = [cert for cert in cas if _der(cert) not in self._listener_cas]
         if added:
-            self._context.load_verify_locations(cadata=_pem_text(added))
+            self.context.load_verify_locations(cadata=_pem_text(added))
             self._listener_cas.update(_der(cert) for cert in added)
         self._current = fresh
-        self._cas_pem = client_cas_pem
+        self._client_cas_pem = client_cas_pem
 
     def _build(self, pair: PemPair, client_cas_pem: bytes) -> ssl.SSLContext:
         return build_server_context(

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from scheduler.api.admissioncheck import AdmissionCheck
 from scheduler.api.errors import FieldError
-from scheduler.api.validation.common import child, duplicate, index, invalid, required, too_many
+from scheduler.api.validation.common import at_most, child, duplicate, index, invalid, required
 from scheduler.api.validation.meta import validate_conditions
 from scheduler.api.validation.v1beta2 import too_long
 from scheduler.api.workload import AdmissionCheckState
@@ -41,8 +41,7 @@ def _matches(pattern: str, value: str) -> bool:
 
 def validate_admission_check(obj: AdmissionCheck) -> list[FieldError]:
     errors = validate_conditions("status.conditions", obj.status.conditions)
-    if len(obj.status.conditions) > MAX_CONDITIONS:
-        errors.append(too_many("status.conditions", len(obj.status.conditions), MAX_CONDITIONS))
+    errors += at_most("status.conditions", obj.status.conditions, MAX_CONDITIONS)
     spec = obj.spec
     if spec is None:
         return errors
@@ -74,9 +73,7 @@ def validate_admission_check(obj: AdmissionCheck) -> list[FieldError]:
 
 def validate_check_states(path: str, states: Sequence[AdmissionCheckState]) -> list[FieldError]:
     """`Workload.status.admissionChecks`: a map keyed by name, at most 8 entries."""
-    errors: list[FieldError] = []
-    if len(states) > MAX_WORKLOAD_CHECKS:
-        errors.append(too_many(path, len(states), MAX_WORKLOAD_CHECKS))
+    errors = at_most(path, states, MAX_WORKLOAD_CHECKS)
     seen: set[str] = set()
     for i, state in enumerate(states):
         here = index(path, i)
@@ -97,10 +94,7 @@ def validate_check_states(path: str, states: Sequence[AdmissionCheckState]) -> l
                 errors.append(
                     invalid(child(here, field), value, "must be greater than or equal to 0")
                 )
-        if state.pod_set_updates is not None and len(state.pod_set_updates) > MAX_POD_SET_UPDATES:
-            errors.append(
-                too_many(
-                    child(here, "podSetUpdates"), len(state.pod_set_updates), MAX_POD_SET_UPDATES
-                )
-            )
+        if state.pod_set_updates is not None:
+            updates_path = child(here, "podSetUpdates")
+            errors += at_most(updates_path, state.pod_set_updates, MAX_POD_SET_UPDATES)
     return errors

@@ -57,12 +57,15 @@ def not_found(path: str, value: object) -> FieldError:
 
 def item_count(path: str, items: Sized, minimum: int, maximum: int) -> list[FieldError]:
     """CRD MinItems/MaxItems."""
-    count = len(items)
-    if count < minimum:
+    if len(items) < minimum:
         return [required(path, f"must have at least {minimum} item{'s' if minimum > 1 else ''}")]
-    if count > maximum:
-        return [too_many(path, count, maximum)]
-    return []
+    return at_most(path, items, maximum)
+
+
+def at_most(path: str, items: Sized, maximum: int) -> list[FieldError]:
+    """CRD MaxItems."""
+    count = len(items)
+    return [too_many(path, count, maximum)] if count > maximum else []
 
 
 def name_errors(path: str, value: str, validator: NameValidator) -> list[FieldError]:

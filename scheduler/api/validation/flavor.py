@@ -10,6 +10,7 @@ from scheduler.api.flavor import ResourceFlavor
 from scheduler.api.names import label_key, label_value
 from scheduler.api.taints import Taint, Toleration
 from scheduler.api.validation.common import (
+    at_most,
     duplicate,
     index,
     invalid,
@@ -17,7 +18,6 @@ from scheduler.api.validation.common import (
     name_errors,
     required,
     subdomain,
-    too_many,
     unsupported,
 )
 
@@ -97,15 +97,11 @@ def validate_tolerations(path: str, tolerations: Sequence[Toleration]) -> list[F
 
 def validate_resource_flavor(flavor: ResourceFlavor) -> list[FieldError]:
     spec = flavor.spec
-    errors: list[FieldError] = []
-    if len(spec.node_labels) > MAX_ITEMS:
-        errors.append(too_many("spec.nodeLabels", len(spec.node_labels), MAX_ITEMS))
+    errors = at_most("spec.nodeLabels", spec.node_labels, MAX_ITEMS)
     errors += labels("spec.nodeLabels", spec.node_labels)
-    if len(spec.node_taints) > MAX_ITEMS:
-        errors.append(too_many("spec.nodeTaints", len(spec.node_taints), MAX_ITEMS))
+    errors += at_most("spec.nodeTaints", spec.node_taints, MAX_ITEMS)
     errors += validate_taints("spec.nodeTaints", spec.node_taints)
-    if len(spec.tolerations) > MAX_ITEMS:
-        errors.append(too_many("spec.tolerations", len(spec.tolerations), MAX_ITEMS))
+    errors += at_most("spec.tolerations", spec.tolerations, MAX_ITEMS)
     errors += validate_tolerations("spec.tolerations", spec.tolerations)
     if spec.topology_name is not None:
         errors += subdomain("spec.topologyName", spec.topology_name)

@@ -21,6 +21,7 @@ from scheduler.api.provisioning import (
 )
 from scheduler.api.topology import Topology
 from scheduler.api.validation.common import (
+    at_most,
     child,
     duplicate,
     index,
@@ -29,7 +30,6 @@ from scheduler.api.validation.common import (
     key,
     required,
     subdomain,
-    too_many,
 )
 from scheduler.api.validation.meta import validate_conditions
 from scheduler.api.validation.update import IMMUTABLE
@@ -119,14 +119,12 @@ def validate_provisioning_request_config(obj: ProvisioningRequestConfig) -> list
         errors.append(required(class_path))
     else:
         errors += subdomain(class_path, spec.provisioning_class_name)
-    if len(spec.parameters) > MAX_PARAMETERS:
-        errors.append(too_many("spec.parameters", len(spec.parameters), MAX_PARAMETERS))
+    errors += at_most("spec.parameters", spec.parameters, MAX_PARAMETERS)
     for name, value in spec.parameters.items():
         if len(value) > MAX_PARAMETER_VALUE:
             errors.append(too_long(key("spec.parameters", name), MAX_PARAMETER_VALUE))
     resources = spec.managed_resources
-    if len(resources) > MAX_MANAGED_RESOURCES:
-        errors.append(too_many("spec.managedResources", len(resources), MAX_MANAGED_RESOURCES))
+    errors += at_most("spec.managedResources", resources, MAX_MANAGED_RESOURCES)
     errors += _unique("spec.managedResources", resources)
     if spec.pod_set_updates is not None:
         errors += _node_selector_updates(spec.pod_set_updates.node_selector)
@@ -137,9 +135,7 @@ def _node_selector_updates(
     updates: Sequence[ProvisioningRequestPodSetUpdatesNodeSelector],
 ) -> list[FieldError]:
     path = "spec.podSetUpdates.nodeSelector"
-    errors: list[FieldError] = []
-    if len(updates) > MAX_NODE_SELECTORS:
-        errors.append(too_many(path, len(updates), MAX_NODE_SELECTORS))
+    errors = at_most(path, updates, MAX_NODE_SELECTORS)
     keys: list[str] = []
     for i, update in enumerate(updates):
         here = index(path, i)
@@ -171,8 +167,7 @@ def validate_multikueue_config(obj: MultiKueueConfig) -> list[FieldError]:
 def validate_multikueue_cluster(obj: MultiKueueCluster) -> list[FieldError]:
     conditions = obj.status.conditions
     errors = validate_conditions("status.conditions", conditions)
-    if len(conditions) > MAX_CLUSTER_CONDITIONS:
-        errors.append(too_many("status.conditions", len(conditions), MAX_CLUSTER_CONDITIONS))
+    errors += at_most("status.conditions", conditions, MAX_CLUSTER_CONDITIONS)
     if obj.spec is None:
         return errors
     path = "spec.clusterSource"

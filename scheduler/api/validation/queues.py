@@ -13,6 +13,7 @@ from scheduler.api.localqueue import LocalQueue
 from scheduler.api.quantity import Quantity
 from scheduler.api.quota import FairSharing, ResourceGroup, ResourceQuota
 from scheduler.api.validation.common import (
+    at_most,
     child,
     duplicate,
     index,
@@ -21,7 +22,6 @@ from scheduler.api.validation.common import (
     quantity,
     resource_name,
     subdomain,
-    too_many,
 )
 from scheduler.api.validation.selector import validate_label_selector
 
@@ -41,9 +41,7 @@ def validate_resource_groups(
     lending_within_nominal: bool,
 ) -> list[FieldError]:
     """Shared by ClusterQueues (`parent_field="cohort"`) and Cohorts (`"parent"`)."""
-    errors: list[FieldError] = []
-    if len(groups) > MAX_RESOURCE_GROUPS:
-        errors.append(too_many(path, len(groups), MAX_RESOURCE_GROUPS))
+    errors = at_most(path, groups, MAX_RESOURCE_GROUPS)
     seen_resources: set[str] = set()
     seen_flavors: set[str] = set()
     limits = _LimitRules(

@@ -16,12 +16,12 @@ from scheduler.api.v1beta2 import (
     WorkloadV1Beta2,
 )
 from scheduler.api.validation.common import (
+    at_most,
     child,
     duplicate,
     index,
     invalid,
     subdomain,
-    too_many,
 )
 
 MAX_PREEMPTION_GATES = 8
@@ -76,9 +76,9 @@ def _workload(workload: WorkloadV1Beta2) -> list[FieldError]:
             )
     for i, pod_set in enumerate(spec.pod_sets):
         constraints = (pod_set.topology_request or {}).get("podsetSliceRequiredTopologyConstraints")
-        if isinstance(constraints, list) and len(constraints) > MAX_SLICE_CONSTRAINTS:
+        if isinstance(constraints, list):
             path = f"spec.podSets[{i}].topologyRequest.podsetSliceRequiredTopologyConstraints"
-            errors.append(too_many(path, len(constraints), MAX_SLICE_CONSTRAINTS))
+            errors += at_most(path, constraints, MAX_SLICE_CONSTRAINTS)
     errors += _gates("spec.preemptionGates", [g.name for g in spec.preemption_gates])
     errors += _gates("status.preemptionGates", [g.name for g in workload.status.preemption_gates])
     return errors
@@ -97,9 +97,7 @@ def _priority_class_ref(path: str, ref: PriorityClassRef) -> list[FieldError]:
 
 
 def _gates(path: str, names: Sequence[str]) -> list[FieldError]:
-    errors: list[FieldError] = []
-    if len(names) > MAX_PREEMPTION_GATES:
-        errors.append(too_many(path, len(names), MAX_PREEMPTION_GATES))
+    errors = at_most(path, names, MAX_PREEMPTION_GATES)
     seen: set[str] = set()
     for i, name in enumerate(names):
         here = child(index(path, i), "name")

@@ -13,6 +13,7 @@ from scheduler.api.requests import pod_requests
 from scheduler.api.validation.admissioncheck import validate_check_states
 from scheduler.api.validation.common import (
     at_least,
+    at_most,
     child,
     duplicate,
     index,
@@ -23,7 +24,6 @@ from scheduler.api.validation.common import (
     not_found,
     resource_list,
     subdomain,
-    too_many,
 )
 from scheduler.api.validation.meta import validate_conditions
 from scheduler.api.workload import PodSet, Workload
@@ -153,9 +153,7 @@ def _validate_admission(workload: Workload) -> list[FieldError]:
 def _validate_reclaimable_pods(workload: Workload) -> list[FieldError]:
     path = "status.reclaimablePods"
     reclaimable = workload.status.reclaimable_pods
-    errors: list[FieldError] = []
-    if len(reclaimable) > MAX_RECLAIMABLE_PODS:
-        errors.append(too_many(path, len(reclaimable), MAX_RECLAIMABLE_PODS))
+    errors = at_most(path, reclaimable, MAX_RECLAIMABLE_PODS)
     for i, item in enumerate(reclaimable):
         here = index(path, i)
         pod_set = workload.pod_set(item.name)

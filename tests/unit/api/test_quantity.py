@@ -182,9 +182,9 @@ def test_equality_hash_and_order_by_value() -> None:
 def test_immutable() -> None:
     quantity = Quantity.parse("1")
     with pytest.raises(AttributeError):
-        quantity._value = Fraction(2)
+        quantity.value = Fraction(2)  # type: ignore[misc]
     with pytest.raises(AttributeError):
-        del quantity._value
+        del quantity.value
 
 
 @pytest.mark.parametrize(
