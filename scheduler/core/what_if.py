@@ -33,7 +33,7 @@ unchanged after any dry run.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import islice
 from typing import Final
 
@@ -169,24 +169,39 @@ def what_if(s: Scheduler, wl: WorkloadState, *, count_local_queue: bool = True) 
 _DEACTIVATED: Final = policy("The workload is deactivated")
 
 
-def admitted_beside(s: Scheduler, key: str, rivals: Sequence[str]) -> bool:
-    """Whether the pending workload `key` would be admitted by a cycle whose only other
-    heads are the pending workloads `rivals` (of other ClusterQueues of its tree, queued
-    or not): the same dry run, changing nothing, for the forecaster's count of a
-    Cohort's walk (docs/forecasting.md#cost). Admission blocking is not considered."""
-    active = frozenset(c for c in s._cluster_queues if s.cq_active(c))
-    run = _DryRun(s, active, None)
-    entries = [run.head(k) for k in (key, *rivals)]
-    own = entries[0]
-    if own is None:
+class CycleProbe:
+    """Dry runs of the next cycle with chosen heads, changing nothing: whether a pending
+    workload would be admitted by a cycle whose only other heads are some pending
+    workloads of other ClusterQueues of its tree, queued or not (the forecaster's count
+    of a Cohort's walk, docs/forecasting.md#cost). Each workload is nominated once, on
+    the state at the probe's creation: make a new probe once quota changes. Admission
+    blocking is not considered."""
+
+    def __init__(self, s: Scheduler) -> None:
+        self._s = s
+        self._run = _DryRun(s, frozenset(c for c in s._cluster_queues if s.cq_active(c)), None)
+        self._heads: dict[str, Entry | None] = {}
+
+    def admitted_beside(self, key: str, rivals: Sequence[str]) -> bool:
+        entries = [self._head(k) for k in (key, *rivals)]
+        own = entries[0]
+        if own is None:
+            return False
+        snapshot = self._run.snapshot.clone()
+        loop = AdmissionLoop(snapshot, self._run.admitted_by_cq, CycleStats())
+        candidates = [e for e in entries if e is not None and e.assignment is not None]
+        for e in ordered_entries(self._s, candidates, snapshot):
+            if e is own:
+                return take_quota(own, loop) and _mode(own) == FIT
+            take_quota(e, loop)
         return False
-    loop = AdmissionLoop(run.snapshot, run.admitted_by_cq, CycleStats())
-    candidates = [e for e in entries if e is not None and e.assignment is not None]
-    for e in ordered_entries(s, candidates, run.snapshot):
-        if e is own:
-            return take_quota(own, loop) and _mode(own) == FIT
-        take_quota(e, loop)
-    return False
+
+    def _head(self, key: str) -> Entry | None:
+        """A fresh copy of `key`'s entry each time: the admission loop writes to it."""
+        if key not in self._heads:
+            self._heads[key] = self._run.head(key)
+        found = self._heads[key]
+        return None if found is None else replace(found, targets=list(found.targets))
 
 
 def _placement(queue: PendingQueue, entry: QueueEntry, *, count_local_queue: bool) -> Placement:

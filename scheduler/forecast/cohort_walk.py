@@ -44,7 +44,7 @@ from scheduler.core.queue.interface import OrderKey
 from scheduler.core.queue.ordering import fifo_order_key
 from scheduler.core.quota import QuotaTree
 from scheduler.core.scheduler import Scheduler
-from scheduler.core.what_if import admitted_beside
+from scheduler.core.what_if import CycleProbe
 from scheduler.forecast.hopeless import Hopeless, requests_of
 from scheduler.forecast.withheld import MAX_SHAPES, Shape, covers
 
@@ -125,6 +125,17 @@ class _Tree:
     # breaks a resource rule: the amounts and priority of a head decide what it does.
     plain: bool = False
     memo: dict[tuple[object, ...], bool] = field(default_factory=dict)  # see `_blocker`
+    probe: CycleProbe | None = None  # the dry runs on the quota as it is now
+
+    def forget(self) -> None:
+        """The quota changed: what the dry runs said no longer holds."""
+        self.memo.clear()
+        self.probe = None
+
+    def admitted_beside(self, s: Scheduler, key: str, rivals: list[str]) -> bool:
+        if self.probe is None:
+            self.probe = CycleProbe(s)
+        return self.probe.admitted_beside(key, rivals)
 
 
 @dataclass(slots=True)
@@ -182,7 +193,7 @@ class CohortWalk:
         for tree in self.trees:
             tree.advanced = False
             if admitted:
-                tree.memo.clear()
+                tree.forget()
             if tree.state == ACTIVE:
                 _follow(s, tree, admitted, now)
             tree.last_holders = _holders(s, tree.members)
@@ -213,7 +224,7 @@ def _release(s: Scheduler, tree: _Tree) -> None:
     """Quota was given back in the tree: the core flushed every parked workload of it
     back into its queue, and every walk starts again from its queue's first one."""
     tree.advanced = False
-    tree.memo.clear()
+    tree.forget()
     if tree.state == WAITING:
         walks = _walks_of(s, tree.members)
         tree.state = DONE if walks is None else ACTIVE
@@ -281,8 +292,10 @@ def _advance(s: Scheduler, tree: _Tree, free: dict[str, Shape]) -> None:
             walk.step(len(walk.items))  # every head left fails
         return
     cycles = min(found) if not skipped else 0
-    if len(skipped) == 1 and tree.plain:
-        cycles = _stalled_cycles(s, tree, skipped[0], walks, min(found, default=None))
+    if skipped and tree.plain:
+        others = {name: walk for name, walk in walks.items() if name not in skipped}
+        cycles = min(_stalled_cycles(s, tree, walks[name], others) for name in skipped)
+        cycles = min(cycles, *found) if found else cycles
     for walk in walks.values():
         if walk.offered is not None:
             continue
@@ -292,29 +305,27 @@ def _advance(s: Scheduler, tree: _Tree, free: dict[str, Shape]) -> None:
             _queue(s, [walk.offered[1]])
 
 
-def _stalled_cycles(
-    s: Scheduler, tree: _Tree, name: str, walks: dict[str, _Walk], fit: int | None
-) -> int:
-    """The cycles for which a skipped head that still fits stays skipped
-    (docs/forecasting.md#cost): up to the first where no other queue's head keeps it out
-    by itself, but not past the first where another queue's head fits."""
-    offered = walks[name].offered
+def _stalled_cycles(s: Scheduler, tree: _Tree, skipped: _Walk, others: dict[str, _Walk]) -> int:
+    """The cycles for which a skipped head that still fits surely stays skipped
+    (docs/forecasting.md#cost): up to the first where none of the other queues' heads
+    keeps it out by itself. The caller takes the smallest over the skipped heads, and
+    stops before the first cycle where another queue's head fits: until then no skipped
+    head is admitted, since what each one's blocker holds back stays held back whatever
+    else the cycle tries."""
+    offered = skipped.offered
     assert offered is not None
     alone = tree.memo.get((offered[1],))
     if alone is None:
-        alone = admitted_beside(s, offered[1], [])
+        alone = tree.admitted_beside(s, offered[1], [])
         tree.memo[(offered[1],)] = alone
     if not alone:
         return 0  # it no longer fits: the next cycle parks it
     split = offered[0]
-
     clear = [
-        walk.clear_distance(split, _blocker(s, tree, offered[1], other, split))
-        for other, walk in walks.items()
-        if other != name
+        walk.clear_distance(split, _blocker(s, tree, offered[1], name, split))
+        for name, walk in others.items()
     ]
-    cycles = max(clear, default=0)
-    return cycles if fit is None else min(cycles, fit)
+    return max(clear, default=0)
 
 
 def _blocker(
@@ -329,7 +340,7 @@ def _blocker(
         kind = (skipped, name, walk.shape_of[item[1]], item[0][1], item[0] < split)
         found = tree.memo.get(kind)
         if found is None:
-            found = not admitted_beside(s, skipped, [item[1]])
+            found = not tree.admitted_beside(s, skipped, [item[1]])
             tree.memo[kind] = found
         return found
 
