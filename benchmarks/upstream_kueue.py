@@ -112,8 +112,13 @@ def ensure_metrics_certificate(directory: Path = METRICS_CERT_DIR) -> None:
         _self_signed(directory, "kueue-metrics")
 
 
-def write_config(root: Path, *, webhook_port: int, health_port: int, qps: float) -> Path:
-    """Upstream's Configuration for a manager outside the cluster."""
+def write_config(
+    root: Path, *, webhook_port: int, health_port: int, qps: float, cache_sync_seconds: float
+) -> Path:
+    """Upstream's Configuration for a manager outside the cluster. `cache_sync_seconds`:
+    how long its controllers may take to fill their caches before the manager gives up
+    (controller-runtime's default is two minutes, too short for 100,000 Workloads on a
+    loaded machine; an administrator of such a cluster would raise it the same way)."""
     certs = root / "webhook-certs"
     _self_signed(certs, "kueue-webhook-service")
     config = {
@@ -127,6 +132,8 @@ def write_config(root: Path, *, webhook_port: int, health_port: int, qps: float)
         "internalCertManagement": {"enable": False},
         "integrations": {"frameworks": ["batch/job"]},
         "clientConnection": {"qps": qps, "burst": int(qps)},
+        # A Go time.Duration: nanoseconds.
+        "controller": {"cacheSyncTimeout": int(cache_sync_seconds * 1e9)},
     }
     path = root / "kueue-config.yaml"
     path.write_text(yaml.safe_dump(config))
@@ -150,7 +157,13 @@ def running_manager(
     root.mkdir(parents=True, exist_ok=True)
     ensure_metrics_certificate()
     health = free_port()
-    config = write_config(root, webhook_port=free_port(), health_port=health, qps=qps)
+    config = write_config(
+        root,
+        webhook_port=free_port(),
+        health_port=health,
+        qps=qps,
+        cache_sync_seconds=max(120.0, ready_timeout),
+    )
     process = ManagedProcess(
         "kueue-manager",
         # No on-demand visibility server: our side serves none in these runs either.
