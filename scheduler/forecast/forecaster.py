@@ -79,10 +79,13 @@ class Forecaster:
         targets: Collection[str] | None = None,
         *,
         consume: ManualClock | None = None,
+        budget_seconds: float | None = None,
     ) -> dict[str, WaitForecast]:
         """Forecasts for `targets` (default: every pending workload) that are pending
         in a ClusterQueue; `s` is not changed, unless `consume` is given: then `s` is a
-        throwaway state on that clock and is run forward itself (no copy)."""
+        throwaway state on that clock and is run forward itself (no copy). A forward
+        run cut by `budget_seconds` leaves out the targets it had not seen start
+        (docs/forecasting.md#when-the-run-is-cut)."""
         wanted = pending_keys(s) if targets is None else sorted(targets)
         queued = {k: cq for k in wanted if (cq := s.queues.locate(k)) is not None}
         if not queued:
@@ -96,13 +99,17 @@ class Forecaster:
         if self.method == RATE:
             raw = self._rate_waits(s, queued, now)
         else:
-            raw = forward_run(
+            run = forward_run(
                 s,
                 self.predictor,
                 list(queued),
                 horizon_seconds=self.horizon_seconds,
                 clock=consume,
-            ).waits
+                budget_seconds=budget_seconds,
+            )
+            raw = run.waits
+            if run.cut:
+                queued = {k: cq for k, cq in queued.items() if k in raw}
         out: dict[str, WaitForecast] = {}
         for key, cq in queued.items():
             seconds = raw.get(key)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Collection
 from dataclasses import dataclass, field
+from time import perf_counter
 
 from scheduler.core.clock import MICROS_PER_SECOND, Instant, ManualClock
 from scheduler.core.cycle import run_cycle
@@ -39,6 +40,7 @@ class ForwardResult:
     waits: dict[str, float] = field(default_factory=dict)
     cycles: int = 0
     end: Instant = 0
+    cut: bool = False  # stopped by its budget: a target absent may still start later
 
 
 def pending_keys(s: ClusterStateView) -> list[str]:
@@ -58,13 +60,19 @@ def forward_run(  # noqa: PLR0913 - keyword-only options of one run
     horizon_seconds: float = DEFAULT_HORIZON_SECONDS,
     clock: ManualClock | None = None,
     shortcut: bool = True,
+    budget_seconds: float | None = None,
 ) -> ForwardResult:
     """Run a private copy of `s` forward from its clock's instant; `s` is not changed.
 
     With `clock` (the ManualClock `s` runs on), `s` is the caller's own throwaway state
     (the forecast worker builds one per refresh): it is run forward itself, not copied.
     `shortcut=False` runs every cycle :class:`Hopeless` would skip (tests compare both).
+    `budget_seconds` (wall time, None: none) stops the run between two instants once
+    spent (`cut`); the serving worker sets it so a refresh ends in time
+    (docs/forecasting.md#when-the-run-is-cut). The simulator sets none: its answers must
+    not depend on the machine's speed.
     """
+    deadline = None if budget_seconds is None else perf_counter() + budget_seconds
     now = s.now()
     copy, clock = (s, clock) if clock is not None else fork(s, now)
     copy.follow_changes()
@@ -98,6 +106,9 @@ def forward_run(  # noqa: PLR0913 - keyword-only options of one run
             break
         upcoming = [t for t in (run.next_finish(), run.next_deadline()) if t is not None]
         if not upcoming or min(upcoming) > horizon:
+            break
+        if deadline is not None and perf_counter() >= deadline:
+            result.cut = True
             break
         clock.set(max(clock.now(), min(upcoming)))
         run.finish_due()

@@ -104,7 +104,7 @@ class ForwardMethod:
         gc.disable()
         try:
             s, clock = assemble(state.setup, workloads, state.made_at)
-            made = self.forecaster.forecast(s, consume=clock)
+            made = self.forecaster.forecast(s, consume=clock, budget_seconds=state.budget_seconds)
         finally:
             gc.enable()
         del s, clock, workloads

@@ -67,6 +67,9 @@ class ForecastInput:
     setup: Setup | None = None
     running: Sequence[RunningWorkload] = ()
     finished: Sequence[FinishedWorkload] = ()
+    # Wall seconds a forward run may take before it stops where it got to (None: no
+    # limit; docs/forecasting.md#when-the-run-is-cut).
+    budget_seconds: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -91,6 +91,7 @@ class Sync:
     quota: QuotaSnapshot = field(default_factory=QuotaSnapshot)
     setup: Setup | None = None  # None: as in the previous Sync
     finished: tuple[FinishedWorkload, ...] = ()  # not sent before, oldest first
+    budget_seconds: float | None = None  # for a forward run (ForecastInput's)
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +170,7 @@ class Replica:
             self.setup,
             tuple(self.running),
             sync.finished,
+            sync.budget_seconds,
         )
 
     def forecast(self, sync: Sync) -> Iterator[Results]:

@@ -77,6 +77,9 @@ class ForecastConfig:
     method: str = "rate"
     interval: float = 10.0  # seconds between the starts of two full refreshes
     refresh_timeout: float = 120.0  # a refresh not done by then: the worker is replaced
+    # A forward run stops where it got to after this share of `refresh_timeout`, so the
+    # refresh ends in time with what it found (docs/forecasting.md#when-the-run-is-cut).
+    run_share: float = 0.5
     step_budget: float = 0.003  # the longest stretch the service runs on the loop
 
     def __post_init__(self) -> None:
@@ -85,6 +88,8 @@ class ForecastConfig:
             raise ValueError(f"unknown forecast method {self.method!r} (known: {known})")
         if self.interval <= 0:
             raise ValueError("the forecast interval must be positive")
+        if not 0 < self.run_share <= 1:
+            raise ValueError("the forward run's share of the refresh timeout must be in (0, 1]")
 
 
 @dataclass(slots=True)
@@ -404,6 +409,7 @@ class ForecastService:
                 snapshot.quota,
                 setup,
                 finished,
+                self.config.refresh_timeout * self.config.run_share,
             )
         )
         self._record(box)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -13,6 +14,7 @@ from scheduler.core.clock import ManualClock
 from scheduler.core.cycle import run_cycle
 from scheduler.core.ingest import scheduler_config
 from scheduler.core.scheduler import Scheduler
+from scheduler.forecast import forward
 from scheduler.forecast.forecaster import Forecaster
 from scheduler.runtime.commands import ApplyObject, MarkSynced
 from scheduler.runtime.engine import Engine
@@ -281,3 +283,23 @@ async def test_parts_of_a_chunk_and_of_the_holders_add_up_in_the_worker() -> Non
     assert dict(ForwardMethod("walltime").forecast(state)) == dict(
         ForwardMethod("walltime").forecast(whole)
     )
+
+
+async def test_a_refresh_out_of_time_serves_what_its_run_found(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """docs/forecasting.md#when-the-run-is-cut: the Sync's budget reaches the forward run;
+    cut short, the worker yields bands for the workloads it saw start, none for the others
+    (the service then serves no estimate for them, not a horizon-long one)."""
+    jobs = [job("a", 4, limit=100)] + [job(f"w{i}", 4, limit=100) for i in range(3)]
+    s = core_with(*jobs)
+    snapshot = await published(s)
+    state = state_of(snapshot, s.now())
+    whole = dict(ForwardMethod("walltime").forecast(state))
+    assert set(whole) == {("team", f"w{i}") for i in range(3)}
+    ticks = iter(range(1_000_000))
+    monkeypatch.setattr(forward, "perf_counter", lambda: float(next(ticks)))
+    # Read at the start (0) and after the instants at 10 s (1) and 100 s (2): cut there.
+    cut = dict(ForwardMethod("walltime").forecast(replace(state, budget_seconds=1.5)))
+    assert set(cut) == {("team", "w0")}
+    assert cut[("team", "w0")] == whole[("team", "w0")]

@@ -205,6 +205,9 @@ def test_a_bad_configuration_is_refused() -> None:
         ForecastConfig(method="nope")
     with pytest.raises(ValueError, match="interval must be positive"):
         ForecastConfig(interval=0)
+    for share in (0.0, 1.5):
+        with pytest.raises(ValueError, match="share of the refresh timeout"):
+            ForecastConfig(run_share=share)
 
 
 def test_a_band_that_is_no_instant_is_not_served() -> None:
