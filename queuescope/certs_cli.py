@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from cryptography import x509
-from kubernetes_asyncio.config import ConfigException
 
 from queuescope.kubeclient import KubeClient
 from scheduler.kubeapi.errors import KubeError
@@ -282,6 +281,8 @@ Live = dict[str, dict[str, Any] | None]
 async def _read_live(kubeconfig: Path) -> tuple[Live, Live | str]:
     """The APIServices, and the webhook configurations (or why they could not be read:
     a user may read the one and not the other)."""
+    from kubernetes_asyncio.config import ConfigException  # noqa: PLC0415 (see kubeclient.py)
+
     kube = KubeClient(str(kubeconfig))
     try:
         try:

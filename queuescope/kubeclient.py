@@ -1,4 +1,8 @@
-"""The kubernetes-asyncio `ApiClient` of cluster mode, and how it re-reads its token.
+"""The API client of cluster mode, and how it re-reads its token.
+
+The common kubeconfigs and the in-cluster configuration are read without kubernetes-asyncio
+(`scheduler/kubeapi/credentials.py`: importing it costs about 35 MiB); the others go
+through its loaders, imported only then, as before.
 
 Bound ServiceAccount tokens rotate (about hourly in a pod); a client that read its
 token once fails with 401 after a while (docs/operations.md#troubleshooting). So the credentials are
@@ -15,10 +19,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+from typing import Any
 
-from kubernetes_asyncio import client, config
-
-from scheduler.kubeapi.client import KubeRest
+from scheduler.kubeapi.client import ApiCredentials, KubeRest
+from scheduler.kubeapi.credentials import Endpoint, PlainApi, from_kubeconfig, in_cluster
 from visibility_server.kube.delegated import KubeIdentity
 from visibility_server.kube.errors import SERVICE_ACCOUNT
 
@@ -34,8 +38,9 @@ class KubeClient:
     def __init__(self, kubeconfig: str | None, *, flag: str = "--kubeconfig") -> None:
         self.kubeconfig = kubeconfig
         self.flag = flag
-        self.configuration = client.Configuration()
-        self.api: client.ApiClient | None = None
+        # kubernetes-asyncio's `Configuration`, or the `Endpoint` read without it.
+        self.configuration: Any = None
+        self.api: ApiCredentials | None = None
         # The one REST client over `api`, for cluster mode and the visibility server.
         self.rest: KubeRest | None = None
         self._lock = asyncio.Lock()
@@ -47,31 +52,45 @@ class KubeClient:
             return f"the user of {self.flag} {self.kubeconfig}"
         return SERVICE_ACCOUNT
 
-    async def _load(self, target: client.Configuration) -> None:
+    async def _load(self) -> Any:
+        """The configuration: an `Endpoint` when `credentials` reads it, else
+        kubernetes-asyncio's `Configuration` filled by its loader."""
         if self.kubeconfig:
             if not os.path.isfile(self.kubeconfig):
                 # kubernetes-asyncio would only say "Expected key current-context".
                 raise FileNotFoundError(f"{self.flag} {self.kubeconfig}: no such file")
+            plain = from_kubeconfig(self.kubeconfig)
+            if plain is not None:
+                return plain
+            client, config = _kubernetes_asyncio()
+            target = client.Configuration()
             await config.load_kube_config(config_file=self.kubeconfig, client_configuration=target)
-        elif os.environ.get("KUBERNETES_SERVICE_HOST"):
-            config.load_incluster_config(client_configuration=target)  # type: ignore[no-untyped-call]
-        else:
-            raise ValueError(
-                "cluster mode needs --kubeconfig, or to run in a pod (in-cluster config)"
-            )
+            return target
+        if os.environ.get("KUBERNETES_SERVICE_HOST"):
+            plain = in_cluster(os.environ)
+            if plain is not None:
+                return plain
+            client, config = _kubernetes_asyncio()
+            target = client.Configuration()
+            config.load_incluster_config(client_configuration=target)
+            return target
+        raise ValueError("cluster mode needs --kubeconfig, or to run in a pod (in-cluster config)")
 
-    async def open(self) -> client.ApiClient:
-        await self._load(self.configuration)
-        self.api = client.ApiClient(configuration=self.configuration)
+    async def open(self) -> ApiCredentials:
+        self.configuration = await self._load()
+        if isinstance(self.configuration, Endpoint):
+            self.api = PlainApi(self.configuration)
+        else:
+            client, _ = _kubernetes_asyncio()
+            self.api = client.ApiClient(configuration=self.configuration)
         self.rest = KubeRest(self.api, refresh_credentials=self.refresh)
         return self.api
 
     async def refresh(self) -> None:
         """Re-read the credentials into the live configuration."""
         async with self._lock:
-            fresh = client.Configuration()
             try:
-                await self._load(fresh)
+                fresh = await self._load()
             except Exception as err:  # a transient read error keeps the old token
                 log.warning(
                     "event=credentials-reload-failed client=%s error=%s", self.identity, err
@@ -98,6 +117,14 @@ class KubeClient:
         if self.rest is None:
             raise RuntimeError("KubeClient.open() must run first")
         return KubeIdentity(self.rest, self.refresh, self.identity)
+
+
+def _kubernetes_asyncio() -> tuple[Any, Any]:
+    """kubernetes-asyncio's `client` and `config`, imported only for the kubeconfigs that
+    need its loaders (exec plugins, auth providers...)."""
+    from kubernetes_asyncio import client, config  # noqa: PLC0415 (35 MiB, seldom needed)
+
+    return client, config
 
 
 class ClusterClients:
@@ -131,7 +158,7 @@ class ClusterClients:
                 clients.append(kube)
         return clients
 
-    async def open(self) -> client.ApiClient:
+    async def open(self) -> ApiCredentials:
         """Open every client (closing those already open if one fails); the main API."""
         try:
             for kube in self.distinct:

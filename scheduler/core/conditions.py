@@ -41,15 +41,26 @@ class Conditions:
     def __init__(self, items: list[Condition] | None = None) -> None:
         # A tuple searched by type, not a dict: a workload carries a handful of
         # conditions at most and a pending one usually exactly one, kept in 56 bytes
-        # instead of a dict's 184 (docs/benchmarks.md, "Cluster-mode memory"). The
-        # tuple is replaced, never changed, when a condition comes or goes.
-        self._items: tuple[Condition, ...] = ()
+        # instead of a dict's 184, and a lone condition is kept without a tuple
+        # (docs/benchmarks.md, "Cluster-mode memory"). The tuple is replaced, never
+        # changed, when a condition comes or goes.
+        self._items: Condition | tuple[Condition, ...] = ()
         if items:
             # Like a dict built from them: the last of a type wins, in the first's place.
-            self._items = tuple({item.type: item for item in items}.values())
+            self._keep(tuple({item.type: item for item in items}.values()))
+
+    def _keep(self, items: tuple[Condition, ...]) -> None:
+        self._items = items[0] if len(items) == 1 else items
+
+    def _all(self) -> tuple[Condition, ...]:
+        items = self._items
+        return (items,) if isinstance(items, Condition) else items
 
     def get(self, type_: str) -> Condition | None:
-        for c in self._items:
+        items = self._items
+        if isinstance(items, Condition):
+            return items if items.type == type_ else None
+        for c in items:
             if c.type == type_:
                 return c
         return None
@@ -79,7 +90,7 @@ class Conditions:
         old = self.get(type_)
         if old is None:
             new = Condition(type_, status, reason, message, now, observed_generation)
-            self._items = (*self._items, new)
+            self._keep((*self._all(), new))
             return True
         changed = (old.status, old.reason, old.message, old.observed_generation) != (
             status,
@@ -94,16 +105,16 @@ class Conditions:
         return changed
 
     def remove(self, type_: str) -> bool:
-        kept = tuple(c for c in self._items if c.type != type_)
-        removed = len(kept) != len(self._items)
-        self._items = kept
-        return removed
+        every = self._all()
+        kept = tuple(c for c in every if c.type != type_)
+        self._keep(kept)
+        return len(kept) != len(every)
 
     def __iter__(self) -> Iterator[Condition]:
-        return iter(self._items)
+        return iter(self._all())
 
     def items(self) -> list[Condition]:
-        return list(self._items)
+        return list(self._all())
 
     def copy(self) -> Conditions:
         return Conditions(
@@ -116,6 +127,6 @@ class Conditions:
                     c.last_transition,
                     c.observed_generation,
                 )
-                for c in self._items
+                for c in self._all()
             ]
         )

@@ -1,4 +1,5 @@
-"""The one REST client of kube-apiserver, configured by a kubernetes-asyncio `ApiClient`.
+"""The one REST client of kube-apiserver, configured by a kubernetes-asyncio `ApiClient`
+(or by `credentials.PlainApi`, which gives the same for the common kubeconfigs).
 
 kubernetes-asyncio's generated methods deserialize into its own model classes and its
 `Watch` helper hides the 410 and bookmark details we need. Its generic `call_api` is
@@ -24,11 +25,10 @@ import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from http import HTTPStatus
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import aiohttp
 import orjson
-from kubernetes_asyncio.client import ApiClient
 
 from scheduler.kubeapi.errors import Json, KubeError
 
@@ -40,6 +40,20 @@ MERGE_PATCH: Final = "application/merge-patch+json"
 Query = Mapping[str, str] | Sequence[tuple[str, str]]
 # "Re-read your token now": awaited after a 401 before the one retry.
 CredentialRefresher = Callable[[], Awaitable[None]]
+
+
+class ApiCredentials(Protocol):
+    """What is read of a kubernetes-asyncio `ApiClient`: its `configuration` (`host`,
+    `ssl_ca_cert`, `cert_file`, `key_file`, `verify_ssl`, `tls_server_name`) and the
+    auth header it adds. Importing kubernetes-asyncio is left to whoever makes one."""
+
+    configuration: Any
+
+    async def update_params_for_auth(
+        self, headers: dict[str, Any], queries: list[Any], auth_settings: list[str]
+    ) -> None: ...
+
+    async def close(self) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +124,7 @@ class KubeRest:
 
     def __init__(
         self,
-        api: ApiClient,
+        api: ApiCredentials,
         *,
         refresh_credentials: CredentialRefresher | None = None,
         timeout: float = DEFAULT_TIMEOUT,
@@ -269,6 +283,7 @@ def _describe(err: BaseException) -> str:
 
 __all__ = [
     "DEFAULT_TIMEOUT",
+    "ApiCredentials",
     "Call",
     "CredentialRefresher",
     "KubeRest",

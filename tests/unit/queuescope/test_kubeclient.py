@@ -4,11 +4,15 @@ credential re-read (bound tokens rotate)."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from queuescope.kubeclient import ClusterClients, KubeClient
+from scheduler.kubeapi.credentials import Endpoint
 from tests.unit.queuescope.support import kubeconfig
 
 
@@ -86,3 +90,35 @@ async def test_a_client_that_cannot_open_closes_the_others(tmp_path: Path) -> No
 def test_an_unopened_client_has_no_identity_to_give() -> None:
     with pytest.raises(RuntimeError, match="open"):
         KubeClient("/etc/main").as_identity()
+
+
+async def test_a_kubeconfig_the_plain_reader_leaves_goes_through_kubernetes_asyncio(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "basic"
+    path.write_text(
+        json.dumps(
+            {
+                "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:1"}}],
+                "users": [{"name": "u", "user": {"username": "a", "password": "b"}}],
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "c",
+            }
+        )
+    )
+    kube = KubeClient(str(path))
+    await kube.open()
+    try:
+        assert not isinstance(kube.configuration, Endpoint)
+        assert bearer(kube) == "Basic YTpi"  # base64 of "a:b"
+    finally:
+        await kube.close()
+
+
+def test_serving_does_not_import_kubernetes_asyncio() -> None:
+    """It costs about 35 MiB of every server's memory (docs/benchmarks.md, sixth round)."""
+    code = (
+        "import sys, queuescope.cli, queuescope.serve, queuescope.serve_cluster;"
+        "sys.exit('kubernetes_asyncio' in sys.modules)"
+    )
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
