@@ -27,9 +27,10 @@ the actual wait fell outside the band served for it: each miss widens the next b
 each hit narrows them a little, so the misses of a shift (errors larger than the
 window has seen) are made up for within it rather than once the window has refilled.
 The band's tails are the quantiles at alpha / 2 and 1 - alpha / 2; `alpha` is kept
-within [0, TARGET_MISS]: at 0 the band spans the widest errors the windows (and the
-prior) hold, and it is never narrower than the windows' own 90% band. The feedback is
-delayed: a forecast counts when its workload starts, not when it is made.
+within [ALPHA_FLOOR, TARGET_MISS]: at 0 and below the band spans the widest errors the
+windows (and the prior) hold, and the misses made there are a debt repaid by later hits
+before the band narrows; it is never narrower than the windows' own 90% band. The
+feedback is delayed: a forecast counts when its workload starts, not when it is made.
 
 The state is plain dataclasses of lists and numbers: the serving worker keeps it
 between refreshes, the simulator between instants.
@@ -58,6 +59,13 @@ LOW_Q, MID_Q, HIGH_Q = 0.05, 0.5, 0.95
 # started forecast.
 TARGET_MISS = LOW_Q + (1.0 - HIGH_Q)
 GAMMA = 0.005
+# The lowest level: below 0 the band stays the widest the windows give, and the misses
+# made there are a debt that hits repay (GAMMA * TARGET_MISS each) before the band
+# narrows, as adaptive conformal inference's update prescribes. The debt is bounded by
+# what WINDOW hits repay: by then every error in the windows is one made after the
+# misses, and a debt older than the windows' errors would widen bands for errors that
+# no longer describe the queue (docs/forecasting.md#calibration).
+ALPHA_FLOOR = -WINDOW * GAMMA * TARGET_MISS
 # Upper bounds (seconds) of the raw waits that share a magnitude window: a forward run
 # that says ten minutes and one that says a day are wrong by different factors. A
 # magnitude window is used once it holds MIN_OBSERVATIONS errors; until then, the
@@ -98,9 +106,9 @@ class Miscoverage:
 
     def update(self, missed: bool) -> None:
         step = GAMMA * (TARGET_MISS - (1.0 if missed else 0.0))
-        # The floor: the widest band the windows give; the ceiling: their own 90% band
-        # (docs/forecasting.md#calibration says how both were chosen).
-        self.alpha = min(TARGET_MISS, max(0.0, self.alpha + step))
+        # The ceiling: the windows' own 90% band, never narrower; the floor: a bounded
+        # debt of misses (ALPHA_FLOOR; docs/forecasting.md#calibration says why).
+        self.alpha = min(TARGET_MISS, max(ALPHA_FLOOR, self.alpha + step))
 
     @property
     def low_q(self) -> float:

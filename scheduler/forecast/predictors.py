@@ -19,9 +19,15 @@ from scheduler.forecast.records import FORECAST, WALLTIME
 
 # Without a request and without history, a workload is assumed to run this long.
 DEFAULT_RUNTIME_SECONDS = 3600.0
-# How many finished workloads that ran longer than a running one has run make its
-# conditional prediction (HistoryPredictor._survivors); with fewer, the user's estimate.
+# How many finished workloads of its LocalQueue (or of everyone) that ran longer than a
+# running one has run make its conditional prediction (HistoryPredictor._survivors);
+# with fewer, the user's estimate.
 MIN_SURVIVORS = 5
+# The runs of a template remembered for the conditional prediction of a running
+# workload of that template: one of them that ran longer is enough, since the runs of
+# one job script are alike (docs/forecasting.md#runtime-predictors says how 10 and 1
+# were chosen).
+TEMPLATE_RUNS = 10
 # The label that names a workload's user; without it the namespace stands for the user.
 USER_LABEL = "user"
 # Templates (user, request, shape) remembered by HistoryPredictor; the least recently
@@ -106,6 +112,8 @@ class HistoryPredictor:
     same request and the same shape (pods and per-pod requests), which are most often
     runs of the same job (the templates of Gibbons 1997 and of Smith, Foster and
     Taylor 1998); the user's last two of any template when it has none.
+    A running workload is predicted from the runs that lasted longer than it has run
+    so far: the last TEMPLATE_RUNS of its template first, then its LocalQueue's.
     A user with no history gets the median of its LocalQueue's recent ratios (or
     runtimes), then of everyone's, then the request (or DEFAULT_RUNTIME_SECONDS).
     Capped by what is left of the request."""
@@ -114,6 +122,8 @@ class HistoryPredictor:
     per_queue: int = 50
     method: str = FORECAST
     _users: dict[str, _Recent] = field(default_factory=dict)
+    # The last TEMPLATE_RUNS of each template; a pending workload reads the last
+    # `per_user` of them.
     _templates: dict[tuple[str, float | None, Shape], _Recent] = field(default_factory=dict)
     _queues: dict[str, _Recent] = field(default_factory=dict)
     _everyone: _Recent = field(default_factory=lambda: _Recent(200))
@@ -134,9 +144,9 @@ class HistoryPredictor:
             if mine is None:
                 continue
             if request is not None and mine.ratios:
-                return request * sum(mine.ratios) / len(mine.ratios)
+                return request * _mean_of_last(mine.ratios, self.per_user)
             if mine.runtimes:
-                return sum(mine.runtimes) / len(mine.runtimes)
+                return _mean_of_last(mine.runtimes, self.per_user)
         for recent in (self._queues.get(facts.local_queue), self._everyone):
             if recent is None:
                 continue
@@ -149,12 +159,17 @@ class HistoryPredictor:
         return DEFAULT_RUNTIME_SECONDS
 
     def _survivors(self, facts: JobFacts, elapsed: float) -> float | None:
-        """The median total runtime of the finished workloads of its LocalQueue (then of
-        everyone's) that ran longer than `elapsed`: a workload that has run that long is
-        one of those. Runtimes are taken as shares of this request when it has one.
-        None with fewer than MIN_SURVIVORS of them."""
+        """The median total runtime of the last runs of its template that ran longer
+        than `elapsed` (at least one), else of the finished workloads of its LocalQueue
+        (then of everyone's) that did (at least MIN_SURVIVORS): a workload that has run
+        that long is one of those. Runtimes are taken as shares of this request when it
+        has one. None without enough of them."""
         request = facts.request_seconds
-        for recent in (self._queues.get(facts.local_queue), self._everyone):
+        for recent, enough in (
+            (self._templates.get(_template(facts)), 1),
+            (self._queues.get(facts.local_queue), MIN_SURVIVORS),
+            (self._everyone, MIN_SURVIVORS),
+        ):
             if recent is None:
                 continue
             totals = (
@@ -163,7 +178,7 @@ class HistoryPredictor:
                 else list(recent.runtimes)
             )
             longer = [x for x in totals if x > elapsed]
-            if len(longer) >= MIN_SURVIVORS:
+            if len(longer) >= enough:
                 return _median(longer)
         return None
 
@@ -171,7 +186,7 @@ class HistoryPredictor:
         request = facts.request_seconds
         ratio = min(1.0, runtime / request) if request else None
         template = _template(facts)
-        mine = self._templates.pop(template, None) or _Recent(self.per_user)
+        mine = self._templates.pop(template, None) or _Recent(TEMPLATE_RUNS)
         self._templates[template] = mine  # the most recently used last
         if len(self._templates) > MAX_TEMPLATES:
             del self._templates[next(iter(self._templates))]
@@ -204,6 +219,11 @@ class _Recent:
         self.runtimes.append(runtime)
         if ratio is not None:
             self.ratios.append(ratio)
+
+
+def _mean_of_last(values: deque[float], count: int) -> float:
+    last = list(values)[-count:]
+    return sum(last) / len(last)
 
 
 def _median(values: Iterable[float]) -> float:

@@ -9,6 +9,7 @@ import random
 import pytest
 
 from scheduler.forecast.calibration import (
+    ALPHA_FLOOR,
     GAMMA,
     HIGH_Q,
     LOW_Q,
@@ -180,24 +181,31 @@ def test_a_miss_widens_the_next_bands_and_a_hit_narrows_them_back() -> None:
     assert c.band("cq", RAW) == DepthBands(c, "cq", 0, LOW_Q, HIGH_Q).band(RAW)
 
 
-def test_the_level_clamps_to_the_widest_band() -> None:
+def test_the_band_stops_at_the_widest_and_misses_there_are_a_bounded_debt() -> None:
     c = Calibration()
     errors = [i / 100 - 0.5 for i in range(101)]  # -0.5 .. 0.5
     for e in errors:
         c.record("cq", RAW, actual_of(e))
     nominal = c.band("cq", RAW)
     far = StartBand(p50=0.0, low=0.0, high=0.0)
-    for _ in range(round(2 / GAMMA)):  # misses enough to take alpha far below zero
+    for _ in range(round(2 / GAMMA)):  # misses enough to take alpha below the floor
         c.record("other", RAW, 1e9, served=far)
         c.level("cq").update(missed=True)
-    assert c.level("other").alpha == c.level("cq").alpha == 0.0
+    assert pytest.approx(-0.5) == ALPHA_FLOOR  # repaid by WINDOW hits of GAMMA * TARGET_MISS
+    assert c.level("other").alpha == c.level("cq").alpha == ALPHA_FLOOR
     widest = c.band("cq", RAW)  # the window's extremes, no further
     assert widest.low == pytest.approx(actual_of(-0.5))
     assert widest.high == pytest.approx(actual_of(0.5))
     assert widest.low < nominal.low and widest.high > nominal.high
-    # One hit from the floor narrows the band at once: no debt of misses to repay.
+    # The debt: hits repay it before the band narrows; WINDOW of them repay it all.
+    for _ in range(WINDOW - 1):
+        c.level("cq").update(missed=False)
+    assert c.level("cq").alpha < 0
+    assert c.band("cq", RAW) == widest
     c.level("cq").update(missed=False)
-    assert c.level("cq").alpha == pytest.approx(GAMMA * TARGET_MISS)
+    assert c.level("cq").alpha == pytest.approx(0.0, abs=1e-9)
+    c.level("cq").update(missed=False)
+    assert c.band("cq", RAW).high < widest.high
 
 
 def test_coverage_adapts_when_the_errors_scale_shifts() -> None:

@@ -99,3 +99,33 @@ def test_a_running_job_gets_the_median_of_the_finished_ones_that_ran_longer() ->
     # never past what is left of its request
     capped = JobFacts(user="u", local_queue="ns/lq", limit_seconds=400.0, request_seconds=1000.0)
     assert p.predict(capped, 100) == pytest.approx(400.0)
+
+
+def test_a_running_job_gets_the_median_of_its_templates_runs_that_ran_longer() -> None:
+    """docs/forecasting.md#runtime-predictors: the runs of its own job script first."""
+    p = HistoryPredictor()
+    for share in (0.01, 0.02, 0.05, 0.3, 0.4, 0.5, 0.6, 0.8):
+        p.observe(_facts("a", 1000.0, "ns/lq"), 1000.0 * share)
+    for runtime in (100.0, 700.0, 900.0):
+        p.observe(_shaped(1000.0, 4), runtime)
+    running = _shaped(1000.0, 4)
+    # not started: the template's last two (70% and 90%)
+    assert p.predict(running, 0) == pytest.approx(800.0)
+    # has run 50 s: of its template's runs, all three ran longer: their median
+    assert p.predict(running, 50) == pytest.approx(700.0)
+    # has run 800 s: one run of its template lasted longer; one is enough
+    assert p.predict(running, 800) == pytest.approx(900.0)
+    # has run 950 s: none did; the LocalQueue's are too few: beyond, within its request
+    assert p.predict(running, 950) == pytest.approx(1000.0)
+    # another template of the same queue: the queue's runs that lasted longer than 100 s
+    # (300, 400, 500, 600, 700, 800, 900: 600)
+    assert p.predict(_shaped(1000.0, 2), 100) == pytest.approx(600.0)
+
+
+def test_a_template_remembers_its_last_ten_runs() -> None:
+    p = HistoryPredictor()
+    p.observe(_shaped(1000.0, 4), 990.0)
+    for _ in range(predictors.TEMPLATE_RUNS):
+        p.observe(_shaped(1000.0, 4), 100.0)
+    # the 990 s run is forgotten: none of the last ten ran longer than 200 s
+    assert p.predict(_shaped(1000.0, 4), 200) == pytest.approx(360.0)  # 1.5 x 200 + 60
