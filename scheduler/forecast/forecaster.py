@@ -16,7 +16,7 @@ only the past gets forecasts that depend only on the past.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 from scheduler.core.clock import MICROS_PER_SECOND, Instant, ManualClock
@@ -79,12 +79,12 @@ class Forecaster:
         targets: Collection[str] | None = None,
         *,
         consume: ManualClock | None = None,
-        budget_seconds: float | None = None,
+        out_of_time: Callable[[], bool] | None = None,
     ) -> dict[str, WaitForecast]:
         """Forecasts for `targets` (default: every pending workload) that are pending
         in a ClusterQueue; `s` is not changed, unless `consume` is given: then `s` is a
         throwaway state on that clock and is run forward itself (no copy). A forward
-        run cut by `budget_seconds` leaves out the targets it had not seen start
+        run cut by `out_of_time` leaves out the targets it had not seen start
         (docs/forecasting.md#when-the-run-is-cut)."""
         wanted = pending_keys(s) if targets is None else sorted(targets)
         queued = {k: cq for k in wanted if (cq := s.queues.locate(k)) is not None}
@@ -105,7 +105,7 @@ class Forecaster:
                 list(queued),
                 horizon_seconds=self.horizon_seconds,
                 clock=consume,
-                budget_seconds=budget_seconds,
+                out_of_time=out_of_time,
             )
             raw = run.waits
             if run.cut:

@@ -10,9 +10,8 @@ once every target is admitted, at the horizon, or when nothing is left to happen
 from __future__ import annotations
 
 import heapq
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
-from time import perf_counter
 
 from scheduler.core.clock import MICROS_PER_SECOND, Instant, ManualClock
 from scheduler.core.cycle import run_cycle
@@ -60,19 +59,18 @@ def forward_run(  # noqa: PLR0913 - keyword-only options of one run
     horizon_seconds: float = DEFAULT_HORIZON_SECONDS,
     clock: ManualClock | None = None,
     shortcut: bool = True,
-    budget_seconds: float | None = None,
+    out_of_time: Callable[[], bool] | None = None,
 ) -> ForwardResult:
     """Run a private copy of `s` forward from its clock's instant; `s` is not changed.
 
     With `clock` (the ManualClock `s` runs on), `s` is the caller's own throwaway state
     (the forecast worker builds one per refresh): it is run forward itself, not copied.
     `shortcut=False` runs every cycle :class:`Hopeless` would skip (tests compare both).
-    `budget_seconds` (wall time, None: none) stops the run between two instants once
-    spent (`cut`); the serving worker sets it so a refresh ends in time
+    `out_of_time` (None: never) is asked between two instants; once it says so the run
+    stops there (`cut`). The serving worker gives one so a refresh ends in time
     (docs/forecasting.md#when-the-run-is-cut). The simulator sets none: its answers must
     not depend on the machine's speed.
     """
-    deadline = None if budget_seconds is None else perf_counter() + budget_seconds
     now = s.now()
     copy, clock = (s, clock) if clock is not None else fork(s, now)
     copy.follow_changes()
@@ -107,7 +105,7 @@ def forward_run(  # noqa: PLR0913 - keyword-only options of one run
         upcoming = [t for t in (run.next_finish(), run.next_deadline()) if t is not None]
         if not upcoming or min(upcoming) > horizon:
             break
-        if deadline is not None and perf_counter() >= deadline:
+        if out_of_time is not None and out_of_time():
             result.cut = True
             break
         clock.set(max(clock.now(), min(upcoming)))

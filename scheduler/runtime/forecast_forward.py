@@ -15,7 +15,8 @@ forecasts (`observe`), per ClusterQueue.
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from types import MappingProxyType
 
 from scheduler.core.conditions import Conditions
@@ -76,6 +77,14 @@ def running_workload(running: RunningWorkload) -> WorkloadState:
     return wl
 
 
+def _out_of_time(budget_seconds: float | None) -> Callable[[], bool] | None:
+    """Whether the run's wall-time budget, counted from now, is spent (None: no budget)."""
+    if budget_seconds is None:
+        return None
+    deadline = time.perf_counter() + budget_seconds
+    return lambda: time.perf_counter() >= deadline
+
+
 class ForwardMethod:
     """`forecast` (learned runtimes) or `walltime` (runtimes = the requested limit)."""
 
@@ -104,7 +113,9 @@ class ForwardMethod:
         gc.disable()
         try:
             s, clock = assemble(state.setup, workloads, state.made_at)
-            made = self.forecaster.forecast(s, consume=clock, budget_seconds=state.budget_seconds)
+            made = self.forecaster.forecast(
+                s, consume=clock, out_of_time=_out_of_time(state.budget_seconds)
+            )
         finally:
             gc.enable()
         del s, clock, workloads

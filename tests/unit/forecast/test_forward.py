@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import copy
 import pickle
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-
-import pytest
 
 from scheduler.core.changes import Changes
 from scheduler.core.clock import MICROS_PER_SECOND, Instant, instant_from_datetime
 from scheduler.core.scheduler import Scheduler
 from scheduler.core.status import workload_status
-from scheduler.forecast import forward
 from scheduler.forecast.forecaster import Forecaster
 from scheduler.forecast.fork import fork
 from scheduler.forecast.forward import forward_run, pending_keys
@@ -132,23 +129,25 @@ def test_the_learned_state_survives_a_round_trip() -> None:
     assert again.rates == forecaster.rates
 
 
-def test_a_run_out_of_budget_stops_where_it_got_to(monkeypatch: pytest.MonkeyPatch) -> None:
-    """docs/forecasting.md#when-the-run-is-cut: once its time is spent, the run keeps the
-    starts it saw and says it was cut; a target it had not seen start gets no forecast
-    rather than a horizon-long one. Each reading of the clock here is one second later."""
+def test_a_run_out_of_time_stops_where_it_got_to() -> None:
+    """docs/forecasting.md#when-the-run-is-cut: once out of time, the run keeps the starts
+    it saw and says it was cut; a target it had not seen start gets no forecast rather
+    than a horizon-long one."""
     jobs = [Job(f"w{i}", i, 2, runtime=None, limit=100) for i in range(8)]
     s = state_at(4, jobs, 7)
     whole = forward_run(s, WalltimePredictor(), pending_keys(s))
     assert not whole.cut and len(whole.waits) == 6
-    ticks = iter(range(1_000_000))
-    monkeypatch.setattr(forward, "perf_counter", lambda: float(next(ticks)))
-    # Read at the start (0) and after the instants at 7 s (1), 100 s (2) and 101 s (3).
-    cut = forward_run(s, WalltimePredictor(), pending_keys(s), budget_seconds=2.5)
+
+    def after(asked: int) -> Callable[[], bool]:
+        """Out of time at the `asked`-th question."""
+        count = iter(range(1, 1_000_000))
+        return lambda: next(count) >= asked
+
+    # Asked after the instants at 7 s (1), 100 s (2) and 101 s (3).
+    cut = forward_run(s, WalltimePredictor(), pending_keys(s), out_of_time=after(3))
     assert cut.cut
     assert cut.waits == {k: w for k, w in whole.waits.items() if w <= 101 - 7}
     assert sorted(cut.waits) == ["ns/w2", "ns/w3"]
-    ticks = iter(range(1_000_000))
-    forecasts = Forecaster("walltime").forecast(s, budget_seconds=2.5)
+    forecasts = Forecaster("walltime").forecast(s, out_of_time=after(3))
     assert {k: f.raw_seconds for k, f in forecasts.items()} == cut.waits
-    ticks = iter(range(1_000_000))
-    assert forward_run(s, WalltimePredictor(), pending_keys(s), budget_seconds=0.5).waits == {}
+    assert forward_run(s, WalltimePredictor(), pending_keys(s), out_of_time=after(1)).waits == {}

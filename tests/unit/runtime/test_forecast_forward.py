@@ -14,8 +14,8 @@ from scheduler.core.clock import ManualClock
 from scheduler.core.cycle import run_cycle
 from scheduler.core.ingest import scheduler_config
 from scheduler.core.scheduler import Scheduler
-from scheduler.forecast import forward
 from scheduler.forecast.forecaster import Forecaster
+from scheduler.runtime import forecast_forward
 from scheduler.runtime.commands import ApplyObject, MarkSynced
 from scheduler.runtime.engine import Engine
 from scheduler.runtime.estimates import MICROS
@@ -298,8 +298,8 @@ async def test_a_refresh_out_of_time_serves_what_its_run_found(
     whole = dict(ForwardMethod("walltime").forecast(state))
     assert set(whole) == {("team", f"w{i}") for i in range(3)}
     ticks = iter(range(1_000_000))
-    monkeypatch.setattr(forward, "perf_counter", lambda: float(next(ticks)))
-    # Read at the start (0) and after the instants at 10 s (1) and 100 s (2): cut there.
+    monkeypatch.setattr(forecast_forward.time, "perf_counter", lambda: float(next(ticks)))
+    # Read when the budget is set (0), after the instants at 10 s (1) and 100 s (2): cut.
     cut = dict(ForwardMethod("walltime").forecast(replace(state, budget_seconds=1.5)))
     assert set(cut) == {("team", "w0")}
     assert cut[("team", "w0")] == whole[("team", "w0")]
