@@ -51,36 +51,46 @@ class Shape:
     # 1 minute to 2 hours (the forecaster's hard case, docs/forecasting.md#cost)
     sizes: str = "uniform"
     preemption: str = "LowerPriority"  # the ClusterQueue's withinClusterQueue policy
+    # > 1: that many ClusterQueues in one Cohort, `cpu_quota` shared evenly among them
+    # and the namespaces' LocalQueues spread over them in turn (forecast serving's
+    # Cohort case, docs/forecasting.md#which-method-by-default)
+    cohort_queues: int = 1
 
     def namespace(self, i: int) -> str:
         return f"team-{i:02d}"
 
+    def cluster_queues(self) -> list[str]:
+        if self.cohort_queues <= 1:
+            return [CLUSTER_QUEUE]
+        return [f"{CLUSTER_QUEUE}-{k}" for k in range(self.cohort_queues)]
+
+
+def _cluster_queue(shape: Shape, name: str, quota: str) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "namespaceSelector": {},
+        "queueingStrategy": shape.strategy,
+        "preemption": {"withinClusterQueue": shape.preemption},
+        "resourceGroups": [
+            {
+                "coveredResources": ["cpu"],
+                "flavors": [
+                    {"name": "default", "resources": [{"name": "cpu", "nominalQuota": quota}]}
+                ],
+            }
+        ],
+    }
+    if shape.cohort_queues > 1:
+        spec = {"cohort": "pool", **spec}
+    return {"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec}
+
 
 def cluster_manifests(shape: Shape) -> str:
     """The cluster as one multi-document YAML text."""
+    names = shape.cluster_queues()
+    quota = str(int(shape.cpu_quota) // len(names)) if len(names) > 1 else shape.cpu_quota
     docs: list[dict[str, Any]] = [
         {"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": "default"}},
-        {
-            "apiVersion": KUEUE,
-            "kind": "ClusterQueue",
-            "metadata": {"name": CLUSTER_QUEUE},
-            "spec": {
-                "namespaceSelector": {},
-                "queueingStrategy": shape.strategy,
-                "preemption": {"withinClusterQueue": shape.preemption},
-                "resourceGroups": [
-                    {
-                        "coveredResources": ["cpu"],
-                        "flavors": [
-                            {
-                                "name": "default",
-                                "resources": [{"name": "cpu", "nominalQuota": shape.cpu_quota}],
-                            }
-                        ],
-                    }
-                ],
-            },
-        },
+        *(_cluster_queue(shape, name, quota) for name in names),
     ]
     for i in range(shape.namespaces):
         ns = shape.namespace(i)
@@ -90,7 +100,7 @@ def cluster_manifests(shape: Shape) -> str:
                 "apiVersion": KUEUE,
                 "kind": "LocalQueue",
                 "metadata": {"name": LOCAL_QUEUE, "namespace": ns},
-                "spec": {"clusterQueue": CLUSTER_QUEUE},
+                "spec": {"clusterQueue": names[i % len(names)]},
             }
         )
     return yaml.safe_dump_all(docs, sort_keys=False)

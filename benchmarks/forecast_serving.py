@@ -36,7 +36,7 @@ from typing import Any
 
 import yaml
 
-from benchmarks.feed import CLUSTER_QUEUE, Shape, cluster_manifests, feed
+from benchmarks.feed import Shape, cluster_manifests, feed
 from scheduler.api import decode_object
 from scheduler.core.ingest import apply_object, scheduler_config
 from scheduler.core.scheduler import Scheduler
@@ -122,7 +122,9 @@ def _rss_bytes(pid: str = "self") -> int:
     return 0
 
 
-async def measure(pending: int, refreshes: int, method: str, shape: Shape) -> dict[str, Any]:
+async def measure(
+    pending: int, refreshes: int, method: str, shape: Shape, run_seconds: float
+) -> dict[str, Any]:
     s = Scheduler(SystemClock(), scheduler_config(None))
     for doc in yaml.safe_load_all(cluster_manifests(shape)):
         apply_object(s, decode_object(doc))
@@ -130,12 +132,14 @@ async def measure(pending: int, refreshes: int, method: str, shape: Shape) -> di
     engine = Engine(s, publish_interval=0.2, gc_pacer=GcPacer())
     # 600 admissions over the last ten minutes: a rate for every position.
     now = s.now()
-    for i in range(600):
-        engine.rates.observe(CLUSTER_QUEUE, now - (600 - i) * 1_000_000)
+    names = shape.cluster_queues()
+    for name in names:
+        for i in range(600):
+            engine.rates.observe(name, now - (600 - i) * 1_000_000)
     engine.submit(MarkSynced())
     engine_task = asyncio.create_task(engine.run())
     admitted = int(shape.cpu_quota)
-    while len(engine.snapshot().views.get(CLUSTER_QUEUE, ())) < pending - admitted:
+    while sum(len(engine.snapshot().views.get(n, ())) for n in names) < pending - admitted:
         await asyncio.sleep(0.1)
     rss_before = _rss_bytes()
     # The loop's lag without forecasts, over as long as the measured refreshes take.
@@ -147,7 +151,9 @@ async def measure(pending: int, refreshes: int, method: str, shape: Shape) -> di
     baseline_task.cancel()
     await asyncio.gather(baseline_task, return_exceptions=True)
 
-    config = ForecastConfig(method=method, interval=1.0, refresh_timeout=600.0)
+    config = ForecastConfig(
+        method=method, interval=1.0, refresh_timeout=600.0, run_seconds=run_seconds
+    )
     service = ForecastService(engine.snapshot, s.now, config)
     lag = _Lags()
     collections = _Collections()
@@ -168,6 +174,7 @@ async def measure(pending: int, refreshes: int, method: str, shape: Shape) -> di
                     {
                         "refresh": seen,
                         "served": service.stats.last_served,
+                        "fallback": service.stats.last_fallback,
                         "refresh_s": round(service.stats.last_refresh_seconds, 3),
                         "worker_s": round(service.stats.last_worker_seconds, 3),
                         "worker_cpu_s": round(service.stats.last_worker_cpu_seconds, 3),
@@ -193,6 +200,8 @@ async def measure(pending: int, refreshes: int, method: str, shape: Shape) -> di
         "strategy": shape.strategy,
         "sizes": shape.sizes,
         "preemption": shape.preemption,
+        "cohort_queues": shape.cohort_queues,
+        "run_seconds": run_seconds,
         "pending": pending,
         "refreshes": rows,
         "loop_lag_without_forecasts": baseline.figures(),
@@ -228,6 +237,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="one cpu each, or 1 to 8 cpu with limits of 1 minute to 2 hours",
     )
     p.add_argument("--preemption", choices=("LowerPriority", "Never"), default="LowerPriority")
+    p.add_argument(
+        "--cohort-queues",
+        type=int,
+        default=1,
+        help="that many ClusterQueues in one Cohort, sharing the cpu quota evenly",
+    )
+    p.add_argument(
+        "--run-seconds",
+        type=float,
+        default=ForecastConfig().run_seconds,
+        help="the forward run's budget (ForecastConfig.run_seconds)",
+    )
     args = p.parse_args(argv)
     quota = (
         args.cpu_quota if args.cpu_quota is not None else ("0" if args.method == "rate" else "100")
@@ -239,8 +260,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         strategy=args.strategy,
         sizes=args.sizes,
         preemption=args.preemption,
+        cohort_queues=args.cohort_queues,
     )
-    result = asyncio.run(measure(args.pending, args.refreshes, args.method, shape))
+    result = asyncio.run(
+        measure(args.pending, args.refreshes, args.method, shape, args.run_seconds)
+    )
     result["seconds"] = round(time.perf_counter() - started, 1)
     json.dump(result, sys.stdout, indent=2)
     print()

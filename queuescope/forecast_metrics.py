@@ -105,6 +105,11 @@ class ForecastCollector(Collector):
                 float(stats.last_served),
             ),
             (
+                "queuescope_forecast_fallback_workloads",
+                "Of those, the ones given the rate estimate because the method did not reach them.",
+                float(stats.last_fallback),
+            ),
+            (
                 "queuescope_forecast_loop_step_cpu_max_seconds",
                 "The most CPU one stretch of the forecast service used on the event loop.",
                 stats.max_step_cpu_seconds,

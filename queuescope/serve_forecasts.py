@@ -15,10 +15,10 @@ from scheduler.runtime.forecast_method import METHODS
 from scheduler.runtime.forecasts import ForecastConfig, ForecastService
 
 OFF = "none"
-# Not `forecast`: its refresh grows with the square of the depth of a BestEffortFIFO queue
-# of mixed sizes (Kueue's default strategy), so 100k pending would never refresh in time
+# `forecast`: its run is cut after `ForecastConfig.run_seconds`, so a refresh stays
+# within about 30 s, and what it did not reach gets the `rate` band
 # (docs/forecasting.md#which-method-by-default).
-DEFAULT_METHOD = "rate"
+DEFAULT_METHOD = ForecastConfig().method
 
 
 def add_forecast_flags(p: argparse.ArgumentParser) -> None:

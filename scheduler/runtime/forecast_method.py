@@ -5,10 +5,11 @@ A method runs in the forecast worker (`forecast_worker.py`), a separate process,
 :class:`ForecastInput`: the pending order of every ClusterQueue as the published
 snapshot it was made from shows it, with each ClusterQueue's admission rate and the
 quota tree. It returns, for the pending workloads it can say something about, a
-:class:`Band` of start times in seconds after `made_at`. Workloads it leaves out get no
-estimate. After a workload has started, the worker hands the method what was forecast
-for it and when it really started (:meth:`ForecastMethod.observe`), so a method can
-calibrate itself on its own errors.
+:class:`Band` of start times in seconds after `made_at`. The worker gives the workloads
+it leaves out the `rate` estimate where there is one (`FALLBACK_METHOD`). After a
+workload has started, the worker hands the method what was forecast for it and when it
+really started (:meth:`ForecastMethod.observe`), so a method can calibrate itself on its
+own errors.
 
 A method is named by a string (`--forecast-method`) and made in the worker by
 :func:`make_method`, so the worker can be spawned without pickling one.
@@ -20,7 +21,7 @@ import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Protocol
+from typing import Final, Protocol
 
 from scheduler.forecast.fork import Setup
 from scheduler.runtime.estimates import AdmissionVelocity
@@ -32,6 +33,11 @@ from scheduler.runtime.workload_records import (
     WorkloadFacts,
     WorkloadKey,
 )
+
+RATE: Final = "rate"
+# What the worker serves for a workload the method said nothing about: a forward run cut
+# by its budget, or one before the first configuration (docs/forecasting.md#fallback).
+FALLBACK_METHOD: Final = RATE
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,24 +105,34 @@ class ForecastMethod(Protocol):
         ...
 
 
-class RateMethod:
+def rate_bands(
+    state: ForecastInput, wanted: Callable[[WorkloadKey], bool] | None = None
+) -> Iterator[tuple[WorkloadKey, Band]]:
     """Today's estimate (docs/dashboard.md#estimated-wait): position over the decayed
-    admission rate of the ClusterQueue, with a log-normal 90% band. Its median is the
-    band's geometric middle. A ClusterQueue with too few recent admissions gets none."""
+    admission rate of the ClusterQueue, with a log-normal 90% band whose median is the
+    band's geometric middle; for the `wanted` workloads only, if given. A ClusterQueue
+    with too few recent admissions gets none."""
+    for _, queue in sorted(state.queues.items()):
+        velocity = queue.velocity
+        if velocity is None:
+            continue
+        for position, key in enumerate(queue.order):
+            if wanted is not None and not wanted(key):
+                continue
+            estimate = velocity.estimate(position, state.made_at)
+            if estimate is None:
+                break  # the evidence does not depend on the position
+            low, high = estimate.low_seconds, estimate.high_seconds
+            yield key, Band(math.sqrt(low * high), low, high)
 
-    name = "rate"
+
+class RateMethod:
+    """The rate estimate for every pending workload (:func:`rate_bands`)."""
+
+    name = RATE
 
     def forecast(self, state: ForecastInput) -> Iterator[tuple[WorkloadKey, Band]]:
-        for _, queue in sorted(state.queues.items()):
-            velocity = queue.velocity
-            if velocity is None:
-                continue
-            for position, key in enumerate(queue.order):
-                estimate = velocity.estimate(position, state.made_at)
-                if estimate is None:
-                    break  # the evidence does not depend on the position
-                low, high = estimate.low_seconds, estimate.high_seconds
-                yield key, Band(math.sqrt(low * high), low, high)
+        return rate_bands(state)
 
     def observe(self, observation: Observation) -> None:
         """The rate is re-measured from admissions on the loop; nothing to learn here."""
@@ -135,7 +151,7 @@ def _forward(name: str) -> Callable[[], ForecastMethod]:
 METHODS: dict[str, Callable[[], ForecastMethod]] = {
     "forecast": _forward("forecast"),
     "walltime": _forward("walltime"),
-    "rate": RateMethod,
+    RATE: RateMethod,
 }
 
 

@@ -15,11 +15,13 @@ The event loop only forwards small messages (:mod:`scheduler.runtime.forecasts`)
 - :class:`Started`: a forecast met the truth, for the method's calibration.
 
 The worker answers each `Sync` with :class:`Results` messages of at most `BATCH` chunks,
-the last one flagged. A chunk's bands travel as one flat array of floats in the chunk's
-own order (p50, low, high per workload; NaN where the method said nothing), so the
-loop receives no per-workload object at all: it unpickles a few arrays per turn and
-finds a workload's band through the chunk it already holds. Every message is
-a pickled plain dataclass on a one-way pipe; the worker exits when its input closes.
+the last one flagged. Workloads the method said nothing about get the fallback's band
+(`FALLBACK_METHOD`, docs/forecasting.md#fallback), marked as such per chunk. A chunk's
+bands travel as one flat array of floats in the chunk's own order (p50, low, high per
+workload; NaN where no method said anything), so the loop receives no per-workload
+object at all: it unpickles a few arrays per turn and finds a workload's band through
+the chunk it already holds. Every message is a pickled plain dataclass on a one-way
+pipe; the worker exits when its input closes.
 """
 
 from __future__ import annotations
@@ -38,11 +40,14 @@ from typing import Final
 from scheduler.forecast.fork import Setup
 from scheduler.runtime.estimates import AdmissionVelocity
 from scheduler.runtime.forecast_method import (
+    FALLBACK_METHOD,
+    Band,
     ForecastInput,
     ForecastMethod,
     Observation,
     QueueOrder,
     make_method,
+    rate_bands,
 )
 from scheduler.runtime.quota_snapshot import QuotaSnapshot
 from scheduler.runtime.workload_records import (
@@ -109,6 +114,9 @@ class Results:
     last: bool = False
     seconds: float = 0.0  # on the last batch: the forecast's time in the worker
     cpu_seconds: float = 0.0  # ... and the worker's CPU time for it
+    # per chunk id whose bands are partly FALLBACK_METHOD's: a byte per workload in the
+    # chunk's order, 1 where the band is the fallback's (absent: none is)
+    marked: tuple[tuple[int, bytes], ...] = ()
 
 
 Inbound = Chunk | Running | Sync | Started
@@ -178,18 +186,18 @@ class Replica:
         state = self.state_of(sync)
         # Where each workload's band goes: its chunk's array, at its index there.
         arrays: dict[int, array[float]] = {}
-        slots: dict[WorkloadKey, tuple[array[float], int]] = {}
+        slots: dict[WorkloadKey, tuple[int, int]] = {}
         for queue in sync.queues.values():
             for chunk_id in queue.chunk_ids:
                 keys = self.chunks[chunk_id]
-                values = arrays[chunk_id] = array("d", [math.nan]) * (FIELDS * len(keys))
+                arrays[chunk_id] = array("d", [math.nan]) * (FIELDS * len(keys))
                 for i, key in enumerate(keys):
-                    slots[key] = (values, FIELDS * i)
+                    slots[key] = (chunk_id, i)
         for key, band in self.method.forecast(state):
             slot = slots.get(key)
             if slot is not None:
-                values, at = slot
-                values[at], values[at + 1], values[at + 2] = band.p50, band.low, band.high
+                _write(arrays[slot[0]], slot[1], band)
+        marked = self._fall_back(state, arrays, slots)
         seconds = time.perf_counter() - started
         cpu_seconds = time.process_time() - started_cpu
         name = self.method.name
@@ -205,7 +213,42 @@ class Replica:
                 last,
                 seconds if last else 0.0,
                 cpu_seconds if last else 0.0,
+                tuple(
+                    (chunk_id, bytes(marked[chunk_id]))
+                    for chunk_id, _ in batch
+                    if chunk_id in marked
+                ),
             )
+
+    def _fall_back(
+        self,
+        state: ForecastInput,
+        arrays: dict[int, array[float]],
+        slots: dict[WorkloadKey, tuple[int, int]],
+    ) -> dict[int, bytearray]:
+        """Fill what the method left out with FALLBACK_METHOD's bands; per chunk that
+        got any, a byte per workload, 1 where the band is the fallback's."""
+        marked: dict[int, bytearray] = {}
+        if self.method.name == FALLBACK_METHOD:
+            return marked
+
+        def unanswered(key: WorkloadKey) -> bool:
+            chunk_id, i = slots[key]
+            return math.isnan(arrays[chunk_id][FIELDS * i])
+
+        for key, band in rate_bands(state, unanswered):
+            chunk_id, i = slots[key]
+            _write(arrays[chunk_id], i, band)
+            marks = marked.get(chunk_id)
+            if marks is None:
+                marks = marked[chunk_id] = bytearray(len(arrays[chunk_id]) // FIELDS)
+            marks[i] = 1
+        return marked
+
+
+def _write(values: array[float], i: int, band: Band) -> None:
+    at = FIELDS * i
+    values[at], values[at + 1], values[at + 2] = band.p50, band.low, band.high
 
 
 def worker_main(inbox: Connection, outbox: Connection, method_name: str) -> None:

@@ -49,7 +49,7 @@ from typing import Final, TypeAlias
 from scheduler.kubeapi.backoff import Backoff
 from scheduler.runtime.calibration import LiveCalibration
 from scheduler.runtime.estimates import MICROS, ServedForecast
-from scheduler.runtime.forecast_method import METHODS, Band, Observation
+from scheduler.runtime.forecast_method import FALLBACK_METHOD, METHODS, Band, Observation
 from scheduler.runtime.forecast_worker import (
     FIELDS,
     Chunk,
@@ -74,12 +74,13 @@ _STOP_SECONDS: Final = 5.0
 
 @dataclass(frozen=True, slots=True)
 class ForecastConfig:
-    method: str = "rate"
+    method: str = "forecast"
     interval: float = 10.0  # seconds between the starts of two full refreshes
     refresh_timeout: float = 120.0  # a refresh not done by then: the worker is replaced
-    # A forward run stops where it got to after this share of `refresh_timeout`, so the
-    # refresh ends in time with what it found (docs/forecasting.md#when-the-run-is-cut).
-    run_share: float = 0.5
+    # A forward run stops where it got to after this many seconds of wall time, so a
+    # refresh ends within about 30 s with what it found; the workloads it did not reach
+    # get the fallback's band (docs/forecasting.md#when-the-run-is-cut).
+    run_seconds: float = 20.0
     step_budget: float = 0.003  # the longest stretch the service runs on the loop
 
     def __post_init__(self) -> None:
@@ -88,8 +89,10 @@ class ForecastConfig:
             raise ValueError(f"unknown forecast method {self.method!r} (known: {known})")
         if self.interval <= 0:
             raise ValueError("the forecast interval must be positive")
-        if not 0 < self.run_share <= 1:
-            raise ValueError("the forward run's share of the refresh timeout must be in (0, 1]")
+        if not 0 < self.run_seconds < self.refresh_timeout:
+            raise ValueError(
+                "the forward run's budget must be positive and shorter than the refresh timeout"
+            )
 
 
 @dataclass(slots=True)
@@ -104,6 +107,7 @@ class ForecastStats:
     last_worker_cpu_seconds: float = 0.0  # ... and the worker's CPU time for it
     last_made_at: Instant | None = None  # of the newest complete refresh
     last_served: int = 0  # bands in the newest complete refresh
+    last_fallback: int = 0  # ... of which FALLBACK_METHOD's
     max_step_seconds: float = 0.0  # the longest stretch on the loop (wall)
     max_step_cpu_seconds: float = 0.0  # the most CPU one stretch used
     worker_pid: int | None = None
@@ -118,7 +122,9 @@ class _Refresh:
     generation: int
 
 
-_Served: TypeAlias = "tuple[_Refresh, array[float]]"  # a chunk's bands, FIELDS floats per workload
+# A chunk's bands, FIELDS floats per workload, and the Results' marks of the ones that
+# are FALLBACK_METHOD's (empty: none is).
+_Served: TypeAlias = "tuple[_Refresh, array[float], bytes]"
 _PICKLE_SECONDS_PER_KEY: Final = 1.5e-6  # about what pickling one (namespace, name) costs
 # ... and one workload's facts or a quota holder (its pod sets are shared by many, but
 # not always within one message); parts of _PART keep one pickling step near 1-2 ms.
@@ -252,14 +258,15 @@ class ForecastService:
         served = self._bands.get(chunk_id) if chunk_id is not None else None
         if served is None or chunk is None:
             return None
-        refresh, values = served
-        i = FIELDS * chunk.index_of[(namespace, name)]
+        refresh, values, marks = served
+        index = chunk.index_of[(namespace, name)]
+        i = FIELDS * index
         p50, low, high = values[i], values[i + 1], values[i + 2]
         if not (math.isfinite(p50) and math.isfinite(low) and math.isfinite(high)):
             return None  # NaN: the method said nothing; an infinite start is no instant
         at = refresh.made_at
         return ServedForecast(
-            refresh.method,
+            FALLBACK_METHOD if marks and marks[index] else refresh.method,
             at,
             refresh.generation,
             at + round(p50 * MICROS),
@@ -409,7 +416,7 @@ class ForecastService:
                 snapshot.quota,
                 setup,
                 finished,
-                self.config.refresh_timeout * self.config.run_share,
+                self.config.run_seconds,
             )
         )
         self._record(box)
@@ -446,7 +453,7 @@ class ForecastService:
         deadline = started + self.config.refresh_timeout
         box = TimeBox(self.config.step_budget)
         refresh: _Refresh | None = None
-        served = 0
+        served = fallback = 0
         held = self._held
         while True:
             box.end()
@@ -454,10 +461,13 @@ class ForecastService:
             box.restart()
             if refresh is None or refresh.generation != results.generation:
                 refresh = _Refresh(results.method, results.made_at, results.generation)
+            marked = dict(results.marked)
             for chunk_id, values in results.chunks:
                 if chunk_id in held:  # else no snapshot holds it any more
-                    self._bands[chunk_id] = (refresh, values)
+                    marks = marked.get(chunk_id, b"")
+                    self._bands[chunk_id] = (refresh, values, marks)
                     served += len(values) // FIELDS
+                    fallback += marks.count(1)
             if results.last:
                 break
         box.end()
@@ -468,6 +478,7 @@ class ForecastService:
         stats.last_worker_cpu_seconds = results.cpu_seconds
         stats.last_made_at = results.made_at
         stats.last_served = served
+        stats.last_fallback = fallback
         self._record(box)
         self._refreshed.set()
 

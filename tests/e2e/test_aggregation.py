@@ -233,9 +233,9 @@ def test_apiservices_stay_available(aggregated: Aggregated) -> None:
 
 def test_the_lookup_serves_the_forecast_start_and_every_workload(aggregated: Aggregated) -> None:
     """docs/visibility-api.md#pending-position through kube-apiserver: a queue that admits
-    three of five one-CPU workloads has an admission rate, so the forecast worker (method
-    `rate`) gives the two left pending an `estimatedStart`; an admitted one says why it is
-    not pending."""
+    three of five one-CPU workloads; the forecast worker (the default method, `forecast`:
+    the core run forward from the holders) gives the two left pending an `estimatedStart`;
+    an admitted one says why it is not pending."""
     one_cpu = WORKLOAD.replace('cpu: "2"', 'cpu: "1"')
     workloads = "".join(
         one_cpu.format(name=f"f{i}", ns="team-f", queue="lq-f", priority=0, sec=i) for i in range(5)
@@ -256,13 +256,13 @@ def test_the_lookup_serves_the_forecast_start_and_every_workload(aggregated: Agg
         doc = _kubectl_raw(aggregated, f"{base}/{waiting[-1]}/pendingposition")
         return doc if "estimatedStart" in doc else None
 
-    # The worker refreshes every 10 s by default; the first refresh with a rate follows
-    # the admissions.
+    # The worker refreshes every 10 s by default; the first refresh that sees the
+    # admissions follows them.
     doc = wait_for(forecast, timeout=90, what="an estimatedStart for the last pending workload")
     start = doc["estimatedStart"]
     assert doc["pending"] is True and doc["positionInClusterQueue"] == 1
     assert set(start) == {"p50", "low", "high", "method", "madeAt", "snapshot"}
-    assert start["method"] == "rate"
+    assert start["method"] == "forecast"
     assert start["madeAt"] <= start["low"] <= start["p50"] <= start["high"]
     assert isinstance(start["snapshot"], int)
     admitted = sorted({f"f{i}" for i in range(5)} - set(waiting))[0]

@@ -199,7 +199,7 @@ def test_a_pending_workload_gets_the_forecast_start(server: EmbeddedServer) -> N
         assert time.monotonic() < deadline, server.log.read_text()
         time.sleep(0.2)
     start = body["estimatedStart"]
-    assert start["method"] == "rate" and isinstance(start["snapshot"], int)
+    assert start["method"] == "forecast" and isinstance(start["snapshot"], int)  # the default
     assert start["madeAt"] <= start["low"] <= start["p50"] <= start["high"]
     # The second in line starts no earlier than the first.
     first = _position(server, names[0])[1].get("estimatedStart")

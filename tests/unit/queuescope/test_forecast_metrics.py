@@ -56,7 +56,10 @@ def test_worker_health_is_exported_once_known() -> None:
     service.stats.last_refresh_seconds = 0.5
     service.stats.last_made_at = T0
     service.stats.restarts = 2
+    service.stats.last_served, service.stats.last_fallback = 100, 40
     text = scrape(service, T0 / MICROS + 42)
+    assert "queuescope_forecast_served_workloads 100.0" in text
+    assert "queuescope_forecast_fallback_workloads 40.0" in text
     assert "queuescope_forecast_age_seconds 42.0" in text
     assert "queuescope_forecast_refresh_duration_seconds 0.5" in text
     assert "queuescope_forecast_worker_restarts_total 2.0" in text

@@ -18,13 +18,14 @@ from scheduler.forecast.forecaster import Forecaster
 from scheduler.runtime import forecast_forward
 from scheduler.runtime.commands import ApplyObject, MarkSynced
 from scheduler.runtime.engine import Engine
-from scheduler.runtime.estimates import MICROS
+from scheduler.runtime.estimates import MICROS, AdmissionVelocity
 from scheduler.runtime.forecast_forward import ForwardMethod
 from scheduler.runtime.forecast_method import (
     METHODS,
     ForecastInput,
     Observation,
     QueueOrder,
+    RateMethod,
     make_method,
 )
 from scheduler.runtime.forecast_worker import Chunk, Replica, Running, Sync, SyncQueue
@@ -303,3 +304,35 @@ async def test_a_refresh_out_of_time_serves_what_its_run_found(
     cut = dict(ForwardMethod("walltime").forecast(replace(state, budget_seconds=1.5)))
     assert set(cut) == {("team", "w0")}
     assert cut[("team", "w0")] == whole[("team", "w0")]
+
+
+async def test_a_cut_run_leaves_the_rest_to_the_rate_band(monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/forecasting.md#fallback: in the worker, the workloads a cut run did not reach
+    get the rate band of their ClusterQueue, marked, and the ones it reached keep the
+    run's own."""
+    jobs = [job("a", 4, limit=100)] + [job(f"w{i}", 4, limit=100) for i in range(3)]
+    s = core_with(*jobs)
+    snapshot = await published(s)
+    (view,) = snapshot.views.values()
+    replica = Replica(ForwardMethod("walltime"))
+    keys = tuple(e.key for e in view.entries)
+    list(replica.handle(Chunk(1, keys, tuple(e.facts for e in view.entries))))
+    list(replica.handle(Running(snapshot.running)))
+    velocity = AdmissionVelocity(at=s.now(), weight=60.0, window_seconds=600.0, tau_seconds=300.0)
+    queues = {"cq": SyncQueue((1,), velocity)}
+    sync = Sync(1, s.now(), queues, (), snapshot.quota, snapshot.setup, budget_seconds=1.5)
+    whole = dict(
+        ForwardMethod("walltime").forecast(replica.state_of(replace(sync, budget_seconds=None)))
+    )
+    rate = dict(RateMethod().forecast(replica.state_of(sync)))
+    ticks = iter(range(1_000_000))
+    monkeypatch.setattr(forecast_forward.time, "perf_counter", lambda: float(next(ticks)))
+    [out] = replica.handle(sync)  # cut after the instant at 10 s, as above
+    assert keys == (("team", "w0"), ("team", "w1"), ("team", "w2"))
+    assert dict(out.marked) == {1: b"\x00\x01\x01"}
+    ((_, values),) = out.chunks
+    band = whole[keys[0]]
+    assert list(values[:3]) == [band.p50, band.low, band.high]
+    for i in (1, 2):
+        band = rate[keys[i]]
+        assert list(values[3 * i : 3 * i + 3]) == [band.p50, band.low, band.high]

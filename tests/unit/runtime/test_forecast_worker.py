@@ -100,17 +100,63 @@ def test_results_come_in_batches_of_chunks_and_the_last_is_flagged() -> None:
     assert [chunk_id for r in out for chunk_id, _ in r.chunks] == list(ids)
 
 
-def test_a_workload_without_a_band_is_nan() -> None:
-    class HeadOnly(Recording):
-        def forecast(self, state: ForecastInput) -> Iterator[tuple[WorkloadKey, Band]]:
-            yield next(iter(super().forecast(state)))
+class HeadOnly(Recording):
+    """Answers for the first workload of each queue only (as a cut forward run does)."""
 
+    name = "head-only"
+
+    def forecast(self, state: ForecastInput) -> Iterator[tuple[WorkloadKey, Band]]:
+        self.inputs.append(state)
+        for queue in state.queues.values():
+            if queue.order:
+                yield queue.order[0], Band(1.0, 0.5, 2.0)
+
+
+def test_what_the_method_leaves_out_gets_the_rate_band_marked() -> None:
+    """docs/forecasting.md#fallback: a workload the method said nothing about is given
+    the rate estimate where its ClusterQueue has one, and marked, per chunk, as such."""
+    replica = Replica(HeadOnly())
+    list(replica.handle(Chunk(1, keys("a", 2))))
+    list(replica.handle(Chunk(2, keys("b", 2))))
+    list(replica.handle(Chunk(3, keys("c", 2))))
+    sync = Sync(1, T0, {"cq": SyncQueue((1, 2), VELOCITY), "idle": SyncQueue((3,), None)})
+    [out] = replica.handle(sync)
+    rate = dict(RateMethod().forecast(replica.state_of(sync)))
+    bands = dict(out.chunks)
+    assert list(bands[1][:3]) == [1.0, 0.5, 2.0]  # the method's own
+    for chunk_id, at, key in ((1, 3, ("ns", "a1")), (2, 0, ("ns", "b0")), (2, 3, ("ns", "b1"))):
+        band = rate[key]
+        assert list(bands[chunk_id][at : at + 3]) == [band.p50, band.low, band.high]
+    assert dict(out.marked) == {1: b"\x00\x01", 2: b"\x01\x01"}
+    # The queue without a rate: its head is the method's, the rest says nothing.
+    assert list(bands[3][:3]) == [1.0, 0.5, 2.0]
+    assert all(math.isnan(v) for v in bands[3][3:])
+
+
+def test_the_rate_method_needs_no_fallback() -> None:
+    replica = Replica(RateMethod())
+    list(replica.handle(Chunk(1, keys("a", 2))))
+    [out] = replica.handle(Sync(1, T0, {"cq": SyncQueue((1,), VELOCITY)}))
+    assert out.method == "rate" and out.marked == ()
+    assert not any(math.isnan(v) for v in out.chunks[0][1])
+
+
+def test_a_method_that_answers_everything_marks_nothing() -> None:
+    replica = Replica(Recording())
+    list(replica.handle(Chunk(1, keys("a", 2))))
+    [out] = replica.handle(Sync(1, T0, {"cq": SyncQueue((1,), VELOCITY)}))
+    assert out.marked == ()
+
+
+def test_a_workload_without_a_band_is_nan() -> None:
+    """Without a rate to fall back on (no velocity), what the method left out is NaN."""
     replica = Replica(HeadOnly())
     list(replica.handle(Chunk(1, keys("w", 2))))
     [out] = replica.handle(Sync(1, T0, {"cq": SyncQueue((1,), None)}))
     values = out.chunks[0][1]
-    assert list(values[:3]) == [0.0, 0.0, 0.0]
+    assert list(values[:3]) == [1.0, 0.5, 2.0]
     assert all(math.isnan(v) for v in values[3:])
+    assert out.marked == ()
 
 
 def test_an_empty_snapshot_still_answers() -> None:
@@ -131,6 +177,7 @@ def test_messages_survive_the_pipe() -> None:
         Chunk(3, keys("a", 3)),
         Sync(9, T0, {"cq": SyncQueue((3,), VELOCITY)}, forgotten=(1, 2)),
         Results(9, T0, "rate", ((3, array("d", [1.0, 0.5, 2.0])),), last=True, seconds=0.25),
+        Results(9, T0, "forecast", ((3, array("d", [1.0, 0.5, 2.0])),), marked=((3, b"\x01"),)),
     ]
     for message in messages:
         assert pickle.loads(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)) == message

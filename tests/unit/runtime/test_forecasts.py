@@ -205,9 +205,10 @@ def test_a_bad_configuration_is_refused() -> None:
         ForecastConfig(method="nope")
     with pytest.raises(ValueError, match="interval must be positive"):
         ForecastConfig(interval=0)
-    for share in (0.0, 1.5):
-        with pytest.raises(ValueError, match="share of the refresh timeout"):
-            ForecastConfig(run_share=share)
+    for seconds in (0.0, -1.0, 120.0, 200.0):
+        with pytest.raises(ValueError, match="budget must be positive and shorter"):
+            ForecastConfig(run_seconds=seconds, refresh_timeout=120.0)
+    assert ForecastConfig(run_seconds=119.0, refresh_timeout=120.0).run_seconds == 119.0
 
 
 def test_a_band_that_is_no_instant_is_not_served() -> None:
@@ -219,11 +220,27 @@ def test_a_band_that_is_no_instant_is_not_served() -> None:
     chunk = published.current.views["cq"].chunks[0]
     service._ids_of = {chunk: 1}
     values = array("d", [10.0, 5.0, 20.0, math.nan, math.nan, math.nan, math.inf, 1.0, math.inf])
-    service._bands = {1: (_Refresh("m", T0, 1), values)}
+    service._bands = {1: (_Refresh("m", T0, 1), values, b"")}
     served = service.forecast("ns", "w0")
     assert served == ServedForecast("m", T0, 1, T0 + 10 * MICROS, T0 + 5 * MICROS, T0 + 20 * MICROS)
     assert service.forecast("ns", "w1") is None
     assert service.forecast("ns", "w2") is None
+
+
+def test_a_fallback_band_is_served_under_the_fallbacks_name() -> None:
+    """docs/forecasting.md#fallback: the marks the worker sends with a chunk name, per
+    workload, the method whose band it is; a chunk without marks is the method's."""
+    published = Published(snapshot(1, ["w0", "w1", "w2"]))
+    service = ForecastService(published, lambda: T0, SLOW)
+    chunk = published.current.views["cq"].chunks[0]
+    service._ids_of = {chunk: 1}
+    values = array("d", [10.0, 5.0, 20.0, 30.0, 10.0, 90.0, 40.0, 20.0, 80.0])
+    service._bands = {1: (_Refresh("forecast", T0, 1), values, b"\x00\x01\x00")}
+    methods = [service.forecast("ns", f"w{i}") for i in range(3)]
+    assert [m.method if m else None for m in methods] == ["forecast", "rate", "forecast"]
+    assert methods[1] == ServedForecast(
+        "rate", T0, 1, T0 + 30 * MICROS, T0 + 10 * MICROS, T0 + 90 * MICROS
+    )
 
 
 async def test_the_engine_tells_its_admission_observers() -> None:
