@@ -19,29 +19,7 @@ from cryptography import x509
 
 from queuescope.kubeclient import KubeClient
 from scheduler.kubeapi.errors import KubeError
-from visibility_server.certs import (
-    APISERVICE_NAMES,
-    DEFAULT_KEY_TYPE,
-    DEFAULT_NAMESPACE,
-    DEFAULT_SERVICE,
-    DEFAULT_STATE_DIR,
-    KEY_TYPES,
-    CertDir,
-    CertsError,
-    CertsInputError,
-    Findings,
-    KeyType,
-    ServiceName,
-    begin_ca_rotation,
-    check_live_apiservices,
-    check_live_webhooks,
-    finish_ca_rotation,
-    generate_cert_dir,
-    mint_client,
-    required_service_san,
-    rotate_serving_cert,
-    verify_cert_dir,
-)
+from visibility_server import certs
 from visibility_server.kube.apiservices import (
     ApiServiceReadError,
     read_apiservices,
@@ -76,13 +54,13 @@ Exit codes: 0 done, 1 the operation failed, 2 unusable input."""
 
 def add_certs_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `certs` and its commands to the `queuescope` parser."""
-    certs = subparsers.add_parser(
+    parser = subparsers.add_parser(
         "certs",
         help="make, rotate and verify the visibility server's certificates",
         description=_DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    commands = certs.add_subparsers(dest="certs_command", required=True, metavar="COMMAND")
+    commands = parser.add_subparsers(dest="certs_command", required=True, metavar="COMMAND")
 
     generate = commands.add_parser(
         "generate",
@@ -91,10 +69,10 @@ def add_certs_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
         "and apiservice-cabundle.yaml (a kustomize patch setting spec.caBundle on both "
         "visibility APIServices).",
     )
-    generate.add_argument("--namespace", default=DEFAULT_NAMESPACE, help="Service namespace")
-    generate.add_argument("--service", default=DEFAULT_SERVICE, help="Service name")
+    generate.add_argument("--namespace", default=certs.DEFAULT_NAMESPACE, help="Service namespace")
+    generate.add_argument("--service", default=certs.DEFAULT_SERVICE, help="Service name")
     generate.add_argument("--out", required=True, type=Path, metavar="DIR", dest="directory")
-    _key_type_option(generate, default=DEFAULT_KEY_TYPE, what="the CA and serving keys")
+    _key_type_option(generate, default=certs.DEFAULT_KEY_TYPE, what="the CA and serving keys")
     generate.add_argument(
         "--force", action="store_true", help="replace certificates already in DIR"
     )
@@ -125,8 +103,8 @@ def add_certs_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
         help="check SANs, EKU, key match, expiry, the chain and the caBundle patch",
     )
     _dir_option(verify)
-    verify.add_argument("--namespace", default=DEFAULT_NAMESPACE, help="Service namespace")
-    verify.add_argument("--service", default=DEFAULT_SERVICE, help="Service name")
+    verify.add_argument("--namespace", default=certs.DEFAULT_NAMESPACE, help="Service namespace")
+    verify.add_argument("--service", default=certs.DEFAULT_SERVICE, help="Service name")
     verify.add_argument(
         "--kubeconfig",
         type=Path,
@@ -143,13 +121,13 @@ def add_certs_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
         "groups = each --group) and print the kubeconfig's path.",
     )
     client.add_argument(
-        "--state-dir", type=Path, default=DEFAULT_STATE_DIR, metavar="DIR", dest="state_dir"
+        "--state-dir", type=Path, default=certs.DEFAULT_STATE_DIR, metavar="DIR", dest="state_dir"
     )
     client.add_argument("--user", required=True, metavar="NAME")
     client.add_argument(
         "--group", action="append", default=[], metavar="G", dest="groups", help="repeatable"
     )
-    _key_type_option(client, default=DEFAULT_KEY_TYPE, what="the client key")
+    _key_type_option(client, default=certs.DEFAULT_KEY_TYPE, what="the client key")
 
     browser = commands.add_parser(
         "browser",
@@ -159,7 +137,7 @@ def add_certs_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
         "browser's personal certificates to open the dashboard of `serve --embedded`.",
     )
     browser.add_argument(
-        "--state-dir", type=Path, default=DEFAULT_STATE_DIR, metavar="DIR", dest="state_dir"
+        "--state-dir", type=Path, default=certs.DEFAULT_STATE_DIR, metavar="DIR", dest="state_dir"
     )
     browser.add_argument("--user", default="", metavar="NAME", help="default: the admin")
     browser.add_argument(
@@ -177,16 +155,16 @@ def run_certs(args: argparse.Namespace, *, now: datetime | None = None) -> int:
         return EXIT_USAGE
     try:
         return handler(args, now or datetime.now(UTC))
-    except CertsInputError as err:
+    except certs.CertsInputError as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_USAGE
-    except (CertsError, OSError) as err:
+    except (certs.CertsError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_FAILURE
 
 
 def _generate(args: argparse.Namespace, now: datetime) -> int:
-    cert_dir = generate_cert_dir(
+    cert_dir = certs.generate_cert_dir(
         args.directory,
         service=_service(args),
         now=now,
@@ -194,29 +172,29 @@ def _generate(args: argparse.Namespace, now: datetime) -> int:
         force=args.force,
     )
     _print_written(cert_dir)
-    print(f"serving certificate for DNS:{required_service_san(args.namespace, args.service)}")
+    print(f"serving certificate for DNS:{certs.required_service_san(args.namespace, args.service)}")
     print(f"keep {cert_dir.ca_key} private: it is never applied to the cluster")
     return EXIT_OK
 
 
 def _rotate(args: argparse.Namespace, now: datetime) -> int:
-    serving = rotate_serving_cert(
+    serving = certs.rotate_serving_cert(
         args.directory,
         now=now,
         namespace=args.namespace,
         service=args.service,
         key_type=args.key_type,
     )
-    cert_dir = CertDir(args.directory)
+    cert_dir = certs.CertDir(args.directory)
     print(f"wrote {cert_dir.tls_cert}, {cert_dir.tls_key} (serial {serving.cert.serial_number:x})")
     print("caBundle unchanged: update the Secret; replicas reload it without a restart")
     return EXIT_OK
 
 
 def _rotate_ca(args: argparse.Namespace, now: datetime) -> int:
-    cert_dir = CertDir(args.directory)
+    cert_dir = certs.CertDir(args.directory)
     if args.phase == "begin":
-        begin_ca_rotation(args.directory, now=now, key_type=args.key_type)
+        certs.begin_ca_rotation(args.directory, now=now, key_type=args.key_type)
         print(f"wrote the new CA to {cert_dir.ca_cert}; the old one is {cert_dir.previous_ca_cert}")
         print(f"{cert_dir.ca_bundle_patch} now trusts both CAs; tls.crt is unchanged")
         print(
@@ -224,7 +202,7 @@ def _rotate_ca(args: argparse.Namespace, now: datetime) -> int:
             "then `certs rotate-ca finish`"
         )
         return EXIT_OK
-    reissued = finish_ca_rotation(args.directory, now=now, key_type=args.key_type)
+    reissued = certs.finish_ca_rotation(args.directory, now=now, key_type=args.key_type)
     print(f"{cert_dir.ca_bundle_patch} now trusts the new CA only; ca-previous.* deleted")
     if reissued:
         print(f"wrote {cert_dir.tls_cert}, {cert_dir.tls_key} from the new CA")
@@ -238,8 +216,8 @@ def _rotate_ca(args: argparse.Namespace, now: datetime) -> int:
 
 
 def _verify(args: argparse.Namespace, now: datetime) -> int:
-    cert_dir = CertDir(args.directory)
-    found = verify_cert_dir(args.directory, now=now, service=_service(args))
+    cert_dir = certs.CertDir(args.directory)
+    found = certs.verify_cert_dir(args.directory, now=now, service=_service(args))
     if args.kubeconfig is not None:
         found.extend(_live_findings(args, cert_dir, now))
     for warning in found.warnings:
@@ -251,27 +229,30 @@ def _verify(args: argparse.Namespace, now: datetime) -> int:
     serving = x509.load_pem_x509_certificate(cert_dir.tls_cert.read_bytes())
     print(
         f"ok: {cert_dir.tls_cert} is valid for "
-        f"DNS:{required_service_san(args.namespace, args.service)} until "
+        f"DNS:{certs.required_service_san(args.namespace, args.service)} until "
         f"{serving.not_valid_after_utc:%Y-%m-%dT%H:%M:%SZ}"
     )
     if args.kubeconfig is not None:
-        print(f"ok: the caBundle of {' and '.join(APISERVICE_NAMES)} trusts it")
+        print(f"ok: the caBundle of {' and '.join(certs.APISERVICE_NAMES)} trusts it")
     return EXIT_OK
 
 
-def _live_findings(args: argparse.Namespace, cert_dir: CertDir, now: datetime) -> Findings:
+def _live_findings(
+    args: argparse.Namespace, cert_dir: certs.CertDir, now: datetime
+) -> certs.Findings:
     if not args.kubeconfig.is_file():
-        raise CertsInputError(f"{args.kubeconfig}: no such file")
+        raise certs.CertsInputError(f"{args.kubeconfig}: no such file")
     try:
         leaf = read_certificate(cert_dir.tls_cert)
-    except CertsError:
-        return Findings()  # verify_cert_dir reported it; nothing to compare the bundles with
+    except certs.CertsError:
+        # verify_cert_dir reported it; nothing to compare the bundles with
+        return certs.Findings()
     apiservices, webhooks = asyncio.run(_read_live(args.kubeconfig))
-    found = check_live_apiservices(leaf, apiservices, now=now, service=_service(args))
+    found = certs.check_live_apiservices(leaf, apiservices, now=now, service=_service(args))
     if isinstance(webhooks, str):
         found.warnings.append(webhooks)
     else:
-        found.extend(check_live_webhooks(leaf, webhooks, now=now, service=_service(args)))
+        found.extend(certs.check_live_webhooks(leaf, webhooks, now=now, service=_service(args)))
     return found
 
 
@@ -288,10 +269,10 @@ async def _read_live(kubeconfig: Path) -> tuple[Live, Live | str]:
         try:
             await kube.open()
         except (ConfigException, ValueError) as err:
-            raise CertsInputError(f"{kubeconfig}: not a usable kubeconfig ({err})") from None
+            raise certs.CertsInputError(f"{kubeconfig}: not a usable kubeconfig ({err})") from None
         assert kube.rest is not None  # opened above
         transport = RestTransport(kube.rest)
-        apiservices = await read_apiservices(transport, APISERVICE_NAMES)
+        apiservices = await read_apiservices(transport, certs.APISERVICE_NAMES)
         configurations = [(kind, name) for kind, name, _ in WEBHOOK_CONFIGURATIONS]
         try:
             webhooks: Live | str = await read_webhook_configurations(transport, configurations)
@@ -299,15 +280,17 @@ async def _read_live(kubeconfig: Path) -> tuple[Live, Live | str]:
             webhooks = f"the admission webhooks' caBundle was not checked: {err}"
         return apiservices, webhooks
     except KubeError as err:
-        raise CertsError(err.detail) from None
+        raise certs.CertsError(err.detail) from None
     except ApiServiceReadError as err:
-        raise CertsError(str(err)) from None
+        raise certs.CertsError(str(err)) from None
     finally:
         await kube.close()
 
 
 def _client(args: argparse.Namespace, now: datetime) -> int:
-    path = mint_client(args.state_dir, args.user, args.groups, now=now, key_type=args.key_type)
+    path = certs.mint_client(
+        args.state_dir, args.user, args.groups, now=now, key_type=args.key_type
+    )
     # Only the path on stdout, so that `export KUBECONFIG=$(queuescope certs client …)` works.
     print(path)
     return EXIT_OK
@@ -335,14 +318,14 @@ def _dir_option(parser: argparse.ArgumentParser) -> None:
 
 
 def _key_type_option(
-    parser: argparse.ArgumentParser, *, default: KeyType | None, what: str
+    parser: argparse.ArgumentParser, *, default: certs.KeyType | None, what: str
 ) -> None:
     parser.add_argument(
-        "--key-type", choices=KEY_TYPES, default=default, help=f"key type of {what}"
+        "--key-type", choices=certs.KEY_TYPES, default=default, help=f"key type of {what}"
     )
 
 
-def _print_written(cert_dir: CertDir) -> None:
+def _print_written(cert_dir: certs.CertDir) -> None:
     for path in (
         cert_dir.ca_cert,
         cert_dir.ca_key,
@@ -353,5 +336,5 @@ def _print_written(cert_dir: CertDir) -> None:
         print(f"wrote {path}")
 
 
-def _service(args: argparse.Namespace) -> ServiceName:
-    return ServiceName(args.namespace, args.service)
+def _service(args: argparse.Namespace) -> certs.ServiceName:
+    return certs.ServiceName(args.namespace, args.service)

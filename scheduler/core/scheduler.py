@@ -592,10 +592,10 @@ class Scheduler:
         plugin = info.queue_plugin or self.config.default_queue_plugin
         self._plugin_errors.pop(info.name, None)
         try:
-            self._queues.set_cluster_queue(info.name, settings, plugin, now=self.now())
+            self._queues.set_cluster_queue(settings, plugin, now=self.now())
         except QueuePluginError as err:
             self._plugin_errors[info.name] = str(err)
-            self._queues.set_cluster_queue(info.name, settings, None, now=self.now())
+            self._queues.set_cluster_queue(settings, None, now=self.now())
         if old is None:
             # usage of workloads admitted before this CQ existed is counted now
             # (docs/scheduling.md#invalid-input)

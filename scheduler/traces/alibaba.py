@@ -15,22 +15,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from scheduler.traces.records import (
-    LABEL_PREFIX,
-    QOS_LABEL,
-    Capacity,
-    Flavor,
-    JobList,
-    PodGroup,
-    Skips,
-    Trace,
-    TraceJob,
-    dns_label,
-)
+from scheduler.traces import records
 
 MIB = 1024 * 1024
 WHOLE_GPU = 1000
-GPU_MODEL_LABEL = LABEL_PREFIX + "gpu-model"
+GPU_MODEL_LABEL = records.LABEL_PREFIX + "gpu-model"
 NO_GPU_FLAVOR = "cpu-only"
 POD_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec", "qos")
 TIME_COLUMNS = ("creation_time", "deletion_time", "scheduled_time")
@@ -55,7 +44,7 @@ class AlibabaOptions:
 
 
 def _rows(
-    lines: Iterable[str], source: str, required: tuple[str, ...], skips: Skips
+    lines: Iterable[str], source: str, required: tuple[str, ...], skips: records.Skips
 ) -> Iterable[tuple[int, dict[str, str]]]:
     """(line number, row) of a CSV with a header naming at least `required`."""
     reader = csv.reader(lines)
@@ -87,8 +76,8 @@ def _int(row: dict[str, str], column: str) -> int:
 
 
 def read_nodes(
-    lines: Iterable[str], source: str, options: AlibabaOptions, skips: Skips
-) -> Capacity:
+    lines: Iterable[str], source: str, options: AlibabaOptions, skips: records.Skips
+) -> records.Capacity:
     """A flavor per GPU model (`cpu-only` for nodes without GPUs), with the sum of its
     nodes' cpu, memory and GPUs as quota."""
     totals: dict[str, Counter[str]] = {}
@@ -111,14 +100,14 @@ def read_nodes(
     # CPU-only nodes first: a pod without GPUs lands there before it takes a GPU node.
     order = sorted(totals, key=lambda m: (m != NO_GPU_FLAVOR, m))
     flavors = [
-        Flavor(
-            dns_label(model),
+        records.Flavor(
+            records.dns_label(model),
             {r: totals[model][r] for r in ("cpu", "memory", gpu)},
             {GPU_MODEL_LABEL: model},
         )
         for model in order
     ]
-    return Capacity(
+    return records.Capacity(
         flavors,
         f"node list {source}",
         priorities={f"qos-{q}": v for q, v in QOS_PRIORITY.items()},
@@ -138,7 +127,9 @@ def _requests(row: dict[str, str], options: AlibabaOptions) -> dict[str, int]:
     return {r: v for r, v in requests.items() if v > 0}
 
 
-def _job(row: dict[str, str], order: int, options: AlibabaOptions, skips: Skips) -> TraceJob | None:
+def _job(
+    row: dict[str, str], order: int, options: AlibabaOptions, skips: records.Skips
+) -> records.TraceJob | None:
     """The pod of one well-formed row; None (counted) for a pod that never ran."""
     if not row["scheduled_time"].strip():
         skips.skip("never scheduled")
@@ -151,26 +142,26 @@ def _job(row: dict[str, str], order: int, options: AlibabaOptions, skips: Skips)
         skips.skip("never ran: deleted when scheduled")
         return None
     requests = _requests(row, options)
-    qos = dns_label(row["qos"], "unknown")
+    qos = records.dns_label(row["qos"], "unknown")
     models = tuple(sorted(m for m in row["gpu_spec"].split("|") if m.strip()))
-    return TraceJob(
-        name=dns_label(row["name"]),
+    return records.TraceJob(
+        name=records.dns_label(row["name"]),
         order=order,
         submit=created,
         runtime=runtime,
-        pods=(PodGroup(1, requests),),
-        tenant=dns_label(options.name),
+        pods=(records.PodGroup(1, requests),),
+        tenant=records.dns_label(options.name),
         queue=qos,
         priority_class=f"qos-{qos}" if qos in QOS_PRIORITY else None,
-        labels={QOS_LABEL: qos},
+        labels={records.QOS_LABEL: qos},
         node_labels={GPU_MODEL_LABEL: models} if models else {},
     )
 
 
-def read_pods(lines: Iterable[str], source: str, options: AlibabaOptions) -> Trace:
+def read_pods(lines: Iterable[str], source: str, options: AlibabaOptions) -> records.Trace:
     """Every pod that ran; malformed rows are named in the trace's skips."""
-    skips = Skips()
-    read = JobList(skips)
+    skips = records.Skips()
+    read = records.JobList(skips)
     for number, row in _rows(lines, source, POD_COLUMNS + TIME_COLUMNS, skips):
         try:
             job = _job(row, len(read.jobs), options, skips)
@@ -179,4 +170,4 @@ def read_pods(lines: Iterable[str], source: str, options: AlibabaOptions) -> Tra
             continue
         if job is not None:
             read.add(job, source, number, f"pod {row['name']!r}")
-    return Trace(options.name, ORIGIN, read.jobs, skips)
+    return records.Trace(options.name, ORIGIN, read.jobs, skips)

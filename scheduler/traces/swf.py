@@ -16,27 +16,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from scheduler.traces.records import (
-    GROUP_LABEL,
-    JOB_LABEL,
-    LABEL_PREFIX,
-    USER_LABEL,
-    Capacity,
-    Flavor,
-    JobList,
-    PodGroup,
-    Skips,
-    Trace,
-    TraceJob,
-    dns_label,
-)
+from scheduler.traces import records
 
 STANDARD_FIELDS = 18
 ALEA_FIELDS = 21
 KIB = 1024
 MILLI = 1000
 INT32_MAX = 2**31 - 1
-CLUSTER_LABEL = LABEL_PREFIX + "cluster"
+CLUSTER_LABEL = records.LABEL_PREFIX + "cluster"
 
 # SWF status: 1 completed, 0 failed, 5 cancelled; 2, 3 and 4 are partial executions of
 # a checkpointed job, whose summary line (1, 0 or 5) carries the totals.
@@ -103,16 +90,18 @@ def _header_int(header: dict[str, str], key: str) -> int | None:
     return value if value > 0 else None
 
 
-def header_capacity(header: dict[str, str]) -> Capacity | None:
+def header_capacity(header: dict[str, str]) -> records.Capacity | None:
     """One flavor with `MaxProcs` cpus (else `MaxNodes`), if the header says."""
     for key in ("MaxProcs", "MaxNodes"):
         value = _header_int(header, key)
         if value is not None:
-            return Capacity([Flavor("default", {"cpu": value * MILLI})], f"header {key}")
+            return records.Capacity(
+                [records.Flavor("default", {"cpu": value * MILLI})], f"header {key}"
+            )
     return None
 
 
-def read_machines(lines: Iterable[str], source: str, skips: Skips) -> list[Machine]:
+def read_machines(lines: Iterable[str], source: str, skips: records.Skips) -> list[Machine]:
     """An Alea `.machines` file; a malformed line is reported and skipped."""
     machines: list[Machine] = []
     for number, line in enumerate(lines, 1):
@@ -130,11 +119,11 @@ def read_machines(lines: Iterable[str], source: str, skips: Skips) -> list[Machi
         if nodes <= 0 or cpus <= 0:
             skips.bad_line(source, number, "nodes and CPUs per node must be positive")
             continue
-        machines.append(Machine(dns_label(fields[1]), nodes, cpus, max(memory, 0)))
+        machines.append(Machine(records.dns_label(fields[1]), nodes, cpus, max(memory, 0)))
     return machines
 
 
-def machines_capacity(machines: list[Machine], source: str) -> Capacity | None:
+def machines_capacity(machines: list[Machine], source: str) -> records.Capacity | None:
     """A flavor per cluster, selected by the node label `simulation.queuescope.io/cluster`."""
     if not machines:
         return None
@@ -143,8 +132,8 @@ def machines_capacity(machines: list[Machine], source: str) -> Capacity | None:
         quota = {"cpu": m.nodes * m.cpus_per_node * MILLI}
         if m.memory_kb_per_node:
             quota["memory"] = m.nodes * m.memory_kb_per_node * KIB
-        flavors.append(Flavor(m.name, quota, {CLUSTER_LABEL: m.name}))
-    return Capacity(flavors, source)
+        flavors.append(records.Flavor(m.name, quota, {CLUSTER_LABEL: m.name}))
+    return records.Capacity(flavors, source)
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,7 +170,7 @@ def _node_spec(spec: str, procs: int, clusters: tuple[str, ...]) -> tuple[list[i
             if host and host.group(1) in clusters:
                 wanted.add(host.group(1))
             elif name.startswith("cl_"):
-                wanted.add(dns_label(name[3:]))
+                wanted.add(records.dns_label(name[3:]))
         if ppn is None:
             ppn = max(1, math.ceil(procs / (nodes * len(chunks))))
         if ppn <= 0:
@@ -190,7 +179,9 @@ def _node_spec(spec: str, procs: int, clusters: tuple[str, ...]) -> tuple[list[i
     return per_pod, wanted
 
 
-def _pods(fields: list[str], procs: int, options: SwfOptions) -> tuple[list[PodGroup], set[str]]:
+def _pods(
+    fields: list[str], procs: int, options: SwfOptions
+) -> tuple[list[records.PodGroup], set[str]]:
     """The pod groups of a job: one 1-cpu pod per processor (standard SWF), or one pod per
     node of Alea's node spec with its ppn cpus and the memory per node."""
     memory = _number(fields[REQ_MEM])
@@ -198,38 +189,40 @@ def _pods(fields: list[str], procs: int, options: SwfOptions) -> tuple[list[PodG
         requests = {"cpu": MILLI}
         if memory > 0:
             requests["memory"] = memory * KIB  # kilobytes per processor
-        return [PodGroup(procs, requests)], set()
+        return [records.PodGroup(procs, requests)], set()
     try:
         per_pod, clusters = _node_spec(fields[ALEA_NODESPEC], procs, options.clusters)
     except (ValueError, IndexError):
         per_pod, clusters = [1] * procs, set()
-    groups: list[PodGroup] = []
+    groups: list[records.PodGroup] = []
     for ppn in per_pod:
         requests = {"cpu": ppn * MILLI}
         if memory > 0:
             requests["memory"] = memory  # bytes per node
         if groups and groups[-1].requests == requests:
-            groups[-1] = PodGroup(groups[-1].count + 1, requests)
+            groups[-1] = records.PodGroup(groups[-1].count + 1, requests)
         else:
-            groups.append(PodGroup(1, requests))
+            groups.append(records.PodGroup(1, requests))
     return groups, clusters
 
 
 def _tenant(fields: list[str], options: SwfOptions) -> str:
     if options.tenant == "none":
-        return dns_label(options.name)
+        return records.dns_label(options.name)
     value = _number(fields[USER if options.tenant == "user" else GROUP])
     return f"{options.tenant}-{value}" if value >= 0 else f"{options.tenant}-unknown"
 
 
 def _queue(fields: list[str]) -> str:
     if len(fields) >= ALEA_FIELDS:
-        return dns_label(fields[ALEA_QUEUE], "batch")
+        return records.dns_label(fields[ALEA_QUEUE], "batch")
     number = _number(fields[QUEUE])
     return f"queue-{number}" if number >= 0 else "batch"
 
 
-def _job(fields: list[str], order: int, options: SwfOptions, skips: Skips) -> TraceJob | None:
+def _job(
+    fields: list[str], order: int, options: SwfOptions, skips: records.Skips
+) -> records.TraceJob | None:
     """The job of one well-formed line, or None (counted in `skips`) when it is not one."""
     status = _number(fields[STATUS])
     if status in PARTIAL_STATUSES:
@@ -251,12 +244,12 @@ def _job(fields: list[str], order: int, options: SwfOptions, skips: Skips) -> Tr
         return None
     pods, clusters = _pods(fields, procs, options)
     requested = _number(fields[REQ_TIME])
-    labels = {JOB_LABEL: str(_number(fields[JOB]))}
-    for key, index in ((USER_LABEL, USER), (GROUP_LABEL, GROUP)):
+    labels = {records.JOB_LABEL: str(_number(fields[JOB]))}
+    for key, index in ((records.USER_LABEL, USER), (records.GROUP_LABEL, GROUP)):
         value = _number(fields[index])
         if value >= 0:
             labels[key] = str(value)
-    return TraceJob(
+    return records.TraceJob(
         name=f"job-{_number(fields[JOB])}",
         order=order,
         submit=submit,
@@ -270,10 +263,10 @@ def _job(fields: list[str], order: int, options: SwfOptions, skips: Skips) -> Tr
     )
 
 
-def read_swf(lines: Iterable[str], source: str, options: SwfOptions) -> Trace:
+def read_swf(lines: Iterable[str], source: str, options: SwfOptions) -> records.Trace:
     """Every job of an SWF text; malformed lines are named in the trace's skips."""
-    skips = Skips()
-    read = JobList(skips)
+    skips = records.Skips()
+    read = records.JobList(skips)
     header_lines: list[str] = []
     for number, line in enumerate(lines, 1):
         text = line.strip()
@@ -298,7 +291,7 @@ def read_swf(lines: Iterable[str], source: str, options: SwfOptions) -> Trace:
             continue
         job = _job(fields, len(read.jobs), options, skips)
         if job is not None:
-            read.add(job, source, number, f"job number {job.labels[JOB_LABEL]}")
+            read.add(job, source, number, f"job number {job.labels[records.JOB_LABEL]}")
     header = read_header(header_lines)
     origin = _header_int(header, "UnixStartTime") or 0
-    return Trace(options.name, origin, read.jobs, skips, header_capacity(header))
+    return records.Trace(options.name, origin, read.jobs, skips, header_capacity(header))

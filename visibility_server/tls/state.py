@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 from cryptography import x509
 from cryptography.x509.oid import NameOID
 
+from visibility_server.authz.identity import MASTERS_GROUP
 from visibility_server.tls.authority import (
     DEFAULT_KEY_TYPE,
     DEFAULT_NAMESPACE,
@@ -58,7 +59,9 @@ log = logging.getLogger(__name__)
 DEFAULT_STATE_DIR = Path(".queuescope")
 DEFAULT_EMBEDDED_SERVER = "https://127.0.0.1:8443"
 ADMIN_USER = "queuescope-admin"
-ADMIN_GROUPS: tuple[str, ...] = ("system:masters",)
+# The admin is a member of `system:masters`, which the authorizer allows without a review
+# (docs/cluster.md#decision-pipeline).
+ADMIN_GROUPS: tuple[str, ...] = (MASTERS_GROUP,)
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,9 @@ from collections.abc import Sequence
 
 from scheduler.api.admissioncheck import AdmissionCheck
 from scheduler.api.errors import FieldError
-from scheduler.api.validation.common import at_most, child, duplicate, index, invalid, required
+from scheduler.api.validation.common import at_most, duplicate, invalid, required
 from scheduler.api.validation.meta import validate_conditions
+from scheduler.api.validation.paths import child, index
 from scheduler.api.validation.v1beta2 import too_long
 from scheduler.api.workload import AdmissionCheckState
 

@@ -1,4 +1,5 @@
-"""Helpers shared by the per-kind validators: paths, Kubernetes-style messages, names.
+"""Helpers shared by the per-kind validators: Kubernetes-style messages, names, and
+the CRD item-count and quantity rules (the field paths are `paths.py`'s).
 
 Messages follow apimachinery's field errors ("Required value", "Duplicate value:
 \\"x\\"", "Unsupported value: ...", "Too many: ...") because users compare them with
@@ -12,22 +13,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence, Sized
 from scheduler.api.errors import FieldError, quote, unsupported_detail
 from scheduler.api.names import dns1123_label, dns1123_subdomain, label_key, label_value
 from scheduler.api.quantity import Quantity, QuantityError, scheduler_value
+from scheduler.api.validation.paths import index, key
 
 NameValidator = Callable[[str], list[str]]
 
 NEGATIVE = "must be greater than or equal to 0"
-
-
-def child(path: str, name: str) -> str:
-    return f"{path}.{name}" if path else name
-
-
-def index(path: str, i: int) -> str:
-    return f"{path}[{i}]"
-
-
-def key(path: str, k: str) -> str:
-    return f"{path}[{k}]"
 
 
 def invalid(path: str, value: object, detail: str) -> FieldError:

@@ -12,7 +12,6 @@ from scheduler.api.taints import Taint, Toleration
 from scheduler.api.validation.common import (
     at_most,
     duplicate,
-    index,
     invalid,
     labels,
     name_errors,
@@ -20,6 +19,7 @@ from scheduler.api.validation.common import (
     subdomain,
     unsupported,
 )
+from scheduler.api.validation.paths import index
 
 MAX_ITEMS = 8
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")

@@ -22,16 +22,14 @@ from scheduler.api.provisioning import (
 from scheduler.api.topology import Topology
 from scheduler.api.validation.common import (
     at_most,
-    child,
     duplicate,
-    index,
     invalid,
     item_count,
-    key,
     required,
     subdomain,
 )
 from scheduler.api.validation.meta import validate_conditions
+from scheduler.api.validation.paths import child, index, key
 from scheduler.api.validation.update import IMMUTABLE
 from scheduler.api.validation.v1beta2 import too_long
 

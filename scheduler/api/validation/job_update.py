@@ -16,7 +16,8 @@ from scheduler.api.job import (
     QUEUE_NAME_LABEL,
     Job,
 )
-from scheduler.api.validation.common import invalid, key
+from scheduler.api.validation.common import invalid
+from scheduler.api.validation.paths import key
 
 IMMUTABLE = "field is immutable"
 QUEUE_NAME_PATH = key("metadata.labels", QUEUE_NAME_LABEL)

@@ -11,13 +11,12 @@ from scheduler.api.names import dns1123_label, label_key
 from scheduler.api.validation.common import (
     NameValidator,
     duplicate,
-    index,
     invalid,
-    key,
     labels,
     name_errors,
     required,
 )
+from scheduler.api.validation.paths import index, key
 
 _MAX_ANNOTATIONS_BYTES = 256 * 1024
 _CONDITION_REASON = re.compile(r"[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?", re.ASCII)

@@ -24,15 +24,13 @@ from scheduler.api.rbac import (
 from scheduler.api.scenario import EVENT_ACTIONS, Scenario, split_ref
 from scheduler.api.validation.common import (
     at_least,
-    child,
-    index,
     invalid,
-    key,
     name_errors,
     required,
     subdomain,
     unsupported,
 )
+from scheduler.api.validation.paths import child, index, key
 from scheduler.api.validation.selector import validate_label_selector
 from scheduler.api.validation.workload import validate_pod_spec
 

@@ -14,15 +14,14 @@ from scheduler.api.quantity import Quantity
 from scheduler.api.quota import FairSharing, ResourceGroup, ResourceQuota
 from scheduler.api.validation.common import (
     at_most,
-    child,
     duplicate,
-    index,
     invalid,
     item_count,
     quantity,
     resource_name,
     subdomain,
 )
+from scheduler.api.validation.paths import child, index
 from scheduler.api.validation.selector import validate_label_selector
 
 MAX_RESOURCE_GROUPS = 16

@@ -17,7 +17,8 @@ from scheduler.api.base import ApiModel
 from scheduler.api.errors import FieldError
 from scheduler.api.names import label_key, label_value
 from scheduler.api.pydantic_errors import field_errors
-from scheduler.api.validation.common import child, index, invalid, labels, name_errors
+from scheduler.api.validation.common import invalid, labels, name_errors
+from scheduler.api.validation.paths import child, index
 
 __all__ = ["LabelSelector", "LabelSelectorRequirement", "validate_label_selector"]
 

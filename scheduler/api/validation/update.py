@@ -15,8 +15,8 @@ from scheduler.api.flavor import ResourceFlavor
 from scheduler.api.job import Job
 from scheduler.api.localqueue import LocalQueue
 from scheduler.api.source import wire_version
-from scheduler.api.validation.common import child, key
 from scheduler.api.validation.job_update import validate_job_update
+from scheduler.api.validation.paths import child, key
 from scheduler.api.versions import KUEUE_V1BETA2
 from scheduler.api.workload import Workload
 

@@ -15,14 +15,8 @@ from scheduler.api.v1beta2 import (
     WorkloadPriorityClassV1Beta2,
     WorkloadV1Beta2,
 )
-from scheduler.api.validation.common import (
-    at_most,
-    child,
-    duplicate,
-    index,
-    invalid,
-    subdomain,
-)
+from scheduler.api.validation.common import at_most, duplicate, invalid, subdomain
+from scheduler.api.validation.paths import child, index
 
 MAX_PREEMPTION_GATES = 8
 MAX_DESCRIPTION = 2048  # WorkloadPriorityClass.description, v1beta2 only

@@ -14,18 +14,16 @@ from scheduler.api.validation.admissioncheck import validate_check_states
 from scheduler.api.validation.common import (
     at_least,
     at_most,
-    child,
     duplicate,
-    index,
     invalid,
     item_count,
-    key,
     label,
     not_found,
     resource_list,
     subdomain,
 )
 from scheduler.api.validation.meta import validate_conditions
+from scheduler.api.validation.paths import child, index, key
 from scheduler.api.workload import PodSet, Workload
 
 MAX_POD_SETS = 8

@@ -42,20 +42,17 @@ class QueueManager:
 
     # -- ClusterQueues -----------------------------------------------------------------
     def set_cluster_queue(
-        self,
-        name: str,
-        settings: QueueSettings,
-        plugin: str | None = None,
-        *,
-        now: Instant | None = None,
+        self, settings: QueueSettings, plugin: str | None = None, *, now: Instant | None = None
     ) -> None:
-        """Create the queue, or apply new settings; swap implementations if needed.
+        """Create the queue of ``settings.cluster_queue``, or apply new settings; swap
+        implementations if needed.
 
         On a swap, heap + parked workloads are pushed into the new queue (at ``now``,
         see ``_BEFORE_ANY_TIME``); an in-flight head is left to the cycle, whose
         requeue inserts it into the new queue. Raises QueuePluginError (a ValueError)
         if ``plugin or settings.strategy`` does not resolve; the old queue then stays.
         """
+        name = settings.cluster_queue
         factory = resolve_queue_factory(plugin or settings.strategy)
         if self._feed is not None:
             self._feed.mark(name)

@@ -48,7 +48,7 @@ def cq_settings(name: str, strategy: str = "BestEffortFIFO") -> QueueSettings:
 def manager(*names: str) -> QueueManager:
     m = QueueManager()
     for name in names:
-        m.set_cluster_queue(name, cq_settings(name))
+        m.set_cluster_queue(cq_settings(name))
     return m
 
 
@@ -71,7 +71,7 @@ def test_cluster_queue_lifecycle() -> None:
     assert m.queue("zzz") is None
     # Same implementation: the queue object and its contents are kept.
     m.push("a", entry("w"), 0)
-    m.set_cluster_queue("a", QueueSettings("a", "BestEffortFIFO", (("k", "v"),)))
+    m.set_cluster_queue(QueueSettings("a", "BestEffortFIFO", (("k", "v"),)))
     assert m.queue("a") is q and q.settings.options == (("k", "v"),)
     assert m.locate("ns/w") == "a"
 
@@ -87,7 +87,7 @@ def test_strategy_change_moves_heap_and_parked_but_not_in_flight() -> None:
     parked = old.pop(0)  # b parked
     assert parked is not None
     old.requeue(parked, RequeueReason.GENERIC, 0, has_untried_flavors=False)
-    m.set_cluster_queue("cq", cq_settings("cq", "StrictFIFO"), now=0)
+    m.set_cluster_queue(cq_settings("cq", "StrictFIFO"), now=0)
     new = m.queue("cq")
     assert isinstance(new, FifoQueue) and new is not old and new.strict
     assert [e.name for e in new.listing()] == ["b", "c", "d"]
@@ -101,7 +101,7 @@ def test_swap_without_now_keeps_backing_off_workloads_parked() -> None:
     m = manager("cq")
     m.push("cq", entry("gated", requeue_at=5), 10)  # expired at 10: in the heap
     m.push("cq", entry("free", ts=1), 10)
-    m.set_cluster_queue("cq", cq_settings("cq", "StrictFIFO"))
+    m.set_cluster_queue(cq_settings("cq", "StrictFIFO"))
     q = m.queue("cq")
     assert isinstance(q, FifoQueue)
     assert q.is_parked("ns/gated") and q.in_heap("ns/free")
@@ -115,12 +115,12 @@ def test_plugin_overrides_strategy(monkeypatch: pytest.MonkeyPatch) -> None:
     m = manager("cq")
     for i, name in enumerate(["old", "new"]):
         m.push("cq", entry(name, ts=i), 0)
-    m.set_cluster_queue("cq", cq_settings("cq"), PLUGIN, now=0)
+    m.set_cluster_queue(cq_settings("cq"), PLUGIN, now=0)
     q = m.queue("cq")
     assert type(q).__name__ == "ShortestWaitFirstQueue"
     assert [(cq, e.name) for cq, e in m.heads(0, all_active)] == [("cq", "new")]
     # Back to the built-in: entries follow again (the in-flight head is the cycle's).
-    m.set_cluster_queue("cq", cq_settings("cq"), None, now=0)
+    m.set_cluster_queue(cq_settings("cq"), None, now=0)
     assert type(m.queue("cq")) is FifoQueue
 
 
@@ -129,7 +129,7 @@ def test_unknown_plugin_keeps_the_old_queue() -> None:
     m.push("cq", entry("w"), 0)
     q = m.queue("cq")
     with pytest.raises(QueuePluginError):
-        m.set_cluster_queue("cq", cq_settings("cq"), "qs_nowhere:Queue")
+        m.set_cluster_queue(cq_settings("cq"), "qs_nowhere:Queue")
     assert m.queue("cq") is q and m.locate("ns/w") == "cq"
 
 
