@@ -98,6 +98,8 @@ class ForwardMethod:
         self._learned = 0  # the seq of the last finish learned from
 
     def forecast(self, state: ForecastInput) -> Iterator[tuple[WorkloadKey, Band]]:
+        # Counted from here, so building the state is inside the budget too.
+        out_of_time = _out_of_time(state.budget_seconds)
         self._learn(state)
         if state.setup is None:
             return
@@ -113,9 +115,7 @@ class ForwardMethod:
         gc.disable()
         try:
             s, clock = assemble(state.setup, workloads, state.made_at)
-            made = self.forecaster.forecast(
-                s, consume=clock, out_of_time=_out_of_time(state.budget_seconds)
-            )
+            made = self.forecaster.forecast(s, consume=clock, out_of_time=out_of_time)
         finally:
             gc.enable()
         del s, clock, workloads
