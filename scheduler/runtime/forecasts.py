@@ -122,9 +122,8 @@ class _Refresh:
     generation: int
 
 
-# A chunk's bands, FIELDS floats per workload, and the Results' marks of the ones that
-# are FALLBACK_METHOD's (empty: none is).
-_Served: TypeAlias = "tuple[_Refresh, array[float], bytes]"
+_Served: TypeAlias = "tuple[_Refresh, array[float], bytes]"  # a chunk's bands, FIELDS floats
+# per workload, and the Results' marks of the ones that are FALLBACK_METHOD's (b"": none)
 _PICKLE_SECONDS_PER_KEY: Final = 1.5e-6  # about what pickling one (namespace, name) costs
 # ... and one workload's facts or a quota holder (its pod sets are shared by many, but
 # not always within one message); parts of _PART keep one pickling step near 1-2 ms.
