@@ -223,7 +223,8 @@ def _from_neighbours(
     workload now at `position - 1` and ahead of the one now at `position`, so it starts
     no earlier than the first and takes the place of the second. With a served
     forecast for both, each of p50, low and high is the midpoint of theirs; with one,
-    that one's band. `madeAt` and `snapshot` are those of the older forecast used."""
+    or two of different methods, that of the one ahead (else the one there). `madeAt`
+    and `snapshot` are those of the older forecast used."""
     view = snapshot.view(cq)
     if view is None:
         return None
@@ -236,6 +237,10 @@ def _from_neighbours(
                 found.append(served)
     if not found:
         return None
+    if len({f.method for f in found}) > 1:
+        # One band is the fallback's (docs/forecasting.md#fallback): a midpoint of two
+        # methods' bands is neither's; the one it would queue behind bounds its start.
+        found = found[:1]
     oldest = min(found, key=lambda f: f.made_at)
 
     def mid(values: list[int]) -> str:

@@ -4,6 +4,7 @@ estimate when there are none."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
@@ -77,6 +78,24 @@ def test_at_the_end_it_queues_behind_the_last_one() -> None:
 def test_at_the_head_it_takes_the_place_of_the_first() -> None:
     found = estimated_start(queued(0), snapshot(["a", "b"]), T0 + 20 * MICROS, lookup)
     assert found is not None and found["p50"] == at(100)
+
+
+def test_between_two_methods_it_queues_behind_the_one_ahead() -> None:
+    """docs/forecasting.md#fallback: where the forward run's reach ends, the workload
+    ahead has its forecast and the one behind the fallback's `rate` band; no midpoint
+    of the two."""
+    fallback = replace(BANDS[("ns", "b")], method="rate")
+    bands = {("ns", "a"): BANDS[("ns", "a")], ("ns", "b"): fallback}
+    found = estimated_start(
+        queued(1), snapshot(["a", "b"]), T0 + 20 * MICROS, lambda ns, n: bands.get((ns, n))
+    )
+    assert found is not None
+    assert (found["p50"], found["low"], found["high"]) == (at(100), at(50), at(200))
+    assert (found["method"], found["madeAt"], found["snapshot"]) == (
+        "forecast-neighbours",
+        at(0),
+        "7",
+    )
 
 
 def test_without_served_forecasts_the_rate_answers() -> None:
