@@ -5,9 +5,11 @@ Every `interval` seconds, or after a rest as long as the last refresh when that 
 longer (and at once after a start), the service takes the published
 snapshot, sends the worker the snapshot chunks it has not seen and one `Sync` naming the
 chunks of every ClusterQueue, and applies the worker's results as they come, one small
-batch per turn of the loop. The loop's share is bounded: a chunk's keys are pickled in
-one step (about 0.3 ms for 2,048 keys), the other steps are cut by a `TimeBox`, and the
-pipe's blocking reads and writes run in two threads that only move bytes.
+batch per turn of the loop. The loop's share is bounded: a chunk travels in parts of
+256 workloads, each pickled in one step (about 1.5 ms), the other steps are cut by a
+`TimeBox`, and the pipe's blocking reads and writes run in two threads that only move
+bytes. The snapshot sent may be the last holder of chunks a newer one rebuilt: it is
+let go before its chunks, and those one per step, so freeing them is bounded too.
 
 Results come back per snapshot chunk: one flat array of floats in the chunk's order, so
 the loop allocates no object per workload and keeps no per-workload index (100k small
@@ -129,6 +131,7 @@ _PICKLE_SECONDS_PER_KEY: Final = 1.5e-6  # about what pickling one (namespace, n
 # not always within one message); parts of _PART keep one pickling step near 1-2 ms.
 _PICKLE_SECONDS_PER_FACT: Final = 6e-6
 _PART: Final = 256
+_FREE_SECONDS_PER_CHUNK: Final = 0.5e-3  # freeing a 1,024-entry chunk (measured 0.4 ms)
 
 
 def refresh_delay(started: float, finished: float, interval: float) -> float:
@@ -137,6 +140,20 @@ def refresh_delay(started: float, finished: float, interval: float) -> float:
     half the time however deep the queues get (docs/forecasting.md#the-worker)."""
     took = finished - started
     return max(started + interval - finished, took, 0.0)
+
+
+async def _release(box: TimeBox, chunks: dict[ViewChunk, int]) -> None:
+    """Drop the references to `chunks` one at a time, within `box`'s stretches.
+
+    The sent snapshot may be the last holder of the chunks a newer snapshot rebuilt:
+    letting it go at once freed them all in one stretch, about 0.4 ms of CPU per chunk
+    of 1,024 entries, 12 ms for 29 chunks at 100k pending (docs/benchmarks.md,
+    "Forecast serving"). One chunk at a time, each after room was made for it, keeps
+    that within the step budget however many chunks the publisher rebuilt.
+    """
+    while chunks:
+        await box.pause(ahead=_FREE_SECONDS_PER_CHUNK)
+        chunks.popitem()
 
 
 class WorkerLostError(Exception):
@@ -301,8 +318,13 @@ class ForecastService:
         """Run and replace the worker until cancelled."""
         failures = 0
         while True:
+            spawn = TimeBox(self.config.step_budget)
             worker = self._start_worker()
             try:
+                # Starting the process (1 to 2.5 ms of CPU) is a stretch of its own, not
+                # the start of the first refresh's.
+                await spawn.yield_()
+                self._record(spawn)
                 await self._serve(worker)
             except Exception as died:
                 # Anything else is a bug in feeding or reading the worker (a message
@@ -360,12 +382,13 @@ class ForecastService:
         loop = asyncio.get_running_loop()
         while True:
             started = loop.time()
-            # Not kept in this frame: the snapshot sent is let go while the worker works
-            # and while the service rests (the chunks it holds stay only as long as a
-            # newer snapshot shares them).
-            if self._snapshot().synced:
-                await self._send(worker, self._snapshot())
-                await self._receive(worker, started)
+            # The snapshot sent is not kept in this frame: `_send` lets it go while the
+            # worker works (the chunks it holds stay only as long as a newer snapshot
+            # shares them). One box for the whole refresh, so every stretch between its
+            # yields is bounded and measured, the one that sends the Sync too.
+            box = TimeBox(self.config.step_budget)
+            if await self._send(worker, box):
+                await self._receive(worker, box, started)
             delay = refresh_delay(started, loop.time(), self.config.interval)
             if delay > 0:
                 # Sleep, but notice a death at once.
@@ -374,23 +397,14 @@ class ForecastService:
                     if data is None:
                         raise WorkerLostError(f"exit code {worker.process.exitcode}")
 
-    async def _send(self, worker: _Worker, snapshot: Snapshot) -> None:
-        """The chunks the worker lacks, then the Sync; in stretches of `step_budget`."""
-        box = TimeBox(self.config.step_budget)
-        queues: dict[str, SyncQueue] = {}
-        held: dict[ViewChunk, int] = {}
-        for name, view in snapshot.views.items():
-            ids: list[int] = []
-            for chunk in view.chunks:
-                chunk_id = self._ids_of.get(chunk)
-                if chunk_id is None:
-                    chunk_id = next(self._ids)
-                if chunk_id not in self._known:
-                    await self._send_chunk(worker, box, chunk_id, chunk)
-                held[chunk] = chunk_id
-                ids.append(chunk_id)
-                await box.pause()
-            queues[name] = SyncQueue(tuple(ids), snapshot.velocities.get(name))
+    async def _send(self, worker: _Worker, box: TimeBox) -> bool:
+        """The published snapshot's chunks the worker lacks, then the Sync, in stretches
+        of `step_budget`; False, sending nothing, while it is not synced. The snapshot is
+        taken once and let go before its chunks, which are let go one per step."""
+        snapshot = self._snapshot()
+        if not snapshot.synced:
+            return False
+        queues, held = await self._send_chunks(worker, box, snapshot)
         held_ids = frozenset(held.values())
         gone = [chunk_id for chunk_id in self._held if chunk_id not in held_ids]
         self._ids_of = weakref.WeakKeyDictionary(held)
@@ -418,7 +432,30 @@ class ForecastService:
                 self.config.run_seconds,
             )
         )
-        self._record(box)
+        del snapshot
+        await _release(box, held)
+        return True
+
+    async def _send_chunks(
+        self, worker: _Worker, box: TimeBox, snapshot: Snapshot
+    ) -> tuple[dict[str, SyncQueue], dict[ViewChunk, int]]:
+        """Send the snapshot's chunks the worker lacks: each queue's chunk ids, and every
+        chunk with its id (held, strongly, until `_release`)."""
+        queues: dict[str, SyncQueue] = {}
+        held: dict[ViewChunk, int] = {}
+        for name, view in snapshot.views.items():
+            ids: list[int] = []
+            for chunk in view.chunks:
+                chunk_id = self._ids_of.get(chunk)
+                if chunk_id is None:
+                    chunk_id = next(self._ids)
+                if chunk_id not in self._known:
+                    await self._send_chunk(worker, box, chunk_id, chunk)
+                held[chunk] = chunk_id
+                ids.append(chunk_id)
+                await box.pause()
+            queues[name] = SyncQueue(tuple(ids), snapshot.velocities.get(name))
+        return queues, held
 
     async def _send_chunk(
         self, worker: _Worker, box: TimeBox, chunk_id: int, chunk: ViewChunk
@@ -446,11 +483,10 @@ class ForecastService:
             worker.send(Running(part, start))
         self._sent_running = running
 
-    async def _receive(self, worker: _Worker, started: float) -> None:
+    async def _receive(self, worker: _Worker, box: TimeBox, started: float) -> None:
         """Apply the results of the Sync just sent, one batch per turn of the loop."""
         loop = asyncio.get_running_loop()
         deadline = started + self.config.refresh_timeout
-        box = TimeBox(self.config.step_budget)
         refresh: _Refresh | None = None
         served = fallback = 0
         held = self._held

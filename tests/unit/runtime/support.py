@@ -7,6 +7,7 @@ wall-clock time: timing figures are recorded, not checked.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -165,3 +166,28 @@ async def eventually(predicate: Callable[[], bool], timeout: float = WAIT) -> No
         if loop.time() > deadline:
             raise AssertionError("condition not reached in time")
         await asyncio.sleep(0.01)
+
+
+class LoopTurns:
+    """Counts the event loop's turns while entered: a task that adds one to `count` and
+    yields, again and again (work done between two counts ran in one turn)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> LoopTurns:
+        self._task = asyncio.create_task(self._run())
+        await asyncio.sleep(0)  # let it start
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _run(self) -> None:
+        while True:
+            self.count += 1
+            await asyncio.sleep(0)

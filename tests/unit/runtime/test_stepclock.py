@@ -1,9 +1,9 @@
 from __future__ import annotations
 
-import asyncio
 import time
 
 from scheduler.runtime.stepclock import TimeBox, since, stamp
+from tests.unit.runtime.support import LoopTurns
 
 
 def test_a_sleeping_stretch_costs_wall_time_but_no_cpu() -> None:
@@ -26,21 +26,11 @@ def test_a_busy_stretch_costs_cpu() -> None:
 
 async def _count_turns(box: TimeBox, pauses: int) -> int:
     """How many turns another task got while a loop paused `pauses` times."""
-    turns = 0
-
-    async def other() -> None:
-        nonlocal turns
-        while True:
-            turns += 1
-            await asyncio.sleep(0)
-
-    task = asyncio.create_task(other())
-    await asyncio.sleep(0)  # let it start
-    started = turns
-    for _ in range(pauses):
-        await box.pause()
-    task.cancel()
-    return turns - started
+    async with LoopTurns() as turns:
+        started = turns.count
+        for _ in range(pauses):
+            await box.pause()
+        return turns.count - started
 
 
 async def test_a_spent_box_yields_at_every_pause_and_measures_each_stretch() -> None:
