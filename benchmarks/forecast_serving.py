@@ -13,10 +13,11 @@ runs its worker process with a one-second cadence (a refresh starts as soon as t
 previous one is done when it takes longer), and the benchmark reports, over K refreshes
 after the first: each refresh's time (snapshot taken to last result applied, the first
 one sending every chunk), the worker's own time and its CPU time, the longest stretch
-the service ran on the loop in wall and CPU time, the loop lag measured by the servers'
-`LoopLagMonitor` every 10 ms meanwhile, and the resident memory of the worker and of the
-server process. For comparison, the loop lag is first measured as long without the
-forecast service.
+the service ran on the loop in wall and CPU time (as the service counts it, and as the
+loop's own steps show it: `loop_steps_with_forecasts`, by task, from
+:mod:`benchmarks.loop_steps`), the loop lag measured by the servers' `LoopLagMonitor`
+every 10 ms meanwhile, and the resident memory of the worker and of the server process.
+For comparison, the loop lag is first measured as long without the forecast service.
 
 Not part of `python -m benchmarks all`: run it on its own.
 """
@@ -37,6 +38,7 @@ from typing import Any
 import yaml
 
 from benchmarks.feed import Shape, cluster_manifests, feed
+from benchmarks.loop_steps import LoopSteps
 from scheduler.api import decode_object
 from scheduler.core.ingest import apply_object, scheduler_config
 from scheduler.core.scheduler import Scheduler
@@ -158,6 +160,8 @@ async def measure(
     lag = _Lags()
     collections = _Collections()
     gc.callbacks.append(collections)
+    steps = LoopSteps()
+    steps.install()
     cpu_before, wall_before = _cpu_seconds(), time.perf_counter()
     tasks = [asyncio.create_task(service.run()), asyncio.create_task(lag.run())]
     rows: list[dict[str, Any]] = []
@@ -189,6 +193,7 @@ async def measure(
         forecast_cpu_share = (_cpu_seconds() - cpu_before) / (time.perf_counter() - wall_before)
     finally:
         gc.callbacks.remove(collections)
+        steps.uninstall()
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -207,6 +212,8 @@ async def measure(
         "loop_lag_without_forecasts": baseline.figures(),
         "loop_lag_with_forecasts": lag.figures(),
         "server_collections_with_forecasts": collections.figures(),
+        # every step the loop ran, by task: the service's is ForecastService.run
+        "loop_steps_with_forecasts": steps.figures(),
         # the server process's CPU (its threads, not the worker) per wall second
         "server_cpu_share_without_forecasts": round(idle_cpu_share, 3),
         "server_cpu_share_with_forecasts": round(forecast_cpu_share, 3),
