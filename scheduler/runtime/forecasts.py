@@ -147,8 +147,8 @@ async def _release(box: TimeBox, chunks: dict[ViewChunk, int]) -> None:
 
     The sent snapshot may be the last holder of the chunks a newer snapshot rebuilt:
     letting it go at once freed them all in one stretch, about 0.4 ms of CPU per chunk
-    of 1,024 entries, 12 ms for 29 chunks at 100k pending (docs/benchmarks.md,
-    "Forecast serving"). One chunk at a time, each after room was made for it, keeps
+    of 1,024 entries, 12 ms for 29 chunks at 100k pending (docs/benchmarks.md, "The
+    loop's longest forecast stretch"). One chunk at a time, each after room was made for it, keeps
     that within the step budget however many chunks the publisher rebuilt.
     """
     while chunks:

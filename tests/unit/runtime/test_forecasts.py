@@ -161,8 +161,9 @@ class HandedOver:
 async def test_the_chunks_the_sent_snapshot_held_alone_are_freed_one_per_step() -> None:
     """Letting the sent snapshot go at once freed every chunk a newer snapshot had
     rebuilt in one stretch of the loop (12 ms of CPU for 29 chunks at 100k pending,
-    docs/benchmarks.md "Forecast serving"). With a step budget of zero every pause of
-    the service yields, so a chunk freed per pause is one per turn of the loop."""
+    docs/benchmarks.md "The loop's longest forecast stretch"). With a step budget of
+    zero every pause of the service yields, so a chunk freed per pause is one per turn
+    of the loop."""
     first = snapshot(1, [f"w{i}" for i in range(8)], chunk=2)
     chunks = first.views["cq"].chunks
     assert len(chunks) == 4
