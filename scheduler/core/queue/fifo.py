@@ -174,10 +174,23 @@ class FifoQueue(PendingQueue):
 
     def flush(self, now: Instant, namespace_matches: Callable[[str], bool]) -> None:
         self._flushed_since_pop = True
-        for key in list(self._parked):
+        # Every parked workload may go back at once (a deep BestEffortFIFO queue after a
+        # release): one bulk insertion into the heap and one selector match per
+        # namespace, rather than a move per workload (docs/benchmarks.md, "The flush of
+        # a deep BestEffortFIFO queue").
+        matches: dict[str, bool] = {}
+        back: list[str] = []
+        for key in self._parked:
             entry = self._entries[key]
-            if namespace_matches(entry.namespace) and entry.backoff_expired(now):
-                self._store(entry, _Where.HEAP)
+            namespace = entry.namespace
+            matching = matches.get(namespace)
+            if matching is None:
+                matching = matches[namespace] = namespace_matches(namespace)
+            if matching and entry.backoff_expired(now):
+                back.append(key)
+        for key in back:
+            del self._parked[key]
+        self._heap.update(self._items[key] for key in back)
 
     def delete(self, key: str) -> QueueEntry | None:
         return self._leave(key)

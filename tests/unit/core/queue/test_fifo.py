@@ -260,6 +260,35 @@ def test_flush_moves_matching_expired_parked_workloads() -> None:
     assert q.counts() == QueueCounts(active=3, parked=0, in_flight=0)
 
 
+def test_a_flush_asks_each_namespace_once_and_pops_in_queue_order() -> None:
+    """docs/benchmarks.md, "The flush of a deep BestEffortFIFO queue": the selector is
+    matched once per namespace, however many of its workloads are parked, and the
+    workloads come back in queue order, wherever they were parked from."""
+    q = best_effort()
+    names = [f"w{i}" for i in range(12)]
+    for i, name in enumerate(names):
+        q.push(entry(name, ns=f"ns{i % 3}", ts=i, priority=i % 2), 0)
+    while (head := q.pop(0)) is not None:
+        requeue(q, head, GENERIC)
+    assert q.counts().parked == 12
+    asked: list[str] = []
+
+    def matches(namespace: str) -> bool:
+        asked.append(namespace)
+        return namespace != "ns2"
+
+    q.flush(0, matches)
+    assert sorted(asked) == ["ns0", "ns1", "ns2"]
+    assert q.counts() == QueueCounts(active=8, parked=4, in_flight=0)
+    popped = []
+    while (head := q.pop(0)) is not None:
+        popped.append(head.name)
+    # priority 1 first, then by timestamp; ns2's stay parked
+    expected = [n for n in names if int(n[1:]) % 3 != 2]
+    expected.sort(key=lambda n: (-(int(n[1:]) % 2), int(n[1:])))
+    assert popped == expected
+
+
 def test_flush_never_releases_requeued_false() -> None:
     q = best_effort()
     q.push(entry("a", requeued_false=True), 0)
