@@ -59,11 +59,11 @@ from scheduler.runtime.publisher import (
     DEFAULT_SLICE,
     PublisherLinks,
     PublishPacing,
-    QueueMarks,
     SnapshotPublisher,
 )
 from scheduler.runtime.snapshot import Snapshot
 from scheduler.runtime.stepclock import Stamp, TimeBox, since, stamp
+from scheduler.runtime.touched_keys import QueueMarks
 
 log = logging.getLogger(__name__)
 

@@ -3,6 +3,13 @@
 
 A publish:
 
+0. **checks ahead**, in slices, the workloads the core's change feed named as pushed
+   or requeued since the last capture: a requeue leaves an equal queue entry, so the
+   run holding it compares equal, and only comparing the cached snapshot entry with
+   the workload says whether what the snapshot shows of it changed
+   (:mod:`scheduler.runtime.touched_keys`). The feed is drained again until it names
+   at most ``sync_keys`` (256) unchecked keys, which step 1 checks itself; so step 1
+   costs about 1 ms of checks however many workloads the engine touched;
 1. **captures**, in one synchronous step, the order of every ClusterQueue that may
    have changed, plus the LocalQueue table, the quota tree with its usage and the
    admission rates (O(#ClusterQueues + #Cohorts)), so all parts of one snapshot come
@@ -31,8 +38,8 @@ are all unchanged keeps its view object, so an unchanged queue keeps its identit
 (and its memoized renderings). A publish in which nothing changed does not bump the
 generation. A run that compares equal may still hold replaced queue entries (a
 requeue builds a new, equal entry); what the snapshot shows of those workloads (the
-pending message) is re-checked for the keys the feed names as pushed or requeued,
-and their chunk is rebuilt if it differs.
+pending message) is re-checked for the keys the feed names as pushed or requeued
+(step 0, and step 1 for the last few), and their chunk is rebuilt if it differs.
 
 Publishes are coalesced: at most one starts per ``interval`` seconds, however many
 changes were requested in between; and none is made before the initial sync. Details
@@ -48,7 +55,7 @@ import contextlib
 import itertools
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -63,7 +70,8 @@ from scheduler.runtime.forecast_facts import RunningCapture
 from scheduler.runtime.heap_freezing import FreezePolicy
 from scheduler.runtime.pages import ClusterQueueView, ViewAssembly, ViewChunk
 from scheduler.runtime.snapshot import EMPTY_SNAPSHOT, Snapshot
-from scheduler.runtime.stepclock import TimeBox
+from scheduler.runtime.stepclock import TimeBox, since, stamp
+from scheduler.runtime.touched_keys import Cached, QueueMarks, TouchedKeys, drop_stale
 from scheduler.runtime.workload_records import (
     FinishedWorkload,
     LocalQueueKey,
@@ -82,12 +90,11 @@ _BATCH = 32
 _KEYS = 512  # map writes per stretch (about 0.2-0.5 ms)
 # About what building a ViewChunk costs per entry (2,000 entries: 1.3-4 ms here).
 _CHUNK_SECONDS_PER_ENTRY = 2e-6
-
-# ClusterQueue -> the workload keys pushed or requeued there (Changes.queues)
-QueueMarks = dict[str, set[str]]
-
-# workload key -> (the QueueEntry an entry was made for, the entry)
-_Cached = tuple[QueueEntry, PendingEntry]
+# Touched keys the synchronous capture checks itself (about 4 µs each, so about 1 ms);
+# while the feed names more, they are checked ahead in slices, for at most
+# _AHEAD_ROUNDS drains (touched_keys.py).
+DEFAULT_SYNC_KEYS = 256
+_AHEAD_ROUNDS = 8
 
 
 @dataclass(slots=True)
@@ -107,12 +114,21 @@ class PublishStats:
     max_step_seconds: float = 0.0  # longest synchronous stretch ever
     max_step_cpu_seconds: float = 0.0  # the most CPU one stretch used (stepclock)
     max_capture_seconds: float = 0.0
+    last_capture_cpu_seconds: float = 0.0
+    max_capture_cpu_seconds: float = 0.0
+    # Touched keys whose cached entry was compared with the workload: ahead of the
+    # capture, in slices, and inside the synchronous capture (all of them, and the
+    # last capture's).
+    checked_ahead: int = 0
+    checked_in_capture: int = 0
+    last_checked_in_capture: int = 0
 
     def reset_maxima(self) -> None:
         """Start a new window for the maxima (benchmarks measure one window)."""
         self.max_step_seconds = 0.0
         self.max_step_cpu_seconds = 0.0
         self.max_capture_seconds = 0.0
+        self.max_capture_cpu_seconds = 0.0
 
 
 @dataclass(slots=True)
@@ -130,14 +146,16 @@ class _QueueState:
 
     runs: list[_Run] = field(default_factory=list)  # the last capture, built
     cells: Map[WorkloadKey, int] = field(default_factory=Map)
-    cache: dict[str, _Cached] = field(default_factory=dict)
+    cache: dict[str, Cached] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
 class _Captured:
     name: str
     runs: list[_Run]  # chunk None where the run changed
-    touched: set[str] | None  # keys to re-check; None: every key (rebuilding all)
+    # keys named since their last check (their entry is checked again when the run is
+    # built); None: every key (rebuilding all)
+    touched: set[str] | None
 
 
 @dataclass(slots=True)
@@ -192,6 +210,7 @@ class PublishPacing:
     slice_size: int = DEFAULT_SLICE  # entries per chunk
     step_budget: float = DEFAULT_STEP_BUDGET  # seconds of work between two loop turns
     wait_for_sync: bool = True  # publish nothing before `synced()` says so
+    sync_keys: int = DEFAULT_SYNC_KEYS  # touched keys the capture checks itself, at most
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,6 +241,7 @@ class SnapshotPublisher:
         self.interval = pacing.interval
         self.slice_size = max(1, pacing.slice_size)
         self.step_budget = pacing.step_budget
+        self.sync_keys = max(0, pacing.sync_keys)
         self.wait_for_sync = pacing.wait_for_sync
         self._synced = links.synced
         # Admission rates for the wait estimates; whoever admits feeds them.
@@ -333,18 +353,21 @@ class SnapshotPublisher:
         self.stats.attempts += 1
         previous = self._snapshot
 
-        # (1) capture, in one synchronous step
-        existing = set(s.objects.cluster_queues)
+        # (0) check the keys the feed names, ahead of the capture, in slices
         rebuild_all = self._forget_views
         self._forget_views = False
-        marks = self._changes()
-        touched: QueueMarks | None = None if rebuild_all else marks
-        dirty = set(existing) if rebuild_all else marks.keys()
+        touched = TouchedKeys()
+        if not rebuild_all:
+            await self._check_ahead(touched, steps)
+
+        # (1) capture, in one synchronous step
+        capture_started = stamp()
+        existing = set(s.objects.cluster_queues)
+        touched.add(self._changes(), self._queues.__contains__)
+        self.stats.last_checked_in_capture = 0
+        dirty = set(existing) if rebuild_all else touched.names()
         targets = sorted((dirty & existing) | (existing - previous.views.keys()))
-        captured = [
-            self._capture(name, None if touched is None else touched.get(name, set()))
-            for name in targets
-        ]
+        captured = [self._capture(name, None if rebuild_all else touched) for name in targets]
         local_queues: dict[LocalQueueKey, str] = {
             (lq.namespace, lq.name): (lq.cluster_queue if lq.cluster_queue in existing else "")
             for lq in s.objects.local_queues.values()
@@ -353,9 +376,7 @@ class SnapshotPublisher:
         quota = capture_quota(s)
         velocities = self.rates.velocities(existing, s.now())
         setup, holders = self._capture_forecast_inputs(previous)
-        capture = steps.end()[0]
-        self.stats.last_capture_seconds = capture
-        self.stats.max_capture_seconds = max(self.stats.max_capture_seconds, capture)
+        self._count_capture(since(capture_started))
 
         # (2) build the changed chunks and views, in slices
         views: dict[str, ClusterQueueView] = {
@@ -410,6 +431,52 @@ class SnapshotPublisher:
         self._notify()
         return True
 
+    async def _check_ahead(self, touched: TouchedKeys, steps: TimeBox) -> None:
+        """Drain the feed and check the keys it names, in slices, until it names at most
+        `sync_keys` unchecked ones; those are left to the capture. Every drain after the
+        first follows a yield, so the capture starts a stretch of its own; after
+        _AHEAD_ROUNDS drains the capture takes whatever the feed names then."""
+        for round_ in range(_AHEAD_ROUNDS):
+            if round_:
+                await steps.yield_()
+            touched.add(self._changes(), self._queues.__contains__)
+            if touched.pending <= self.sync_keys:
+                return
+            for cq, keys in touched.take_unchecked():
+                for start in range(0, len(keys), _BATCH):
+                    await steps.pause()
+                    batch = keys[start : start + _BATCH]
+                    state = self._queues.get(cq)
+                    if state is not None:
+                        touched.found_stale(cq, self._stale_cells(state, batch))
+                    self.stats.checked_ahead += len(batch)
+        await steps.yield_()
+
+    def _stale_cells(self, state: _QueueState, keys: Iterable[str]) -> set[int]:
+        """The cells of the chunks showing a key of `keys` whose cached entry is stale
+        (those entries are dropped)."""
+        stale = drop_stale(
+            state.cache,
+            keys,
+            self.scheduler.objects.workloads,
+            self.scheduler.config.eviction_ordering,
+        )
+        cells = state.cells
+        found: set[int] = set()
+        for key in stale:
+            namespace, _, name = key.partition("/")
+            cell = cells.get((namespace, name))
+            if cell is not None:
+                found.add(cell)
+        return found
+
+    def _count_capture(self, spent: tuple[float, float]) -> None:
+        stats = self.stats
+        stats.last_capture_seconds, stats.last_capture_cpu_seconds = spent
+        stats.max_capture_seconds = max(stats.max_capture_seconds, spent[0])
+        stats.max_capture_cpu_seconds = max(stats.max_capture_cpu_seconds, spent[1])
+        stats.checked_in_capture += stats.last_checked_in_capture
+
     async def _index(self, moves: _Moves, steps: TimeBox) -> Map[WorkloadKey, str]:
         """The workload -> ClusterQueue map, edited for the workloads that came or left."""
         workloads = self._workloads
@@ -444,8 +511,9 @@ class SnapshotPublisher:
                 await steps.pause()
         return self._running.running, self._running.finished
 
-    def _capture(self, name: str, touched: set[str] | None) -> _Captured:
-        """The runs of one ClusterQueue's order, reusing unchanged runs (synchronous)."""
+    def _capture(self, name: str, touched: TouchedKeys | None) -> _Captured:
+        """The runs of one ClusterQueue's order, reusing unchanged runs (synchronous);
+        a run showing a stale entry is captured afresh, so its chunk is rebuilt."""
         state = self._queues.get(name)
         live = [run for run in _runs_of(self.scheduler.queues.queue(name), self.slice_size) if run]
         old_runs: dict[tuple[int, int, int], _Run] = {}
@@ -458,32 +526,18 @@ class SnapshotPublisher:
                 runs.append(old)
             else:
                 runs.append(_Run(list(run)))
-        if state is not None and touched:
-            self._recheck(state, runs, live, touched)
-        return _Captured(name, runs, touched)
-
-    def _recheck(
-        self,
-        state: _QueueState,
-        runs: list[_Run],
-        live: Sequence[Sequence[QueueEntry]],
-        touched: set[str],
-    ) -> None:
-        """Touched workloads in kept runs: if what the snapshot shows of one changed,
-        drop its cached entry and capture its run afresh (it is rebuilt)."""
-        workloads = self.scheduler.objects.workloads
-        ordering = self.scheduler.config.eviction_ordering
-        kept = {r.chunk.cell: i for i, r in enumerate(runs) if r.chunk is not None}
-        for key in touched:
-            cached = state.cache.get(key)
-            wl = workloads.get(key)
-            if cached is None or wl is None or entry_is_current(cached[1], wl, ordering):
-                continue
-            del state.cache[key]
-            namespace, _, name = key.partition("/")
-            i = kept.get(state.cells.get((namespace, name), -1))
-            if i is not None and runs[i].chunk is not None:
-                runs[i] = _Run(list(live[i]))
+        if touched is None:
+            return _Captured(name, runs, None)
+        unchecked = touched.unchecked_of(name)
+        if state is not None:
+            stale = touched.stale_cells(name)
+            if unchecked:
+                stale = self._stale_cells(state, unchecked) | set(stale)
+                self.stats.last_checked_in_capture += len(unchecked)
+            for i, r in enumerate(runs):
+                if r.chunk is not None and r.chunk.cell in stale:
+                    runs[i] = _Run(list(live[i]))
+        return _Captured(name, runs, unchecked)
 
     async def _build(
         self,

@@ -222,6 +222,22 @@ def test_small_chunks_agree_with_the_core_under_any_changes(
     asyncio.run(_small_chunks(ops, slice_size))
 
 
+def apply_change(s: Scheduler, op: str, i: int) -> None:
+    """One change of the property tests: "add", "delete", "cycle", "priority", or else
+    a workload added to either LocalQueue of namespace b (a move between views)."""
+    name, ns = f"w{i}", "a" if i % 3 else "b"
+    if op == "add":
+        cluster(s, workload(ns, name, "main", priority=i % 4))
+    elif op == "delete":
+        delete_object(s, "Workload", ns, name)
+    elif op == "cycle":
+        run_cycle(s)
+    elif op == "priority":
+        cluster(s, workload(ns, name, "main", priority=5 + i % 3))
+    else:
+        cluster(s, workload("b", f"m{i}", "other" if i % 2 else "main"))
+
+
 async def _small_chunks(ops: list[tuple[str, int]], slice_size: int) -> None:
     s = manual()
     publisher = SnapshotPublisher(s, pacing=PublishPacing(slice_size=slice_size))
@@ -230,17 +246,7 @@ async def _small_chunks(ops: list[tuple[str, int]], slice_size: int) -> None:
         cluster(s, workload("a" if i % 3 else "b", f"w{i}", "main", priority=i % 2))
     await publisher.publish()
     for op, i in ops:
-        name, ns = f"w{i}", "a" if i % 3 else "b"
-        if op == "add":
-            cluster(s, workload(ns, name, "main", priority=i % 4))
-        elif op == "delete":
-            delete_object(s, "Workload", ns, name)
-        elif op == "cycle":
-            run_cycle(s)
-        elif op == "priority":
-            cluster(s, workload(ns, name, "main", priority=5 + i % 3))
-        else:
-            cluster(s, workload("b", f"m{i}", "other" if i % 2 else "main"))
+        apply_change(s, op, i)
         if i % 2:
             await publisher.publish()
     await publisher.publish()
