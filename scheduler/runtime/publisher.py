@@ -71,7 +71,7 @@ from scheduler.runtime.heap_freezing import FreezePolicy
 from scheduler.runtime.pages import ClusterQueueView, ViewAssembly, ViewChunk
 from scheduler.runtime.snapshot import EMPTY_SNAPSHOT, Snapshot
 from scheduler.runtime.stepclock import TimeBox, since, stamp
-from scheduler.runtime.touched_keys import Cached, QueueMarks, TouchedKeys, drop_stale
+from scheduler.runtime.touched_keys import EntryCache, QueueMarks, TouchedKeys, drop_stale
 from scheduler.runtime.workload_records import (
     FinishedWorkload,
     LocalQueueKey,
@@ -146,7 +146,7 @@ class _QueueState:
 
     runs: list[_Run] = field(default_factory=list)  # the last capture, built
     cells: Map[WorkloadKey, int] = field(default_factory=Map)
-    cache: dict[str, Cached] = field(default_factory=dict)
+    cache: EntryCache = field(default_factory=dict)
 
 
 @dataclass(slots=True)

@@ -33,12 +33,16 @@ QueueMarks = dict[str, set[str]]
 
 # workload key -> (the QueueEntry an entry was made for, the entry)
 Cached = tuple[QueueEntry, PendingEntry]
+# A ClusterQueue's cached entries by workload key; None marks one found stale. The key
+# stays: deleting keys of a 100k dict and adding them again soon after makes it
+# rebuild its table (5-6 ms in one step), overwriting a value does not.
+EntryCache = dict[str, Cached | None]
 
 _NO_CELLS: frozenset[int] = frozenset()
 
 
 def drop_stale(
-    cache: dict[str, Cached],
+    cache: EntryCache,
     keys: Iterable[str],
     workloads: Mapping[str, WorkloadState],
     eviction_ordering: bool,
@@ -51,7 +55,7 @@ def drop_stale(
         wl = workloads.get(key)
         if cached is None or wl is None or entry_is_current(cached[1], wl, eviction_ordering):
             continue
-        del cache[key]
+        cache[key] = None
         stale.append(key)
     return stale
 
@@ -99,4 +103,4 @@ class TouchedKeys:
         return self.unchecked.get(cq, set())
 
 
-__all__ = ["Cached", "QueueMarks", "TouchedKeys", "drop_stale"]
+__all__ = ["Cached", "EntryCache", "QueueMarks", "TouchedKeys", "drop_stale"]
