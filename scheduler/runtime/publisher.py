@@ -114,6 +114,7 @@ class PublishStats:
     max_step_seconds: float = 0.0  # longest synchronous stretch ever
     max_step_cpu_seconds: float = 0.0  # the most CPU one stretch used (stepclock)
     max_capture_seconds: float = 0.0
+    cpu_seconds: float = 0.0  # CPU of every publish run so far, all stretches
     last_capture_cpu_seconds: float = 0.0
     max_capture_cpu_seconds: float = 0.0
     # Touched keys whose cached entry was compared with the workload: ahead of the
@@ -678,6 +679,7 @@ class SnapshotPublisher:
         self.stats.last_max_step_cpu_seconds = steps.max_cpu
         self.stats.max_step_seconds = max(self.stats.max_step_seconds, steps.max)
         self.stats.max_step_cpu_seconds = max(self.stats.max_step_cpu_seconds, steps.max_cpu)
+        self.stats.cpu_seconds += steps.total_cpu
         self.stats.last_total_seconds = time.perf_counter() - started
 
     def _changed_event(self) -> asyncio.Event:

@@ -32,16 +32,17 @@ class TimeBox:
     The loop calls :meth:`pause` between units of work: once the current stretch has
     run `budget` seconds (wall time: what the event loop waits), it yields to the loop
     and a new stretch starts. Each stretch's wall and CPU time are measured; `max` and
-    `max_cpu` hold the longest so far.
+    `max_cpu` hold the longest so far, `total_cpu` the CPU of all closed stretches.
     """
 
-    __slots__ = ("budget", "max", "max_cpu", "started")
+    __slots__ = ("budget", "max", "max_cpu", "started", "total_cpu")
 
     def __init__(self, budget: float) -> None:
         self.budget = budget
         self.started: Stamp = stamp()
         self.max = 0.0
         self.max_cpu = 0.0
+        self.total_cpu = 0.0
 
     def elapsed(self) -> float:
         """Wall seconds of the current stretch so far."""
@@ -56,6 +57,7 @@ class TimeBox:
         elapsed = since(self.started)
         self.max = max(self.max, elapsed[0])
         self.max_cpu = max(self.max_cpu, elapsed[1])
+        self.total_cpu += elapsed[1]
         return elapsed
 
     def restart(self) -> None:

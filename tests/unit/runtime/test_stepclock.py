@@ -49,3 +49,14 @@ async def test_a_box_with_budget_left_keeps_the_stretch() -> None:
     before = box.started
     await box.yield_()
     assert box.started != before
+
+
+async def test_the_total_counts_the_cpu_of_every_closed_stretch() -> None:
+    box = TimeBox(0.0)
+    for _ in range(3):
+        begun = time.thread_time()
+        while time.thread_time() - begun < 0.005:
+            pass
+        await box.yield_()
+    assert box.total_cpu >= 0.015
+    assert box.total_cpu >= box.max_cpu >= 0.005
