@@ -9,7 +9,8 @@ A publish:
    the workload says whether what the snapshot shows of it changed
    (:mod:`scheduler.runtime.touched_keys`). The feed is drained again until it names
    at most ``sync_keys`` (256) unchecked keys, which step 1 checks itself; so step 1
-   costs about 1 ms of checks however many workloads the engine touched;
+   costs about 1 ms of checks however many workloads the engine touched (after 8
+   drains it checks whatever the feed names then: what one engine step touched);
 1. **captures**, in one synchronous step, the order of every ClusterQueue that may
    have changed, plus the LocalQueue table, the quota tree with its usage and the
    admission rates (O(#ClusterQueues + #Cohorts)), so all parts of one snapshot come
