@@ -4,6 +4,7 @@ so the synchronous capture checks only the few named after that (touched_keys.py
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -19,7 +20,7 @@ from scheduler.runtime import publisher as publisher_module
 from scheduler.runtime import touched_keys as touched_module
 from scheduler.runtime.publisher import PublisherLinks, PublishPacing, SnapshotPublisher
 from scheduler.runtime.touched_keys import QueueMarks
-from tests.unit.runtime.support import cluster, workload
+from tests.unit.runtime.support import LoopTurns, cluster, workload
 from tests.unit.runtime.test_publisher import (
     apply_change,
     assert_agrees_with_core,
@@ -33,24 +34,24 @@ EVERY_PAUSE = PublishPacing(slice_size=16, step_budget=0.0)
 
 
 class ChecksPerTurn:
-    """Counts the entry checks (`entry_is_current`) made between two turns of the loop:
-    a synchronous step's checks all land in one turn."""
+    """Counts the entry checks (`entry_is_current`) made in each turn of the loop, while
+    a publish runs: a synchronous step's checks all land in one turn."""
 
     def __init__(self) -> None:
-        self.count = 0
-        self.most = 0
-        self.total = 0
+        self.turns: LoopTurns | None = None
+        self.by_turn: Counter[int] = Counter()
 
     def check(self, *args: object) -> bool:
-        self.count += 1
-        self.total += 1
-        self.most = max(self.most, self.count)
+        self.by_turn[self.turns.count if self.turns is not None else -1] += 1
         return bool(capture_module.entry_is_current(*args))  # type: ignore[arg-type]
 
-    async def watch(self) -> None:
-        while True:
-            self.count = 0
-            await asyncio.sleep(0)
+    @property
+    def most(self) -> int:
+        return max(self.by_turn.values(), default=0)
+
+    @property
+    def total(self) -> int:
+        return sum(self.by_turn.values())
 
 
 @contextmanager
@@ -63,12 +64,10 @@ def counted_checks(monkeypatch: pytest.MonkeyPatch) -> Iterator[ChecksPerTurn]:
 
 
 async def publish_watched(publisher: SnapshotPublisher, checks: ChecksPerTurn) -> None:
-    watcher = asyncio.create_task(checks.watch())
-    await asyncio.sleep(0)
-    try:
+    async with LoopTurns() as turns:
+        checks.turns = turns
         await publisher.publish()
-    finally:
-        watcher.cancel()
+    checks.turns = None
 
 
 def assert_messages_are_current(s: Scheduler, publisher: SnapshotPublisher) -> None:
