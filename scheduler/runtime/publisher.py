@@ -176,7 +176,33 @@ def _runs_of(queue: PendingQueue | None, size: int) -> Sequence[Sequence[QueueEn
     live = queue.ordered_runs()
     if all(len(run) <= size for run in live):
         return live
-    return [run[i : i + size] for run in live for i in range(0, len(run), size)]
+    return [piece for run in live for piece in _pieces(run, size)]
+
+
+# A run longer than a chunk ends a piece after each entry whose key hashes to zero in
+# its last seven bits (about 128 entries a piece).
+_PIECE_END_MASK = 127
+
+
+def _pieces(run: Sequence[QueueEntry], size: int) -> list[Sequence[QueueEntry]]:
+    """`run` cut into pieces of at most `size` entries where its content says, as the
+    queue's own runs are cut (`PendingQueue.ordered_runs`): a change inside a long run
+    then rebuilds the piece it falls in, not every piece after it, as cutting at fixed
+    offsets did. A piece still longer than `size` is cut every `size` entries."""
+    if len(run) <= size:
+        return [run]
+    keys = (entry.key for entry in run)
+    ends = [
+        0,
+        *itertools.compress(itertools.count(1), (not hash(k) & _PIECE_END_MASK for k in keys)),
+    ]
+    if ends[-1] != len(run):
+        ends.append(len(run))
+    return [
+        run[i : min(i + size, end)]
+        for start, end in itertools.pairwise(ends)
+        for i in range(start, end, size)
+    ]
 
 
 def _reused_cell(

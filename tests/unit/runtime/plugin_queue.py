@@ -108,3 +108,10 @@ class NewestFirstQueue(PendingQueue):
         self._parked.pop(key, None)
         self._in_flight.pop(key, None)
         return entry
+
+
+class OneRunQueue(NewestFirstQueue):
+    """Its order as one run, however long: the publisher must cut it itself."""
+
+    def ordered_runs(self) -> Sequence[Sequence[QueueEntry]]:
+        return [self.listing()]

@@ -71,6 +71,24 @@ async def test_one_change_rebuilds_one_chunk(plugin: str | None) -> None:
         _agrees(s, publisher)
 
 
+async def test_a_long_run_is_cut_where_its_content_says() -> None:
+    """A queue that returns its order as one run: the publisher cuts it into chunks by
+    the keys' content, so a change in the middle rebuilds one or two chunks, not every
+    chunk after it (as cutting at fixed offsets did, whatever the hash seed)."""
+    s = _scheduler("tests.unit.runtime.plugin_queue:OneRunQueue")
+    publisher = SnapshotPublisher(s)
+    bulk_workloads(s, "team", "main", PENDING)
+    assert await publisher.publish()
+    assert len(publisher.snapshot().views["cq"].chunks) >= 8
+    _agrees(s, publisher)
+    for i in (PENDING // 2, PENDING // 4, 3 * PENDING // 4):
+        built = publisher.stats.chunks_built
+        delete_object(s, "Workload", "team", f"w{i:06d}")
+        assert await publisher.publish()
+        assert publisher.stats.chunks_built - built <= 2
+        _agrees(s, publisher)
+
+
 async def test_the_plugin_is_loaded_and_keeps_its_own_order() -> None:
     s = _scheduler(PLUGIN)
     publisher = SnapshotPublisher(s)
