@@ -53,10 +53,13 @@ class GcPacer:
     1.4 ms of CPU on average and up to 8 ms (it visits every object the young ones
     refer to, scattered over a large heap); landing on top of a 5 ms step, that made
     the longest blocks. While :meth:`run` runs, automatic collection is off and this
-    task applies the same policy as CPython (the oldest generation whose count passed
-    its threshold) every `interval` seconds, as a step of its own. Garbage waits at
-    most one interval longer than it would have; reference counting, which frees
-    almost everything, is unaffected.
+    task applies CPython's thresholds (the oldest generation whose count passed its
+    threshold) every `interval` seconds, as a step of its own. Garbage waits at most
+    one interval longer than it would have; reference counting, which frees almost
+    everything, is unaffected. CPython also skips a full pass until the objects
+    promoted since the last one are a quarter of those it left; those counts are not
+    readable from Python, and an estimate of them made no difference at 100k pending
+    (docs/benchmarks.md, "The flush of a deep BestEffortFIFO queue").
     """
 
     def __init__(self, interval: float = 0.005) -> None:
