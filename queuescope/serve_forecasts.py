@@ -11,14 +11,10 @@ from prometheus_client import CollectorRegistry
 from queuescope.env_twins import env
 from queuescope.forecast_metrics import ForecastCollector
 from scheduler.runtime.engine import Engine
-from scheduler.runtime.forecast_method import METHODS
+from scheduler.runtime.forecast_method import DEFAULT_METHOD, METHODS
 from scheduler.runtime.forecasts import ForecastConfig, ForecastService
 
 OFF = "none"
-# `forecast`: its run is cut after `ForecastConfig.run_seconds`, so a refresh stays
-# within about 30 s, and what it did not reach gets the `rate` band
-# (docs/forecasting.md#which-method-by-default).
-DEFAULT_METHOD = ForecastConfig().method
 
 
 def add_forecast_flags(p: argparse.ArgumentParser) -> None:

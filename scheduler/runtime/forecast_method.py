@@ -35,6 +35,8 @@ from scheduler.runtime.workload_records import (
 )
 
 RATE: Final = "rate"
+FORECAST: Final = "forecast"
+DEFAULT_METHOD: Final = FORECAST  # docs/forecasting.md#which-method-by-default
 # What the worker serves for a workload the method said nothing about: a forward run cut
 # by its budget, or one before the first configuration (docs/forecasting.md#fallback).
 FALLBACK_METHOD: Final = RATE
@@ -149,7 +151,7 @@ def _forward(name: str) -> Callable[[], ForecastMethod]:
 
 
 METHODS: dict[str, Callable[[], ForecastMethod]] = {
-    "forecast": _forward("forecast"),
+    FORECAST: _forward(FORECAST),
     "walltime": _forward("walltime"),
     RATE: RateMethod,
 }

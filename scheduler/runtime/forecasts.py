@@ -51,7 +51,13 @@ from typing import Final, TypeAlias
 from scheduler.kubeapi.backoff import Backoff
 from scheduler.runtime.calibration import LiveCalibration
 from scheduler.runtime.estimates import MICROS, ServedForecast
-from scheduler.runtime.forecast_method import FALLBACK_METHOD, METHODS, Band, Observation
+from scheduler.runtime.forecast_method import (
+    DEFAULT_METHOD,
+    FALLBACK_METHOD,
+    METHODS,
+    Band,
+    Observation,
+)
 from scheduler.runtime.forecast_worker import (
     FIELDS,
     Chunk,
@@ -76,7 +82,7 @@ _STOP_SECONDS: Final = 5.0
 
 @dataclass(frozen=True, slots=True)
 class ForecastConfig:
-    method: str = "forecast"
+    method: str = DEFAULT_METHOD
     interval: float = 10.0  # seconds between the starts of two full refreshes
     refresh_timeout: float = 120.0  # a refresh not done by then: the worker is replaced
     # A forward run stops where it got to after this many seconds of wall time, so a
