@@ -27,7 +27,8 @@ from typing import Any
 import yaml
 
 from scheduler.api import Workload, decode_object
-from scheduler.core.ingest import apply_object, workload_state
+from scheduler.core.clock import Clock
+from scheduler.core.ingest import apply_object, scheduler_config, workload_state
 from scheduler.core.metadata import fill_metadata
 from scheduler.core.scheduler import Scheduler
 from scheduler.core.workload import WorkloadState
@@ -200,3 +201,12 @@ def feed(s: Scheduler, shape: Shape, count: int, *, how: str = "bulk", seed: int
         wl = template.sibling(f"wl-{i:07d}", f"uid-{i:07d}", base + i)
         s.set_workload(wl)
     s.finalize_evictions()
+
+
+def loaded_scheduler(clock: Clock, shape: Shape, pending: int) -> Scheduler:
+    """A core holding the cluster of `shape` and `pending` bulk-fed workloads."""
+    s = Scheduler(clock, scheduler_config(None))
+    for doc in yaml.safe_load_all(cluster_manifests(shape)):
+        apply_object(s, decode_object(doc))
+    feed(s, shape, pending)
+    return s

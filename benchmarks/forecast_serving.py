@@ -35,13 +35,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-import yaml
-
-from benchmarks.feed import Shape, cluster_manifests, feed
+from benchmarks.feed import Shape, loaded_scheduler
 from benchmarks.loop_steps import LoopSteps
-from scheduler.api import decode_object
-from scheduler.core.ingest import apply_object, scheduler_config
-from scheduler.core.scheduler import Scheduler
 from scheduler.runtime.clock import SystemClock
 from scheduler.runtime.commands import MarkSynced
 from scheduler.runtime.engine import Engine
@@ -127,10 +122,7 @@ def _rss_bytes(pid: str = "self") -> int:
 async def measure(
     pending: int, refreshes: int, method: str, shape: Shape, run_seconds: float
 ) -> dict[str, Any]:
-    s = Scheduler(SystemClock(), scheduler_config(None))
-    for doc in yaml.safe_load_all(cluster_manifests(shape)):
-        apply_object(s, decode_object(doc))
-    feed(s, shape, pending)
+    s = loaded_scheduler(SystemClock(), shape, pending)
     engine = Engine(s, publish_interval=0.2, gc_pacer=GcPacer())
     # 600 admissions over the last ten minutes: a rate for every position.
     now = s.now()

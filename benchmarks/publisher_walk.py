@@ -22,11 +22,7 @@ import asyncio
 import time
 from collections.abc import Sequence
 
-import yaml
-
-from benchmarks.feed import Shape, cluster_manifests, feed
-from scheduler.api import decode_object
-from scheduler.core.ingest import apply_object, scheduler_config
+from benchmarks.feed import Shape, loaded_scheduler
 from scheduler.core.scheduler import Scheduler
 from scheduler.runtime.clock import SystemClock
 from scheduler.runtime.commands import MarkSynced
@@ -38,11 +34,7 @@ WINDOW = 2.0  # seconds between two printed lines
 
 def _loaded(pending: int, strategy: str, sizes: str) -> Scheduler:
     shape = Shape(cpu_quota="100", strategy=strategy, sizes=sizes, preemption="Never")
-    s = Scheduler(SystemClock(), scheduler_config(None))
-    for doc in yaml.safe_load_all(cluster_manifests(shape)):
-        apply_object(s, decode_object(doc))
-    feed(s, shape, pending)
-    return s
+    return loaded_scheduler(SystemClock(), shape, pending)
 
 
 async def _run(pending: int, strategy: str, sizes: str, seconds: float) -> None:

@@ -14,10 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
 from benchmarks.cluster_sync import cluster_sync
-from benchmarks.feed import CLUSTER_QUEUE, Shape, cluster_manifests, feed, workload_manifest
+from benchmarks.feed import CLUSTER_QUEUE, Shape, loaded_scheduler, workload_manifest
 from benchmarks.forecast_accuracy import TRACES_DIR, forecast_accuracy, forecaster_present, names
 from benchmarks.harness import BenchServer
 from benchmarks.memory_cluster import memory_cluster
@@ -471,11 +469,7 @@ def deep_queue_cycles(pending: int, cycles: int) -> dict[str, Any]:
     head (1 cpu of 1), which then finishes, so every measured cycle does the same work."""
 
     clock = ManualClock(1_700_000_000_000_000)
-    s = Scheduler(clock, scheduler_config(None))
-    shape = Shape(namespaces=10, cpu_quota="1")
-    for doc in yaml.safe_load_all(cluster_manifests(shape)):
-        apply_object(s, decode_object(doc))
-    feed(s, shape, pending + cycles)
+    s = loaded_scheduler(clock, Shape(namespaces=10, cpu_quota="1"), pending + cycles)
     times: list[float] = []
     for _ in range(cycles):
         clock.set(clock.now() + 1000)

@@ -3,8 +3,10 @@
 Both strategies share the structures and the order (docs/scheduling.md#queue-order); they differ
 only in where a head that was not admitted goes back to (docs/scheduling.md#requeue-after-a-cycle).
 Every pending workload is in exactly one of three places: the active heap, the parked set, or
-in-flight. Separately, all of them are kept in one sorted "ordered view" so visibility can ask for a
-position or a page without sorting the queue on every request.
+in-flight. The heap and the parked set are both kept in queue order, so that a flush can hand
+the parked workloads to the heap whole (docs/scheduling.md#flush-cost). Separately, all of
+them are kept in one sorted "ordered view" so visibility can ask for a position or a page
+without sorting the queue on every request.
 
 Subclasses may change the order by overriding :meth:`FifoQueue.order_key`; the requeue,
 backoff and flush rules stay those of the configured strategy.
@@ -74,9 +76,13 @@ class FifoQueue(PendingQueue):
         # heap + parked + in-flight, item -> entry, kept as runs (ordered_runs)
         self._ordered: SortedRuns[_Item, QueueEntry] = SortedRuns()
         self._heap: SortedList[_Item] = SortedList()  # pop = smallest
+        # The parked workloads are kept sorted too, so that a flush hands them to the
+        # heap whole instead of moving them one by one (docs/scheduling.md#flush cost).
+        self._parked_items: SortedList[_Item] = SortedList()
         # dicts rather than sets: insertion order keeps iteration independent of
         # string hashing, so runs are reproducible.
-        self._parked: dict[str, None] = {}
+        self._parked: dict[str, dict[str, None]] = {}  # namespace -> its parked keys
+        self._gated: dict[str, None] = {}  # parked keys whose backoff may not be over
         self._in_flight: dict[str, None] = {}
         self._lq_counts: Counter[str] = Counter()  # heap + parked, per LocalQueue
         self._sticky: str | None = None
@@ -174,23 +180,50 @@ class FifoQueue(PendingQueue):
 
     def flush(self, now: Instant, namespace_matches: Callable[[str], bool]) -> None:
         self._flushed_since_pop = True
-        # Every parked workload may go back at once (a deep BestEffortFIFO queue after a
-        # release): one bulk insertion into the heap and one selector match per
-        # namespace, rather than a move per workload (docs/benchmarks.md, "The flush of
-        # a deep BestEffortFIFO queue").
-        matches: dict[str, bool] = {}
-        back: list[str] = []
-        for key in self._parked:
-            entry = self._entries[key]
-            namespace = entry.namespace
-            matching = matches.get(namespace)
-            if matching is None:
-                matching = matches[namespace] = namespace_matches(namespace)
-            if matching and entry.backoff_expired(now):
-                back.append(key)
-        for key in back:
-            del self._parked[key]
-        self._heap.update(self._items[key] for key in back)
+        if not self._parked_items:
+            return
+        # What stays parked is found without visiting the rest: the namespaces the
+        # selector no longer matches (one match each) and the workloads still backing
+        # off (docs/scheduling.md#flush-cost).
+        refused = [namespace for namespace in self._parked if not namespace_matches(namespace)]
+        refused_set = set(refused)
+        backing_off = [
+            key
+            for key in self._gated
+            if self._items[key][2].namespace not in refused_set
+            and not self._entries[key].backoff_expired(now)
+        ]
+        staying = sum(len(self._parked[namespace]) for namespace in refused) + len(backing_off)
+        if staying * 2 > len(self._parked_items):
+            self._flush_few(refused_set, frozenset(backing_off))
+            return
+        kept = [self._items[key] for namespace in refused for key in self._parked[namespace]]
+        kept += [self._items[key] for key in backing_off]
+        for item in kept:
+            self._take_out(item[1], item, _Where.PARKED)
+        # The parked list goes to the heap whole, or becomes it when it is the larger
+        # one: a deep BestEffortFIFO queue waiting for quota is flushed without moving
+        # its workloads.
+        moving, self._parked_items = self._parked_items, SortedList()
+        self._parked, self._gated = {}, {}
+        for item in kept:
+            self._put_in(item[1], item, _Where.PARKED)
+        if len(moving) > len(self._heap):
+            self._heap, moving = moving, self._heap
+        self._heap.update(moving)
+
+    def _flush_few(self, refused: set[str], backing_off: frozenset[str]) -> None:
+        """Most parked workloads stay: move the others one by one."""
+        back = [
+            self._items[key]
+            for namespace, keys in self._parked.items()
+            if namespace not in refused
+            for key in keys
+            if key not in backing_off
+        ]
+        for item in back:
+            self._take_out(item[1], item, _Where.PARKED)
+        self._heap.update(back)
 
     def delete(self, key: str) -> QueueEntry | None:
         return self._leave(key)
@@ -234,14 +267,16 @@ class FifoQueue(PendingQueue):
 
     def counts(self) -> QueueCounts:
         return QueueCounts(
-            active=len(self._heap), parked=len(self._parked), in_flight=len(self._in_flight)
+            active=len(self._heap),
+            parked=len(self._parked_items),
+            in_flight=len(self._in_flight),
         )
 
     def in_flight_keys(self) -> frozenset[str]:
         return frozenset(self._in_flight)
 
     def is_parked(self, key: str) -> bool:
-        return key in self._parked
+        return self._place(key) is _Where.PARKED
 
     def in_heap(self, key: str) -> bool:
         return self._place(key) is _Where.HEAP
@@ -258,9 +293,11 @@ class FifoQueue(PendingQueue):
     # -- internals -------------------------------------------------------------------
     def _place(self, key: str) -> _Where | None:
         """Where a key is stored: parked, in flight, else (if stored at all) the heap."""
-        if key not in self._items:
+        item = self._items.get(key)
+        if item is None:
             return None
-        if key in self._parked:
+        parked = self._parked.get(item[2].namespace)
+        if parked is not None and key in parked:
             return _Where.PARKED
         return _Where.IN_FLIGHT if key in self._in_flight else _Where.HEAP
 
@@ -337,7 +374,10 @@ class FifoQueue(PendingQueue):
         if where is _Where.HEAP:
             self._heap.add(item)
         elif where is _Where.PARKED:
-            self._parked[key] = None
+            self._parked_items.add(item)
+            self._parked.setdefault(item[2].namespace, {})[key] = None
+            if item[2].requeued_false or item[2].requeue_at is not None:
+                self._gated[key] = None
         else:
             self._in_flight[key] = None
 
@@ -346,7 +386,13 @@ class FifoQueue(PendingQueue):
         if where is _Where.HEAP:
             self._heap.remove(item)
         elif where is _Where.PARKED:
-            del self._parked[key]
+            self._parked_items.remove(item)
+            namespace = item[2].namespace
+            keys = self._parked[namespace]
+            del keys[key]
+            if not keys:
+                del self._parked[namespace]
+            self._gated.pop(key, None)
         else:
             del self._in_flight[key]
 

@@ -260,6 +260,21 @@ def test_flush_moves_matching_expired_parked_workloads() -> None:
     assert q.counts() == QueueCounts(active=3, parked=0, in_flight=0)
 
 
+def test_a_workload_both_refused_and_backing_off_stays_parked_once() -> None:
+    q = best_effort()
+    q.push(entry("gated", ns="y", requeue_at=100), 0)
+    for i in range(5):
+        q.push(entry(f"w{i}", ns="x", ts=i), 0)
+    while (head := q.pop(0)) is not None:
+        requeue(q, head, GENERIC)
+    assert q.counts() == QueueCounts(active=0, parked=6, in_flight=0)
+    q.flush(50, lambda ns: ns == "x")
+    assert q.counts() == QueueCounts(active=5, parked=1, in_flight=0)
+    assert q.is_parked("y/gated")
+    q.flush(100, everything)
+    assert q.counts() == QueueCounts(active=6, parked=0, in_flight=0)
+
+
 def test_a_flush_asks_each_namespace_once_and_pops_in_queue_order() -> None:
     """docs/benchmarks.md, "The flush of a deep BestEffortFIFO queue": the selector is
     matched once per namespace, however many of its workloads are parked, and the
@@ -287,6 +302,49 @@ def test_a_flush_asks_each_namespace_once_and_pops_in_queue_order() -> None:
     expected = [n for n in names if int(n[1:]) % 3 != 2]
     expected.sort(key=lambda n: (-(int(n[1:]) % 2), int(n[1:])))
     assert popped == expected
+
+
+class _Counted:
+    """A part of an order key that counts how often it is compared."""
+
+    comparisons = 0
+
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+    def __eq__(self, other: object) -> bool:
+        _Counted.comparisons += 1
+        return isinstance(other, _Counted) and self.value == other.value
+
+    def __lt__(self, other: _Counted) -> bool:
+        _Counted.comparisons += 1
+        return self.value < other.value
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class _CountingQueue(FifoQueue):
+    def order_key(self, entry: QueueEntry) -> tuple[object, ...]:
+        return (_Counted(entry.timestamp), entry.key)
+
+
+def test_a_flush_of_a_queue_waiting_for_quota_compares_nothing() -> None:
+    """docs/scheduling.md#flush-cost: when every workload is parked and all go back, the
+    flush hands them to the heap as they are, in order, without sorting them again."""
+    q = _CountingQueue(settings_for(BEST_EFFORT_FIFO))
+    for i in range(500):
+        q.push(entry(f"w{i}", ts=(i * 7919) % 500, ns=f"ns{i % 4}"), 0)
+    while (head := q.pop(0)) is not None:
+        requeue(q, head, GENERIC)
+    assert q.counts() == QueueCounts(active=0, parked=500, in_flight=0)
+    _Counted.comparisons = 0
+    q.flush(0, everything)
+    assert _Counted.comparisons == 0
+    assert q.counts() == QueueCounts(active=500, parked=0, in_flight=0)
+    popped = []
+    while (head := q.pop(0)) is not None:
+        popped.append(head.timestamp)
+    assert popped == list(range(500))
 
 
 def test_flush_never_releases_requeued_false() -> None:
@@ -563,10 +621,16 @@ class FifoMachine(RuleBasedStateMachine):
 
     @rule()
     def pop(self) -> None:
+        active = [e for k in self.expected if self.q.in_heap(k) and (e := self.q.get(k))]
         head = self.q.pop(self.now)
         if head is not None:
             assert head.key not in self.in_flight
+            # The head is the first of the heap in queue order, whichever way its
+            # workloads reached the heap (pushes, requeues, flushes).
+            assert head == min(active, key=self.q.order_key)
             self.in_flight.add(head.key)
+        else:
+            assert active == []
 
     @rule(
         reason=st.sampled_from(list(RequeueReason)),
@@ -595,7 +659,16 @@ class FifoMachine(RuleBasedStateMachine):
 
     @rule(ns=st.sampled_from([*NAMESPACES, None]))
     def flush(self, ns: str | None) -> None:
+        before = {k: (self.q.is_parked(k), self.q.in_heap(k)) for k in self.expected}
         self.q.flush(self.now, lambda n: ns is None or n == ns)
+        # docs/scheduling.md#flush: exactly the parked workloads of a matching namespace
+        # whose backoff is over reach the heap; nothing else moves.
+        for key, (parked, in_heap) in before.items():
+            e = self.q.get(key)
+            assert e is not None
+            moves = parked and (ns is None or e.namespace == ns) and e.backoff_expired(self.now)
+            assert self.q.in_heap(key) == (in_heap or moves)
+            assert self.q.is_parked(key) == (parked and not moves)
 
     @rule(key=st.sampled_from([f"{ns}/{k}" for ns in NAMESPACES for k in KEYS]))
     def delete(self, key: str) -> None:
@@ -626,6 +699,8 @@ class FifoMachine(RuleBasedStateMachine):
         assert self.q.in_flight_keys() == self.in_flight
         counts = self.q.counts()
         assert counts.active + counts.parked + counts.in_flight == len(listed)
+        assert counts.active == sum(self.q.in_heap(k) for k in listed)
+        assert counts.parked == sum(self.q.is_parked(k) for k in listed)
         assert counts.in_flight == len(self.in_flight)
         assert [self.q.position(k) for k in listed] == list(range(len(listed)))
         order = [self.q.order_key(e) for e in listing]
