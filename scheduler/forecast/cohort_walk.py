@@ -284,9 +284,10 @@ def _advance(s: Scheduler, tree: _Tree, free: dict[str, Shape]) -> None:
     within its queue's nominal quota holds that quota back from the others in its
     cycle)."""
     walks = {name: tree.walks[name] for name in free}
-    fits = {name: walk.distance(free[name]) for name, walk in walks.items()}
     skipped = [name for name, walk in walks.items() if walk.offered is not None]
-    found = [d for name, d in fits.items() if d is not None and name not in skipped]
+    # A skipped walk's head is already offered: only the others look for the next fit.
+    fits = (walks[name].distance(free[name]) for name in walks if name not in skipped)
+    found = [d for d in fits if d is not None]
     if not skipped and not found:
         for walk in walks.values():
             walk.step(len(walk.items))  # every head left fails

@@ -77,20 +77,26 @@ def running_workload(running: RunningWorkload) -> WorkloadState:
     return wl
 
 
-def _out_of_time(budget_seconds: float | None) -> Callable[[], bool] | None:
+def _out_of_time(
+    budget_seconds: float | None, timer: Callable[[], float]
+) -> Callable[[], bool] | None:
     """Whether the run's wall-time budget, counted from now, is spent (None: no budget)."""
     if budget_seconds is None:
         return None
-    deadline = time.perf_counter() + budget_seconds
-    return lambda: time.perf_counter() >= deadline
+    deadline = timer() + budget_seconds
+    return lambda: timer() >= deadline
 
 
 class ForwardMethod:
-    """`forecast` (learned runtimes) or `walltime` (runtimes = the requested limit)."""
+    """`forecast` (learned runtimes) or `walltime` (runtimes = the requested limit).
 
-    def __init__(self, method: str) -> None:
+    `timer` reads the wall time the run's budget is counted in (seconds).
+    """
+
+    def __init__(self, method: str, *, timer: Callable[[], float] = time.perf_counter) -> None:
         self.forecaster = Forecaster(method)
         self.name = method
+        self._timer = timer
         # The forecasts of the last two refreshes: what the loop serves is one of them
         # (a chunk's band is replaced by the next refresh's), and `observe` scores it.
         self._served: dict[WorkloadKey, WaitForecast] = {}
@@ -99,7 +105,7 @@ class ForwardMethod:
 
     def forecast(self, state: ForecastInput) -> Iterator[tuple[WorkloadKey, Band]]:
         # Counted from here, so building the state is inside the budget too.
-        out_of_time = _out_of_time(state.budget_seconds)
+        out_of_time = _out_of_time(state.budget_seconds, self._timer)
         self._learn(state)
         if state.setup is None:
             return

@@ -15,7 +15,6 @@ from scheduler.core.cycle import run_cycle
 from scheduler.core.ingest import scheduler_config
 from scheduler.core.scheduler import Scheduler
 from scheduler.forecast.forecaster import Forecaster
-from scheduler.runtime import forecast_forward
 from scheduler.runtime.commands import ApplyObject, MarkSynced
 from scheduler.runtime.engine import Engine
 from scheduler.runtime.estimates import MICROS, AdmissionVelocity
@@ -286,9 +285,7 @@ async def test_parts_of_a_chunk_and_of_the_holders_add_up_in_the_worker() -> Non
     )
 
 
-async def test_a_refresh_out_of_time_serves_what_its_run_found(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+async def test_a_refresh_out_of_time_serves_what_its_run_found() -> None:
     """docs/forecasting.md#when-the-run-is-cut: the Sync's budget reaches the forward run;
     cut short, the worker yields bands for the workloads it saw start, none for the others
     (the service then serves no estimate for them, not a horizon-long one)."""
@@ -299,14 +296,14 @@ async def test_a_refresh_out_of_time_serves_what_its_run_found(
     whole = dict(ForwardMethod("walltime").forecast(state))
     assert set(whole) == {("team", f"w{i}") for i in range(3)}
     ticks = iter(range(1_000_000))
-    monkeypatch.setattr(forecast_forward.time, "perf_counter", lambda: float(next(ticks)))
+    method = ForwardMethod("walltime", timer=lambda: float(next(ticks)))
     # Read when the budget is set (0), after the instants at 10 s (1) and 100 s (2): cut.
-    cut = dict(ForwardMethod("walltime").forecast(replace(state, budget_seconds=1.5)))
+    cut = dict(method.forecast(replace(state, budget_seconds=1.5)))
     assert set(cut) == {("team", "w0")}
     assert cut[("team", "w0")] == whole[("team", "w0")]
 
 
-async def test_a_cut_run_leaves_the_rest_to_the_rate_band(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_cut_run_leaves_the_rest_to_the_rate_band() -> None:
     """docs/forecasting.md#fallback: in the worker, the workloads a cut run did not reach
     get the rate band of their ClusterQueue, marked, and the ones it reached keep the
     run's own."""
@@ -314,7 +311,8 @@ async def test_a_cut_run_leaves_the_rest_to_the_rate_band(monkeypatch: pytest.Mo
     s = core_with(*jobs)
     snapshot = await published(s)
     (view,) = snapshot.views.values()
-    replica = Replica(ForwardMethod("walltime"))
+    ticks = iter(range(1_000_000))
+    replica = Replica(ForwardMethod("walltime", timer=lambda: float(next(ticks))))
     keys = tuple(e.key for e in view.entries)
     list(replica.handle(Chunk(1, keys, tuple(e.facts for e in view.entries))))
     list(replica.handle(Running(snapshot.running)))
@@ -325,8 +323,6 @@ async def test_a_cut_run_leaves_the_rest_to_the_rate_band(monkeypatch: pytest.Mo
         ForwardMethod("walltime").forecast(replica.state_of(replace(sync, budget_seconds=None)))
     )
     rate = dict(RateMethod().forecast(replica.state_of(sync)))
-    ticks = iter(range(1_000_000))
-    monkeypatch.setattr(forecast_forward.time, "perf_counter", lambda: float(next(ticks)))
     [out] = replica.handle(sync)  # cut after the instant at 10 s, as above
     assert keys == (("team", "w0"), ("team", "w1"), ("team", "w2"))
     assert dict(out.marked) == {1: b"\x00\x01\x01"}
