@@ -61,6 +61,7 @@ from scheduler.runtime.publisher import (
     PublishPacing,
     SnapshotPublisher,
 )
+from scheduler.runtime.repeat_detector import RepeatDetector
 from scheduler.runtime.snapshot import Snapshot
 from scheduler.runtime.stepclock import Stamp, TimeBox, since, stamp
 from scheduler.runtime.touched_keys import QueueMarks
@@ -506,7 +507,7 @@ class Engine:
         millisecond): yielding after every single cycle made each admission wait a
         whole turn of a busy loop, and admissions fell behind the finishes."""
         s = self.scheduler
-        seen: set[object] = set()
+        idle = RepeatDetector()
         self._stretch = TimeBox(self.command_budget)
         while not self._stopping:
             started = stamp()
@@ -527,16 +528,13 @@ class Engine:
                 self._blocked_heads.update(cq for cq, _ in heads)
                 return  # wait for an event: see _admission_stays_blocked
             if stats.admitted or stats.preempted:
-                seen.clear()
-            else:
-                fingerprint = self._fingerprint(heads)
-                if fingerprint in seen:
-                    return
-                seen.add(fingerprint)
+                idle.reset()
+            elif idle.repeated(self._fingerprint(heads)):
+                return
             if self._stretch.spent():
                 await self._stretch.yield_()
             if await self._settle():
-                seen.clear()
+                idle.reset()
 
     def _observe_admissions(self, keys: list[str]) -> None:
         s = self.scheduler
