@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import gc
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from itertools import islice
 from types import MappingProxyType
 
 from scheduler.core.conditions import Conditions
@@ -87,6 +88,21 @@ def _out_of_time(
     return lambda: timer() >= deadline
 
 
+def modelled_depth(lengths: Sequence[int], budget: int) -> int:
+    """How many workloads from the head of each queue a run of at most `budget` models:
+    the largest depth whose total over the queues (`lengths` long) stays within it, so a
+    short queue leaves its share to the long ones
+    (docs/forecasting.md#how-deep-the-run-looks)."""
+    left = budget
+    ordered = sorted(lengths)
+    for i, length in enumerate(ordered):
+        sharing = len(ordered) - i
+        if length * sharing > left:
+            return left // sharing
+        left -= length
+    return ordered[-1] if ordered else 0
+
+
 class ForwardMethod:
     """`forecast` (learned runtimes) or `walltime` (runtimes = the requested limit).
 
@@ -111,8 +127,13 @@ class ForwardMethod:
             return
         workloads: list[WorkloadState] = [running_workload(r) for r in state.running]
         holding = {(r.namespace, r.name) for r in state.running}
-        for queue in state.queues.values():
-            for (namespace, name), facts in zip(queue.order, queue.facts, strict=False):
+        queues = list(state.queues.values())
+        depth = None
+        if state.budget_workloads is not None:
+            depth = modelled_depth([len(q.order) for q in queues], state.budget_workloads)
+        for queue in queues:
+            modelled = islice(zip(queue.order, queue.facts, strict=False), depth)
+            for (namespace, name), facts in modelled:
                 if facts is not None and (namespace, name) not in holding:
                     workloads.append(pending_workload(namespace, name, facts))
         # The run allocates millions of short-lived objects on a heap that holds the

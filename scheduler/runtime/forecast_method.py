@@ -78,6 +78,9 @@ class ForecastInput:
     # Wall seconds a forward run may take before it stops where it got to (None: no
     # limit; docs/forecasting.md#when-the-run-is-cut).
     budget_seconds: float | None = None
+    # How many pending workloads a forward run models at most, the first of each
+    # ClusterQueue (None: all; docs/forecasting.md#how-deep-the-run-looks).
+    budget_workloads: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -97,6 +97,7 @@ class Sync:
     setup: Setup | None = None  # None: as in the previous Sync
     finished: tuple[FinishedWorkload, ...] = ()  # not sent before, oldest first
     budget_seconds: float | None = None  # for a forward run (ForecastInput's)
+    budget_workloads: int | None = None  # ... likewise
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,6 +180,7 @@ class Replica:
             tuple(self.running),
             sync.finished,
             sync.budget_seconds,
+            sync.budget_workloads,
         )
 
     def forecast(self, sync: Sync) -> Iterator[Results]:

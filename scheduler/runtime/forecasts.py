@@ -89,6 +89,10 @@ class ForecastConfig:
     # refresh ends within about 30 s with what it found; the workloads it did not reach
     # get the fallback's band (docs/forecasting.md#when-the-run-is-cut).
     run_seconds: float = 20.0
+    # ... and models at most this many pending workloads, the first of each ClusterQueue:
+    # building the state of a million took longer than the whole budget, and 2 GiB
+    # (docs/forecasting.md#how-deep-the-run-looks).
+    run_workloads: int = 100_000
     step_budget: float = 0.003  # the longest stretch the service runs on the loop
 
     def __post_init__(self) -> None:
@@ -101,6 +105,8 @@ class ForecastConfig:
             raise ValueError(
                 "the forward run's budget must be positive and shorter than the refresh timeout"
             )
+        if self.run_workloads < 1:
+            raise ValueError("the forward run must model at least one workload")
 
 
 @dataclass(slots=True)
@@ -436,6 +442,7 @@ class ForecastService:
                 setup,
                 finished,
                 self.config.run_seconds,
+                self.config.run_workloads,
             )
         )
         del snapshot

@@ -9,6 +9,8 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from scheduler.core.clock import ManualClock
 from scheduler.core.cycle import run_cycle
@@ -18,7 +20,7 @@ from scheduler.forecast.forecaster import Forecaster
 from scheduler.runtime.commands import ApplyObject, MarkSynced
 from scheduler.runtime.engine import Engine
 from scheduler.runtime.estimates import MICROS, AdmissionVelocity
-from scheduler.runtime.forecast_forward import ForwardMethod
+from scheduler.runtime.forecast_forward import ForwardMethod, modelled_depth
 from scheduler.runtime.forecast_method import (
     METHODS,
     ForecastInput,
@@ -225,6 +227,80 @@ async def test_the_real_worker_serves_the_forward_run() -> None:
         await asyncio.gather(task, return_exceptions=True)
         await engine.stop()
     assert not math.isnan(service.stats.last_worker_seconds)
+
+
+async def test_the_real_worker_models_only_its_budget_of_workloads() -> None:
+    """docs/forecasting.md#how-deep-the-run-looks: `run_workloads` reaches the worker's
+    forward run; the workload behind the budget is served the fallback's band."""
+    s = real_scheduler()
+    engine = Engine(s, publish_interval=0.02)
+    config = ForecastConfig(method="walltime", interval=0.2, run_workloads=1)
+    service = ForecastService(engine.snapshot, s.now, config)
+    engine.start()
+    task = asyncio.create_task(service.run())
+    try:
+        for data in (*base(), job("a", 3, limit=100), job("b", 2), job("c", 2)):
+            engine.submit(ApplyObject(decode(data)))
+        engine.submit(MarkSynced())
+        await eventually(lambda: service.forecast("team", "b") is not None, timeout=60)
+        b = service.forecast("team", "b")
+        assert b is not None and b.method == "walltime"
+        # One admission is too little evidence for `rate` here: c gets no band at all
+        # (the unit test below shows the fallback's band taking its place).
+        assert service.forecast("team", "c") is None
+        assert service.stats.last_served == 2 and service.stats.last_fallback == 0
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await engine.stop()
+
+
+async def test_the_workloads_past_the_budget_get_the_rate_band() -> None:
+    jobs = [job("a", 4, limit=100)] + [job(f"w{i}", 4, limit=100) for i in range(3)]
+    s = core_with(*jobs)
+    snapshot = await published(s)
+    (view,) = snapshot.views.values()
+    replica = Replica(ForwardMethod("walltime"))
+    keys = tuple(e.key for e in view.entries)
+    list(replica.handle(Chunk(1, keys, tuple(e.facts for e in view.entries))))
+    list(replica.handle(Running(snapshot.running)))
+    velocity = AdmissionVelocity(at=s.now(), weight=60.0, window_seconds=600.0, tau_seconds=300.0)
+    queues = {"cq": SyncQueue((1,), velocity)}
+    sync = Sync(1, s.now(), queues, (), snapshot.quota, snapshot.setup, budget_workloads=2)
+    whole = dict(
+        ForwardMethod("walltime").forecast(replica.state_of(replace(sync, budget_workloads=None)))
+    )
+    rate = dict(RateMethod().forecast(replica.state_of(sync)))
+    [out] = replica.handle(sync)
+    assert dict(out.marked) == {1: b"\x00\x00\x01"}
+    ((_, values),) = out.chunks
+    for i, band in enumerate((whole[keys[0]], whole[keys[1]], rate[keys[2]])):
+        assert list(values[3 * i : 3 * i + 3]) == [band.p50, band.low, band.high]
+
+
+@pytest.mark.parametrize(
+    ("lengths", "budget", "depth"),
+    [
+        ([], 10, 0),
+        ([3], 10, 3),
+        ([3, 4], 7, 4),
+        ([3, 100], 10, 7),  # the short queue leaves its share to the long one
+        ([100, 100, 100], 10, 3),
+        ([5, 5], 1, 0),
+    ],
+)
+def test_the_modelled_depth_fills_the_budget(lengths: list[int], budget: int, depth: int) -> None:
+    assert modelled_depth(lengths, budget) == depth
+
+
+@given(st.lists(st.integers(0, 50), max_size=8), st.integers(1, 200))
+def test_the_modelled_depth_is_the_deepest_within_the_budget(
+    lengths: list[int], budget: int
+) -> None:
+    depth = modelled_depth(lengths, budget)
+    assert sum(min(n, depth) for n in lengths) <= budget
+    deeper = sum(min(n, depth + 1) for n in lengths)
+    assert deeper > budget or deeper == sum(lengths)
 
 
 async def test_the_snapshot_carries_holders_and_finishes_with_their_runtimes() -> None:

@@ -257,6 +257,8 @@ def test_a_bad_configuration_is_refused() -> None:
         with pytest.raises(ValueError, match="budget must be positive and shorter"):
             ForecastConfig(run_seconds=seconds, refresh_timeout=120.0)
     assert ForecastConfig(run_seconds=119.0, refresh_timeout=120.0).run_seconds == 119.0
+    with pytest.raises(ValueError, match="at least one workload"):
+        ForecastConfig(run_workloads=0)
 
 
 def test_a_band_that_is_no_instant_is_not_served() -> None:
