@@ -33,7 +33,7 @@ from scheduler.runtime.forecast_worker import Chunk, Replica, Running, Sync, Syn
 from scheduler.runtime.forecasts import ForecastConfig, ForecastService
 from scheduler.runtime.publisher import PublishPacing, SnapshotPublisher
 from scheduler.runtime.snapshot import Snapshot
-from scheduler.runtime.workload_records import FinishedWorkload
+from scheduler.runtime.workload_records import FinishedWorkload, WorkloadKey
 from tests.unit.runtime.support import (
     cluster,
     cluster_queue,
@@ -255,21 +255,26 @@ async def test_the_real_worker_models_only_its_budget_of_workloads() -> None:
         await engine.stop()
 
 
-async def test_the_workloads_past_the_budget_get_the_rate_band() -> None:
+async def fed_replica(method: ForwardMethod) -> tuple[Replica, tuple[WorkloadKey, ...], Sync]:
+    """A worker's replica of one holder and three waiting workloads, the Sync of a
+    refresh with no budget, and the waiting workloads' keys in queue order."""
     jobs = [job("a", 4, limit=100)] + [job(f"w{i}", 4, limit=100) for i in range(3)]
     s = core_with(*jobs)
     snapshot = await published(s)
     (view,) = snapshot.views.values()
-    replica = Replica(ForwardMethod("walltime"))
+    replica = Replica(method)
     keys = tuple(e.key for e in view.entries)
     list(replica.handle(Chunk(1, keys, tuple(e.facts for e in view.entries))))
     list(replica.handle(Running(snapshot.running)))
     velocity = AdmissionVelocity(at=s.now(), weight=60.0, window_seconds=600.0, tau_seconds=300.0)
     queues = {"cq": SyncQueue((1,), velocity)}
-    sync = Sync(1, s.now(), queues, (), snapshot.quota, snapshot.setup, budget_workloads=2)
-    whole = dict(
-        ForwardMethod("walltime").forecast(replica.state_of(replace(sync, budget_workloads=None)))
-    )
+    return replica, keys, Sync(1, s.now(), queues, (), snapshot.quota, snapshot.setup)
+
+
+async def test_the_workloads_past_the_budget_get_the_rate_band() -> None:
+    replica, keys, unlimited = await fed_replica(ForwardMethod("walltime"))
+    sync = replace(unlimited, budget_workloads=2)
+    whole = dict(ForwardMethod("walltime").forecast(replica.state_of(unlimited)))
     rate = dict(RateMethod().forecast(replica.state_of(sync)))
     [out] = replica.handle(sync)
     assert dict(out.marked) == {1: b"\x00\x00\x01"}
@@ -383,21 +388,11 @@ async def test_a_cut_run_leaves_the_rest_to_the_rate_band() -> None:
     """docs/forecasting.md#fallback: in the worker, the workloads a cut run did not reach
     get the rate band of their ClusterQueue, marked, and the ones it reached keep the
     run's own."""
-    jobs = [job("a", 4, limit=100)] + [job(f"w{i}", 4, limit=100) for i in range(3)]
-    s = core_with(*jobs)
-    snapshot = await published(s)
-    (view,) = snapshot.views.values()
     ticks = iter(range(1_000_000))
-    replica = Replica(ForwardMethod("walltime", timer=lambda: float(next(ticks))))
-    keys = tuple(e.key for e in view.entries)
-    list(replica.handle(Chunk(1, keys, tuple(e.facts for e in view.entries))))
-    list(replica.handle(Running(snapshot.running)))
-    velocity = AdmissionVelocity(at=s.now(), weight=60.0, window_seconds=600.0, tau_seconds=300.0)
-    queues = {"cq": SyncQueue((1,), velocity)}
-    sync = Sync(1, s.now(), queues, (), snapshot.quota, snapshot.setup, budget_seconds=1.5)
-    whole = dict(
-        ForwardMethod("walltime").forecast(replica.state_of(replace(sync, budget_seconds=None)))
-    )
+    method = ForwardMethod("walltime", timer=lambda: float(next(ticks)))
+    replica, keys, unlimited = await fed_replica(method)
+    sync = replace(unlimited, budget_seconds=1.5)
+    whole = dict(ForwardMethod("walltime").forecast(replica.state_of(unlimited)))
     rate = dict(RateMethod().forecast(replica.state_of(sync)))
     [out] = replica.handle(sync)  # cut after the instant at 10 s, as above
     assert keys == (("team", "w0"), ("team", "w1"), ("team", "w2"))
