@@ -30,6 +30,7 @@ from scheduler.core.queue.interface import (
     RequeueReason,
 )
 from scheduler.core.queue.ordering import fifo_order_key
+from scheduler.core.queue.run_heap import RunHeap
 from scheduler.core.queue.runs import SortedRuns
 
 STRICT_FIFO = "StrictFIFO"
@@ -75,7 +76,7 @@ class FifoQueue(PendingQueue):
         # so no third map per workload says it (docs/benchmarks.md, cluster memory).
         # heap + parked + in-flight, item -> entry, kept as runs (ordered_runs)
         self._ordered: SortedRuns[_Item, QueueEntry] = SortedRuns()
-        self._heap: SortedList[_Item] = SortedList()  # pop = smallest
+        self._heap: RunHeap[_Item] = RunHeap()  # pop = smallest
         # The parked workloads are kept sorted too, so that a flush hands them to the
         # heap whole instead of moving them one by one (docs/scheduling.md#flush cost).
         self._parked_items: SortedList[_Item] = SortedList()
@@ -146,7 +147,7 @@ class FifoQueue(PendingQueue):
         # The head's item is current (stored items always carry the key their entry
         # orders by): it moves to in-flight as it is, keeping its place in the ordered
         # view, without re-keying it or searching the heap for it.
-        item = self._heap.pop(0)
+        item = self._heap.pop_first()
         key = item[1]
         self._in_flight[key] = None
         self._uncount(item[2].local_queue_key)
@@ -201,16 +202,14 @@ class FifoQueue(PendingQueue):
         kept += [self._items[key] for key in backing_off]
         for item in kept:
             self._take_out(item[1], item, _Where.PARKED)
-        # The parked list goes to the heap whole, or becomes it when it is the larger
-        # one: a deep BestEffortFIFO queue waiting for quota is flushed without moving
-        # its workloads.
+        # The parked list goes to the heap whole, as one of its runs: a deep
+        # BestEffortFIFO queue is flushed without moving its workloads, whether it was
+        # all parked or half way through a walk.
         moving, self._parked_items = self._parked_items, SortedList()
         self._parked, self._gated = {}, {}
         for item in kept:
             self._put_in(item[1], item, _Where.PARKED)
-        if len(moving) > len(self._heap):
-            self._heap, moving = moving, self._heap
-        self._heap.update(moving)
+        self._heap.absorb(moving)
 
     def _flush_few(self, refused: set[str], backing_off: frozenset[str]) -> None:
         """Most parked workloads stay: move the others one by one."""
@@ -223,7 +222,7 @@ class FifoQueue(PendingQueue):
         ]
         for item in back:
             self._take_out(item[1], item, _Where.PARKED)
-        self._heap.update(back)
+        self._heap.absorb(SortedList(back))
 
     def delete(self, key: str) -> QueueEntry | None:
         return self._leave(key)
@@ -263,7 +262,7 @@ class FifoQueue(PendingQueue):
         return self._ordered.bisect((self.order_key(entry), entry.key))
 
     def peek(self, now: Instant) -> QueueEntry | None:
-        return self._entries[self._heap[0][1]] if self._heap else None
+        return self._entries[self._heap.first()[1]] if self._heap else None
 
     def counts(self) -> QueueCounts:
         return QueueCounts(

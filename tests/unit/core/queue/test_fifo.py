@@ -347,6 +347,29 @@ def test_a_flush_of_a_queue_waiting_for_quota_compares_nothing() -> None:
     assert popped == list(range(500))
 
 
+def test_a_flush_half_way_through_a_walk_compares_nothing() -> None:
+    """docs/scheduling.md#flush-cost: quota released while half of a deep queue is parked
+    and half still in the heap: the parked half joins the heap as a run of its own, and
+    the pops still come in queue order across both."""
+    q = _CountingQueue(settings_for(BEST_EFFORT_FIFO))
+    total = 3000
+    for i in range(total):
+        q.push(entry(f"w{i}", ts=(i * 7919) % total), 0)
+    for _ in range(total // 2):
+        head = q.pop(0)
+        assert head is not None
+        requeue(q, head, GENERIC)
+    assert q.counts() == QueueCounts(active=total // 2, parked=total // 2, in_flight=0)
+    _Counted.comparisons = 0
+    q.flush(0, everything)
+    assert _Counted.comparisons == 0
+    assert q.counts() == QueueCounts(active=total, parked=0, in_flight=0)
+    popped = []
+    while (head := q.pop(0)) is not None:
+        popped.append(head.timestamp)
+    assert popped == list(range(total))
+
+
 def test_flush_never_releases_requeued_false() -> None:
     q = best_effort()
     q.push(entry("a", requeued_false=True), 0)
