@@ -184,6 +184,13 @@ def _runs_of(queue: PendingQueue | None, size: int) -> Sequence[Sequence[QueueEn
 _PIECE_END_MASK = 127
 
 
+def ends_piece(key: str) -> bool:
+    """Whether a long run is cut after the workload of `key` (`_pieces`): the last bits
+    of its hash are zero. The hash of a string differs between processes, and so do
+    the cuts; only their being the same within one matters."""
+    return not hash(key) & _PIECE_END_MASK
+
+
 def _pieces(run: Sequence[QueueEntry], size: int) -> list[Sequence[QueueEntry]]:
     """`run` cut into pieces of at most `size` entries where its content says, as the
     queue's own runs are cut (`PendingQueue.ordered_runs`): a change inside a long run
@@ -192,10 +199,7 @@ def _pieces(run: Sequence[QueueEntry], size: int) -> list[Sequence[QueueEntry]]:
     if len(run) <= size:
         return [run]
     keys = (entry.key for entry in run)
-    ends = [
-        0,
-        *itertools.compress(itertools.count(1), (not hash(k) & _PIECE_END_MASK for k in keys)),
-    ]
+    ends = [0, *itertools.compress(itertools.count(1), map(ends_piece, keys))]
     if ends[-1] != len(run):
         ends.append(len(run))
     return [

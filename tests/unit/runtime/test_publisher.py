@@ -18,7 +18,12 @@ from scheduler.core.visibility import pending_workloads
 from scheduler.runtime import publisher as publisher_module
 from scheduler.runtime.heap_freezing import FreezePolicy
 from scheduler.runtime.pages import build_view
-from scheduler.runtime.publisher import PublisherLinks, PublishPacing, SnapshotPublisher
+from scheduler.runtime.publisher import (
+    PublisherLinks,
+    PublishPacing,
+    SnapshotPublisher,
+    ends_piece,
+)
 from tests.unit.runtime.support import (
     cluster,
     cluster_queue,
@@ -254,15 +259,23 @@ async def _small_chunks(ops: list[tuple[str, int]], slice_size: int) -> None:
     assert_views_are_whole(publisher)
 
 
+def uncut_names(namespace: str, count: int) -> list[str]:
+    """`count` workload names, in order, none of which ends a piece of a long run in
+    this process (`ends_piece`), so that runs are cut every `slice_size` entries
+    whatever the hash seed."""
+    names = (f"w{i:03d}" for i in range(1000))
+    return [n for n in names if not ends_piece(f"{namespace}/{n}")][:count]
+
+
 async def test_a_republish_shares_unchanged_chunks() -> None:
     s = manual()
     publisher = SnapshotPublisher(s, pacing=PublishPacing(slice_size=4))
     two_queues(s)
-    cluster(s, *(workload("a", f"w{i:02d}", "main", cpu="5") for i in range(20)))
+    cluster(s, *(workload("a", name, "main", cpu="5") for name in uncut_names("a", 20)))
     await publisher.publish()
     before = publisher.snapshot().views["cq-1"]
     assert len(before.chunks) == 5
-    cluster(s, workload("a", "w99", "main", cpu="5"))  # the newest: the last chunk
+    cluster(s, workload("a", "w999", "main", cpu="5"))  # the newest: the last chunk
     await publisher.publish()
     after = publisher.snapshot().views["cq-1"]
     assert after is not before
@@ -270,7 +283,7 @@ async def test_a_republish_shares_unchanged_chunks() -> None:
     # and a new one holding the new workload.
     assert after.chunks[:5] == before.chunks
     assert all(a is b for a, b in zip(after.chunks, before.chunks, strict=False))
-    assert [e.name for e in after.chunks[5].entries] == ["w99"]
+    assert [e.name for e in after.chunks[5].entries] == ["w999"]
     assert publisher.stats.chunks_built == 5 + 1
     assert_agrees_with_core(s, publisher)
     assert_views_are_whole(publisher)
@@ -346,7 +359,7 @@ async def test_built_entries_feed_the_freeze_policy() -> None:
         s, pacing=PublishPacing(slice_size=4), links=PublisherLinks(collector=policy)
     )
     two_queues(s)
-    cluster(s, *(workload("a", f"w{i}", "main", cpu="5") for i in range(12)))
+    cluster(s, *(workload("a", name, "main", cpu="5") for name in uncut_names("a", 12)))
     try:
         await publisher.publish()
         assert policy.freezes >= 1
