@@ -53,6 +53,7 @@ from scheduler.runtime.commands import (
     PodsReady,
     SetActive,
 )
+from scheduler.runtime.cycle_fingerprint import Fingerprint, cycle_fingerprint
 from scheduler.runtime.estimates import AdmissionRates
 from scheduler.runtime.heap_freezing import FreezePolicy, GcPacer
 from scheduler.runtime.publisher import (
@@ -506,7 +507,7 @@ class Engine:
         millisecond): yielding after every single cycle made each admission wait a
         whole turn of a busy loop, and admissions fell behind the finishes."""
         s = self.scheduler
-        seen: set[object] = set()
+        seen: set[Fingerprint] = set()
         self._stretch = TimeBox(self.command_budget)
         while not self._stopping:
             started = stamp()
@@ -529,7 +530,7 @@ class Engine:
             if stats.admitted or stats.preempted:
                 seen.clear()
             else:
-                fingerprint = self._fingerprint(heads)
+                fingerprint = cycle_fingerprint(s, heads)
                 if fingerprint in seen:
                     return
                 seen.add(fingerprint)
@@ -547,25 +548,6 @@ class Engine:
                 self.rates.observe(cq, now)
                 for observer in self.admission_observers:
                     observer(key, cq, now)
-
-    def _fingerprint(self, heads: list[tuple[str, str]]) -> object:
-        """What decides whether another cycle can do something different: every
-        queue's sizes and the flavor scan position of the cycle's heads
-        (docs/scheduling.md#flavor-scan-resumption). O(#CQs)."""
-        s = self.scheduler
-        sizes = []
-        for name in s.queues.cluster_queues():
-            queue = s.queues.queue(name)
-            if queue is not None:
-                sizes.append((name, queue.counts()))
-        attempts = []
-        for _, key in heads:
-            wl = s.workload(key)
-            last = wl.last_assignment if wl is not None else None
-            attempts.append(
-                (key, tuple(sorted(last.tried_flavor_idx.items())) if last is not None else None)
-            )
-        return (tuple(sizes), tuple(attempts))
 
     # -- waiting ---------------------------------------------------------------------
     async def _wait_for_work(self) -> None:
