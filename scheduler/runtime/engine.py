@@ -69,8 +69,8 @@ from scheduler.runtime.touched_keys import QueueMarks
 log = logging.getLogger(__name__)
 
 FULL_DEADLINE_SCAN_SECONDS = 10.0
-# The engine's publisher freezes the heap after this many new snapshot entries
-# (scheduler.runtime.heap_freezing). A full collection walks everything allocated since the
+# The engine's publisher freezes the heap after this many new snapshot entries and map
+# writes (scheduler.runtime.heap_freezing). A full collection walks everything allocated since the
 # last freeze: at 1,000 arrivals/s, freezing every 10,000 entries still let one pass
 # reach 104 ms in loop-lag's 30 s (188 ms passes without freezing); every 2,000 keeps
 # what a pass can find to about two seconds of arrivals.
