@@ -72,29 +72,38 @@ def _cpu_seconds() -> float:
 
 
 class _Collections:
-    """The server process's garbage collections while measured: the longest, by
-    generation (a pause of the collector is a pause of the loop)."""
+    """The server process's garbage collections while measured: how many and the longest,
+    in wall and in CPU time, by generation (a pause of the collector is a pause of the
+    loop; the collections run on the loop's thread, so its CPU time is theirs)."""
 
     def __init__(self) -> None:
         self.longest: dict[int, float] = {}
+        self.longest_cpu: dict[int, float] = {}
+        self.by_generation: dict[int, int] = {}
         self.count = 0
-        self._started = 0.0
+        self._started = (0.0, 0.0)
 
     def __call__(self, phase: str, info: dict[str, int]) -> None:
         if phase == "start":
-            self._started = time.perf_counter()
+            self._started = (time.perf_counter(), time.thread_time())
             return
         generation = info.get("generation", -1)
-        elapsed = time.perf_counter() - self._started
+        elapsed = time.perf_counter() - self._started[0]
+        cpu = time.thread_time() - self._started[1]
         self.count += 1
+        self.by_generation[generation] = self.by_generation.get(generation, 0) + 1
         self.longest[generation] = max(self.longest.get(generation, 0.0), elapsed)
+        self.longest_cpu[generation] = max(self.longest_cpu.get(generation, 0.0), cpu)
 
     def figures(self) -> dict[str, Any]:
+        def ms(by: dict[int, float]) -> dict[str, float]:
+            return {str(g): round(s * 1000, 2) for g, s in sorted(by.items())}
+
         return {
             "count": self.count,
-            "longest_ms_by_generation": {
-                str(g): round(s * 1000, 2) for g, s in sorted(self.longest.items())
-            },
+            "count_by_generation": {str(g): n for g, n in sorted(self.by_generation.items())},
+            "longest_ms_by_generation": ms(self.longest),
+            "longest_cpu_ms_by_generation": ms(self.longest_cpu),
         }
 
 
@@ -124,6 +133,9 @@ async def measure(
 ) -> dict[str, Any]:
     s = loaded_scheduler(SystemClock(), shape, pending)
     engine = Engine(s, publish_interval=0.2, gc_pacer=GcPacer())
+    # Every collection from the engine's start: the load's walk of the queue included.
+    whole_run = _Collections()
+    gc.callbacks.append(whole_run)
     # 600 admissions over the last ten minutes: a rate for every position.
     now = s.now()
     names = shape.cluster_queues()
@@ -185,6 +197,7 @@ async def measure(
         forecast_cpu_share = (_cpu_seconds() - cpu_before) / (time.perf_counter() - wall_before)
     finally:
         gc.callbacks.remove(collections)
+        gc.callbacks.remove(whole_run)
         steps.uninstall()
         for task in tasks:
             task.cancel()
@@ -204,6 +217,7 @@ async def measure(
         "loop_lag_without_forecasts": baseline.figures(),
         "loop_lag_with_forecasts": lag.figures(),
         "server_collections_with_forecasts": collections.figures(),
+        "server_collections_whole_run": whole_run.figures(),
         # every step the loop ran, by task: the service's is ForecastService.run
         "loop_steps_with_forecasts": steps.figures(),
         # the server process's CPU (its threads, not the worker) per wall second

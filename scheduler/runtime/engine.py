@@ -53,6 +53,7 @@ from scheduler.runtime.commands import (
     PodsReady,
     SetActive,
 )
+from scheduler.runtime.cycle_fingerprint import cycle_fingerprint
 from scheduler.runtime.estimates import AdmissionRates
 from scheduler.runtime.heap_freezing import FreezePolicy, GcPacer
 from scheduler.runtime.publisher import (
@@ -69,8 +70,8 @@ from scheduler.runtime.touched_keys import QueueMarks
 log = logging.getLogger(__name__)
 
 FULL_DEADLINE_SCAN_SECONDS = 10.0
-# The engine's publisher freezes the heap after this many new snapshot entries
-# (scheduler.runtime.heap_freezing). A full collection walks everything allocated since the
+# The engine's publisher freezes the heap after this many new snapshot entries and map
+# writes (scheduler.runtime.heap_freezing). A full collection walks everything allocated since the
 # last freeze: at 1,000 arrivals/s, freezing every 10,000 entries still let one pass
 # reach 104 ms in loop-lag's 30 s (188 ms passes without freezing); every 2,000 keeps
 # what a pass can find to about two seconds of arrivals.
@@ -529,7 +530,7 @@ class Engine:
                 return  # wait for an event: see _admission_stays_blocked
             if stats.admitted or stats.preempted:
                 idle.reset()
-            elif idle.repeated(self._fingerprint(heads)):
+            elif idle.repeated(cycle_fingerprint(s, heads)):
                 return
             if self._stretch.spent():
                 await self._stretch.yield_()
@@ -545,25 +546,6 @@ class Engine:
                 self.rates.observe(cq, now)
                 for observer in self.admission_observers:
                     observer(key, cq, now)
-
-    def _fingerprint(self, heads: list[tuple[str, str]]) -> object:
-        """What decides whether another cycle can do something different: every
-        queue's sizes and the flavor scan position of the cycle's heads
-        (docs/scheduling.md#flavor-scan-resumption). O(#CQs)."""
-        s = self.scheduler
-        sizes = []
-        for name in s.queues.cluster_queues():
-            queue = s.queues.queue(name)
-            if queue is not None:
-                sizes.append((name, queue.counts()))
-        attempts = []
-        for _, key in heads:
-            wl = s.workload(key)
-            last = wl.last_assignment if wl is not None else None
-            attempts.append(
-                (key, tuple(sorted(last.tried_flavor_idx.items())) if last is not None else None)
-            )
-        return (tuple(sizes), tuple(attempts))
 
     # -- waiting ---------------------------------------------------------------------
     async def _wait_for_work(self) -> None:

@@ -600,12 +600,16 @@ class SnapshotPublisher:
             present.update(keys)
             cell = chunk.cell
             for start in range(0, len(keys), _KEYS):
+                written = 0
                 for key in keys[start : start + _KEYS]:
                     was = old_cells.get(key)
                     if was != cell:
                         editor.set(key, cell)
+                        written += 1
                         if was is None:
                             moves.added.append((key, item.name))
+                # The map's new trie nodes live as long as the entries do (heap_freezing.py).
+                self.collector.built(written)
                 await steps.pause()
         kept = {id(c) for c in chunks}
         for old in old_chunks.values():

@@ -62,6 +62,16 @@ def local_queue(ns: str, name: str, cq: str) -> Json:
     }
 
 
+def one_queue(cpu: str = "2", *, strategy: str = "BestEffortFIFO") -> list[Json]:
+    """Namespace `team`, flavor `default`, ClusterQueue `cq` of `cpu`, LocalQueue `main`."""
+    return [
+        namespace("team"),
+        flavor(),
+        cluster_queue("cq", cpu, strategy=strategy),
+        local_queue("team", "main", "cq"),
+    ]
+
+
 def workload(
     ns: str,
     name: str,

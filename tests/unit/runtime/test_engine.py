@@ -28,6 +28,7 @@ from tests.unit.runtime.support import (
     flavor,
     local_queue,
     namespace,
+    one_queue,
     real_scheduler,
     workload,
 )
@@ -36,12 +37,7 @@ FAST = 0.02  # publish interval for tests: short, so waits stay short
 
 
 def base_objects(cpu: str = "2") -> list[dict[str, Any]]:
-    return [
-        namespace("team"),
-        flavor(),
-        cluster_queue("cq", cpu),
-        local_queue("team", "main", "cq"),
-    ]
+    return one_queue(cpu)
 
 
 def admitted(s: Scheduler) -> set[str]:

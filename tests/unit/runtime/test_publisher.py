@@ -366,3 +366,17 @@ async def test_built_entries_feed_the_freeze_policy() -> None:
         assert publisher.stats.chunks_built == 3
     finally:
         gc.unfreeze()
+
+
+async def test_map_writes_feed_the_freeze_policy_too() -> None:
+    """12 snapshot entries built, and 12 workload → chunk writes: the policy counts both
+    (the map's new nodes live as long as the entries)."""
+    s = manual()
+    policy = FreezePolicy(10**9)
+    publisher = SnapshotPublisher(
+        s, pacing=PublishPacing(slice_size=4), links=PublisherLinks(collector=policy)
+    )
+    two_queues(s)
+    cluster(s, *(workload("a", f"w{i}", "main", cpu="5") for i in range(12)))
+    await publisher.publish()
+    assert (policy.freezes, policy.pending) == (0, 12 + 12)
