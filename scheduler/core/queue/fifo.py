@@ -78,7 +78,7 @@ class FifoQueue(PendingQueue):
         self._ordered: SortedRuns[_Item, QueueEntry] = SortedRuns()
         self._heap: RunHeap[_Item] = RunHeap()  # pop = smallest
         # The parked workloads are kept sorted too, so that a flush hands them to the
-        # heap whole instead of moving them one by one (docs/scheduling.md#flush cost).
+        # heap whole instead of moving them one by one (docs/scheduling.md#flush-cost).
         self._parked_items: SortedList[_Item] = SortedList()
         # dicts rather than sets: insertion order keeps iteration independent of
         # string hashing, so runs are reproducible.
