@@ -375,7 +375,7 @@ class FifoQueue(PendingQueue):
         elif where is _Where.PARKED:
             self._parked_items.add(item)
             self._parked.setdefault(item[2].namespace, {})[key] = None
-            if item[2].requeued_false or item[2].requeue_at is not None:
+            if item[2].may_back_off:
                 self._gated[key] = None
         else:
             self._in_flight[key] = None

@@ -69,6 +69,12 @@ class QueueEntry:
         (docs/scheduling.md#localqueue-status counts)."""
         return f"{self.namespace}/{self.local_queue}"
 
+    @property
+    def may_back_off(self) -> bool:
+        """Whether :meth:`backoff_expired` can be False at any instant: an entry without
+        this never waits for its backoff (docs/scheduling.md#backoff-gate)."""
+        return self.requeued_false or self.requeue_at is not None
+
     def backoff_expired(self, now: Instant) -> bool:
         """docs/scheduling.md#backoff-gate: no workload may enter the active heap before this
         holds."""

@@ -100,6 +100,19 @@ def test_order_key_shape() -> None:
 
 
 # -- push (docs/scheduling.md#queue-structures) ----------------------------------------------------
+@pytest.mark.parametrize(
+    ("requeued_false", "requeue_at", "may_back_off"),
+    [(False, None, False), (True, None, True), (False, 5, True), (True, 5, True)],
+)
+def test_only_an_entry_that_may_back_off_ever_waits(
+    requeued_false: bool, requeue_at: int | None, may_back_off: bool
+) -> None:
+    e = entry("a", requeued_false=requeued_false, requeue_at=requeue_at)
+    assert e.may_back_off is may_back_off
+    waits_at = [now for now in (-(10**12), 0, 4, 5, 10**12) if not e.backoff_expired(now)]
+    assert (waits_at != []) is may_back_off
+
+
 def test_push_new_entry_with_unexpired_backoff_is_parked() -> None:
     q = best_effort()
     q.push(entry("a", requeue_at=100), 50)
