@@ -167,13 +167,13 @@ def _nominate(
         return
     cache = s._nominations
     key = cache.key(s, cq, wl)
-    found = None if key is None else cache.get(key)
+    found = None if key is None else cache.get(s, cq, key)
     if found is None or nomination.VERIFY:
         computed = compute_nomination(s, wl, cq, snapshot, preemptor)
         if found is not None and found != computed:
             raise AssertionError(f"cached nomination of {wl.key} differs: {found} != {computed}")
         if key is not None and found is None:
-            cache.put(key, computed, cq, wl)
+            cache.put(s, key, computed, cq, wl)
         found = computed
     wl.last_assignment = found.last_state
     e.assignment = found.assignment

@@ -19,6 +19,13 @@ those inputs:
   content, so the pod sets of equal specs are one object) and its current count, and
   its flavor-scan resume state (docs/scheduling.md#flavor-scan-resumption) while that is valid.
 
+The first two kinds of input are the same for every head of one tree in one cycle: they
+form the tree's token, and the cache keeps, per tree, only the nominations made under
+its current token. A new token (an admission, a release, a spec change) drops the
+tree's older nominations, which no key could ask for again; kept, they would be
+thousands of long-lived objects that every full pass of the garbage collector walks
+(docs/benchmarks.md, "The nominations a tree no longer asks for").
+
 A head that itself holds quota (it would be excluded from its own candidates) is never
 cached. Fair sharing is never cached: its target search reads shares of the whole
 forest. With :data:`VERIFY` set, every hit is recomputed and compared (the tests run the
@@ -41,7 +48,7 @@ if TYPE_CHECKING:
 
 ENABLED = True  # off: every nomination is computed (tests compare both ways)
 VERIFY = False  # recompute every hit and fail if it differs (tests only)
-MAX_ENTRIES = 20_000  # past this the cache starts over (stale keys are never hit again)
+MAX_ENTRIES = 20_000  # per tree and token; past this the tree's nominations start over
 
 _NEWER_EQUAL = "LowerOrNewerEqualPriority"
 
@@ -61,9 +68,18 @@ class Nomination:
     refs: tuple[object, ...] = field(default=(), compare=False)
 
 
+@dataclass(slots=True)
+class _TreeNominations:
+    """The nominations of one tree under one token (the per-tree inputs of the key)."""
+
+    token: tuple[object, ...]
+    entries: dict[NominationKey, Nomination] = field(default_factory=dict)
+
+
 class NominationCache:
     def __init__(self) -> None:
-        self._entries: dict[NominationKey, Nomination] = {}
+        # Per tree, named by its first ClusterQueue (trees partition the ClusterQueues).
+        self._trees: dict[str, _TreeNominations] = {}
         self._scopes: dict[str, tuple[str, ...]] = {}
         self._scopes_version = -1
         self._requests: dict[
@@ -75,13 +91,15 @@ class NominationCache:
     def begin_cycle(self, s: Scheduler, active: frozenset[str]) -> None:
         """Called once per cycle, before any nomination, with the active CQs."""
         self._active = active
-        self._tokens: dict[str, tuple[object, ...]] = {}
+        self._cycle_trees: dict[str, _TreeNominations] = {}  # per CQ, its tree's this cycle
         version = s._tree.structure_version
         if version != self._scopes_version:
             self._scopes = {}
             self._scopes_version = version
+            self._trees = {}
 
     def key(self, s: Scheduler, cq: ClusterQueueInfo, wl: WorkloadState) -> NominationKey | None:
+        """The head's part of the key (the tree's part is its token), or None: not cached."""
         if not ENABLED or s.config.fair_sharing or s._holders.cluster_queue_of(wl.key) is not None:
             return None
         policy = cq.preemption
@@ -96,15 +114,7 @@ class NominationCache:
             if last is not None and last.generation == s._tree.generation(cq.name)
             else None
         )
-        return (
-            id(cq),
-            s._flavors_epoch,
-            self._token(s, cq.name),
-            wl.priority,
-            timestamp,
-            _pod_sets_key(wl),
-            resume,
-        )
+        return (id(cq), wl.priority, timestamp, _pod_sets_key(wl), resume)
 
     def resource_requests(
         self, cq: ClusterQueueInfo, wl: WorkloadState
@@ -130,8 +140,8 @@ class NominationCache:
                 self._requests[key] = found
         return found[0]
 
-    def get(self, key: NominationKey) -> Nomination | None:
-        found = self._entries.get(key)
+    def get(self, s: Scheduler, cq: ClusterQueueInfo, key: NominationKey) -> Nomination | None:
+        found = self._tree_of(s, cq.name).entries.get(key)
         if found is None:
             self.misses += 1
         else:
@@ -139,12 +149,18 @@ class NominationCache:
         return found
 
     def put(
-        self, key: NominationKey, nomination: Nomination, cq: ClusterQueueInfo, wl: WorkloadState
+        self,
+        s: Scheduler,
+        key: NominationKey,
+        nomination: Nomination,
+        cq: ClusterQueueInfo,
+        wl: WorkloadState,
     ) -> None:
-        if len(self._entries) >= MAX_ENTRIES:
-            self._entries.clear()
+        entries = self._tree_of(s, cq.name).entries
+        if len(entries) >= MAX_ENTRIES:
+            entries.clear()
         refs: list[object] = [cq, wl.pod_sets]
-        self._entries[key] = Nomination(
+        entries[key] = Nomination(
             nomination.assignment,
             nomination.targets,
             nomination.why,
@@ -153,19 +169,33 @@ class NominationCache:
             tuple(refs),
         )
 
-    def _token(self, s: Scheduler, cq: str) -> tuple[object, ...]:
-        token = self._tokens.get(cq)
-        if token is None:
+    def size(self) -> int:
+        """How many nominations are kept, over every tree."""
+        return sum(len(tree.entries) for tree in self._trees.values())
+
+    def _tree_of(self, s: Scheduler, cq: str) -> _TreeNominations:
+        """The nominations of `cq`'s tree under its token this cycle (a new token: none)."""
+        tree = self._cycle_trees.get(cq)
+        if tree is None:
             scope = self._scopes.get(cq)
             if scope is None:
                 scope = tuple(s._tree.tree_cluster_queues(cq))
                 self._scopes[cq] = scope
-            token = tuple(
-                (c, c in self._active, s._tree.generation(c), s._holders.epoch(c)) for c in scope
+            token = (
+                s._flavors_epoch,
+                tuple(
+                    (c, c in self._active, s._tree.generation(c), s._holders.epoch(c))
+                    for c in scope
+                ),
             )
+            name = scope[0] if scope else cq
+            tree = self._trees.get(name)
+            if tree is None or tree.token != token:
+                tree = self._trees[name] = _TreeNominations(token)
             for c in scope:
-                self._tokens[c] = token
-        return token
+                self._cycle_trees[c] = tree
+            self._cycle_trees[cq] = tree
+        return tree
 
 
 def _pod_sets_key(wl: WorkloadState) -> tuple[object, ...]:

@@ -100,3 +100,26 @@ def test_repeated_heads_hit_the_cache_and_decide_as_without_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     assert _decisions(True, monkeypatch) == _decisions(False, monkeypatch)
+
+
+def test_a_tree_keeps_only_the_nominations_of_its_current_inputs() -> None:
+    # Every finish changes the tree's holders, so nothing asked before can be asked
+    # again: the cache keeps the nominations of the latest inputs only, one per kind
+    # of head, however many releases came before.
+    c = _cohort({"withinClusterQueue": "Never", "reclaimWithinCohort": "Never"})
+    for i in range(40):
+        for name in ("a", "b"):
+            c.apply(workload("ns", f"{name}-{i}", name, {"cpu": "3"}, created=i))
+    sizes = []
+    for _ in range(30):
+        c.run_until_idle()
+        sizes.append(c.s._nominations.size())
+        running = sorted(
+            k for k, wl in c.s.objects.workloads.items() if wl.holds_quota and not wl.finished
+        )
+        c.s.finish(running[0])
+        c.s.finalize_evictions()
+        c.advance(SECOND)
+    assert c.s._nominations.misses >= 30  # a question per release at least
+    # One kind of head per ClusterQueue, asked with and without a scan to resume.
+    assert max(sizes) <= 4, sizes
