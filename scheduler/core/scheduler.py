@@ -240,19 +240,35 @@ class Scheduler:
         """The workload's queue entry now; `previous` itself when it is still exact
         (a head requeued unchanged: the queue then moves its item without comparing)."""
         rs = wl.requeue_state
-        entry = QueueEntry(
+        timestamp = wl.queue_order_timestamp(self.config.eviction_ordering)
+        requeued_false = wl.conditions.is_false(REQUEUED)
+        requeue_at = rs.requeue_at if rs is not None else None
+        if (
+            previous is not None
+            # Compared field by field before building: a frozen record costs more to
+            # make than to compare, and most requeued heads are unchanged.
+            and previous.revision == wl.revision
+            and previous.key == wl.key
+            and previous.uid == wl.uid
+            and previous.local_queue == wl.queue_name
+            and previous.priority == wl.priority
+            and previous.timestamp == timestamp
+            and previous.requeued_false == requeued_false
+            and previous.requeue_at == requeue_at
+        ):
+            return previous
+        return QueueEntry(
             key=wl.key,
             namespace=wl.namespace,
             name=wl.name,
             uid=wl.uid,
             local_queue=wl.queue_name,
             priority=wl.priority,
-            timestamp=wl.queue_order_timestamp(self.config.eviction_ordering),
+            timestamp=timestamp,
             revision=wl.revision,
-            requeued_false=wl.conditions.is_false(REQUEUED),
-            requeue_at=rs.requeue_at if rs is not None else None,
+            requeued_false=requeued_false,
+            requeue_at=requeue_at,
         )
-        return previous if previous == entry else entry
 
     def tree_scope(self, cq: str) -> list[str]:
         """The ClusterQueues a flush of `cq` reaches (docs/scheduling.md#flush)."""

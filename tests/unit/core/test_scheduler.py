@@ -4,8 +4,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
+from scheduler.core.queue.interface import QueueEntry
 from tests.unit.core.builders import (
     SECOND,
     START,
@@ -543,3 +546,30 @@ def test_queue_entry_gives_back_the_previous_entry_only_while_it_is_exact() -> N
     # An entry of another workload is never taken for this one's.
     other = c.s.queue_entry(c.s.objects.workloads[W1])
     assert c.s.queue_entry(wl, other).key == W2
+
+
+def test_queue_entry_never_gives_back_a_previous_entry_that_differs_in_any_field() -> None:
+    c = full_cluster()
+    wl = c.s.objects.workloads[W2]
+    exact = c.s.queue_entry(wl)
+    # One field changed at a time, every field the record has (a field added later is
+    # covered too): the previous entry is not returned, the exact one is.
+    for f in dataclasses.fields(QueueEntry):
+        value = getattr(exact, f.name)
+        changed: object
+        if isinstance(value, bool):
+            changed = not value
+        elif isinstance(value, int):
+            changed = value + 1
+        elif value is None:
+            changed = 1
+        else:
+            changed = f"{value}-other"
+        previous = dataclasses.replace(exact, **{f.name: changed})
+        if f.name in ("namespace", "name"):
+            # Both are parts of the key, compared through it: only a different key
+            # makes them differ for one workload.
+            previous = dataclasses.replace(previous, key=f"{previous.namespace}/{previous.name}")
+        got = c.s.queue_entry(wl, previous)
+        assert got is not previous, f.name
+        assert got == exact, f.name
