@@ -85,6 +85,11 @@ class Scheduler:
         self._flavors_epoch = 0  # moves on every flavor change (nomination cache key)
         self._admission_checks: dict[str, AdmissionCheckInfo] = {}
         self._checks_epoch = 0  # moves on every AdmissionCheck change
+        # Moves on every change of a ClusterQueue, Cohort or LocalQueue object (and of a
+        # ClusterQueue's terminating state): with the two epochs above and the tree's
+        # structure version, all that the queue conditions depend on.
+        self._queues_epoch = 0
+        self._observed: tuple[int, int, int, int] | None = None  # at the last observation
         self._cluster_queues: dict[str, ClusterQueueInfo] = {}
         self._cohorts: dict[str, CohortInfo] = {}
         self._local_queues: dict[str, LocalQueueInfo] = {}
@@ -185,6 +190,9 @@ class Scheduler:
     def inactive_reasons(self, cq: str) -> list[str]:
         """The reasons of the CQ `Active=False` condition, in the order of
         docs/scheduling.md#clusterqueue-status."""
+        return list(self._known_inactive_reasons(cq))
+
+    def _known_inactive_reasons(self, cq: str) -> tuple[str, ...]:
         info = self._cluster_queues[cq]
         # Asked for every CQ several times per cycle; the answer depends only on these.
         # (The entry keeps `info` alive, so its id cannot be reused while it is stored.)
@@ -197,9 +205,9 @@ class Scheduler:
         )
         known = self._inactive.get(cq)
         if known is not None and known[0] == inputs:
-            return list(known[1])
-        reasons = self._inactive_reasons(cq, info)
-        self._inactive[cq] = (inputs, tuple(reasons), info)
+            return known[1]
+        reasons = tuple(self._inactive_reasons(cq, info))
+        self._inactive[cq] = (inputs, reasons, info)
         return reasons
 
     def _inactive_reasons(self, cq: str, info: ClusterQueueInfo) -> list[str]:
@@ -231,7 +239,7 @@ class Scheduler:
         )
 
     def cq_active(self, cq: str) -> bool:
-        return cq in self._cluster_queues and not self.inactive_reasons(cq)
+        return cq in self._cluster_queues and not self._known_inactive_reasons(cq)
 
     def local_queue_of(self, wl: WorkloadState) -> LocalQueueInfo | None:
         return self._local_queues.get(f"{wl.namespace}/{wl.queue_name}")
@@ -286,7 +294,7 @@ class Scheduler:
     def queue_condition_state(self, kind: str, name: str) -> str:
         """A token of the Active condition of a queue or cohort, to detect transitions."""
         if kind == "ClusterQueue":
-            return ",".join(self.inactive_reasons(name)) or "Ready"
+            return ",".join(self._known_inactive_reasons(name)) or "Ready"
         if kind == "LocalQueue":
             lq = self._local_queues[name]
             if lq.stop_policy != "None":
@@ -298,6 +306,15 @@ class Scheduler:
 
     def observe_conditions(self) -> None:
         """Stamp the transition time of every queue and cohort condition that changed."""
+        inputs = (
+            self._queues_epoch,
+            self._flavors_epoch,
+            self._checks_epoch,
+            self._tree.structure_version,
+        )
+        if inputs == self._observed:
+            return  # called after every cycle; nothing a condition reads has moved
+        self._observed = inputs
         now = self.now()
         names: list[tuple[str, str]] = [("ClusterQueue", n) for n in self._cluster_queues]
         names += [("LocalQueue", k) for k in self._local_queues]
@@ -601,6 +618,7 @@ class Scheduler:
     def set_cluster_queue(self, info: ClusterQueueInfo) -> None:
         before = {cq for cq in self._cluster_queues if self.cq_active(cq)}
         old = self._cluster_queues.get(info.name)
+        self._queues_epoch += 1
         self._terminating.discard(info.name)
         self._cluster_queues[info.name] = info
         self._tree.set_cluster_queue(info.name, info.cohort or None, info.quotas, info.weight)
@@ -678,6 +696,7 @@ class Scheduler:
     def delete_cluster_queue(self, name: str) -> None:
         if name not in self._cluster_queues:
             return
+        self._queues_epoch += 1
         if self._holders.count(name) > 0:
             # Like a ClusterQueue held by Kueue's finalizer: it stays, inactive and
             # `Terminating`, until its last workload gives its quota back
@@ -699,6 +718,7 @@ class Scheduler:
 
     def set_cohort(self, info: CohortInfo) -> None:
         before = {cq for cq in self._cluster_queues if self.cq_active(cq)}
+        self._queues_epoch += 1
         self._cohorts[info.name] = info
         self._tree.set_cohort(info.name, info.parent, info.quotas, info.weight)
         self._after_activity_change(before)
@@ -708,6 +728,7 @@ class Scheduler:
         if name not in self._cohorts:
             return
         before = {cq for cq in self._cluster_queues if self.cq_active(cq)}
+        self._queues_epoch += 1
         del self._cohorts[name]
         self._tree.delete_cohort(name)
         self._after_activity_change(before)
@@ -718,6 +739,7 @@ class Scheduler:
 
     def set_local_queue(self, info: LocalQueueInfo) -> None:
         old = self._local_queues.get(info.key)
+        self._queues_epoch += 1
         self._local_queues[info.key] = info
         now = self.now()
         if info.stop_policy != "None" and (old is None or old.stop_policy == "None"):
@@ -737,6 +759,7 @@ class Scheduler:
 
     def delete_local_queue(self, key: str) -> None:
         if self._local_queues.pop(key, None) is not None:
+            self._queues_epoch += 1
             self.sync_workloads(self.workloads_of_local_queue(key))
 
     def set_workload(self, wl: WorkloadState) -> None:

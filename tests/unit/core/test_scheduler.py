@@ -573,3 +573,44 @@ def test_queue_entry_never_gives_back_a_previous_entry_that_differs_in_any_field
         got = c.s.queue_entry(wl, previous)
         assert got is not previous, f.name
         assert got == exact, f.name
+
+
+# ------------------------------------------------------------------ queue conditions
+
+
+def test_queue_conditions_are_read_again_only_once_what_they_depend_on_moved(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    c = full_cluster()
+    lq = f"{NS}/lq-a"
+    c.s.observe_conditions()
+    assert c.s.condition_since("LocalQueue", lq) == START
+    reads: list[tuple[str, str]] = []
+    real = c.s.queue_condition_state
+
+    def counted(kind: str, name: str) -> str:
+        reads.append((kind, name))
+        return real(kind, name)
+
+    monkeypatch.setattr(c.s, "queue_condition_state", counted)
+    # Cycles, finishes and arrivals move nothing a queue condition reads.
+    c.clock.set(START + 5 * SECOND)
+    c.finish(W1)
+    c.cycle()
+    c.apply(workload(NS, "w3", "lq-a", {CPU: "1"}, created=2))
+    c.s.observe_conditions()
+    assert reads == []
+    # Each kind of queue object change is read again, and stamped when it changed.
+    steps = [
+        (local_queue(NS, "lq-a", "cq-a", stop_policy="Hold"), "LocalQueue", lq),
+        (local_queue(NS, "lq-a", "cq-a"), "LocalQueue", lq),
+        (simple_cq("cq-a", 2, stop_policy="Hold"), "ClusterQueue", "cq-a"),
+        (simple_cq("cq-a", 2), "ClusterQueue", "cq-a"),
+    ]
+    for i, (doc, kind, name) in enumerate(steps, start=1):
+        c.clock.set(START + (10 + i) * SECOND)
+        reads.clear()
+        c.apply(doc)
+        c.s.observe_conditions()
+        assert (kind, name) in reads, doc
+        assert c.s.condition_since(kind, name) == START + (10 + i) * SECOND, doc
