@@ -517,10 +517,15 @@ class SnapshotPublisher:
             for i, key in enumerate(moves.removed):
                 editor.pop(key, None)
                 if i % _BATCH == 0:
+                    self.collector.built(min(_BATCH, len(moves.removed) - i))
                     await steps.pause()
             for i, (key, cq) in enumerate(moves.added):
                 editor.set(key, cq)
                 if i % _BATCH == 0:
+                    # Like the cells map's: the new trie nodes live as long as the
+                    # snapshot, and a million of them uncounted made a 260 ms full
+                    # collection (docs/benchmarks.md, "Forecasts at a million pending").
+                    self.collector.built(min(_BATCH, len(moves.added) - i))
                     await steps.pause()
             workloads = self._workloads = editor.finish()
         return workloads

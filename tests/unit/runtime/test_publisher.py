@@ -369,8 +369,9 @@ async def test_built_entries_feed_the_freeze_policy() -> None:
 
 
 async def test_map_writes_feed_the_freeze_policy_too() -> None:
-    """12 snapshot entries built, and 12 workload → chunk writes: the policy counts both
-    (the map's new nodes live as long as the entries)."""
+    """12 snapshot entries built, 12 workload → chunk writes and 12 workload →
+    ClusterQueue writes: the policy counts all three (the maps' new nodes live as long
+    as the entries)."""
     s = manual()
     policy = FreezePolicy(10**9)
     publisher = SnapshotPublisher(
@@ -379,4 +380,4 @@ async def test_map_writes_feed_the_freeze_policy_too() -> None:
     two_queues(s)
     cluster(s, *(workload("a", f"w{i}", "main", cpu="5") for i in range(12)))
     await publisher.publish()
-    assert (policy.freezes, policy.pending) == (0, 12 + 12)
+    assert (policy.freezes, policy.pending) == (0, 12 + 12 + 12)
