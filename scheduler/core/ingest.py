@@ -48,6 +48,7 @@ from scheduler.core.workload import (
     EMPTY_MAPPING,
     Admission,
     CheckStatus,
+    Kept,
     PodSetAssignment,
     PodSetSpec,
     RequeueState,
@@ -250,8 +251,9 @@ def workload_state(
     obj: Workload, config: SchedulerConfig, default_time: Instant, *, keep_object: bool = True
 ) -> WorkloadState:
     """The core's record of a Workload; with `keep_object` it also keeps the object's
-    JSON for output (the simulator), otherwise only its owner references (the runtime:
-    less memory, and no serialization of the whole object on every arrival)."""
+    JSON for output (the simulator), otherwise only its owner references, as `raw`
+    itself (the runtime: less memory, and no serialization of the whole object on
+    every arrival)."""
     meta = obj.metadata
     body: dict[str, Any] | None = None
     if keep_object:
@@ -263,7 +265,8 @@ def workload_state(
             ps.model_dump(mode="json", by_alias=True, exclude_none=True) for ps in obj.spec.pod_sets
         ]
     pod_sets, pod_sets_json = _pod_sets(obj, dumped_pod_sets, config)
-    raw = StoredObject(body, pod_sets_json, owner_references(obj))
+    owners = owner_references(obj)
+    raw: Kept = owners if body is None else StoredObject(body, pod_sets_json, owners)
     status = obj.status
     conditions = Conditions(
         [

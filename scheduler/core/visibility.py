@@ -6,6 +6,7 @@ so both always agree on positions.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,16 +28,22 @@ class PendingItem:
 
 
 def owner_references(raw: Any) -> tuple[OwnerRef, ...]:
+    """The owner references of an API object or of what a workload kept of one
+    (`WorkloadState.raw`: a StoredObject, or the runtime's tuple of them itself)."""
     if isinstance(raw, StoredObject):
         return raw.owners
+    if isinstance(raw, tuple):
+        return raw
     refs = getattr(getattr(raw, "metadata", None), "owner_references", None) or []
     out: list[OwnerRef] = []
     for ref in refs:
         get = ref.get if isinstance(ref, dict) else (lambda k, r=ref: getattr(r, k, ""))
         out.append(
             OwnerRef(
-                str(get("apiVersion") or get("api_version") or ""),
-                str(get("kind") or ""),
+                # Interned as the cluster store's records do: every Job's owner
+                # reference repeats them, decoded as new strings each time.
+                sys.intern(str(get("apiVersion") or get("api_version") or "")),
+                sys.intern(str(get("kind") or "")),
                 str(get("name") or ""),
                 str(get("uid") or ""),
             )

@@ -66,24 +66,14 @@ class StoredObject:
     exactly the dict `model_dump(mode="json", by_alias=True, exclude_none=True)` gave,
     key order included. The owner references are kept ready for listings.
 
-    Only the simulator's output shows the object; the runtime keeps the owner
-    references alone (`body=None`), half a kilobyte less per pending workload.
+    Only the simulator's output shows the object. The runtime keeps the owner
+    references alone, not in a StoredObject but as the tuple itself
+    (`WorkloadState.raw`): half a kilobyte less per pending workload than the object,
+    and 56 bytes less than a wrapper around the tuple (docs/benchmarks.md, "Memory of
+    a decoded workload").
     """
 
     __slots__ = ("_body", "_pod_sets", "owners")
-
-    def __new__(
-        cls,
-        body: dict[str, Any] | None,
-        pod_sets: bytes,
-        owners: tuple[OwnerRef, ...],
-    ) -> StoredObject:
-        # Without the object and its owners every StoredObject is the same, immutable:
-        # the runtime's workloads that have no owner share one (docs/benchmarks.md,
-        # "Cluster-mode memory"); __init__ sets it to what it already holds.
-        if body is None and not owners and _NOTHING_KEPT is not None:
-            return _NOTHING_KEPT
-        return super().__new__(cls)
 
     def __init__(
         self,
@@ -91,8 +81,6 @@ class StoredObject:
         pod_sets: bytes,
         owners: tuple[OwnerRef, ...],
     ):
-        if self is _NOTHING_KEPT:
-            return
         self._body: bytes | dict[str, Any] | None = None
         if body is not None:
             spec = body.get("spec")
@@ -122,8 +110,10 @@ class StoredObject:
         return data
 
 
-_NOTHING_KEPT: StoredObject | None = None
-_NOTHING_KEPT = StoredObject(None, b"", ())
+# What a workload keeps of its API object: the object (the simulator) or only its owner
+# references (the runtime; the empty tuple is one object, so a workload without owners
+# keeps nothing of its own).
+Kept = StoredObject | tuple[OwnerRef, ...]
 
 
 def _copy(value: Any) -> Any:
@@ -210,7 +200,7 @@ class WorkloadState:
     # The blockers of the last QuotaReserved=False condition the core set (its message
     # is rendered from them); a condition read from elsewhere has none here.
     why: PendingWhy | None = None
-    raw: StoredObject | None = None  # the object as last applied (spec/metadata output)
+    raw: Kept | None = None  # the object as last applied (spec/metadata output), see Kept
     # "namespace/name", made once: the scheduler's maps and queues all hold this one
     # string. namespace and name are a workload's identity and are never reassigned
     # (make a renamed copy with dataclasses.replace, which computes the key again).

@@ -38,7 +38,7 @@ from scheduler.core.pods_ready import admission_blocked
 from scheduler.core.queue_status import QueueStatusTracker
 from scheduler.core.scheduler import QUEUE_PLUGIN_ANNOTATION, Scheduler
 from scheduler.core.state_view import ClusterStateView
-from scheduler.core.workload import EVICTED
+from scheduler.core.workload import EVICTED, StoredObject
 from scheduler.sim.deadlines import DeadlineIndex
 from scheduler.sim.fingerprint import IdleFingerprint
 from scheduler.sim.observer import ReplayObserver
@@ -457,7 +457,7 @@ class Simulation:
         self.result.cycles = cycles
         self.result.end = self.clock.now()
         for key, wl in s.objects.workloads.items():
-            if wl.raw is not None:
+            if isinstance(wl.raw, StoredObject):
                 self.result.objects[("Workload", key)] = wl.raw
         return self.result
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import orjson
 import pytest
 
 from scheduler.api import Workload, decode_object
@@ -80,11 +81,11 @@ def test_without_the_object_only_owner_references_are_kept() -> None:
     obj = _owned_by_job()
     kept = workload_state(obj, SchedulerConfig(), START)
     lean = workload_state(obj, SchedulerConfig(), START, keep_object=False)
-    assert kept.raw is not None and kept.raw.kept
-    assert lean.raw is not None and not lean.raw.kept
-    with pytest.raises(LookupError):
-        lean.raw.to_json()
-    assert owner_references(lean.raw) == (("batch/v1", "Job", "j", "u-1"),)
+    assert isinstance(kept.raw, StoredObject) and kept.raw.kept
+    # The runtime keeps the owner tuple itself, no object around it.
+    assert lean.raw == (("batch/v1", "Job", "j", "u-1"),)
+    assert owner_references(lean.raw) is lean.raw
+    assert owner_references(lean.raw) == owner_references(kept.raw) == owner_references(obj)
     # What the scheduler reads is the same either way (and the pod sets are shared).
     assert lean.pod_sets is kept.pod_sets
     assert (lean.key, lean.creation, lean.priority, lean.queue_name) == (
@@ -108,15 +109,32 @@ def test_the_key_is_made_once_and_follows_a_replaced_name() -> None:
     assert sibling.conditions.items() == [] and wl.conditions.is_false("QuotaReserved")
 
 
-def test_objects_kept_for_their_owners_alone_share_one_when_they_have_none() -> None:
-    empty = StoredObject(None, b'[{"name": "a"}]', ())
-    assert StoredObject(None, b'[{"name": "b"}]', ()) is empty
-    assert not empty.kept and empty.owners == ()
-    with pytest.raises(LookupError):
-        empty.to_json()
+def test_workloads_kept_without_objects_or_owners_keep_nothing_of_their_own() -> None:
+    a = workload_state(_decoded("a"), SchedulerConfig(), START, keep_object=False)
+    b = workload_state(_decoded("b"), SchedulerConfig(), START, keep_object=False)
+    assert a.raw == () and a.raw is b.raw  # the one empty tuple
+    assert owner_references(a.raw) == ()
     owner = OwnerRef("batch/v1", "Job", "j", "u")
     owned = StoredObject(None, b"[]", (owner,))
-    assert owned is not empty and owned.owners == (owner,)
+    assert not owned.kept and owned.owners == (owner,)
+    with pytest.raises(LookupError):
+        owned.to_json()
     kept = StoredObject({"spec": {"podSets": []}}, b'[{"name": "a"}]', ())
-    assert kept is not empty and kept.to_json() == {"spec": {"podSets": [{"name": "a"}]}}
-    assert empty.owners == () and not empty.kept
+    assert kept.kept and kept.to_json() == {"spec": {"podSets": [{"name": "a"}]}}
+
+
+def test_owner_api_versions_and_kinds_read_from_text_are_one_string_each() -> None:
+    def parsed(name: str) -> Workload:
+        doc = workload("ns", name, "lq", {"cpu": "1"})
+        doc["metadata"]["ownerReferences"] = [
+            {"apiVersion": "batch/v1", "kind": "Job", "name": name, "uid": f"u-{name}"}
+        ]
+        obj = decode_object(orjson.loads(orjson.dumps(doc)))  # new strings, as a file gives
+        assert isinstance(obj, Workload)
+        return obj
+
+    a, b = (workload_state(parsed(n), SchedulerConfig(), START, keep_object=False) for n in "ab")
+    (ra,), (rb,) = owner_references(a.raw), owner_references(b.raw)
+    assert (ra.api_version, ra.kind) == (rb.api_version, rb.kind) == ("batch/v1", "Job")
+    assert ra.api_version is rb.api_version and ra.kind is rb.kind
+    assert (ra.name, ra.uid, rb.name, rb.uid) == ("a", "u-a", "b", "u-b")

@@ -27,8 +27,7 @@ def _state() -> WorkloadState:
 def test_an_entry_shares_the_core_owner_tuple() -> None:
     wl = _state()
     entry = make_entry(wl)
-    assert wl.raw is not None
-    assert entry.owners is wl.raw.owners
+    assert entry.owners is wl.raw  # the runtime keeps the owner tuple itself
     assert entry.owners == (OwnerRef("batch/v1", "Job", "j", "u-1"),)
     assert entry.key == ("ns", "w")
     assert entry_is_current(entry, wl)
@@ -40,6 +39,7 @@ def test_an_entry_shares_the_core_owner_tuple() -> None:
         {"creation": START + 1},
         {"priority": 6},
         {"queue_name": "other"},
+        {"raw": (OwnerRef("batch/v1", "Job", "k", "u-2"),)},
         {"raw": StoredObject(None, b"[]", (OwnerRef("batch/v1", "Job", "k", "u-2"),))},
     ],
 )
