@@ -22,14 +22,17 @@ heads of that cycle fail (one more step). The core's own cycle then admits or sk
 workloads offered, as the walk's cycle would. A skipped one stays the queue's head.
 
 Covered: trees of more than one ClusterQueue where every queue with workloads is
-BestEffortFIFO with one flavor per resource group, preemption `Never` within the queue
-(and, from `Hopeless`, no reclaim or preemption while borrowing, no fair sharing), and
-whose pending workloads are all in a namespace their queue selects, with no requeue
-backoff, asking at most `MAX_SHAPES` combinations of amounts. Should anything else
-appear in a queue of the tree (a workload requeued by an eviction, for example), or a
-workload offered not be admitted while the quota covers it, the workloads not yet parked
-are queued again and the tree is run in full from then on; the parked ones follow at the
-next release, as the core's flush would bring them.
+BestEffortFIFO with one flavor per resource group, preemption `Never` or `LowerPriority`
+within the queue (and, from `Hopeless`, no reclaim or preemption while borrowing, no fair
+sharing), and whose pending workloads are all in a namespace their queue selects, with
+no requeue backoff, asking at most `MAX_SHAPES` combinations of amounts. Under
+`LowerPriority` the count runs only while no workload of the queue outranks the queue's
+lowest-priority holder: then no head has a victim and each fails or fits as under
+`Never`. Should anything else appear in a queue of the tree (a workload requeued by an
+eviction, for example), a workload offered not be admitted while the quota covers it, or
+a head gain a victim, the workloads not yet parked are queued again and the tree is run
+in full until the next release; the parked ones follow at that release, as the core's
+flush would bring them, and the count starts again there if it may.
 """
 
 from __future__ import annotations
@@ -117,9 +120,11 @@ WAITING, ACTIVE, ABANDONED, DONE = "waiting", "active", "abandoned", "done"
 @dataclass(slots=True)
 class _Tree:
     members: tuple[str, ...]  # every ClusterQueue of the tree
+    preempting: frozenset[str]  # the members with LowerPriority within the queue
     last_holders: int  # quota holders in the tree after the last cycle
     walks: dict[str, _Walk] = field(default_factory=dict)  # each queue with workloads
-    state: str = WAITING  # for its first release; then ACTIVE, ABANDONED or DONE
+    state: str = WAITING  # for a release that lets it count; then ACTIVE, ABANDONED or DONE
+    recount: bool = False  # abandoned for a victim alone: WAITING again at the next release
     advanced: bool = False  # the walks were moved on for the coming cycle
     # No flavor of the tree refuses a workload by node labels or taints, and no workload
     # breaks a resource rule: the amounts and priority of a head decide what it does.
@@ -156,7 +161,8 @@ class CohortWalk:
             members = tuple(sorted(s.tree_scope(name)))
             seen.update(members)
             if all(_eligible(s, hopeless, m) for m in members):
-                found.trees.append(_Tree(members, _holders(s, members)))
+                preempting = frozenset(m for m in members if hopeless.bounds[m].preempts)
+                found.trees.append(_Tree(members, preempting, _holders(s, members)))
         return found
 
     def offer(self, s: Scheduler) -> None:
@@ -173,6 +179,10 @@ class CohortWalk:
             if tree.state != ACTIVE or tree.advanced:
                 continue
             if not _only_offered_queued(s, tree):
+                abandon(s, tree)
+                continue
+            if _has_victims(s, tree):
+                tree.recount = True
                 abandon(s, tree)
                 continue
             free = {
@@ -225,25 +235,66 @@ def _release(s: Scheduler, tree: _Tree) -> None:
     back into its queue, and every walk starts again from its queue's first one."""
     tree.advanced = False
     tree.forget()
+    if tree.state == ABANDONED:
+        for walk in tree.walks.values():
+            _queue(s, [key for _, key in walk.items[: walk.start]])
+        tree.walks.clear()
+        tree.state = WAITING if tree.recount else DONE
+        tree.recount = False
     if tree.state == WAITING:
+        if _preemptor_first(s, tree.members):
+            return  # it waits for its victims: perhaps at the next release
         walks = _walks_of(s, tree.members)
-        tree.state = DONE if walks is None else ACTIVE
-        tree.walks = walks or {}
+        if walks is None:
+            tree.state = DONE
+            return
+        tree.walks = walks
+        if _has_victims(s, tree):
+            tree.walks = {}
+            return
+        tree.state = ACTIVE
         tree.plain = _plain(s, tree)
         for walk in tree.walks.values():
             for _, key in walk.items:
                 s.withhold(key)
-    elif tree.state == ABANDONED:
-        for walk in tree.walks.values():
-            _queue(s, [key for _, key in walk.items[: walk.start]])
-        tree.walks.clear()
-        tree.state = DONE
     elif tree.state == ACTIVE:
         for walk in tree.walks.values():
             if walk.offered is not None:
                 s.withhold(walk.offered[1])  # not tried yet: back in queue order
                 walk.offered = None
             walk.start = 0
+
+
+def _has_victims(s: Scheduler, tree: _Tree) -> bool:
+    """Whether a workload of a LowerPriority queue of the tree outranks the queue's
+    lowest-priority holder: it may preempt, which the count does not model. Withheld
+    workloads count too (the parked ones come back at the next release)."""
+    for name in tree.preempting:
+        walk = tree.walks.get(name)
+        lowest = s.holders.lowest_priority(name)
+        if walk is None or not walk.items or lowest is None:
+            continue
+        highest = -walk.items[0][0][1]  # queue order puts the highest priority first
+        if highest > lowest:
+            return True
+    return False
+
+
+def _preemptor_first(s: Scheduler, members: tuple[str, ...]) -> bool:
+    """Whether a queue of the tree puts first a workload that preempted and waits for its
+    victims (docs/scheduling.md#requeue-after-a-cycle): withheld, it would come back in
+    queue order, not first."""
+    now = s.now()
+    for name in members:
+        pending = s.queues.queue(name)
+        head = pending.peek(now) if pending is not None else None
+        if (
+            head is not None
+            and pending is not None
+            and pending.order_key(head) != fifo_order_key(head)
+        ):
+            return True
+    return False
 
 
 def _only_offered_queued(s: Scheduler, tree: _Tree) -> bool:
@@ -373,7 +424,6 @@ def _eligible(s: Scheduler, hopeless: Hopeless, name: str) -> bool:
     bound = hopeless.bounds.get(name)
     return (
         bound is not None
-        and not bound.preempts
         and info.strategy == "BestEffortFIFO"
         and all(len(g.flavors) == 1 for g in info.groups)
     )

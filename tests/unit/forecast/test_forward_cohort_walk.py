@@ -147,12 +147,50 @@ def test_a_tree_with_a_queue_not_covered_is_run_in_full() -> None:
     assert fast.waits == full.waits
 
 
-def test_a_tree_that_may_preempt_is_not_counted() -> None:
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("queues", [2, 3])
+@pytest.mark.parametrize("never_first", [False, True])
+def test_trees_that_may_preempt_start_the_same(seed: int, queues: int, never_first: bool) -> None:
+    """Queues with preemption `LowerPriority` within the queue (all of them, or all but
+    the first): holders of priority 0 and heads of priority 10 make preemptions, and a
+    preemptor that waits for its victims stays its queue's first workload; the count runs
+    only in the stretches where no head has a victim."""
     docs = [
-        best_effort_queue("cq0", "co", 16),
-        best_effort_queue("cq1", "co", 16, preemption="LowerPriority"),
+        best_effort_queue(
+            f"cq{i}", "co", 16, preemption="Never" if never_first and i == 0 else "LowerPriority"
+        )
+        for i in range(queues)
     ]
-    assert counted(tree_state(0, docs, 60)) == []
+    s = tree_state(seed, docs, 160)
+    assert counted(s) == [tuple(f"cq{i}" for i in range(queues))]
+    fast, full = both_runs(s)
+    assert_same(fast, full)
+    assert fast.cycles * 2 < full.cycles
+
+
+def test_a_head_that_gains_a_victim_ends_the_count_until_a_release(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A workload of priority 0 admitted while one of priority 10 waits in its queue gives
+    that one a victim: the tree is run in full from there, and counted again from a
+    later release where no head has one."""
+    states: list[str] = []
+    offer = CohortWalk.offer
+
+    def recorded(self: CohortWalk, s: Scheduler) -> None:
+        offer(self, s)
+        for tree in self.trees:
+            if not states or states[-1] != tree.state:
+                states.append(tree.state)
+
+    monkeypatch.setattr(CohortWalk, "offer", recorded)
+    docs = [best_effort_queue(f"cq{i}", "co", 16, preemption="LowerPriority") for i in range(2)]
+    s = tree_state(1, docs, 160)
+    fast, full = both_runs(s)
+    assert_same(fast, full)
+    # Counted, abandoned for a victim, waiting for a release where none has one, counted.
+    run = [cohort_walk.ACTIVE, cohort_walk.ABANDONED, cohort_walk.WAITING, cohort_walk.ACTIVE]
+    assert any(states[k : k + 4] == run for k in range(len(states)))
 
 
 def test_a_workload_refused_for_another_reason_ends_the_count(
@@ -194,3 +232,39 @@ def test_nothing_is_withheld_before_the_first_release() -> None:
     after = {name: len(q) for name in ("cq0", "cq1") if (q := s.queues.queue(name)) is not None}
     assert before == after
     assert sum(before.values()) > 20
+
+
+@pytest.mark.parametrize("holder_priority", [0, 10])
+def test_no_count_starts_while_a_head_has_a_victim(holder_priority: int) -> None:
+    """At a release, workloads of priority 10 wait in a queue where one of
+    `holder_priority` holds quota: with 0 it is their victim and the tree is run in full,
+    nothing withheld, until a later release; with 10 the count starts."""
+    s = Scheduler(ManualClock(T0), scheduler_config(None))
+    docs = [best_effort_queue(f"cq{i}", "co", 16, preemption="LowerPriority") for i in range(2)]
+    cluster(s, namespace("team"), flavor())
+    for doc in docs:
+        name = doc["metadata"]["name"]
+        cluster(s, doc, local_queue("team", name, name))
+    cluster(
+        s,
+        workload("team", "holder", "cq0", "8", priority=holder_priority),
+        workload("team", "done", "cq0", "8", priority=10),
+        workload("team", "full", "cq1", "16", priority=10),
+    )
+    while run_cycle(s).admitted:
+        pass
+    assert sorted(s.holders.all_keys()) == ["team/done", "team/full", "team/holder"]
+    for i in range(5):
+        cluster(s, workload("team", f"x{i}", "cq0", "4", priority=10))
+        cluster(s, workload("team", f"y{i}", "cq1", "4", priority=0))
+    walk = CohortWalk.of(s, Hopeless.of(s))
+    [tree] = walk.trees
+    assert s.finish("team/done")
+    walk.offer(s)
+    queued = {n: len(q) for n in ("cq0", "cq1") if (q := s.queues.queue(n)) is not None}
+    if holder_priority == 0:
+        assert tree.state == cohort_walk.WAITING
+        assert queued == {"cq0": 5, "cq1": 5}
+    else:
+        assert tree.state == cohort_walk.ACTIVE
+        assert queued == {"cq0": 1, "cq1": 1}  # the offered heads alone
