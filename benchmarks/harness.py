@@ -89,8 +89,10 @@ class BenchServer:
         feed: str = "bulk",
         cpu_quota: str = "0",
         log: Path | None = None,
+        log_level: str = "WARNING",
     ) -> None:
         self.pending = pending
+        self.log_level = log_level
         self.feed = feed
         self.cpu_quota = cpu_quota
         self.dir = Path(tempfile.mkdtemp(prefix="queuescope-bench-"))
@@ -131,6 +133,8 @@ class BenchServer:
             self.feed,
             "--cpu-quota",
             self.cpu_quota,
+            "--log-level",
+            self.log_level,
         ]
         if self.server_cpu is not None:
             cmd += ["--cpu", str(self.server_cpu)]

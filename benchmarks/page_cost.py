@@ -41,6 +41,7 @@ except ImportError:  # a checkout from before the snapshot module was split (--a
         PendingEntry,
         build_view,
     )
+from queuescope.logformat import configure_logging
 from visibility_server.authn.interface import RequestCredentials
 from visibility_server.authz.embedded import EmbeddedBackend
 from visibility_server.authz.identity import UserInfo, authenticated_user
@@ -215,12 +216,14 @@ def _instructions_main(args: argparse.Namespace, sides: dict[str, Path]) -> None
         print(f"{kind:34} " + " | ".join(f"{c:9,.0f}" for c in counts) + ratio)
 
 
-def _asgi_child(checkout: Path, depth: int, requests: int, rounds: int) -> dict[str, float]:
+def _asgi_child(
+    checkout: Path, depth: int, requests: int, rounds: int, log_format: str
+) -> dict[str, float]:
     """The same measurement in `checkout`, with its own interpreter; writes nothing there."""
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": str(checkout)}
     command = [str(checkout / ".venv" / "bin" / "python"), str(Path(__file__).resolve())]
     command += ["--asgi", "--json", "--depth", str(depth), "--requests", str(requests)]
-    command += ["--rounds", str(rounds)]
+    command += ["--rounds", str(rounds), "--log-format", log_format]
     out = subprocess.run(command, env=env, cwd=checkout, check=True, capture_output=True)
     result: dict[str, float] = json.loads(out.stdout.decode().strip().splitlines()[-1])
     return result
@@ -228,6 +231,10 @@ def _asgi_child(checkout: Path, depth: int, requests: int, rounds: int) -> dict[
 
 def _asgi_main(args: argparse.Namespace) -> None:
     if args.json:
+        if args.log_format != "none":
+            # As `serve` logs: INFO and up to standard error (here the parent's pipe),
+            # which is what makes the access log's line part of a request's cost.
+            configure_logging("INFO", args.log_format)
         print(json.dumps(asyncio.run(_asgi_cpu(args.depth, args.requests, args.rounds))))
         return
     here = Path(__file__).resolve().parent.parent
@@ -242,7 +249,7 @@ def _asgi_main(args: argparse.Namespace) -> None:
     best: dict[str, dict[str, float]] = {}
     for _ in range(args.alternations):
         for side, checkout in sides.items():
-            got = _asgi_child(checkout, args.depth, args.requests, args.rounds)
+            got = _asgi_child(checkout, args.depth, args.requests, args.rounds, args.log_format)
             mine = best.setdefault(side, {})
             for kind, value in got.items():
                 mine[kind] = min(mine.get(kind, value), value)
@@ -266,6 +273,12 @@ def main() -> None:
         "--instructions",
         action="store_true",
         help="with --asgi: instructions per request counted by valgrind (deterministic)",
+    )
+    parser.add_argument(
+        "--log-format",
+        choices=("none", "text", "json"),
+        default="none",
+        help="with --asgi: log at INFO to standard error in this format, as serve does",
     )
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--one-kind", help=argparse.SUPPRESS)

@@ -449,6 +449,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cpu", type=int, default=None, help="pin the process to this CPU")
     p.add_argument("--publish-interval", default="0.2")
     p.add_argument(
+        "--log-level",
+        default="WARNING",
+        help="serve's --log-level (INFO writes the access log, docs/operations.md#the-access-log)",
+    )
+    p.add_argument(
         "--loop",
         choices=("auto", "uvloop", "asyncio"),
         default=os.environ.get("QUEUESCOPE_LOOP", "auto"),
@@ -478,7 +483,7 @@ def main(argv: list[str] | None = None) -> int:
             "--publish-interval",
             args.publish_interval,
             "--log-level",
-            "WARNING",
+            args.log_level,
             "--loop",
             args.loop,
         ]

@@ -236,7 +236,8 @@ def _with_server_cpu(server: BenchServer, common: list[str], conditional: bool) 
 
 
 def visibility_throughput(args: argparse.Namespace) -> Result:
-    with BenchServer(args.depth) as server:
+    log_level = "INFO" if args.access_log else "WARNING"
+    with BenchServer(args.depth, log_level=log_level) as server:
         loop = server.get_json("/bench/stats").get("loop", "")
         common = ["--connections", str(args.connections), "--seconds", str(args.seconds)]
         pages = _with_server_cpu(server, common, conditional=False)
@@ -814,6 +815,13 @@ _LIST: Sequence[Benchmark] = (
             Size("connections", 8, 8, "keep-alive connections of the load generator"),
         ),
         visibility_throughput,
+        switches=(
+            Switch(
+                "access-log",
+                "the server at --log-level INFO, writing the access log "
+                "(docs/operations.md#the-access-log) to its log file",
+            ),
+        ),
     ),
     Benchmark(
         "scheduler-throughput",

@@ -13,6 +13,8 @@ import logging
 
 from pythonjsonlogger.json import JsonFormatter
 
+from visibility_server.http.access import ACCESS_LOGGER
+
 TEXT_FORMAT = "%(levelname)s %(name)s %(message)s"
 
 # The record attributes a JSON line starts with, and the keys operators know them by.
@@ -40,11 +42,14 @@ def formatter(log_format: str) -> logging.Formatter:
     raise ValueError(f'unknown log format "{log_format}": must be text or json')
 
 
-def configure_logging(level: str, log_format: str) -> None:
-    """Send records at `level` and above to standard error in `log_format`.
+def configure_logging(level: str, log_format: str, *, access_log: bool = True) -> None:
+    """Send records at `level` and above to standard error in `log_format`; without
+    `access_log`, not the visibility server's line per request, whatever the level.
 
     Like `logging.basicConfig`, it leaves a root logger that already has handlers alone.
     """
     handler = logging.StreamHandler()
     handler.setFormatter(formatter(log_format))
     logging.basicConfig(level=level.upper(), handlers=[handler])
+    if not access_log:
+        logging.getLogger(ACCESS_LOGGER).setLevel(logging.WARNING)

@@ -91,6 +91,12 @@ def add_serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     p.add_argument("--publish-interval", type=float, default=float(env("PUBLISH_INTERVAL", "0.2")))
     p.add_argument("--log-level", default=env("LOG_LEVEL", "INFO"))
     p.add_argument("--log-format", choices=("text", "json"), default=env("LOG_FORMAT", "text"))
+    add_switch(
+        p.add_argument,
+        "--no-access-log",
+        "NO_ACCESS_LOG",
+        help="no line per request at INFO (docs/operations.md#the-access-log)",
+    )
     p.add_argument(
         "--loop",
         choices=eventloop.LOOPS,
@@ -229,7 +235,7 @@ async def _run_embedded(args: argparse.Namespace) -> int:
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    configure_logging(args.log_level, args.log_format)
+    configure_logging(args.log_level, args.log_format, access_log=not args.no_access_log)
     try:
         host, port = _listen(args.listen)
         loop_name, factory = eventloop.loop_factory(args.loop)

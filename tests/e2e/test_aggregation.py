@@ -273,3 +273,24 @@ def test_the_lookup_serves_the_forecast_start_and_every_workload(aggregated: Agg
         "cq-f",
     )
     assert done["localQueueName"] == "lq-f"
+
+
+def test_each_request_is_logged_with_kube_apiservers_audit_id(aggregated: Aggregated) -> None:
+    """The access log (docs/operations.md#the-access-log): the line of a request that came
+    through kube-apiserver carries the Audit-ID kube-apiserver gave it (and answered the
+    caller with), the user it forwarded, our answer's code and the URI as sent."""
+    path = lq_path("v1beta2", "team-a", "lq-a") + "?limit=1"
+    response = aggregated.plane.request(path, aggregated.alice)
+    assert response.status == 200
+    audit_id = response.headers["audit-id"]
+    log = aggregated.server.root / "serve.log"
+
+    def logged() -> str | None:
+        lines = log.read_text(errors="replace").splitlines()
+        return next((line for line in lines if f'audit-ID="{audit_id}"' in line), None)
+
+    line = wait_for(logged, timeout=10, what=f"the access log line of {audit_id}")
+    assert line.startswith('INFO visibility_server.access HTTP verb="GET" '), line
+    assert f'URI="{path}"' in line, line
+    assert f'user="{aggregated.alice.name}"' in line, line
+    assert line.endswith(" resp=200"), line

@@ -114,6 +114,7 @@ SERVING: Final = issue_serving_cert(
 FRONT_PROXY_CERT: Final = issue_client_cert(
     FRONT_PROXY_CA, user="front-proxy-client", now=_CERT_NOW
 )
+AUDIT_ID: Final = "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"  # what `aggregator` sends
 WRONG_PROXY_CERT: Final = issue_client_cert(
     FRONT_PROXY_CA, user="not-the-front-proxy", now=_CERT_NOW
 )
@@ -389,7 +390,7 @@ def aggregator(
     if uid:
         headers.append(("X-Remote-Uid", uid))
     headers += [
-        ("Audit-ID", "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"),
+        ("Audit-ID", AUDIT_ID),
         ("X-Forwarded-For", "10.0.0.7"),
         ("Accept-Encoding", "gzip"),
     ]

@@ -19,6 +19,7 @@ import email.utils
 import hashlib
 import itertools
 import json
+import re
 from typing import Any
 
 import orjson
@@ -30,6 +31,7 @@ from tests.integration.realserver import (
     ADMIN,
     ALICE,
     ANONYMOUS,
+    AUDIT_ID,
     BIG,
     CAROL,
     DAVE,
@@ -1947,6 +1949,28 @@ async def test_a_front_proxy_certificate_with_a_cn_not_allowed_is_401(
     wrong = aggregator("kubernetes-admin", ["system:masters"], cert=WRONG_PROXY_CERT)
     for path in (cq("cq-a"), "/apis", "/healthz"):
         assert_status(await real_server.client(wrong).get(path), 401, UNAUTHORIZED)
+
+
+async def test_a_401_is_logged_with_its_reason_once(caplog: pytest.LogCaptureFixture) -> None:
+    """The caller reads "Unauthorized"; the operator reads why in the log: the CN seen and
+    the allowed list, with the kube-apiserver request's Audit-ID, once for a reason that
+    repeats (docs/operations.md#why-a-request-is-401). A server of its own, so that no
+    other test's 401 of the same reason came first."""
+    wrong = aggregator("kubernetes-admin", ["system:masters"], cert=WRONG_PROXY_CERT)
+    async with serve() as server:
+        with caplog.at_level("WARNING", logger="visibility_server.http.app_state"):
+            for path in (cq("cq-a"), "/apis", "/healthz"):
+                assert_status(await server.client(wrong).get(path), 401, UNAUTHORIZED)
+    [line] = [record.getMessage() for record in caplog.records]
+    # Both authenticators' reasons, as Go's union authenticator joins them.
+    assert re.fullmatch(
+        "unable to authenticate the request: x509: subject with cn=not-the-front-proxy is "
+        "not in the allowed list \\(requestheader-allowed-names: front-proxy-client\\); "
+        'verifying certificate SN=[0-9]+, subject="CN=not-the-front-proxy" failed: x509: '
+        "certificate signed by unknown authority "
+        f"\\(client=127\\.0\\.0\\.1:[0-9]+ audit_id={AUDIT_ID}\\)",
+        line,
+    ), line
 
 
 async def test_a_front_proxy_certificate_without_a_user_is_401(real_server: RealServer) -> None:

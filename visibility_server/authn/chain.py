@@ -30,6 +30,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from visibility_server.authn.config import AuthenticationConfig
 from visibility_server.authn.interface import (
     AuthenticationFailed,
+    NoCredentials,
     RequestCredentials,
 )
 from visibility_server.authz.identity import ANONYMOUS, UserInfo, with_authenticated_group
@@ -249,7 +250,7 @@ class AuthenticatorChain:
             raise AuthenticationFailed("; ".join(errors))
         if state.config.anonymous_auth:
             return ANONYMOUS
-        raise AuthenticationFailed("no credentials, and anonymous requests are disabled")
+        raise NoCredentials("no credentials, and anonymous requests are disabled")
 
 
 def _front_proxy(
@@ -267,8 +268,13 @@ def _front_proxy(
         _check_usable(cert, issuers, now)
         common_name = _common_name(cert)
         if config.allowed_names and common_name not in config.allowed_names:
-            # Go's text, verbatim: it is what operators search for.
-            raise _RejectedError(f"x509: subject with cn={common_name} is not in the allowed list")
+            # Go's text, verbatim (it is what operators search for), then the list it
+            # was checked against: the log line names both (docs/operations.md).
+            allowed = ", ".join(config.allowed_names)
+            raise _RejectedError(
+                f"x509: subject with cn={common_name} is not in the allowed list"
+                f" (requestheader-allowed-names: {allowed})"
+            )
 
     peer.verdict("front-proxy", now, check)  # raises when the proxy is not accepted
     return front_proxy_user(config, credentials)

@@ -28,7 +28,13 @@ class RequestCredentials:
 
 
 class AuthenticationFailed(Exception):  # noqa: N818 (the name is the seam's API)
-    """401 Unauthorized: an authenticator erred and none succeeded."""
+    """401 Unauthorized: an authenticator erred and none succeeded. The message says
+    why; the server logs it (docs/operations.md#why-a-request-is-401)."""
+
+
+class NoCredentials(AuthenticationFailed):
+    """401 Unauthorized without an error: the request carried no credentials and
+    anonymous requests are disabled. Not logged, as kube-apiserver does not log it."""
 
 
 class AuthenticationUnavailable(Exception):  # noqa: N818

@@ -11,13 +11,15 @@ queue names (authentication before the 404 of an unknown path):
 
 This middleware also decodes the request once (`RequestInfo`, left in the scope with the
 authenticated user), routes on the percent-decoded path exactly as authorization read it
-(an encoded `%2F` separates segments), times every request for the metrics, and turns
-any error it or a later stage lets through into a `Status` answer (an unexpected one
-into a 500, unless the answer had already started).
+(an encoded `%2F` separates segments), times every request for the metrics and the
+access log (docs/operations.md#the-access-log), and turns any error it or a later stage
+lets through into a `Status` answer (an unexpected one into a 500, unless the answer had
+already started).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Mapping
@@ -35,6 +37,10 @@ from visibility_server.http.requestinfo import REQUEST_KEY, RequestInfo, attribu
 from visibility_server.http.status import StatusError
 
 log = logging.getLogger(__name__)
+# One line per request at INFO (docs/operations.md#the-access-log): its own logger, so
+# `--log-level` or a logging configuration can silence it alone.
+ACCESS_LOGGER: Final = "visibility_server.access"
+access_log = logging.getLogger(ACCESS_LOGGER)
 
 USER_KEY: Final = "queuescope.user"
 UNKNOWN: Final = ("unknown", "")
@@ -105,7 +111,10 @@ class AccessMiddleware:
                 endpoint, version = UNKNOWN
             else:
                 endpoint, version = self._labels.get(answered_by, UNKNOWN)
-            self._observe(endpoint, version, code, time.perf_counter() - started)
+            elapsed = time.perf_counter() - started
+            self._observe(endpoint, version, code, elapsed)
+            if access_log.isEnabledFor(logging.INFO):
+                log_request(info, scope.get(USER_KEY), code, elapsed)
 
     async def _admit(self, info: RequestInfo, scope: Scope, dashboard: bool) -> None:
         user = scope[USER_KEY] = await self._server.authenticate(info)
@@ -113,3 +122,42 @@ class AccessMiddleware:
             raise status.impersonation_forbidden()
         if not dashboard:
             await self._server.authorize(user, attributes(info.method, info.raw_path))
+
+
+def log_request(info: RequestInfo, user: object, code: int, elapsed: float) -> None:
+    """The access log's line for one request, in kube-apiserver's names for its fields
+    (`verb`, `URI`, `latency`, `userAgent`, `audit-ID`, `srcIP`, `resp`) plus the user
+    it was authenticated as: in the message as `key=value` pairs, the caller's text
+    quoted as JSON strings (a newline or a quote in it cannot forge a line), and as
+    fields of their own for `--log-format json`."""
+    uri = info.raw_path
+    if info.query_string:
+        uri += "?" + info.query_string.decode("latin-1")
+    name = user.name if isinstance(user, UserInfo) else ""
+    agent = ",".join(info.header_values("user-agent"))
+    audit_id = ",".join(info.header_values("audit-id"))
+    latency = f"{elapsed * 1000:.3f}ms"
+    access_log.info(
+        "HTTP verb=%s URI=%s latency=%s user=%s userAgent=%s audit-ID=%s srcIP=%s resp=%d",
+        _quoted(info.method),
+        _quoted(uri),
+        _quoted(latency),
+        _quoted(name),
+        _quoted(agent),
+        _quoted(audit_id),
+        _quoted(info.client),
+        code,
+        extra={
+            "verb": info.method,
+            "URI": uri,
+            "latency": latency,
+            "user": name,
+            "userAgent": agent,
+            "audit-ID": audit_id,
+            "srcIP": info.client,
+            "resp": code,
+        },
+    )
+
+
+_quoted = json.JSONEncoder().encode  # one string as a JSON string: ASCII, escaped

@@ -18,6 +18,7 @@ from visibility_server.authn.interface import (
     AuthenticationFailed,
     AuthenticationUnavailable,
     Authenticator,
+    NoCredentials,
 )
 from visibility_server.authz.attributes import Attributes
 from visibility_server.authz.decision import Decision
@@ -34,6 +35,7 @@ from visibility_server.http.longpoll import ChangeNotifier, Gate
 from visibility_server.http.memo import RenderMemo
 from visibility_server.http.metrics import HttpMetrics
 from visibility_server.http.position import ForecastLookup, NotPendingLookup
+from visibility_server.http.repeats import RepeatFilter
 from visibility_server.http.requestinfo import RequestInfo
 from visibility_server.http.sources import AnswerSources
 
@@ -80,6 +82,7 @@ class VisibilityServer:
         self.config = config
         sources = AnswerSources(config.snapshot, config.clock, config.forecasts)
         self.answers = Answers(sources, config.not_pending)
+        self.unauthenticated = RepeatFilter()  # the 401s' log lines
         self.inflight_gate = Gate(config.max_inflight)
         self.waiter_gate = Gate(config.max_waiters)
         self.dashboard = (
@@ -108,13 +111,31 @@ class VisibilityServer:
         credentials = request_credentials(request.peer_cert, request.headers)
         try:
             return await self.config.authenticator.authenticate(credentials)
-        except AuthenticationFailed:
+        except NoCredentials:
+            raise status.unauthorized() from None
+        except AuthenticationFailed as exc:
+            self._log_unauthenticated(request, str(exc))
             raise status.unauthorized() from None
         except AuthenticationUnavailable as exc:
             raise status.authentication_unavailable(_cause(exc)) from None
         except Exception as exc:
             log.warning("authentication failed: %s", _cause(exc))
             raise status.internal_error(_cause(exc)) from None
+
+    def _log_unauthenticated(self, request: RequestInfo, reason: str) -> None:
+        """The answer says only "Unauthorized"; the operator reads why in the log, once
+        per reason and interval (docs/operations.md#why-a-request-is-401)."""
+        held_back = self.unauthenticated.admit(reason)
+        if held_back is None:
+            return
+        log.warning(
+            "unable to authenticate the request: %s (client=%s audit_id=%s%s)",
+            # A certificate's CN is the caller's text: escaped, it cannot start a line.
+            reason.encode("unicode_escape").decode("ascii"),
+            request.client or "-",
+            ",".join(request.header_values("audit-id")) or "-",
+            f"; {held_back} more since the last line of this reason" if held_back else "",
+        )
 
     async def _decide(self, user: UserInfo, attrs: Attributes) -> Decision:
         try:

@@ -56,6 +56,7 @@ class RequestInfo:
     accept: tuple[AcceptEntry, ...] | None  # None: no Accept header at all
     pretty: bool
     peer_cert: bytes | None  # DER of the TLS client certificate, from the listener
+    client: str  # the peer's "host:port", "" when the server does not know it
 
     @property
     def head(self) -> bool:
@@ -84,7 +85,16 @@ class RequestInfo:
             accept=parse_accept(accept_lines) if accept_lines else None,
             pretty=wants_pretty(params.get("pretty"), user_agent),
             peer_cert=peer_certificate(scope),
+            client=_client(scope),
         )
+
+
+def _client(scope: Scope) -> str:
+    peer = scope.get("client")
+    if not peer:
+        return ""
+    host, port = peer
+    return f"[{host}]:{port}" if ":" in str(host) else f"{host}:{port}"
 
 
 def info_of(scope: Scope) -> RequestInfo:

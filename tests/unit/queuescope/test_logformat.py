@@ -135,3 +135,37 @@ def test_uvicorn_records_go_through_the_same_json_lines() -> None:
         {"level": "WARNING", "logger": "uvicorn.error", "msg": "Invalid HTTP request received."},
         {"level": "WARNING", "logger": "uvicorn", "msg": 'a "quoted" record'},
     ]
+
+
+def test_the_access_log_is_a_json_line_with_its_fields_and_can_be_turned_off() -> None:
+    """docs/operations.md#the-access-log: at INFO, one JSON object per request whose
+    fields are kube-apiserver's names; `--no-access-log` drops it alone."""
+    program = [
+        "import types",
+        "from visibility_server.http.access import log_request",
+        "info = types.SimpleNamespace(raw_path='/apis', query_string=b'', method='GET',",
+        "    client='10.0.0.7:5',",
+        "    header_values=lambda name: ['id-1'] if name == 'audit-id' else [])",
+        "log_request(info, None, 401, 0.0012)",
+        "logging.getLogger('queuescope.serve').info('kept')",
+    ]
+    [line, kept] = json_lines_of(*program)
+    assert line == {
+        "level": "INFO",
+        "logger": "visibility_server.access",
+        "msg": 'HTTP verb="GET" URI="/apis" latency="1.200ms" user="" userAgent="" '
+        'audit-ID="id-1" srcIP="10.0.0.7:5" resp=401',
+        "verb": "GET",
+        "URI": "/apis",
+        "latency": "1.200ms",
+        "user": "",
+        "userAgent": "",
+        "audit-ID": "id-1",
+        "srcIP": "10.0.0.7:5",
+        "resp": 401,
+    }
+    assert kept["msg"] == "kept"
+    setup = "import logging\nfrom queuescope.logformat import configure_logging\n"
+    off = setup + "\n".join(["configure_logging('info', 'json', access_log=False)", *program])
+    run = subprocess.run([sys.executable, "-c", off], capture_output=True, text=True, check=True)
+    assert [json.loads(line)["msg"] for line in run.stderr.splitlines()] == ["kept"]

@@ -28,6 +28,7 @@ from tests.unit.visibility_server.authz.builders import (
 from visibility_server.authn.interface import (
     AuthenticationFailed,
     AuthenticationUnavailable,
+    NoCredentials,
     RequestCredentials,
 )
 from visibility_server.authz.attributes import Attributes
@@ -60,7 +61,8 @@ VERSION_INFO = {
 # Who the fake authenticator says the caller is.
 USER_HEADER = "x-test-user"
 GROUPS_HEADER = "x-test-groups"
-FAIL_HEADER = "x-test-authn"  # "fail" -> 401, "unavailable" -> 503, "boom" -> 500
+# "fail" -> 401 (an error), "none" -> 401 (no credentials), "unavailable" -> 503, "boom" -> 500
+FAIL_HEADER = "x-test-authn"
 
 ADMIN = {USER_HEADER: "admin", GROUPS_HEADER: "system:masters"}
 ALICE = {USER_HEADER: "alice"}  # cluster-wide viewer
@@ -76,7 +78,11 @@ class FakeAuthenticator:
         self.seen.append(credentials)
         failure = credentials.values(FAIL_HEADER)
         if failure == ["fail"]:
-            raise AuthenticationFailed("bad credentials")
+            raise AuthenticationFailed(
+                "x509: subject with cn=front\nproxy is not in the allowed list"
+            )
+        if failure == ["none"]:
+            raise NoCredentials("no credentials, and anonymous requests are disabled")
         if failure == ["unavailable"]:
             raise AuthenticationUnavailable("token review timed out")
         if failure == ["boom"]:

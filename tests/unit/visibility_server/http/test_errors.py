@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.unit.visibility_server.http.support import (
@@ -72,6 +74,67 @@ async def test_unauthorized() -> None:
         b'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":'
         b'"Unauthorized","reason":"Unauthorized","code":401}\n'
     )
+
+
+async def test_a_401_logs_why_with_the_client_and_the_audit_id(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The answer says only "Unauthorized"; the log line says why, who sent it and which
+    kube-apiserver request it was (docs/operations.md#why-a-request-is-401). The caller's
+    text is escaped, so a newline in a certificate's CN cannot start a line of its own."""
+    with caplog.at_level("WARNING", logger="visibility_server.http.app_state"):
+        r = await get(app_for(), CQ, {FAIL_HEADER: "fail", "audit-id": "4b2f-77"})
+    assert r.status_code == 401
+    [record] = caplog.records
+    assert record.getMessage() == (
+        "unable to authenticate the request: x509: subject with cn=front\\nproxy is not in "
+        "the allowed list (client=127.0.0.1:123 audit_id=4b2f-77)"
+    )
+
+
+async def test_a_401_without_credentials_is_not_logged(caplog: pytest.LogCaptureFixture) -> None:
+    """No credentials at all, anonymous disabled: a 401 with nothing gone wrong, not logged
+    (as kube-apiserver, which logs only an authenticator's error)."""
+    with caplog.at_level("DEBUG"):
+        r = await get(app_for(), CQ, {FAIL_HEADER: "none"})
+    assert r.status_code == 401
+    assert r.content == (
+        b'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":'
+        b'"Unauthorized","reason":"Unauthorized","code":401}\n'
+    )
+    assert [rec for rec in caplog.records if rec.levelno >= 30] == []
+
+
+async def test_every_request_has_an_access_log_line(caplog: pytest.LogCaptureFixture) -> None:
+    """docs/operations.md#the-access-log: kube-apiserver's field names, the caller's text
+    quoted as JSON strings, and the same fields on the record for the JSON log format."""
+    headers = {**ALICE, "audit-id": "a-1", "user-agent": 'kubectl "v1.34"'}
+    with caplog.at_level("INFO", logger="visibility_server.access"):
+        ok = await get(app_for(), CQ + "?limit=1", headers)
+        missing = await get(app_for(), "/nope", headers)
+        unauthorized = await get(app_for(), CQ, {FAIL_HEADER: "fail"})
+    assert (ok.status_code, missing.status_code, unauthorized.status_code) == (200, 403, 401)
+    records = [r for r in caplog.records if r.name == "visibility_server.access"]
+    assert len(records) == 3
+    first = records[0].getMessage()
+    assert re.fullmatch(
+        'HTTP verb="GET" URI="/apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/cq-a/'
+        'pendingworkloads\\?limit=1" latency="[0-9]+\\.[0-9]{3}ms" user="alice" '
+        'userAgent="kubectl \\\\"v1.34\\\\"" audit-ID="a-1" srcIP="127.0.0.1:123" resp=200',
+        first,
+    ), first
+    assert records[0].__dict__["resp"] == 200
+    assert records[0].__dict__["audit-ID"] == "a-1"
+    assert (
+        records[1]
+        .getMessage()
+        .endswith(
+            'user="alice" '
+            'userAgent="kubectl \\"v1.34\\"" audit-ID="a-1" srcIP="127.0.0.1:123" resp=403'
+        )
+    )
+    assert ' user="" ' in records[2].getMessage()
+    assert records[2].getMessage().endswith(" resp=401")
 
 
 async def test_method_not_allowed() -> None:
