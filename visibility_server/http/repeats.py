@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 from cachetools import LRUCache
 
-DEFAULT_INTERVAL: Final = 10.0  # seconds between two lines of the same reason
-DEFAULT_REASONS: Final = 256  # distinct reasons remembered
+DEFAULT_INTERVAL: Final = 10.0
+DEFAULT_REASONS: Final = 256
 
 
 @dataclass(slots=True)
@@ -26,28 +26,27 @@ class _Seen:
     held_back: int = 0
 
 
+@dataclass(slots=True)
 class RepeatFilter:
     """Decides, per reason, whether this occurrence is logged."""
 
-    def __init__(
-        self,
-        interval: float = DEFAULT_INTERVAL,
-        reasons: int = DEFAULT_REASONS,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self._interval = interval
-        self._clock = clock
-        self._seen: LRUCache[str, _Seen] = LRUCache(maxsize=reasons)
+    interval: float = DEFAULT_INTERVAL  # seconds between two lines of the same reason
+    reasons: int = DEFAULT_REASONS  # distinct reasons remembered
+    clock: Callable[[], float] = time.monotonic
+    _seen: LRUCache[str, _Seen] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._seen = LRUCache(maxsize=self.reasons)
 
     def admit(self, reason: str) -> int | None:
         """None: hold this one back. Otherwise log it, saying how many of the same
         reason were held back since its last line (0 the first time)."""
-        now = self._clock()
+        now = self.clock()
         seen = self._seen.get(reason)
         if seen is None:
             self._seen[reason] = _Seen(now)
             return 0
-        if now - seen.logged_at < self._interval:
+        if now - seen.logged_at < self.interval:
             seen.held_back += 1
             return None
         held_back, seen.logged_at, seen.held_back = seen.held_back, now, 0

@@ -3,15 +3,8 @@ the count of the ones held back; distinct reasons apart; the reasons kept are bo
 
 from __future__ import annotations
 
+from tests.unit.visibility_server.test_looplag import Clock
 from visibility_server.http.repeats import RepeatFilter
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def test_a_reason_is_logged_once_an_interval_with_the_count_held_back() -> None:
