@@ -29,6 +29,7 @@ Pod stages, chosen by the Pod's labels and annotations (set in a Job's pod templ
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import ssl
@@ -367,7 +368,7 @@ class NodeAgents:
             ("kube-scheduler", scheduler_port),
         ):
             wait_for(
-                lambda p=port: _healthz(p),
+                functools.partial(_healthz, port),
                 timeout=AGENT_READY_SECONDS,
                 what=f"{label} /healthz",
                 interval=0.5,
@@ -460,7 +461,7 @@ def node_agents(
         toolchain.kube_scheduler,
         toolchain.kwok,
         workdir,
-        **({"nodes": nodes} if nodes is not None else {}),
+        nodes if nodes is not None else flavor_nodes(),
     )
     try:
         agents.start()
