@@ -242,16 +242,13 @@ def _release(s: Scheduler, tree: _Tree) -> None:
         tree.state = WAITING if tree.recount else DONE
         tree.recount = False
     if tree.state == WAITING:
-        if _preemptor_first(s, tree.members):
-            return  # it waits for its victims: perhaps at the next release
+        if _preemptor_first(s, tree.members) or _head_has_victims(s, tree):
+            return  # perhaps at the next release; nothing built meanwhile
         walks = _walks_of(s, tree.members)
         if walks is None:
             tree.state = DONE
             return
         tree.walks = walks
-        if _has_victims(s, tree):
-            tree.walks = {}
-            return
         tree.state = ACTIVE
         tree.plain = _plain(s, tree)
         for walk in tree.walks.values():
@@ -276,6 +273,19 @@ def _has_victims(s: Scheduler, tree: _Tree) -> bool:
             continue
         highest = -walk.items[0][0][1]  # queue order puts the highest priority first
         if highest > lowest:
+            return True
+    return False
+
+
+def _head_has_victims(s: Scheduler, tree: _Tree) -> bool:
+    """`_has_victims` before the walks are built, right after a release: every workload
+    is then in its queue, whose head has the highest priority."""
+    now = s.now()
+    for name in tree.preempting:
+        pending = s.queues.queue(name)
+        head = pending.peek(now) if pending is not None else None
+        lowest = s.holders.lowest_priority(name)
+        if head is not None and lowest is not None and head.priority > lowest:
             return True
     return False
 
