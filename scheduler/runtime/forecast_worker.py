@@ -30,6 +30,7 @@ import logging
 import math
 import os
 import pickle
+import sys
 import time
 from array import array
 from collections.abc import Iterator, Mapping
@@ -253,12 +254,28 @@ def _write(values: array[float], i: int, band: Band) -> None:
     values[at], values[at + 1], values[at + 2] = band.p50, band.low, band.high
 
 
+def yield_to_the_server() -> bool:
+    """Make this process background work: 10 nice levels down and, on Linux, the
+    `SCHED_IDLE` policy, under which any other task that wakes on the core runs at once
+    instead of after the rest of this one's time slice (docs/forecasting.md#the-worker).
+    True if `SCHED_IDLE` was set."""
+    os.nice(WORKER_NICENESS)
+    if sys.platform != "linux":
+        return False
+    try:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    except OSError as err:  # a seccomp profile may refuse it; the nice value stays
+        log.warning("forecast worker: SCHED_IDLE refused (%s); running niced only", err)
+        return False
+    return True
+
+
 def worker_main(inbox: Connection, outbox: Connection, method_name: str) -> None:
     """The worker process: apply messages in order until the input closes."""
     # Forecasts are background work: where the worker shares a core with the server, the
     # server's requests and cycles go first (docs/forecasting.md#the-worker).
-    os.nice(WORKER_NICENESS)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s %(message)s")
+    yield_to_the_server()
     replica = Replica(make_method(method_name))
     while True:
         try:

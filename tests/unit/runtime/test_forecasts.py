@@ -10,6 +10,7 @@ import logging
 import math
 import os
 import signal
+import sys
 import weakref
 from array import array
 from collections.abc import AsyncIterator
@@ -21,7 +22,7 @@ from scheduler.runtime.calibration import LiveCalibration
 from scheduler.runtime.commands import ApplyObject, MarkSynced
 from scheduler.runtime.engine import Engine
 from scheduler.runtime.estimates import MICROS, AdmissionVelocity, ServedForecast
-from scheduler.runtime.forecast_worker import WORKER_NICENESS
+from scheduler.runtime.forecast_worker import WORKER_NICENESS, yield_to_the_server
 from scheduler.runtime.forecasts import ForecastConfig, ForecastService, _Refresh, refresh_delay
 from scheduler.runtime.pages import ViewBuilder, build_view
 from scheduler.runtime.snapshot import Snapshot
@@ -201,7 +202,7 @@ def test_the_worker_rests_at_least_as_long_as_its_last_refresh(
     assert refresh_delay(started, finished, interval) == delay
 
 
-async def test_the_worker_runs_at_a_lower_cpu_priority_than_the_server() -> None:
+async def test_the_worker_runs_as_background_work_below_the_server() -> None:
     service = ForecastService(Published(snapshot(1, ["w0"])), lambda: T0, ForecastConfig())
     async with running(service):
         await eventually(lambda: service.stats.refreshes >= 1, timeout=60)
@@ -209,6 +210,10 @@ async def test_the_worker_runs_at_a_lower_cpu_priority_than_the_server() -> None
         assert pid is not None
         ours = os.getpriority(os.PRIO_PROCESS, 0)
         assert os.getpriority(os.PRIO_PROCESS, pid) == min(ours + WORKER_NICENESS, 19)
+        if sys.platform == "linux":
+            # Any task of the server that wakes on the worker's core preempts it at once.
+            assert os.sched_getscheduler(pid) == os.SCHED_IDLE
+            assert os.sched_getscheduler(0) != os.SCHED_IDLE
 
 
 async def test_a_killed_worker_is_logged_and_replaced(caplog: pytest.LogCaptureFixture) -> None:
@@ -314,3 +319,22 @@ async def test_the_engine_tells_its_admission_observers() -> None:
         await engine.stop()
     assert sorted(key for key, _, _ in seen) == ["team/w0", "team/w1"]
     assert all(cq == "cq" and at > 0 for _, cq, at in seen)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="SCHED_IDLE is Linux's")
+def test_a_refused_sched_idle_leaves_the_worker_niced_and_says_so(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    niced: list[int] = []
+
+    def refuse(pid: int, policy: int, param: object) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    # In this process: nothing may really change the test runner's own priority.
+    monkeypatch.setattr(os, "nice", niced.append)
+    monkeypatch.setattr(os, "sched_setscheduler", refuse)
+    with caplog.at_level(logging.WARNING, logger="scheduler.runtime.forecast_worker"):
+        assert yield_to_the_server() is False
+    assert niced == [WORKER_NICENESS]
+    assert "SCHED_IDLE refused" in caplog.text
+    assert "running niced only" in caplog.text
