@@ -8,9 +8,11 @@ from typing import Any
 
 import pytest
 
+from scheduler.core.cycle import run_cycle
 from scheduler.core.ingest import apply_object
 from scheduler.core.scheduler import Scheduler
 from scheduler.core.workload import EVICTED, QUOTA_RESERVED
+from scheduler.runtime import engine as engine_module
 from scheduler.runtime.commands import (
     ApplyObject,
     DeleteObject,
@@ -346,3 +348,59 @@ async def test_the_runtime_keeps_no_workload_objects(engine: Engine) -> None:
     await asyncio.wait_for(engine.wait_idle(), WAIT)
     wl = engine.scheduler.objects.workloads["team/a"]
     assert isinstance(wl.raw, tuple)  # only the owner references, kept as they are
+
+
+async def test_a_large_deadline_scan_is_spread_over_the_engines_turns(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A bulk load leaves every workload's deadlines to recompute; one look at the clock
+    # per batch, and a budget already spent, make each scan one batch.
+    monkeypatch.setattr(engine_module, "DEADLINE_KEYS_PER_CHECK", 4)
+    s = real_scheduler()
+    for data in (*base_objects(cpu="1"), *(workload("team", f"w{i}", "main") for i in range(10))):
+        apply_object(s, decode(data))
+    eng = Engine(s, publish_interval=FAST, budgets=EngineBudgets(command_budget=0.0))
+    eng._touch(s.objects.workloads)
+    left = [len(eng._deadline_dirty)]
+    answers = []
+    while eng._deadline_dirty:
+        answers.append(eng._scan_deadlines())
+        left.append(len(eng._deadline_dirty))
+    assert left == [10, 6, 2, 0]
+    # While keys are left, the earliest deadline is "now" (the clock is real, so at
+    # most the instant after the scans): the engine does not sleep.
+    after = s.now()
+    early = [earliest for _, earliest in answers[:-1]]
+    assert len(early) == 2
+    assert all(e is not None and e <= after for e in early)
+    # Pending workloads have no deadline of their own: once all are seen, none is due.
+    assert answers[-1] == (False, None)
+
+
+async def test_the_periodic_rescan_of_quota_holders_is_spread_too(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Every FULL_DEADLINE_SCAN_SECONDS all holders are looked at again; with
+    # waitForPodsReady each has a timeout, and 100k of them cost hundreds of ms.
+    monkeypatch.setattr(engine_module, "DEADLINE_KEYS_PER_CHECK", 4)
+    s = real_scheduler(
+        {"waitForPodsReady": {"enable": True, "blockAdmission": False, "timeout": "300s"}}
+    )
+    for data in (*base_objects(cpu="10"), *(workload("team", f"w{i}", "main") for i in range(10))):
+        apply_object(s, decode(data))
+    while len(admitted(s)) < 10:
+        run_cycle(s)
+    eng = Engine(s, publish_interval=FAST, budgets=EngineBudgets(command_budget=0.0))
+    while eng._deadline_dirty or not eng._deadlines:
+        eng._scan_deadlines()
+    timeout_at = min(d.at for found in eng._deadlines.values() for d in found)
+    eng._deadline_full_at = float("-inf")  # the next scan is a full one
+    left, answers = [], []
+    while True:
+        answers.append(eng._scan_deadlines())
+        left.append(len(eng._deadline_dirty))
+        if not eng._deadline_dirty:
+            break
+    assert left == [6, 2, 0]
+    assert all(earliest is not None and earliest < timeout_at for _, earliest in answers[:-1])
+    assert answers[-1] == (False, timeout_at)
