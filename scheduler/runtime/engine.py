@@ -463,9 +463,9 @@ class Engine:
         dirty = self._deadline_dirty
         box = TimeBox(self.command_budget)
         while dirty:
-            # A load of a million workloads leaves them all dirty: about 0.1 us each,
-            # a 100 ms block in one go. The rest waits for the engine's next turn
-            # (docs/architecture.md, "The runtime on one event loop").
+            # The rescan of every holder costs 2-4 us each with waitForPodsReady: at
+            # 100k running workloads, hundreds of ms in one go. The rest waits for the
+            # engine's next turn (docs/architecture.md, "The runtime on one event loop").
             for _ in range(min(len(dirty), DEADLINE_KEYS_PER_CHECK)):
                 key = dirty.pop()
                 wl = s.workload(key)
