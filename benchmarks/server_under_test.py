@@ -138,6 +138,7 @@ class GcPauses:
                 "count": len(p),
                 "max_ms": max(p, default=0.0) * 1000,
                 "max_cpu_ms": max(self.cpu[g], default=0.0) * 1000,
+                "cpu_ms": sum(self.cpu[g]) * 1000,
                 "collected_by_costliest": self.collected_by_costliest[g],
             }
             for g, p in self.pauses.items()

@@ -18,7 +18,7 @@ from scheduler.runtime.quota_snapshot import ClusterQueueQuota, CohortQuota, Res
 from scheduler.runtime.snapshot import Snapshot
 from scheduler.runtime.workload_records import Instant
 from visibility_server.http.position import ForecastLookup
-from visibility_server.http.render import rfc3339_seconds
+from visibility_server.http.timestamps import rfc3339_seconds
 from visibility_server.http.waiting import estimated_start, estimated_wait, why_pending
 
 Json = dict[str, Any]

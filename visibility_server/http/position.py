@@ -21,7 +21,7 @@ from scheduler.runtime.estimates import AdmissionVelocity, ServedForecast
 from scheduler.runtime.pages import ClusterQueueView, PageItem
 from scheduler.runtime.workload_records import Instant, NotPending
 from visibility_server.http.discovery import POSITION_KIND
-from visibility_server.http.render import rfc3339_seconds
+from visibility_server.http.timestamps import rfc3339_seconds
 from visibility_server.http.waiting import estimated_start, estimated_wait, why_pending
 
 # (namespace, name) -> the Workload's state when it is not pending, None when unknown.

@@ -13,9 +13,6 @@ objects.
 
 from __future__ import annotations
 
-import datetime
-import functools
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Final
@@ -28,37 +25,13 @@ from visibility_server.http.discovery import SUMMARY_KIND
 from visibility_server.http.encode import json_compact, json_pretty, to_yaml
 from visibility_server.http.memo import RenderMemo
 from visibility_server.http.negotiation import Media
+from visibility_server.http.timestamps import rfc3339_seconds
 
 CHUNK_ITEMS: Final = 1000
 # Pages above this many items are streamed chunk by chunk
 # (docs/visibility-api.md#large-responses-and-backpressure), never held whole.
 STREAM_ABOVE_ITEMS: Final = 5 * CHUNK_ITEMS
-_EPOCH: Final = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
-_FOUR_DIGIT_YEARS_START: Final = -30_610_224_000  # 1000-01-01T00:00:00Z
-_FOUR_DIGIT_YEARS_END: Final = 253_402_300_800  # 10000-01-01T00:00:00Z
-_MIN_SECONDS: Final = -62_135_596_800  # 0001-01-01T00:00:00Z
-_MAX_SECONDS: Final = _FOUR_DIGIT_YEARS_END - 1
 _PRETTY_ITEM_INDENT: Final = b"\n    "
-
-
-def rfc3339_seconds(micros: int) -> str:
-    """Kubernetes' `metav1.Time` rendering: UTC, second precision, `Z`."""
-    return _rfc3339(micros // 1_000_000)
-
-
-# Workloads arrive in bursts, so many share a creation second: a page of never-rendered
-# items at a deep offset formats each second once.
-@functools.lru_cache(maxsize=4096)
-def _rfc3339(seconds: int) -> str:
-    if _FOUR_DIGIT_YEARS_START <= seconds < _FOUR_DIGIT_YEARS_END:
-        # The C path; the clamped one below is for dates no workload should have.
-        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
-    # Outside years 1000..9999 strftime would not pad the year; clamp like a calendar.
-    moment = _EPOCH + datetime.timedelta(seconds=min(max(seconds, _MIN_SECONDS), _MAX_SECONDS))
-    return (
-        f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}"
-        f"T{moment.hour:02d}:{moment.minute:02d}:{moment.second:02d}Z"
-    )
 
 
 def item_metadata(entry: PendingEntry) -> dict[str, Any]:

@@ -18,9 +18,9 @@ from visibility_server.http.render import (
     ListDocument,
     ListOrigin,
     item_object,
-    rfc3339_seconds,
     view_fragment,
 )
+from visibility_server.http.timestamps import rfc3339_seconds
 
 
 def _column(name: str, type_: str, description: str, fmt: str = "", priority: int = 0) -> Any:

@@ -12,7 +12,7 @@ from typing import Any, Final
 
 from scheduler.runtime.estimates import MICROS, AdmissionVelocity, ServedForecast
 from scheduler.runtime.workload_records import Instant, WhyPending
-from visibility_server.http.render import rfc3339_seconds
+from visibility_server.http.timestamps import rfc3339_seconds
 
 ESTIMATE_STEP_SECONDS: Final = 10
 ESTIMATE_METHOD: Final = "DecayedAdmissionRate"

@@ -33,12 +33,12 @@ from visibility_server.http.encode import json_compact, json_pretty, to_yaml
 from visibility_server.http.negotiation import OBJECT_MEDIA, Media, negotiate
 from visibility_server.http.position import ForecastLookup
 from visibility_server.http.ratelimit import UserRateLimiter
-from visibility_server.http.render import rfc3339_seconds
 from visibility_server.http.requestinfo import info_of
 from visibility_server.http.responses import BytesResponse
 from visibility_server.http.routers.discovery import GROUP_PATH
 from visibility_server.http.routers.table import Endpoint, PreRendered, RouteTable
 from visibility_server.http.status import StatusError
+from visibility_server.http.timestamps import rfc3339_seconds
 
 DEFAULT_MAX_BODY_BYTES: Final = 1 << 20  # 1 MiB: a Job or Workload is a few KiB
 WORKLOADS_GROUP: Final = "kueue.x-k8s.io"

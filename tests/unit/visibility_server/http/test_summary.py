@@ -30,7 +30,8 @@ from tests.unit.visibility_server.http.support import (
     make_snapshot,
 )
 from visibility_server.http.memo import RenderMemo
-from visibility_server.http.render import fragments, item_fragment, rfc3339_seconds
+from visibility_server.http.render import fragments, item_fragment
+from visibility_server.http.timestamps import rfc3339_seconds
 
 CQ = f"{V2}/clusterqueues/cq-a/pendingworkloads"
 

@@ -12,8 +12,8 @@ from scheduler.runtime.estimates import MICROS, AdmissionVelocity, ServedForecas
 from scheduler.runtime.pages import build_view
 from scheduler.runtime.snapshot import Snapshot
 from scheduler.runtime.workload_records import PendingEntry
-from visibility_server.http.render import rfc3339_seconds
 from visibility_server.http.routers.whatif import estimated_start
+from visibility_server.http.timestamps import rfc3339_seconds
 
 T0 = 1_767_225_600 * MICROS
 VELOCITY = AdmissionVelocity(at=T0, weight=60.0, window_seconds=600.0, tau_seconds=300.0)
