@@ -98,11 +98,12 @@ def item_fragment(memo: RenderMemo, view: ClusterQueueView, item: PageItem) -> b
 def view_fragment(memo: RenderMemo, view: ClusterQueueView, item: PageItem) -> bytes:
     """`item_fragment(item)`, memoized by the item's view and ClusterQueue index (a view
     is immutable, so an index's fragment never changes; both endpoints share it)."""
-    rendered = memo.fragments_of(view)
+    kept = memo.of_view(view)
     index = item.position_in_cluster_queue
-    fragment = rendered.get(index)
+    fragment = kept.fragments.get(index)
     if fragment is None:
-        fragment = rendered[index] = item_fragment(memo, view, item)
+        fragment = item_fragment(memo, view, item)
+        kept.keep(index, fragment)
     return fragment
 
 
@@ -111,7 +112,8 @@ def fragments(memo: RenderMemo, view: ClusterQueueView, start: int, stop: int) -
     view and index (a view is immutable, so an index's fragment never changes).
 
     Missing fragments are rendered walking the chunks once, not locating each item."""
-    rendered = memo.fragments_of(view)
+    kept = memo.of_view(view)
+    rendered = kept.fragments
     out: list[bytes] = []
     items: list[PageItem] | None = None  # taken only if some index is not memoized
     heads: list[bytes | None] = []
@@ -127,7 +129,8 @@ def fragments(memo: RenderMemo, view: ClusterQueueView, start: int, stop: int) -
             head = heads[index - chunk_start]
             if head is None:
                 head = heads[index - chunk_start] = _head(item.entry)
-            fragment = rendered[index] = _fragment(head, item)
+            fragment = _fragment(head, item)
+            kept.keep(index, fragment)
         out.append(fragment)
     return out
 
