@@ -82,6 +82,8 @@ class EngineServing:
             ],
             what_if=what_if,
             what_if_limit=RateLimit(rate=args.whatif_rate, burst=args.whatif_burst),
+            max_inflight=args.visibility_max_inflight,
+            max_waiters=args.visibility_max_waiters,
         )
 
     def start(

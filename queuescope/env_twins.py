@@ -3,6 +3,7 @@ the twin, when set, is the flag's default."""
 
 from __future__ import annotations
 
+import argparse
 import os
 from collections.abc import Callable
 
@@ -16,3 +17,31 @@ def add_switch(add: Callable[..., object], flag: str, twin: str, help: str | Non
     """An on/off flag (`add` is a parser's or group's add_argument): off unless given, or
     unless QUEUESCOPE_<twin> is `true`."""
     add(flag, action="store_true", default=env(twin, "") == "true", help=help)
+
+
+def add_twin(
+    add: Callable[..., object],
+    flag: str,
+    twin: str,
+    default: str,
+    parse: Callable[[str], object],
+    **options: object,
+) -> None:
+    """A flag with a value (`add` is a parser's or group's add_argument) whose default is
+    QUEUESCOPE_<twin>, else `default`, both read by `parse`
+    (docs/operations.md#flags-and-environment).
+
+    A value `parse` refuses is argparse's usage error naming the flag, and the twin when
+    the value came from it, never a traceback."""
+    variable = f"QUEUESCOPE_{twin}"
+    from_env = os.environ.get(variable)
+
+    def parsed(value: str) -> object:
+        try:
+            return parse(value)
+        except ValueError as error:
+            # argparse hands a string default to `type` as the very object it was given.
+            origin = f" (from {variable})" if value is from_env else ""
+            raise argparse.ArgumentTypeError(f"{error}{origin}") from None
+
+    add(flag, type=parsed, default=default if from_env is None else from_env, **options)

@@ -14,9 +14,9 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
-from queuescope import eventloop
+from queuescope import eventloop, flag_values
 from queuescope.engine_serving import Access, EngineServing
-from queuescope.env_twins import add_switch, env
+from queuescope.env_twins import add_switch, add_twin, env
 from queuescope.lifecycle import drain, run_until_stopped
 from queuescope.logformat import configure_logging
 from queuescope.serve_cluster import add_cluster_flags, run_cluster
@@ -88,34 +88,75 @@ def add_serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     p.add_argument("--kubeconfig", default=env("KUBECONFIG_FILE", "") or None)
     p.add_argument("--requestheader-client-ca-file", default=env("REQUESTHEADER_CA", "") or None)
     p.add_argument("--requestheader-allowed-names", default=env("REQUESTHEADER_NAMES", ""))
-    p.add_argument("--publish-interval", type=float, default=float(env("PUBLISH_INTERVAL", "0.2")))
-    p.add_argument("--log-level", default=env("LOG_LEVEL", "INFO"))
-    p.add_argument("--log-format", choices=("text", "json"), default=env("LOG_FORMAT", "text"))
+    add_twin(
+        p.add_argument,
+        "--publish-interval",
+        "PUBLISH_INTERVAL",
+        "0.2",
+        flag_values.seconds,
+        metavar="SECONDS",
+        help="seconds between two snapshots the visibility API answers from",
+    )
+    add_twin(p.add_argument, "--log-level", "LOG_LEVEL", "INFO", flag_values.log_level)
+    add_twin(
+        p.add_argument,
+        "--log-format",
+        "LOG_FORMAT",
+        "text",
+        flag_values.one_of(("text", "json")),
+        metavar="{text,json}",
+    )
     add_switch(
         p.add_argument,
         "--no-access-log",
         "NO_ACCESS_LOG",
         help="no line per request at INFO (docs/operations.md#the-access-log)",
     )
-    p.add_argument(
+    add_twin(
+        p.add_argument,
         "--loop",
-        choices=eventloop.LOOPS,
-        default=env("LOOP", "auto"),
+        "LOOP",
+        "auto",
+        flag_values.one_of(eventloop.LOOPS),
+        metavar="{" + ",".join(eventloop.LOOPS) + "}",
         help="event loop: uvloop where installed (auto, the default), or asyncio's own",
     )
     add_forecast_flags(p)
     # docs/visibility-api.md#what-if, "Rate limit": a token bucket per user.
-    p.add_argument(
+    add_twin(
+        p.add_argument,
         "--whatif-rate",
-        type=float,
-        default=float(env("WHATIF_RATE", "1")),
+        "WHATIF_RATE",
+        "1",
+        flag_values.positive_number,
         help="what-if requests per second each user may make, on average",
     )
-    p.add_argument(
+    add_twin(
+        p.add_argument,
         "--whatif-burst",
-        type=int,
-        default=int(env("WHATIF_BURST", "5")),
+        "WHATIF_BURST",
+        "5",
+        flag_values.positive_whole_number,
         help="what-if requests a user may make at once",
+    )
+    # docs/visibility-api.md#large-responses-and-backpressure: beyond either cap, a 429.
+    add_twin(
+        p.add_argument,
+        "--visibility-max-inflight",
+        "VISIBILITY_MAX_INFLIGHT",
+        "64",
+        flag_values.positive_whole_number,
+        metavar="N",
+        help="data requests of the visibility API answered at once",
+    )
+    add_twin(
+        p.add_argument,
+        "--visibility-max-waiters",
+        "VISIBILITY_MAX_WAITERS",
+        "1024",
+        flag_values.positive_whole_number,
+        metavar="N",
+        help="long-poll requests of the visibility API waiting at once",
     )
     add_cluster_flags(p)
 

@@ -21,7 +21,7 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,8 +32,9 @@ from prometheus_client import CollectorRegistry, Gauge
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from queuescope import flag_values
 from queuescope.engine_serving import Access, EngineServing
-from queuescope.env_twins import add_switch, env
+from queuescope.env_twins import add_switch, add_twin, env
 from queuescope.kubeclient import ClusterClients
 from queuescope.lifecycle import drain, run_until_stopped
 from scheduler.api.decode import load_documents
@@ -77,37 +78,6 @@ SHUTDOWN_GRACE = 5.0
 DRAIN_SECONDS = 5.0  # uvicorn's wait for open requests at shutdown (docs/operations.md)
 
 
-def _flag_bool(value: str) -> bool:
-    if value.lower() in ("true", "1", "yes"):
-        return True
-    if value.lower() in ("false", "0", "no"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true or false, got {value!r}")
-
-
-def _duration(value: str) -> float:
-    """`10s`, `1m`, `500ms` or plain seconds."""
-    units = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-    for suffix in ("ms", "s", "m", "h"):
-        if value.endswith(suffix) and value[: -len(suffix)].replace(".", "", 1).isdigit():
-            return float(value[: -len(suffix)]) * units[suffix]
-    try:
-        return float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a duration like 10s, got {value!r}") from None
-
-
-def _count(value: str) -> int:
-    """A whole number, zero or more."""
-    try:
-        number = int(value)
-    except ValueError:
-        number = -1
-    if number < 0:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {value!r}")
-    return number
-
-
 def add_cluster_flags(p: argparse.ArgumentParser) -> None:
     """The flags of cluster mode (docs/cluster.md#authentication-and-authorization-flags), each with
     a QUEUESCOPE_* twin."""
@@ -136,37 +106,50 @@ def add_cluster_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--requestheader-group-headers", default="")
     g.add_argument("--requestheader-extra-headers-prefix", default="")
     g.add_argument("--requestheader-uid-headers", default="")
-    _duration_flag(
+    add_twin(
         g.add_argument,
         "--authentication-token-webhook-cache-ttl",
         "AUTHENTICATION_TOKEN_WEBHOOK_CACHE_TTL",
         "10s",
+        flag_values.seconds,
     )
-    g.add_argument(
-        "--anonymous-auth", type=_flag_bool, default=_flag_bool(env("ANONYMOUS_AUTH", "true"))
-    )
+    add_twin(g.add_argument, "--anonymous-auth", "ANONYMOUS_AUTH", "true", flag_values.boolean)
     g.add_argument(
         "--authorization-always-allow-paths",
         default=env("AUTHORIZATION_ALWAYS_ALLOW_PATHS", "/healthz,/readyz,/livez"),
     )
-    _duration_flag(
+    add_twin(
         g.add_argument,
         "--authorization-webhook-cache-authorized-ttl",
         "AUTHORIZATION_WEBHOOK_CACHE_AUTHORIZED_TTL",
         "10s",
+        flag_values.seconds,
     )
-    _duration_flag(
+    add_twin(
         g.add_argument,
         "--authorization-webhook-cache-unauthorized-ttl",
         "AUTHORIZATION_WEBHOOK_CACHE_UNAUTHORIZED_TTL",
         "10s",
+        flag_values.seconds,
     )
-    _duration_flag(g.add_argument, "--cert-reload-interval", "CERT_RELOAD_INTERVAL", "10s")
+    add_twin(
+        g.add_argument,
+        "--cert-reload-interval",
+        "CERT_RELOAD_INTERVAL",
+        "10s",
+        flag_values.positive_seconds,
+    )
     add_switch(
         g.add_argument, "--allow-nonconforming-serving-cert", "ALLOW_NONCONFORMING_SERVING_CERT"
     )
-    g.add_argument("--kube-api-qps", type=float, default=float(env("KUBE_API_QPS", "50")))
-    g.add_argument("--kube-api-burst", type=int, default=int(env("KUBE_API_BURST", "100")))
+    add_twin(g.add_argument, "--kube-api-qps", "KUBE_API_QPS", "50", flag_values.positive_number)
+    add_twin(
+        g.add_argument,
+        "--kube-api-burst",
+        "KUBE_API_BURST",
+        "100",
+        flag_values.positive_whole_number,
+    )
     g.add_argument(
         "--leader-election-namespace",
         default=env("LEADER_ELECTION_NAMESPACE", "") or os.environ.get("POD_NAMESPACE", NAMESPACE),
@@ -176,25 +159,35 @@ def add_cluster_flags(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--queue-status-interval",
-        type=_duration,
+        type=_interval,
         default=None,
         help="how often queue status is written (default: the configuration's updateInterval)",
     )
-    g.add_argument(
+    add_twin(
+        g.add_argument,
         "--pending-condition-window",
-        type=_count,
-        default=_count(env("PENDING_CONDITION_WINDOW", str(PENDING_WINDOW))),
+        "PENDING_CONDITION_WINDOW",
+        str(PENDING_WINDOW),
+        flag_values.whole_number,
         metavar="N",
         help="a queued Workload's QuotaReserved=False condition is written only while it "
         "is among the first N of its ClusterQueue (docs/operations.md)",
     )
-    _duration_flag(g.add_argument, "--status-sweep-interval", "STATUS_SWEEP_INTERVAL", "60s")
+    add_twin(
+        g.add_argument,
+        "--status-sweep-interval",
+        "STATUS_SWEEP_INTERVAL",
+        "60s",
+        flag_values.positive_seconds,
+    )
 
 
-def _duration_flag(add: Callable[..., object], flag: str, twin: str, default: str) -> None:
-    """A duration flag (`add` is a parser's or group's add_argument) whose default comes
-    from QUEUESCOPE_<twin>, else `default`."""
-    add(flag, type=_duration, default=_duration(env(twin, default)))
+def _interval(value: str) -> float:
+    """`flag_values.positive_seconds` as argparse's usage error (a flag without a twin)."""
+    try:
+        return flag_values.positive_seconds(value)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 class WriterCollector(Collector):
@@ -302,6 +295,7 @@ async def run_cluster(
 ) -> int:
     if not args.cert_dir:
         raise ValueError("cluster mode needs --cert-dir (a folder with tls.crt and tls.key)")
+    grace = endpoint_grace()
     cert_dir = Path(args.cert_dir)
     required_sans = (f"{SERVICE}.{NAMESPACE}.svc",)
     _check_serving_pair(cert_dir, required_sans, args.allow_nonconforming_serving_cert)
@@ -392,7 +386,7 @@ async def run_cluster(
     failed = await run_until_stopped(tasks)
     freezer.cancel()
     return await _shut_down(
-        Running(runtime, engine, server, kube, tuple(tasks)), stopping, failed=failed
+        Running(runtime, engine, server, kube, tuple(tasks), grace), stopping, failed=failed
     )
 
 
@@ -456,6 +450,16 @@ class Running:
     server: uvicorn.Server
     kube: ClusterClients
     tasks: tuple[asyncio.Task[Any], ...]
+    grace: float  # seconds of serving, not ready, before the drain
+
+
+def endpoint_grace() -> float:
+    """QUEUESCOPE_SHUTDOWN_GRACE, at most SHUTDOWN_GRACE; read at the start, so that a
+    bad value stops the start rather than the shutdown."""
+    try:
+        return min(SHUTDOWN_GRACE, flag_values.seconds(env("SHUTDOWN_GRACE", str(SHUTDOWN_GRACE))))
+    except ValueError as error:
+        raise ValueError(f"QUEUESCOPE_SHUTDOWN_GRACE: {error}") from None
 
 
 async def _shut_down(
@@ -482,7 +486,7 @@ async def _shut_down(
         exit_code = 1
     steps.done("lease-released")
     if not failed:
-        await asyncio.sleep(min(SHUTDOWN_GRACE, float(env("SHUTDOWN_GRACE", str(SHUTDOWN_GRACE)))))
+        await asyncio.sleep(running.grace)
         steps.done("endpoint-grace")
     await drain(tasks, server, engine, failed)
     steps.done("drained")

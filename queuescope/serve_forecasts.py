@@ -8,7 +8,8 @@ import time
 
 from prometheus_client import CollectorRegistry
 
-from queuescope.env_twins import env
+from queuescope import flag_values
+from queuescope.env_twins import add_twin
 from queuescope.forecast_metrics import ForecastCollector
 from scheduler.runtime.engine import Engine
 from scheduler.runtime.forecast_method import DEFAULT_METHOD, METHODS
@@ -18,20 +19,26 @@ OFF = "none"
 
 
 def add_forecast_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
+    methods = (*sorted(METHODS), OFF)
+    add_twin(
+        p.add_argument,
         "--forecast-method",
-        choices=(*sorted(METHODS), OFF),
-        default=env("FORECAST_METHOD", DEFAULT_METHOD),
+        "FORECAST_METHOD",
+        DEFAULT_METHOD,
+        flag_values.one_of(methods),
+        metavar="{" + ",".join(methods) + "}",
         help=(
             "how the forecast worker predicts start times: forecast (the scheduler run "
             "forward with learned runtimes), walltime (runtimes = maximumExecutionTimeSeconds), "
             "rate (position over the admission rate); none: no worker, no estimatedStart"
         ),
     )
-    p.add_argument(
+    add_twin(
+        p.add_argument,
         "--forecast-interval",
-        type=float,
-        default=float(env("FORECAST_INTERVAL", "10")),
+        "FORECAST_INTERVAL",
+        "10",
+        flag_values.positive_seconds,
         metavar="SECONDS",
         help="seconds between two full refreshes of every pending workload's forecast",
     )

@@ -9,7 +9,9 @@ import json
 import os
 import ssl
 import subprocess
+import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -200,3 +202,39 @@ def test_metrics_show_the_loop_lag_and_the_serving_certificate(server: Server) -
     status, body = server.get("/livez?verbose", None)
     assert status == 200
     assert b"[+]event-loop ok" in body
+
+
+def _long_poll(srv: Server, path: str, etag: str) -> tuple[int, str | None]:
+    conn = http.client.HTTPSConnection(
+        "127.0.0.1", srv.port, context=srv.context("admin"), timeout=30
+    )
+    try:
+        conn.request("GET", f"{path}?waitSeconds=3", headers={"If-None-Match": etag})
+        response = conn.getresponse()
+        response.read()
+        return response.status, response.getheader("Retry-After")
+    finally:
+        conn.close()
+
+
+def test_the_waiter_cap_is_a_flag(tmp_path: Path) -> None:
+    """`--visibility-max-waiters 1`: of two long polls at once, one waits and one gets
+    429 (docs/visibility-api.md#long-poll); with the default cap both would wait."""
+    text = CLUSTER + WORKLOAD.format(name="a-high", ns="team-a", priority=100, sec=0)
+    with embedded_server(tmp_path, text, ["--visibility-max-waiters", "1"]) as srv:
+        path = f"{GROUP}/clusterqueues/cq-a/pendingworkloads"
+        conn = http.client.HTTPSConnection(
+            "127.0.0.1", srv.port, context=srv.context("admin"), timeout=10
+        )
+        conn.request("GET", path)
+        response = conn.getresponse()
+        response.read()
+        etag = response.getheader("ETag")
+        conn.close()
+        assert response.status == 200 and etag
+        with ThreadPoolExecutor(2) as pool:
+            first = pool.submit(_long_poll, srv, path, etag)
+            time.sleep(0.5)  # the second arrives while the first waits (3 s)
+            second = pool.submit(_long_poll, srv, path, etag)
+            answers = sorted([first.result(), second.result()], key=lambda a: a[0])
+        assert answers == [(304, None), (429, "1")]
