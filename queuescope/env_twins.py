@@ -6,6 +6,9 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Callable
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 def env(name: str, default: str) -> str:
@@ -35,13 +38,22 @@ def add_twin(
     the value came from it, never a traceback."""
     variable = f"QUEUESCOPE_{twin}"
     from_env = os.environ.get(variable)
+    parsed = flag_type(parse, from_env=from_env, variable=variable)
+    add(flag, type=parsed, default=default if from_env is None else from_env, **options)
 
-    def parsed(value: str) -> object:
+
+def flag_type(
+    parse: Callable[[str], T], *, from_env: str | None = None, variable: str = ""
+) -> Callable[[str], T]:
+    """`parse` as argparse's `type`: what it refuses is a usage error naming the flag,
+    and `variable` when the value is `from_env`."""
+
+    def parsed(value: str) -> T:
         try:
             return parse(value)
         except ValueError as error:
             # argparse hands a string default to `type` as the very object it was given.
-            origin = f" (from {variable})" if value is from_env else ""
+            origin = f" (from {variable})" if from_env is not None and value is from_env else ""
             raise argparse.ArgumentTypeError(f"{error}{origin}") from None
 
-    add(flag, type=parsed, default=default if from_env is None else from_env, **options)
+    return parsed

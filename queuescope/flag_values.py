@@ -7,7 +7,6 @@ usage error (exit 2) naming the flag (docs/operations.md#flags-and-environment).
 
 from __future__ import annotations
 
-import logging
 import math
 from collections.abc import Callable, Sequence
 
@@ -102,9 +101,14 @@ def one_of(choices: Sequence[str]) -> Callable[[str], str]:
     return parse
 
 
+def metavar(choices: Sequence[str]) -> str:
+    """How `--help` shows a flag that takes one of `choices`, as argparse does."""
+    return "{" + ",".join(choices) + "}"
+
+
 def log_level(value: str) -> str:
     """A level of Python's logging by name, in any case: the name in capitals."""
     name = value.upper()
-    if name not in LOG_LEVELS or not isinstance(logging.getLevelName(name), int):
+    if name not in LOG_LEVELS:
         raise ValueError(f"expected one of {', '.join(LOG_LEVELS)}, got {value!r}")
     return name

@@ -15,6 +15,7 @@ from pythonjsonlogger.json import JsonFormatter
 
 from visibility_server.http.access import ACCESS_LOGGER
 
+LOG_FORMATS = ("text", "json")  # the values of --log-format
 TEXT_FORMAT = "%(levelname)s %(name)s %(message)s"
 
 # The record attributes a JSON line starts with, and the keys operators know them by.

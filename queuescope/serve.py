@@ -18,7 +18,7 @@ from queuescope import eventloop, flag_values
 from queuescope.engine_serving import Access, EngineServing
 from queuescope.env_twins import add_switch, add_twin, env
 from queuescope.lifecycle import drain, run_until_stopped
-from queuescope.logformat import configure_logging
+from queuescope.logformat import LOG_FORMATS, configure_logging
 from queuescope.serve_cluster import add_cluster_flags, run_cluster
 from queuescope.serve_forecasts import add_forecast_flags
 from scheduler.api.decode import ApiError, load_documents
@@ -103,8 +103,8 @@ def add_serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "--log-format",
         "LOG_FORMAT",
         "text",
-        flag_values.one_of(("text", "json")),
-        metavar="{text,json}",
+        flag_values.one_of(LOG_FORMATS),
+        metavar=flag_values.metavar(LOG_FORMATS),
     )
     add_switch(
         p.add_argument,
@@ -118,7 +118,7 @@ def add_serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "LOOP",
         "auto",
         flag_values.one_of(eventloop.LOOPS),
-        metavar="{" + ",".join(eventloop.LOOPS) + "}",
+        metavar=flag_values.metavar(eventloop.LOOPS),
         help="event loop: uvloop where installed (auto, the default), or asyncio's own",
     )
     add_forecast_flags(p)

@@ -34,7 +34,7 @@ from prometheus_client.registry import Collector
 
 from queuescope import flag_values
 from queuescope.engine_serving import Access, EngineServing
-from queuescope.env_twins import add_switch, add_twin, env
+from queuescope.env_twins import add_switch, add_twin, env, flag_type
 from queuescope.kubeclient import ClusterClients
 from queuescope.lifecycle import drain, run_until_stopped
 from scheduler.api.decode import load_documents
@@ -159,7 +159,7 @@ def add_cluster_flags(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--queue-status-interval",
-        type=_interval,
+        type=flag_type(flag_values.positive_seconds),
         default=None,
         help="how often queue status is written (default: the configuration's updateInterval)",
     )
@@ -180,14 +180,6 @@ def add_cluster_flags(p: argparse.ArgumentParser) -> None:
         "60s",
         flag_values.positive_seconds,
     )
-
-
-def _interval(value: str) -> float:
-    """`flag_values.positive_seconds` as argparse's usage error (a flag without a twin)."""
-    try:
-        return flag_values.positive_seconds(value)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 class WriterCollector(Collector):

@@ -26,7 +26,7 @@ def add_forecast_flags(p: argparse.ArgumentParser) -> None:
         "FORECAST_METHOD",
         DEFAULT_METHOD,
         flag_values.one_of(methods),
-        metavar="{" + ",".join(methods) + "}",
+        metavar=flag_values.metavar(methods),
         help=(
             "how the forecast worker predicts start times: forecast (the scheduler run "
             "forward with learned runtimes), walltime (runtimes = maximumExecutionTimeSeconds), "
