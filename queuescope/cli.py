@@ -15,6 +15,7 @@ from scheduler.api.versions import KUEUE_GROUP, KUEUE_VERSIONS, short_version
 from scheduler.forecast.forecaster import Forecaster
 from scheduler.forecast.records import FORECAST, METHODS
 from scheduler.sim.api_version import in_api_version, input_api_version
+from scheduler.sim.endless import EndlessRunError
 from scheduler.sim.forecasts import ForecastRecorder
 from scheduler.sim.output import build_list, render_json, render_table, render_yaml
 from scheduler.sim.runner import Simulation, SimulationError
@@ -92,6 +93,9 @@ def simulate(args: argparse.Namespace) -> int:
     except ApiError as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except EndlessRunError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_INTERNAL
     except SimulationError as err:
         print(f"internal error: {err}", file=sys.stderr)
         return EXIT_INTERNAL

@@ -1,26 +1,30 @@
 """Kueue's Configuration (`config.kueue.x-k8s.io/v1beta1`, docs/scheduling.md#configuration).
 
-Defaults are applied here, so the core reads plain values. Two of them depend on
-presence rather than on a value, as upstream: `waitForPodsReady.blockAdmission`
-defaults to `enable`, and `queueVisibility.clusterQueues` omitted means
-`maxCount: 10` while `clusterQueues: {}` means 0 (and `queueVisibility` itself being
-present is what switches the feature on, deviation D7).
+This v1beta1 model is the internal form: `config_v1beta2.py` reads a v1beta2 document
+into it. Defaults are applied here, so the core reads plain values. Two of them depend
+on presence rather than on a value, as upstream: `waitForPodsReady.blockAdmission`
+defaults to `enable`, and `queueVisibility.clusterQueues` omitted means `maxCount: 10`
+while `clusterQueues: {}` means 0 (and `queueVisibility` itself being present is what
+switches the feature on, deviation D7).
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import Field, model_validator
 
 from scheduler.api.base import ApiModel, DurationMicros, Int32, TypedObject
 
+CONFIG_V1BETA1: Final = "config.kueue.x-k8s.io/v1beta1"
 PreemptionStrategy = Literal["LessThanOrEqualToFinalShare", "LessThanInitialShare"]
 DEFAULT_PREEMPTION_STRATEGIES: tuple[PreemptionStrategy, ...] = (
     "LessThanOrEqualToFinalShare",
     "LessThanInitialShare",
 )
 DEFAULT_PODS_READY_TIMEOUT_MICROS = 5 * 60 * 1_000_000
+# Kueue's gate that turns waitForPodsReady off whatever the Configuration says.
+DISABLE_WAIT_FOR_PODS_READY = "DisableWaitForPodsReady"
 
 
 def _default_when_absent(data: Any, key: str, snake: str, value: Any) -> Any:
@@ -104,23 +108,19 @@ class FairSharingConfig(ApiModel):
 
 class ResourcesConfig(ApiModel):
     exclude_resource_prefixes: list[str] = Field(default_factory=list)
-    # Rejected by validation when non-empty: we do not implement transformations.
+    # Rejected by validation when non-empty: queuescope implements neither resource
+    # transformations nor dynamic resource allocation.
     transformations: list[dict[str, Any]] = Field(default_factory=list)
+    device_class_mappings: list[dict[str, Any]] = Field(default_factory=list)
 
 
-class Configuration(TypedObject):
-    """Kueue's process configuration. Like upstream (strict decoding) it has no metadata."""
+class ProcessSettings(TypedObject):
+    """What both versions of the Configuration say about the process, its integrations
+    and its features: accepted (after upstream's type checks) and ignored, since none of
+    it changes the scheduling core. Like upstream (strict decoding) there is no metadata."""
 
-    api_version: Literal["config.kueue.x-k8s.io/v1beta1"] = "config.kueue.x-k8s.io/v1beta1"
     kind: Literal["Configuration"] = "Configuration"
 
-    wait_for_pods_ready: WaitForPodsReady = Field(default_factory=WaitForPodsReady)
-    queue_visibility: QueueVisibility | None = None
-    fair_sharing: FairSharingConfig = Field(default_factory=FairSharingConfig)
-    resources: ResourcesConfig = Field(default_factory=ResourcesConfig)
-
-    # Accepted and ignored (after upstream's type checks): process, integration and
-    # feature settings that do not change the scheduling core.
     namespace: str | None = None
     manage_jobs_without_queue_name: bool | None = None
     managed_jobs_namespace_selector: dict[str, Any] | None = None
@@ -137,3 +137,26 @@ class Configuration(TypedObject):
     leader_election: dict[str, Any] | None = None
     controller: dict[str, Any] | None = None
     pprof_bind_address: str | None = None
+    tls: dict[str, Any] | None = None
+
+    def gate(self, name: str) -> bool:
+        """Whether `featureGates` switches the gate `name` on (only the gates that
+        docs/scheduling.md#feature-gates names are read)."""
+        return bool((self.feature_gates or {}).get(name, False))
+
+
+class Configuration(ProcessSettings):
+    """Kueue's process configuration in v1beta1, which is also the internal form."""
+
+    api_version: Literal["config.kueue.x-k8s.io/v1beta1"] = "config.kueue.x-k8s.io/v1beta1"
+
+    wait_for_pods_ready: WaitForPodsReady = Field(default_factory=WaitForPodsReady)
+    queue_visibility: QueueVisibility | None = None
+    fair_sharing: FairSharingConfig = Field(default_factory=FairSharingConfig)
+    resources: ResourcesConfig = Field(default_factory=ResourcesConfig)
+
+    @property
+    def waits_for_pods_ready(self) -> bool:
+        """waitForPodsReady is on: enabled, and not switched off by Kueue's gate
+        `DisableWaitForPodsReady` (which wins, as upstream)."""
+        return self.wait_for_pods_ready.enable and not self.gate(DISABLE_WAIT_FOR_PODS_READY)

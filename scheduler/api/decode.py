@@ -10,7 +10,9 @@ field path.
 
 A `kueue.x-k8s.io/v1beta2` document is checked with the v1beta2 wire models and
 rules, converted to the internal (v1beta1) form and decoded as that
-(docs/api-versions.md); errors name v1beta2's fields either way.
+(docs/api-versions.md); errors name v1beta2's fields either way. A
+`config.kueue.x-k8s.io/v1beta2` Configuration goes the same way, with v1beta2's
+defaults (docs/scheduling.md#configuration).
 
 `load_documents` reads files, directories and stdin and returns `Decoded` records
 (object + file + document index + List item). The object also remembers where it
@@ -31,6 +33,11 @@ import yaml
 from pydantic import ValidationError
 
 from scheduler.api.base import TypedObject
+from scheduler.api.config_v1beta2 import (
+    CONFIG_V1BETA2,
+    ConfigurationV1Beta2,
+    internal_configuration,
+)
 from scheduler.api.conversion import convert_document, v1beta2_path
 from scheduler.api.errors import (
     ApiError,
@@ -46,6 +53,7 @@ from scheduler.api.pydantic_errors import field_errors, json_type
 from scheduler.api.scenario import Scenario
 from scheduler.api.source import set_source, set_wire_version
 from scheduler.api.validation import validate_object
+from scheduler.api.validation.config import validate_configuration_v1beta2
 from scheduler.api.validation.v1beta2 import validate_v1beta2
 from scheduler.api.versions import KUEUE_V1BETA1, KUEUE_V1BETA2, UNSUPPORTED_KINDS
 
@@ -161,6 +169,8 @@ def decode_object(
     prepared = _place_namespace(model, _prune_nulls(dict(data)))
     if api_version == KUEUE_V1BETA2:
         return _decode_v1beta2(model, prepared, who)
+    if model is ConfigurationV1Beta2:
+        return _decode_configuration_v1beta2(prepared, who)
     if model is Scenario:
         prepared = _decode_applied_objects(prepared, who)
     obj = _validated(model, prepared, who, validate_object)
@@ -190,13 +200,33 @@ def _decode_v1beta2(
 ) -> ApiObject:
     """Check a v1beta2 document as v1beta2, then decode its internal (v1beta1) form."""
     _validated(model, prepared, who, validate_v1beta2)
+    return _decode_internal(
+        lambda: convert_document(prepared, KUEUE_V1BETA1), v1beta2_path, KUEUE_V1BETA2, who
+    )
+
+
+def _decode_configuration_v1beta2(prepared: dict[str, Any], who: dict[str, Any]) -> ApiObject:
+    """A v1beta2 Configuration, checked as v1beta2, then read with v1beta2's defaults into
+    the internal (v1beta1) form; the fields the rules name are the same in both."""
+    wire = _validated(ConfigurationV1Beta2, prepared, who, validate_configuration_v1beta2)
+    assert isinstance(wire, ConfigurationV1Beta2)
+    return _decode_internal(lambda: internal_configuration(wire), str, CONFIG_V1BETA2, who)
+
+
+def _decode_internal(
+    internal: Callable[[], dict[str, Any]],
+    wire_path: Callable[[str], str],
+    wire_version: str,
+    who: dict[str, Any],
+) -> ApiObject:
+    """Decode the internal form of a document written in `wire_version`, reporting
+    errors with the wire version's field names."""
     try:
-        internal = convert_document(prepared, KUEUE_V1BETA1)
-        obj = decode_object(internal, source=who["source"], index=who["index"], item=who["item"])
+        obj = decode_object(internal(), source=who["source"], index=who["index"], item=who["item"])
     except ApiError as err:
-        renamed = [FieldError(v1beta2_path(e.path), e.detail) for e in err.errors]
+        renamed = [FieldError(wire_path(e.path), e.detail) for e in err.errors]
         raise ApiError.from_field_errors(renamed, **who) from None
-    return set_wire_version(obj, KUEUE_V1BETA2)
+    return set_wire_version(obj, wire_version)
 
 
 def _decode_applied_objects(data: dict[str, Any], who: dict[str, Any]) -> dict[str, Any]:

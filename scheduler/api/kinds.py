@@ -8,7 +8,8 @@ from scheduler.api.admissioncheck import AdmissionCheck
 from scheduler.api.base import TypedObject
 from scheduler.api.clusterqueue import ClusterQueue
 from scheduler.api.cohort import Cohort, CohortV1Alpha1
-from scheduler.api.config import Configuration
+from scheduler.api.config import CONFIG_V1BETA1, Configuration
+from scheduler.api.config_v1beta2 import CONFIG_V1BETA2, ConfigurationV1Beta2
 from scheduler.api.flavor import ResourceFlavor
 from scheduler.api.job import Job
 from scheduler.api.localqueue import LocalQueue
@@ -39,7 +40,8 @@ ApiObject: TypeAlias = (
     | ClusterRoleBinding
 )
 """Every decoded object. `CohortV1Alpha1` is a `Cohort`; v1beta2 documents decode into
-the internal (v1beta1) models, so no v1beta2 model is ever one of these."""
+the internal (v1beta1) models, so no v1beta2 model (of Kueue's objects or of its
+Configuration) is ever one of these."""
 
 KINDS: dict[tuple[str, str], type[TypedObject]] = {
     ("v1", "Namespace"): Namespace,
@@ -53,7 +55,8 @@ KINDS: dict[tuple[str, str], type[TypedObject]] = {
     (KUEUE_V1BETA1, "AdmissionCheck"): AdmissionCheck,
     ("scheduling.k8s.io/v1", "PriorityClass"): PriorityClass,
     ("batch/v1", "Job"): Job,
-    ("config.kueue.x-k8s.io/v1beta1", "Configuration"): Configuration,
+    (CONFIG_V1BETA1, "Configuration"): Configuration,
+    (CONFIG_V1BETA2, "Configuration"): ConfigurationV1Beta2,
     ("simulation.queuescope.io/v1alpha1", "Scenario"): Scenario,
     ("rbac.authorization.k8s.io/v1", "Role"): Role,
     ("rbac.authorization.k8s.io/v1", "ClusterRole"): ClusterRole,

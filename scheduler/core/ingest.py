@@ -165,7 +165,7 @@ def scheduler_config(obj: Configuration | None) -> SchedulerConfig:
         return SchedulerConfig()
     w = obj.wait_for_pods_ready
     wait = WaitForPodsReady()
-    if w is not None and w.enable:
+    if obj.waits_for_pods_ready:
         rs = w.requeuing_strategy
         wait = WaitForPodsReady(
             enable=True,

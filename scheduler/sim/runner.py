@@ -40,6 +40,7 @@ from scheduler.core.scheduler import QUEUE_PLUGIN_ANNOTATION, Scheduler
 from scheduler.core.state_view import ClusterStateView
 from scheduler.core.workload import EVICTED, StoredObject
 from scheduler.sim.deadlines import DeadlineIndex
+from scheduler.sim.endless import EndlessTimeouts
 from scheduler.sim.fingerprint import IdleFingerprint
 from scheduler.sim.observer import ReplayObserver
 from scheduler.sim.runtimes import RuntimeDriver, check_annotations
@@ -136,6 +137,7 @@ class Simulation:
         # Scenario updates refused by an immutability rule (reported, never applied).
         self.rejected_updates: list[str] = []
         self._cursor = 0
+        self._endless = EndlessTimeouts()
         self._wpcs: dict[str, WorkloadPriorityClass] = {}
         self._pcs: dict[str, PriorityClass] = {}
         # The timed rules' deadlines and the idle test's fingerprint, both kept up to
@@ -348,6 +350,8 @@ class Simulation:
         if timed:
             fired = True
             self._idle.mark(timed)
+            if self.cycles is None and self._cursor >= len(self._timeline):
+                self._endless.observe(s, timed)
         s.finalize_evictions()
         if fired:
             s.observe_conditions()

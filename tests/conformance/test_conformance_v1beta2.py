@@ -1,8 +1,10 @@
 """The conformance fixtures again, written in kueue.x-k8s.io/v1beta2 (docs/api-versions.md).
 
 Each fixture's input is converted document by document (also the objects Scenario
-events apply) to v1beta2, as a v1beta2 user would have written it, and run three ways
-against the fixture's own v1beta1 run:
+events apply) to v1beta2, as a v1beta2 user would have written it, Configuration
+included (`config.kueue.x-k8s.io/v1beta2`, written here from Kueue's rules, not by the
+product's reader; a fixture without one gets the v1beta2 Configuration that says what
+no Configuration says), and run three ways against the fixture's own v1beta1 run:
 
 * printed as v1beta1 (`--api-version v1beta1`): byte for byte the v1beta1 run's output
   (same exit status; errors name the same documents);
@@ -48,9 +50,65 @@ _TextTimes.yaml_implicit_resolvers = {
 }
 
 
-def _to_v1beta2(document: Any) -> Any:
+CONFIG_V1BETA1 = "config.kueue.x-k8s.io/v1beta1"
+CONFIG_V1BETA2 = "config.kueue.x-k8s.io/v1beta2"
+# v1beta1's defaults where v1beta2 has none, or other ones (docs/scheduling.md#configuration).
+V1BETA1_PODS_READY_TIMEOUT = "5m"
+V1BETA1_STRATEGIES = ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]
+NO_WAIT_FOR_PODS_READY: Json = {"featureGates": {"DisableWaitForPodsReady": True}}
+
+
+def _is_zero(duration: Any) -> bool:
+    return str(duration).rstrip("smhunµ") in ("0", "0.0", "")
+
+
+def _configuration_to_v1beta2(document: Json, recovering: bool) -> Json:
+    """A v1beta1 Configuration as a v1beta2 user writes it, or unchanged where v1beta2
+    cannot say the same: `queueVisibility` (gone), a zero timeout (v1beta2 reads 0 as
+    its default, 30 minutes), no recoveryTimeout while a workload waits for recovery
+    (`recovering`; v1beta2's default is the timeout, and has no "none"). v1beta2 has no
+    "off" for waitForPodsReady but Kueue's gate."""
+    wait = document.get("waitForPodsReady") or {}
+    enabled = bool(wait.get("enable"))
+    if (
+        "queueVisibility" in document
+        or (enabled and _is_zero(wait.get("timeout")))
+        or (enabled and recovering and "recoveryTimeout" not in wait)
+    ):
+        return document
+    out = {k: v for k, v in document.items() if k not in ("waitForPodsReady", "fairSharing")}
+    out["apiVersion"] = CONFIG_V1BETA2
+    if enabled:
+        out["waitForPodsReady"] = {
+            "timeout": wait.get("timeout", V1BETA1_PODS_READY_TIMEOUT),
+            "blockAdmission": wait.get("blockAdmission", True),
+            **{k: wait[k] for k in ("requeuingStrategy", "recoveryTimeout") if k in wait},
+        }
+    else:
+        gates = {**(document.get("featureGates") or {}), **NO_WAIT_FOR_PODS_READY["featureGates"]}
+        out["featureGates"] = gates
+    fair = document.get("fairSharing") or {}
+    if fair.get("enable"):
+        strategies = fair.get("preemptionStrategies") or V1BETA1_STRATEGIES
+        out["fairSharing"] = {"preemptionStrategies": strategies}
+    return out
+
+
+def _waits_for_recovery(document: Any) -> bool:
+    """A Workload whose pods were ready and are no longer (PodsReady False, WaitForRecovery)."""
+    if not isinstance(document, dict) or document.get("kind") != "Workload":
+        return False
+    conditions = (document.get("status") or {}).get("conditions") or []
+    return any(
+        c.get("type") == "PodsReady" and c.get("reason") == "WaitForRecovery" for c in conditions
+    )
+
+
+def _to_v1beta2(document: Any, recovering: bool = False) -> Any:
     if not isinstance(document, dict):
         return document
+    if document.get("apiVersion") == CONFIG_V1BETA1 and document.get("kind") == "Configuration":
+        return _configuration_to_v1beta2(document, recovering)
     if document.get("apiVersion") == KUEUE_V1BETA1 and document.get("kind") in CONVERTIBLE_KINDS:
         return convert_document(document, KUEUE_V1BETA2)
     if document.get("kind") == "Scenario":
@@ -70,9 +128,36 @@ def _write_v1beta2_input(directory: Path, target: Path) -> int:
     except yaml.YAMLError:
         target.write_text(text, encoding="utf-8")  # a fixture about broken YAML
         return 0
-    converted = [_to_v1beta2(d) for d in documents]
+    recovering = any(_waits_for_recovery(d) for d in documents)
+    converted = [_to_v1beta2(d, recovering) for d in documents]
+    if not any(isinstance(d, dict) and d.get("kind") == "Configuration" for d in converted):
+        # Last, so that the documents before it keep their indexes in error messages.
+        converted.append(
+            {"apiVersion": CONFIG_V1BETA2, "kind": "Configuration", **NO_WAIT_FOR_PODS_READY}
+        )
     target.write_text(yaml.safe_dump_all(converted, sort_keys=False), encoding="utf-8")
     return sum(1 for d in converted if isinstance(d, dict) and d.get("apiVersion") == KUEUE_V1BETA2)
+
+
+def _configuration_versions(path: Path) -> list[str]:
+    try:
+        documents = list(yaml.load_all(path.read_text(encoding="utf-8"), Loader=_TextTimes))
+    except yaml.YAMLError:
+        return []
+    return [
+        d["apiVersion"]
+        for d in documents
+        if isinstance(d, dict) and d.get("kind") == "Configuration"
+    ]
+
+
+# The fixtures whose Configuration v1beta2 cannot say (see _configuration_to_v1beta2).
+V1BETA1_CONFIGURATION_ONLY = {
+    "094-queue-visibility-status",
+    "144-podsready-timeout-zero",
+    "145-podsready-timeout-zero-limit",
+    "150-block-admission-never-unblocked",
+}
 
 
 def _without_pending_status(expect: Json) -> Json:
@@ -94,6 +179,9 @@ def test_fixture_in_v1beta2(
     v2_dir = tmp_path / name
     v2_dir.mkdir()
     converted = _write_v1beta2_input(directory, v2_dir / "input.yaml")
+    if _configuration_versions(directory / "input.yaml") or converted:
+        expected_config = CONFIG_V1BETA1 if name in V1BETA1_CONFIGURATION_ONLY else CONFIG_V1BETA2
+        assert _configuration_versions(v2_dir / "input.yaml") == [expected_config], name
 
     original = _run(capsys, directory, args)
     as_v1 = _run(capsys, v2_dir, [*args, "--api-version", "v1beta1"])

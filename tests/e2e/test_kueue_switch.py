@@ -36,6 +36,7 @@ from typing import Any
 import pytest
 import yaml
 
+from scheduler.api import ApiError, Configuration, load_documents, load_yaml
 from scheduler.api.conversion import convert_document
 from tests.e2e.aggregated import NAMESPACE, SERVICE
 from tests.e2e.cluster import (
@@ -106,10 +107,11 @@ def kueue_crds(layout: str = V1BETA2_STORED) -> list[dict[str, Any]]:
     return crds
 
 
-def _kueue_v0192_crds() -> list[dict[str, Any]]:
+def kueue_source() -> Path:
+    """Kueue v0.19.2's module, as Go's module cache holds it (downloaded once)."""
     go = os.environ.get("GO") or shutil.which("go")
     if not go:
-        pytest.fail("Go is needed to read Kueue's CRDs from its module (go mod download)")
+        pytest.fail("Go is needed to read Kueue's module (go mod download)")
     with tempfile.TemporaryDirectory() as tmp:
         result = subprocess.run(
             [go, "mod", "download", "-json", KUEUE_MODULE],
@@ -121,7 +123,11 @@ def _kueue_v0192_crds() -> list[dict[str, Any]]:
         )
     if result.returncode != 0:
         pytest.fail(f"go mod download {KUEUE_MODULE}: {result.stderr or result.stdout}")
-    bases = Path(json.loads(result.stdout)["Dir"]) / "config" / "components" / "crd" / "bases"
+    return Path(json.loads(result.stdout)["Dir"])
+
+
+def _kueue_v0192_crds() -> list[dict[str, Any]]:
+    bases = kueue_source() / "config" / "components" / "crd" / "bases"
     return [
         yaml.safe_load((bases / f"kueue.x-k8s.io_{name}.yaml").read_text()) for name in CRD_NAMES
     ]
@@ -444,3 +450,41 @@ def dig(obj: Any, path: tuple[str, ...]) -> Any:
     for key in path:
         obj = obj.get(key) if isinstance(obj, dict) else None
     return obj
+
+
+def test_kueues_own_configuration_files_are_read() -> None:
+    """The Configuration a Kueue v0.19.2 install runs with, as its manifests and its Helm
+    chart ship it (config.kueue.x-k8s.io/v1beta2), and those of its own e2e suites: read
+    with v1beta2's defaults (docs/scheduling.md#configuration), or, for dynamic resource
+    allocation, refused by name."""
+    source = kueue_source()
+    manifest = source / "config" / "components" / "manager" / "controller_manager_config.yaml"
+    chart = yaml.safe_load((source / "charts" / "kueue" / "values.yaml").read_text())
+    shipped = [
+        load_documents([str(manifest)]),
+        load_yaml(chart["managerConfig"]["controllerManagerConfigYaml"], "values.yaml"),
+    ]
+    for decoded in shipped:
+        (cfg,) = [d.obj for d in decoded]
+        assert isinstance(cfg, Configuration)
+        assert cfg.waits_for_pods_ready  # on by default in v0.19
+        wait = cfg.wait_for_pods_ready
+        assert (wait.timeout, wait.block_admission) == (30 * 60 * 1_000_000, False)
+        assert not cfg.fair_sharing.enable
+    suites = sorted((source / "test" / "e2e" / "config").rglob("controller_manager_config.yaml"))
+    assert len(suites) >= 5
+    for path in suites:
+        if "dra" in path.parts:
+            with pytest.raises(ApiError, match=r"resources\.deviceClassMappings: not supported"):
+                load_documents([str(path)])
+            continue
+        (decoded,) = load_documents([str(path)])
+        assert isinstance(decoded.obj, Configuration), path
+    (extended,) = load_documents(
+        [str(source / "test/e2e/config/extended/controller_manager_config.yaml")]
+    )
+    assert isinstance(extended.obj, Configuration)
+    assert extended.obj.fair_sharing.preemption_strategies == [
+        "LessThanOrEqualToFinalShare",
+        "LessThanInitialShare",
+    ]

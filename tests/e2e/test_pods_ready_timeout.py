@@ -39,11 +39,12 @@ NS = "pods-ready-e2e"
 TIMEOUT_SECONDS = 4
 BACKOFF_LIMIT = 2
 BACKOFF_MAX_SECONDS = 2
+# In v1beta2, as Kueue v0.19's users write it: waitForPodsReady has no `enable`
+# (docs/scheduling.md#configuration).
 CONFIG = f"""
-apiVersion: config.kueue.x-k8s.io/v1beta1
+apiVersion: config.kueue.x-k8s.io/v1beta2
 kind: Configuration
 waitForPodsReady:
-  enable: true
   timeout: {TIMEOUT_SECONDS}s
   blockAdmission: false
   requeuingStrategy:

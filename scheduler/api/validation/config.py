@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from scheduler.api.config import Configuration
+from scheduler.api.config_v1beta2 import BLOCK_UNDECLARED, ConfigurationV1Beta2
 from scheduler.api.durations import format_duration
 from scheduler.api.errors import FieldError
-from scheduler.api.validation.common import at_least, invalid
+from scheduler.api.validation.common import at_least, invalid, required
 
 MAX_VISIBILITY_COUNT = 4000
 _ALLOWED_STRATEGIES = (
@@ -19,7 +20,7 @@ def validate_configuration(config: Configuration) -> list[FieldError]:
     errors: list[FieldError] = []
     wait = config.wait_for_pods_ready
     # Upstream validates these sub-fields only when the feature is on.
-    if wait.enable:
+    if config.waits_for_pods_ready:
         path = "waitForPodsReady"
         if wait.timeout < 0:
             errors.append(
@@ -73,6 +74,13 @@ def validate_configuration(config: Configuration) -> list[FieldError]:
                 "not supported: resource transformations are not implemented by queuescope",
             )
         )
+    if config.resources.device_class_mappings:
+        errors.append(
+            FieldError(
+                "resources.deviceClassMappings",
+                "not supported: dynamic resource allocation is not implemented by queuescope",
+            )
+        )
     for i, prefix in enumerate(config.resources.exclude_resource_prefixes):
         if not prefix:
             errors.append(
@@ -85,3 +93,23 @@ def _count(path: str, value: int) -> list[FieldError]:
     if value > MAX_VISIBILITY_COUNT:
         return [invalid(path, value, f"must be less than or equal to {MAX_VISIBILITY_COUNT}")]
     return at_least(path, value, 0)
+
+
+def validate_configuration_v1beta2(obj: object) -> list[FieldError]:
+    """The rules the internal form cannot see; the shared ones run on it afterwards."""
+    if not isinstance(obj, ConfigurationV1Beta2):
+        return []
+    errors: list[FieldError] = []
+    if obj.fair_sharing is not None and not obj.fair_sharing.preemption_strategies:
+        errors.append(required("fairSharing.preemptionStrategies", "must be specified"))
+    resources = obj.resources
+    strategy = resources.quota_check_strategy if resources is not None else None
+    if strategy not in (None, BLOCK_UNDECLARED):
+        errors.append(
+            FieldError(
+                "resources.quotaCheckStrategy",
+                f"not supported: {strategy} is not implemented by queuescope; "
+                f"only {BLOCK_UNDECLARED} (the default) is",
+            )
+        )
+    return errors
