@@ -141,7 +141,7 @@ class ProcessSettings(TypedObject):
 
     def gate(self, name: str) -> bool:
         """Whether `featureGates` switches the gate `name` on (only the gates that
-        docs/scheduling.md#feature-gates names are read)."""
+        docs/scheduling.md#fixed-feature-gates names are read)."""
         return bool((self.feature_gates or {}).get(name, False))
 
 
