@@ -17,6 +17,9 @@ from pydantic import Field, model_validator
 from scheduler.api.base import ApiModel, DurationMicros, Int32, TypedObject
 
 CONFIG_V1BETA1: Final = "config.kueue.x-k8s.io/v1beta1"
+QuotaCheckStrategy = Literal["BlockUndeclared", "IgnoreUndeclared"]
+BLOCK_UNDECLARED: Final = "BlockUndeclared"
+IGNORE_UNDECLARED: Final = "IgnoreUndeclared"
 PreemptionStrategy = Literal["LessThanOrEqualToFinalShare", "LessThanInitialShare"]
 DEFAULT_PREEMPTION_STRATEGIES: tuple[PreemptionStrategy, ...] = (
     "LessThanOrEqualToFinalShare",
@@ -107,6 +110,8 @@ class FairSharingConfig(ApiModel):
 
 
 class ResourcesConfig(ApiModel):
+    # v1beta2's; v1beta1 takes it too, being the internal form (docs/api-versions.md).
+    quota_check_strategy: QuotaCheckStrategy = BLOCK_UNDECLARED
     exclude_resource_prefixes: list[str] = Field(default_factory=list)
     # Rejected by validation when non-empty: queuescope implements neither resource
     # transformations nor dynamic resource allocation.

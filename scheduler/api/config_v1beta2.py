@@ -33,9 +33,6 @@ from scheduler.api.durations import format_duration
 
 CONFIG_V1BETA2: Final = "config.kueue.x-k8s.io/v1beta2"
 DEFAULT_PODS_READY_TIMEOUT_MICROS: Final = 30 * 60 * 1_000_000
-# The strategy the core implements: a resource no resource group of the ClusterQueue
-# covers makes the pod set unschedulable there.
-BLOCK_UNDECLARED: Final = "BlockUndeclared"
 
 
 class WaitForPodsReadyV1Beta2(ApiModel):
@@ -49,16 +46,12 @@ class FairSharingV1Beta2(ApiModel):
     preemption_strategies: list[PreemptionStrategy] = Field(default_factory=list)
 
 
-class ResourcesV1Beta2(ResourcesConfig):
-    quota_check_strategy: Literal["BlockUndeclared", "IgnoreUndeclared"] | None = None
-
-
 class ConfigurationV1Beta2(ProcessSettings):
     api_version: Literal["config.kueue.x-k8s.io/v1beta2"] = "config.kueue.x-k8s.io/v1beta2"
 
     wait_for_pods_ready: WaitForPodsReadyV1Beta2 | None = None
     fair_sharing: FairSharingV1Beta2 | None = None
-    resources: ResourcesV1Beta2 | None = None
+    resources: ResourcesConfig | None = None
     visibility_server: dict[str, Any] | None = None  # Kueue's own visibility server
 
 
@@ -79,9 +72,7 @@ def internal_configuration(obj: ConfigurationV1Beta2) -> dict[str, Any]:
         strategies = list(obj.fair_sharing.preemption_strategies)
         document["fairSharing"] = {"enable": True, "preemptionStrategies": strategies}
     if obj.resources is not None:
-        document["resources"] = obj.resources.model_dump(
-            mode="json", by_alias=True, exclude={"quota_check_strategy"}
-        )
+        document["resources"] = obj.resources.to_dict()
     return document
 
 

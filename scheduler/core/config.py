@@ -32,6 +32,8 @@ class SchedulerConfig:
     fair_sharing: bool = False
     fair_sharing_strategies: tuple[str, ...] = ()
     exclude_resource_prefixes: tuple[str, ...] = ()
+    # resources.quotaCheckStrategy: IgnoreUndeclared
+    ignore_undeclared_resources: bool = False
     default_queue_plugin: str | None = None
 
     @property

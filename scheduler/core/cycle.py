@@ -210,6 +210,7 @@ def compute_nomination(
         s._flavors,
         search.oracle(wl, cq),
         fair_sharing=s.config.fair_sharing,
+        ignore_undeclared=s.config.ignore_undeclared_resources,
     )
 
     def targets_for(assignment: Assignment) -> list[Target]:

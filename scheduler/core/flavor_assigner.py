@@ -246,6 +246,8 @@ class FlavorAssigner:
     oracle: PreemptionOracle
     _: KW_ONLY
     fair_sharing: bool
+    # resources.quotaCheckStrategy IgnoreUndeclared (docs/scheduling.md#configuration-in-v1beta2)
+    ignore_undeclared: bool = False
 
     def _can_preempt_while_borrowing(self) -> bool:
         p = self.cq.preemption
@@ -284,6 +286,10 @@ class FlavorAssigner:
             if resource in result.flavors:
                 continue
             group = self.cq.group_for(resource)
+            if group is None and self.ignore_undeclared:
+                # Not the ClusterQueue's business: no flavor, no quota, not in the admission.
+                del result.requests[resource]
+                continue
             if group is None:
                 result.flavors.clear()
                 result.reasons = [

@@ -22,6 +22,7 @@ from scheduler.api import (
     ResourceFlavor,
     Workload,
 )
+from scheduler.api.config import IGNORE_UNDECLARED
 from scheduler.api.quantity import Quantity, scheduler_value
 from scheduler.api.requests import limits_exceeded, pod_requests
 from scheduler.core.admission_checks import (
@@ -195,6 +196,7 @@ def scheduler_config(obj: Configuration | None) -> SchedulerConfig:
         exclude_resource_prefixes=tuple(obj.resources.exclude_resource_prefixes)
         if obj.resources is not None
         else (),
+        ignore_undeclared_resources=obj.resources.quota_check_strategy == IGNORE_UNDECLARED,
     )
 
 

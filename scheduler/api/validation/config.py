@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from scheduler.api.config import Configuration
-from scheduler.api.config_v1beta2 import BLOCK_UNDECLARED, ConfigurationV1Beta2
+from scheduler.api.config import IGNORE_UNDECLARED, Configuration
+from scheduler.api.config_v1beta2 import ConfigurationV1Beta2
 from scheduler.api.durations import format_duration
 from scheduler.api.errors import FieldError
 from scheduler.api.validation.common import at_least, invalid, required
@@ -81,6 +81,16 @@ def validate_configuration(config: Configuration) -> list[FieldError]:
                 "not supported: dynamic resource allocation is not implemented by queuescope",
             )
         )
+    resources = config.resources
+    if resources.quota_check_strategy == IGNORE_UNDECLARED and resources.exclude_resource_prefixes:
+        errors.append(
+            invalid(
+                "resources.quotaCheckStrategy",
+                IGNORE_UNDECLARED,
+                "excludeResourcePrefixes is not allowed when quotaCheckStrategy is "
+                "IgnoreUndeclared",
+            )
+        )
     for i, prefix in enumerate(config.resources.exclude_resource_prefixes):
         if not prefix:
             errors.append(
@@ -102,14 +112,4 @@ def validate_configuration_v1beta2(obj: object) -> list[FieldError]:
     errors: list[FieldError] = []
     if obj.fair_sharing is not None and not obj.fair_sharing.preemption_strategies:
         errors.append(required("fairSharing.preemptionStrategies", "must be specified"))
-    resources = obj.resources
-    strategy = resources.quota_check_strategy if resources is not None else None
-    if strategy not in (None, BLOCK_UNDECLARED):
-        errors.append(
-            FieldError(
-                "resources.quotaCheckStrategy",
-                f"not supported: {strategy} is not implemented by queuescope; "
-                f"only {BLOCK_UNDECLARED} (the default) is",
-            )
-        )
     return errors

@@ -168,18 +168,28 @@ class TestFairSharing:
 
 
 class TestResources:
-    def test_block_undeclared_is_what_the_core_does(self) -> None:
-        cfg = load(
-            "resources: {quotaCheckStrategy: BlockUndeclared, excludeResourcePrefixes: [ex.com/]}"
+    def test_block_undeclared_is_the_default(self) -> None:
+        cfg = load("resources: {excludeResourcePrefixes: [ex.com/]}")
+        assert cfg.resources.quota_check_strategy == "BlockUndeclared"
+        core = scheduler_config(cfg)
+        assert (core.exclude_resource_prefixes, core.ignore_undeclared_resources) == (
+            ("ex.com/",),
+            False,
         )
-        assert cfg.resources.exclude_resource_prefixes == ["ex.com/"]
-        assert scheduler_config(cfg).exclude_resource_prefixes == ("ex.com/",)
+        assert scheduler_config(load()).ignore_undeclared_resources is False
 
-    def test_ignore_undeclared_is_not_supported(self) -> None:
+    @pytest.mark.parametrize("version", ["v1beta1", "v1beta2"])
+    def test_ignore_undeclared(self, version: str) -> None:
+        cfg = load("resources: {quotaCheckStrategy: IgnoreUndeclared}", version)
+        assert scheduler_config(cfg).ignore_undeclared_resources is True
+
+    def test_ignore_undeclared_excludes_nothing_else(self) -> None:
         has_error(
-            config("resources: {quotaCheckStrategy: IgnoreUndeclared}"),
+            config(
+                "resources: {quotaCheckStrategy: IgnoreUndeclared, excludeResourcePrefixes: [a/]}"
+            ),
             "resources.quotaCheckStrategy",
-            "not supported: IgnoreUndeclared is not implemented by queuescope",
+            "excludeResourcePrefixes is not allowed when quotaCheckStrategy is IgnoreUndeclared",
         )
 
     def test_unknown_strategy(self) -> None:
@@ -218,13 +228,19 @@ def test_every_error_at_once() -> None:
         for e in errors(
             config(
                 """
-                fairSharing: {}
-                resources: {quotaCheckStrategy: IgnoreUndeclared}
+                waitForPodsReady: {timeout: -1s}
+                fairSharing: {preemptionStrategies: [LessThanInitialShare, LessThanInitialShare]}
+                resources: {quotaCheckStrategy: IgnoreUndeclared, excludeResourcePrefixes: [a/]}
                 """
             )
         )
     }
-    assert found == {"fairSharing.preemptionStrategies", "resources.quotaCheckStrategy"}
+    assert found == {
+        "waitForPodsReady.timeout",
+        "waitForPodsReady.recoveryTimeout",  # the timeout, by default (as in Kueue)
+        "fairSharing.preemptionStrategies",
+        "resources.quotaCheckStrategy",
+    }
 
 
 def test_process_sections_are_accepted_and_ignored() -> None:
