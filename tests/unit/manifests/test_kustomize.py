@@ -23,6 +23,8 @@ import pytest
 import yaml
 
 from queuescope.cli import main as queuescope
+from scheduler.api import Configuration, load_yaml
+from scheduler.api.source import wire_version
 from tests.unit.manifests.support import MANIFESTS, NAMESPACE, POD_LABELS, crds, folder_objects
 from visibility_server.webhooks.conversion import CONVERTED_CRDS
 from visibility_server.webhooks.registrations import WEBHOOK_CONFIGURATIONS
@@ -290,6 +292,35 @@ def test_self_managed_certs_component_adds_only_rbac(
     }
     # It changes nothing else: no flag on the Deployment (the server has none yet).
     assert [o for o in objects if _key(o) not in added] == rendered["default"]
+
+
+def test_configuration_component_runs_the_controller_with_kueues_configuration(
+    tree: Path, rendered: dict[str, Objects]
+) -> None:
+    objects = _default_with(tree, "configuration")
+    (config_map,) = [o for o in objects if o["kind"] == "ConfigMap"]
+    name = config_map["metadata"]["name"]
+    assert name.startswith("queuescope-config-")  # hashed: a new Configuration rolls the pods
+    assert config_map["metadata"]["namespace"] == NAMESPACE
+    added = _keys(objects) - _keys(rendered["default"])
+    assert added == {("ConfigMap", name, NAMESPACE)}
+
+    text = config_map["data"]["controller_manager_config.yaml"]
+    (decoded,) = load_yaml(text, "controller_manager_config.yaml")
+    assert isinstance(decoded.obj, Configuration)
+    assert wire_version(decoded.obj) == "config.kueue.x-k8s.io/v1beta2"
+    assert decoded.obj.waits_for_pods_ready
+
+    deployment = _one(objects, "Deployment", "queuescope-controller")
+    before = _one(rendered["default"], "Deployment", "queuescope-controller")
+    pod, pod_before = deployment["spec"]["template"]["spec"], before["spec"]["template"]["spec"]
+    (container,), (container_before,) = pod["containers"], pod_before["containers"]
+    path = "/etc/queuescope/controller_manager_config.yaml"
+    assert container["args"] == [*container_before["args"], f"--config={path}"]
+    mount = {"name": "config", "mountPath": "/etc/queuescope", "readOnly": True}
+    assert container["volumeMounts"] == [*container_before["volumeMounts"], mount]
+    volume = {"name": "config", "configMap": {"name": name}}
+    assert pod["volumes"] == [*pod_before["volumes"], volume]
 
 
 @pytest.mark.parametrize("folder", ["crds", "rbac", "deploy", "apiservice"])

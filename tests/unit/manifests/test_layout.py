@@ -28,8 +28,10 @@ CLUSTER_SCOPED = frozenset(
     }
 )
 KUSTOMIZE_KINDS = frozenset({"Kustomization", "Component"})
+# A file that is not an object: Kueue's process configuration has no metadata.
+KUEUE_CONFIGURATION = ("config.kueue.x-k8s.io/v1beta2", "Configuration")
 BASES = ("crds", "rbac", "deploy", "apiservice", "webhooks")
-COMPONENTS = ("ha", "apf", "self-managed-certs")
+COMPONENTS = ("ha", "apf", "self-managed-certs", "configuration")
 OVERLAYS = ("default", "app-only", "e2e")
 OWN_FOLDERS = (
     *BASES,
@@ -49,7 +51,10 @@ def test_yaml_parses_into_named_objects(path: Path) -> None:
     for doc in docs:
         assert isinstance(doc, dict)
         assert doc.get("apiVersion") and doc.get("kind"), doc
-        if doc["kind"] in KUSTOMIZE_KINDS:
+        if (
+            doc["kind"] in KUSTOMIZE_KINDS
+            or (doc["apiVersion"], doc["kind"]) == KUEUE_CONFIGURATION
+        ):
             continue
         metadata = doc.get("metadata") or {}
         assert metadata.get("name"), doc
@@ -66,7 +71,7 @@ def _subfolders(folder: Path) -> set[str]:
 
 def test_the_folders_are_exactly_those_of_the_layout() -> None:
     """docs/cluster.md#manifests: the bases (docs/product.md's and the admission
-    webhooks), three components, three overlays."""
+    webhooks), four components, three overlays."""
     assert _subfolders(MANIFESTS) == {*BASES, "samples", "components", "overlays"}
     assert _subfolders(MANIFESTS / "components") == set(COMPONENTS)
     # overlays/default/certs/ exists once `make deploy` or `certs generate` has run.
