@@ -32,6 +32,15 @@ from scheduler.api.config import (
 from scheduler.api.durations import format_duration
 
 CONFIG_V1BETA2: Final = "config.kueue.x-k8s.io/v1beta2"
+# v1beta1 fields a v1beta2 document may carry over by habit: what v1beta2 says instead,
+# added to the "unknown field" error.
+V1BETA1_ONLY_FIELDS: Final = {
+    "waitForPodsReady.enable": "v1beta2 has no enable: waitForPodsReady is on unless the "
+    "feature gate DisableWaitForPodsReady is set",
+    "fairSharing.enable": "v1beta2 has no enable: fair sharing is on when fairSharing is present",
+    "queueVisibility": "v1beta2 has no queue visibility in status; use the visibility API, "
+    "or write the Configuration in v1beta1",
+}
 DEFAULT_PODS_READY_TIMEOUT_MICROS: Final = 30 * 60 * 1_000_000
 
 

@@ -35,6 +35,7 @@ from pydantic import ValidationError
 from scheduler.api.base import TypedObject
 from scheduler.api.config_v1beta2 import (
     CONFIG_V1BETA2,
+    V1BETA1_ONLY_FIELDS,
     ConfigurationV1Beta2,
     internal_configuration,
 )
@@ -208,9 +209,20 @@ def _decode_v1beta2(
 def _decode_configuration_v1beta2(prepared: dict[str, Any], who: dict[str, Any]) -> ApiObject:
     """A v1beta2 Configuration, checked as v1beta2, then read with v1beta2's defaults into
     the internal (v1beta1) form; the fields the rules name are the same in both."""
-    wire = _validated(ConfigurationV1Beta2, prepared, who, validate_configuration_v1beta2)
+    try:
+        wire = _validated(ConfigurationV1Beta2, prepared, who, validate_configuration_v1beta2)
+    except ApiError as err:
+        hinted = [_v1beta1_habit(e) for e in err.errors]
+        raise ApiError.from_field_errors(hinted, **who) from None
     assert isinstance(wire, ConfigurationV1Beta2)
     return _decode_internal(lambda: internal_configuration(wire), str, CONFIG_V1BETA2, who)
+
+
+def _v1beta1_habit(error: FieldError) -> FieldError:
+    hint = V1BETA1_ONLY_FIELDS.get(error.path)
+    if hint is None or not error.detail.startswith("unknown field"):
+        return error
+    return FieldError(error.path, f"{error.detail} ({hint})")
 
 
 def _decode_internal(

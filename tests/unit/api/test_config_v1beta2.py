@@ -103,7 +103,11 @@ class TestWaitForPodsReady:
         )
 
     def test_enable_is_not_a_v1beta2_field(self) -> None:
-        has_error(config("waitForPodsReady: {enable: true}"), "waitForPodsReady.enable", "unknown")
+        has_error(
+            config("waitForPodsReady: {enable: true}"),
+            "waitForPodsReady.enable",
+            'unknown field "enable" (v1beta2 has no enable: waitForPodsReady is on unless',
+        )
 
     @pytest.mark.parametrize(
         ("body", "path"),
@@ -164,7 +168,11 @@ class TestFairSharing:
         )
 
     def test_enable_is_not_a_v1beta2_field(self) -> None:
-        has_error(config("fairSharing: {enable: true}"), "fairSharing.enable", "unknown")
+        has_error(
+            config("fairSharing: {enable: true}"),
+            "fairSharing.enable",
+            'unknown field "enable" (v1beta2 has no enable: fair sharing is on when',
+        )
 
 
 class TestResources:
@@ -219,7 +227,11 @@ class TestResources:
 
 
 def test_queue_visibility_is_gone() -> None:
-    has_error(config("queueVisibility: {}"), "queueVisibility", "unknown field")
+    has_error(
+        config("queueVisibility: {}"),
+        "queueVisibility",
+        'unknown field "queueVisibility" (v1beta2 has no queue visibility in status',
+    )
 
 
 def test_every_error_at_once() -> None:
