@@ -15,18 +15,19 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry
 
 from queuescope import eventloop, flag_values
+from queuescope.configuration import load_configuration
 from queuescope.engine_serving import Access, EngineServing
 from queuescope.env_twins import add_switch, add_twin, env
 from queuescope.lifecycle import drain, run_until_stopped
 from queuescope.logformat import LOG_FORMATS, configure_logging
 from queuescope.serve_cluster import add_cluster_flags, run_cluster
 from queuescope.serve_forecasts import add_forecast_flags
-from scheduler.api.decode import ApiError, load_documents
+from scheduler.api.decode import ApiError
 from scheduler.core.ingest import scheduler_config
 from scheduler.core.scheduler import Scheduler
 from scheduler.runtime.clock import SystemClock
 from scheduler.runtime.demo import DemoLoad, DemoPace
-from scheduler.runtime.embedded import EmbeddedStore, find_configuration
+from scheduler.runtime.embedded import EmbeddedStore
 from scheduler.runtime.engine import Engine
 from scheduler.runtime.heap_freezing import GcPacer
 from scheduler.runtime.what_if import WhatIfService
@@ -205,12 +206,7 @@ async def _run_embedded(args: argparse.Namespace) -> int:
     server_url = f"https://{host}:{port}"
     state = Path(args.state_dir)
     state_paths = ensure_state_dir(state, now=datetime.now(UTC), server=server_url)
-    config_paths = [args.config] if args.config else list(args.embedded)
-    if args.config:
-        documents = load_documents([args.config])
-        config_obj = next((d.obj for d in documents if d.obj.kind == "Configuration"), None)
-    else:
-        config_obj = find_configuration(config_paths)
+    config_obj = load_configuration(args.config, list(args.embedded))
     scheduler = Scheduler(SystemClock(), scheduler_config(config_obj))
     engine = Engine(
         scheduler,

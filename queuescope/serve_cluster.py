@@ -33,11 +33,11 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from queuescope import flag_values
+from queuescope.configuration import load_configuration
 from queuescope.engine_serving import Access, EngineServing
 from queuescope.env_twins import add_switch, add_twin, env, flag_type
 from queuescope.kubeclient import ClusterClients
 from queuescope.lifecycle import drain, run_until_stopped
-from scheduler.api.decode import load_documents
 from scheduler.core.ingest import scheduler_config
 from scheduler.core.scheduler import Scheduler
 from scheduler.kubeapi.client import KubeRest
@@ -385,10 +385,7 @@ async def run_cluster(
 def _new_engine(args: argparse.Namespace) -> tuple[Scheduler, Engine]:
     """The core (with --config's Configuration) and its engine, not scheduling until the
     Lease is ours."""
-    config_obj = None
-    if args.config:
-        documents = load_documents([args.config])
-        config_obj = next((d.obj for d in documents if d.obj.kind == "Configuration"), None)
+    config_obj = load_configuration(args.config)
     scheduler = Scheduler(SystemClock(), scheduler_config(config_obj))
     engine = Engine(
         scheduler,

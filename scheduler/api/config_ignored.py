@@ -1,0 +1,72 @@
+"""What a Configuration asks for that queuescope does not do (docs/scheduling.md#configuration).
+
+Kueue's configuration file carries sections that change behaviour in Kueue but are
+accepted and ignored here, because the feature is not part of queuescope. A server that
+starts with such a file says so, one warning each, rather than leaving an operator
+switching from Kueue to find out later. The process sections (health, metrics, webhook,
+leaderElection, ...) are not listed: `serve`'s flags do their job.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, NamedTuple
+
+from scheduler.api.config import DISABLE_WAIT_FOR_PODS_READY, ProcessSettings
+
+JOB_FRAMEWORK: Final = "batch/job"  # the one integration queuescope has
+_RETENTION: Final = ("afterFinished", "afterDeactivatedByKueue")
+
+
+class IgnoredSetting(NamedTuple):
+    path: str
+    why: str
+
+
+def ignored_settings(cfg: ProcessSettings) -> list[IgnoredSetting]:
+    found: list[IgnoredSetting] = []
+    if cfg.manage_jobs_without_queue_name:
+        found.append(
+            IgnoredSetting(
+                "manageJobsWithoutQueueName",
+                "Jobs without a queue name are not managed: they run unsuspended",
+            )
+        )
+    workloads = _mapping(_mapping(cfg.object_retention_policies).get("workloads"))
+    for key in _RETENTION:
+        if workloads.get(key) is not None:
+            found.append(
+                IgnoredSetting(
+                    f"objectRetentionPolicies.workloads.{key}",
+                    "queuescope never deletes Workloads",
+                )
+            )
+    integrations = _mapping(cfg.integrations)
+    others = [f for f in integrations.get("frameworks") or [] if f != JOB_FRAMEWORK]
+    others += list(integrations.get("externalFrameworks") or [])
+    if others:
+        found.append(
+            IgnoredSetting(
+                "integrations.frameworks",
+                f"only {JOB_FRAMEWORK} is integrated; not {', '.join(map(str, others))}",
+            )
+        )
+    if cfg.admission_fair_sharing is not None:
+        found.append(
+            IgnoredSetting("admissionFairSharing", "admission fair sharing is not implemented")
+        )
+    if cfg.multi_kueue is not None:
+        found.append(IgnoredSetting("multiKueue", "MultiKueue is not implemented"))
+    gates = sorted(g for g in cfg.feature_gates or {} if g != DISABLE_WAIT_FOR_PODS_READY)
+    if gates:
+        found.append(
+            IgnoredSetting(
+                "featureGates",
+                f"the gates are fixed but {DISABLE_WAIT_FOR_PODS_READY}; not read: "
+                + ", ".join(gates),
+            )
+        )
+    return found
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}

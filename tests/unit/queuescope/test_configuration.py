@@ -1,0 +1,126 @@
+"""The Configuration `serve` runs with, and what it says of the settings queuescope ignores
+(docs/scheduling.md#configuration)."""
+
+from __future__ import annotations
+
+import logging
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from queuescope.configuration import load_configuration
+from scheduler.api import ApiError, Configuration
+from scheduler.api.config_ignored import IgnoredSetting, ignored_settings
+from tests.unit.api.support import decode
+
+KUEUE_LIKE = """\
+apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+health: {healthProbeBindAddress: ':8081'}
+metrics: {bindAddress: ':8443'}
+webhook: {port: 9443}
+leaderElection: {leaderElect: true}
+controller: {groupKindConcurrency: {Job.batch: 5}}
+clientConnection: {qps: 300, burst: 500}
+integrations:
+  frameworks: [batch/job, kubeflow.org/mpijob, pod]
+  externalFrameworks: [Foo.v1.example.com]
+"""
+
+
+def configuration(text: str) -> Configuration:
+    obj = decode(text)
+    assert isinstance(obj, Configuration)
+    return obj
+
+
+def test_process_sections_are_not_reported() -> None:
+    text = KUEUE_LIKE.replace("  frameworks: [batch/job, kubeflow.org/mpijob, pod]\n", "")
+    text = text.replace(
+        "  externalFrameworks: [Foo.v1.example.com]\n", "  frameworks: [batch/job]\n"
+    )
+    assert ignored_settings(configuration(text)) == []
+
+
+def test_each_ignored_setting_is_named() -> None:
+    cfg = configuration(
+        KUEUE_LIKE
+        + textwrap.dedent(
+            """\
+            manageJobsWithoutQueueName: true
+            objectRetentionPolicies: {workloads: {afterFinished: 1h, afterDeactivatedByKueue: 0s}}
+            admissionFairSharing: {usageHalfLifeTime: 168h, usageSamplingInterval: 5m}
+            multiKueue: {gcInterval: 1m}
+            featureGates: {DisableWaitForPodsReady: true, TopologyAwareScheduling: true}
+            """
+        )
+    )
+    assert ignored_settings(cfg) == [
+        IgnoredSetting(
+            "manageJobsWithoutQueueName",
+            "Jobs without a queue name are not managed: they run unsuspended",
+        ),
+        IgnoredSetting(
+            "objectRetentionPolicies.workloads.afterFinished", "queuescope never deletes Workloads"
+        ),
+        IgnoredSetting(
+            "objectRetentionPolicies.workloads.afterDeactivatedByKueue",
+            "queuescope never deletes Workloads",
+        ),
+        IgnoredSetting(
+            "integrations.frameworks",
+            "only batch/job is integrated; not kubeflow.org/mpijob, pod, Foo.v1.example.com",
+        ),
+        IgnoredSetting("admissionFairSharing", "admission fair sharing is not implemented"),
+        IgnoredSetting("multiKueue", "MultiKueue is not implemented"),
+        IgnoredSetting(
+            "featureGates",
+            "the gates are fixed but DisableWaitForPodsReady; not read: TopologyAwareScheduling",
+        ),
+    ]
+
+
+def test_false_and_unset_values_are_not_reported() -> None:
+    cfg = configuration(
+        "apiVersion: config.kueue.x-k8s.io/v1beta1\nkind: Configuration\n"
+        "manageJobsWithoutQueueName: false\nobjectRetentionPolicies: {workloads: {}}\n"
+    )
+    assert ignored_settings(cfg) == []
+
+
+def test_serve_logs_what_it_ignores(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(KUEUE_LIKE)
+    with caplog.at_level(logging.WARNING, logger="queuescope.configuration"):
+        cfg = load_configuration(str(path))
+    assert cfg is not None and cfg.waits_for_pods_ready
+    (record,) = caplog.records
+    assert record.getMessage() == (
+        "event=configuration-setting-ignored setting=integrations.frameworks why='only "
+        "batch/job is integrated; not kubeflow.org/mpijob, pod, Foo.v1.example.com'"
+    )
+
+
+def test_a_config_file_without_a_configuration_is_bad_input(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text("apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n")
+    with pytest.raises(ApiError, match="the file holds no Configuration") as info:
+        load_configuration(str(path))
+    assert info.value.source == str(path)
+
+
+def test_at_most_one_configuration(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(KUEUE_LIKE + "---\n" + KUEUE_LIKE)
+    with pytest.raises(ApiError, match="at most one Configuration"):
+        load_configuration(str(path))
+
+
+def test_the_embedded_manifests_may_hold_it(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text("apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n")
+    assert load_configuration(None, [str(tmp_path)]) is None
+    (tmp_path / "b.yaml").write_text(KUEUE_LIKE)
+    found = load_configuration(None, [str(tmp_path)])
+    assert found is not None and found.waits_for_pods_ready
+    assert load_configuration(None) is None
