@@ -41,7 +41,8 @@ V1BETA1_ONLY_FIELDS: Final = {
     "queueVisibility": "v1beta2 has no queue visibility in status; use the visibility API, "
     "or write the Configuration in v1beta1",
 }
-DEFAULT_PODS_READY_TIMEOUT_MICROS: Final = 30 * 60 * 1_000_000
+# Not v1beta1's 5 minutes (config.py).
+V1BETA2_PODS_READY_TIMEOUT_MICROS: Final = 30 * 60 * 1_000_000
 
 
 class WaitForPodsReadyV1Beta2(ApiModel):
@@ -86,7 +87,7 @@ def internal_configuration(obj: ConfigurationV1Beta2) -> dict[str, Any]:
 
 
 def _wait_for_pods_ready(wait: WaitForPodsReadyV1Beta2) -> dict[str, Any]:
-    timeout = wait.timeout or DEFAULT_PODS_READY_TIMEOUT_MICROS
+    timeout = wait.timeout or V1BETA2_PODS_READY_TIMEOUT_MICROS
     recovery = timeout if wait.recovery_timeout is None else wait.recovery_timeout
     block: dict[str, Any] = {
         "enable": True,

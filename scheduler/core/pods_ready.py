@@ -19,6 +19,7 @@ from scheduler.core.workload import (
     DEACTIVATION_TARGET,
     EVICTED,
     PODS_READY,
+    PODS_READY_TIMEOUT_REASON,
     REQUEUED,
     RequeueState,
     WorkloadState,
@@ -150,7 +151,7 @@ def _pods_ready_timeout(s: Scheduler, wl: WorkloadState) -> None:
     attempt = count + 1
     delay = backoff_delay_seconds(s, attempt) * MICROS_PER_SECOND
     wl.requeue_state = RequeueState(count=attempt, requeue_at=s.now() + delay)
-    s.evict(wl, "PodsReadyTimeout", f"Exceeded the PodsReady timeout {wl.key}")
+    s.evict(wl, PODS_READY_TIMEOUT_REASON, f"Exceeded the PodsReady timeout {wl.key}")
 
 
 def deactivate_by_kueue(

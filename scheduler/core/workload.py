@@ -22,6 +22,8 @@ from scheduler.core.conditions import Conditions
 QUOTA_RESERVED = "QuotaReserved"
 ADMITTED = "Admitted"
 EVICTED = "Evicted"
+# The Evicted reason of waitForPodsReady's timeout (docs/scheduling.md#waiting-for-pods-ready).
+PODS_READY_TIMEOUT_REASON = "PodsReadyTimeout"
 PREEMPTED = "Preempted"
 REQUEUED = "Requeued"
 PODS_READY = "PodsReady"
@@ -285,7 +287,7 @@ class WorkloadState:
         admission check, else creation."""
         evicted = self.conditions.get(EVICTED)
         if evicted is not None and evicted.is_true:
-            if evicted.reason == "PodsReadyTimeout" and eviction_ordering:
+            if evicted.reason == PODS_READY_TIMEOUT_REASON and eviction_ordering:
                 return evicted.last_transition
             if evicted.reason == "AdmissionCheck":
                 return evicted.last_transition

@@ -17,10 +17,9 @@ from collections.abc import Iterable
 from typing import Final
 
 from scheduler.core.scheduler import Scheduler
-from scheduler.core.workload import EVICTED
+from scheduler.core.workload import EVICTED, PODS_READY_TIMEOUT_REASON
 
 ENDLESS_TIMEOUTS: Final = 10
-PODS_READY_TIMEOUT: Final = "PodsReadyTimeout"
 
 
 class EndlessRunError(Exception):
@@ -46,7 +45,7 @@ class EndlessTimeouts:
             if wl is None or wl.maximum_execution_time_seconds is not None:
                 continue  # gone, or its execution budget will deactivate it
             evicted = wl.conditions.get(EVICTED)
-            if evicted is None or evicted.reason != PODS_READY_TIMEOUT:
+            if evicted is None or evicted.reason != PODS_READY_TIMEOUT_REASON:
                 continue
             if evicted.last_transition != now:
                 continue
@@ -58,7 +57,8 @@ class EndlessTimeouts:
 def _message(key: str, count: int) -> str:
     return (
         f"the run does not settle: workload {key} never becomes ready, and waitForPodsReady "
-        f"has evicted it {count} times since the scenario's last event ({PODS_READY_TIMEOUT}) "
+        f"has evicted it {count} times since the scenario's last event "
+        f"({PODS_READY_TIMEOUT_REASON}) "
         "and requeues it without limit (a config.kueue.x-k8s.io/v1beta2 Configuration turns "
         "waitForPodsReady on by default); give it a podsReady event or the "
         "simulation.queuescope.io/runtime annotation, set "
