@@ -13,10 +13,12 @@ from scheduler.runtime.embedded import find_configuration
 log = logging.getLogger(__name__)
 
 
-def load_configuration(config: str | None, manifests: Sequence[str] = ()) -> Configuration | None:
+def load_configuration(
+    config: str | None, manifests: Sequence[str] = (), *, cluster_mode: bool = False
+) -> Configuration | None:
     """`config`'s Configuration (a file without one is bad input), else the one among
     `manifests`, if any. Raises ApiError on bad input; logs a warning for each setting
-    queuescope ignores."""
+    queuescope ignores (in cluster mode, or in embedded mode)."""
     if config:
         found = find_configuration([config])
         if found is None:
@@ -27,7 +29,7 @@ def load_configuration(config: str | None, manifests: Sequence[str] = ()) -> Con
     else:
         found = find_configuration(manifests) if manifests else None
     if found is not None:
-        for setting in ignored_settings(found):
+        for setting in ignored_settings(found, cluster_mode=cluster_mode):
             log.warning(
                 "event=configuration-setting-ignored setting=%s why=%r", setting.path, setting.why
             )

@@ -38,6 +38,7 @@ from queuescope.engine_serving import Access, EngineServing
 from queuescope.env_twins import add_switch, add_twin, env, flag_type
 from queuescope.kubeclient import ClusterClients
 from queuescope.lifecycle import drain, run_until_stopped
+from scheduler.api import Configuration
 from scheduler.core.ingest import scheduler_config
 from scheduler.core.scheduler import Scheduler
 from scheduler.kubeapi.client import KubeRest
@@ -47,6 +48,7 @@ from scheduler.runtime.heap_freezing import GcPacer
 from scheduler.runtime.kube.cluster import ClusterRuntime, WriteSettings
 from scheduler.runtime.kube.heap import release_free_heap
 from scheduler.runtime.kube.leader import LeaderElector, LeaseRef, new_identity
+from scheduler.runtime.kube.retention import RetentionPolicy
 from scheduler.runtime.kube.status_writer import PENDING_WINDOW
 from scheduler.runtime.what_if import WhatIfService
 from visibility_server.authn.config import (
@@ -213,6 +215,22 @@ class WriterCollector(Collector):
             "Workload status writes queued or in flight, and touched Workloads not yet judged",
             value=writer.backlog,
         )
+        retention = self.runtime.retention
+        if retention is not None:
+            deletes = CounterMetricFamily(
+                "queuescope_retention_deletes",
+                "Deletes of objectRetentionPolicies by outcome: a finished Workload deleted, "
+                "a Job deactivated by Kueue deleted, conflict (changed since judged), error",
+                labels=["result"],
+            )
+            for result, value in (
+                ("workload", retention.stats.workloads_deleted),
+                ("job", retention.stats.jobs_deleted),
+                ("conflict", retention.stats.conflicts),
+                ("error", retention.stats.errors),
+            ):
+                deletes.add_metric([result], value)
+            yield deletes
         yield GaugeMetricFamily(
             "queuescope_engine_idle",
             "1 while the engine has nothing to apply and no cycle to run",
@@ -292,7 +310,8 @@ async def run_cluster(
     required_sans = (f"{SERVICE}.{NAMESPACE}.svc",)
     _check_serving_pair(cert_dir, required_sans, args.allow_nonconforming_serving_cert)
 
-    scheduler, engine = _new_engine(args)
+    config_obj = load_configuration(args.config, cluster_mode=True)
+    scheduler, engine = _new_engine(args, config_obj)
 
     kube = ClusterClients(
         args.kubeconfig, args.authentication_kubeconfig, args.authorization_kubeconfig
@@ -320,7 +339,8 @@ async def run_cluster(
 
     rest = kube.main.rest
     assert rest is not None  # opened above
-    runtime = _cluster_runtime(args, rest, engine, registry)
+    retention = RetentionPolicy.of(config_obj.object_retention_policies if config_obj else None)
+    runtime = _cluster_runtime(args, rest, engine, registry, retention)
 
     stopping = asyncio.Event()
     serving = EngineServing.build(args, engine, registry)
@@ -382,10 +402,11 @@ async def run_cluster(
     )
 
 
-def _new_engine(args: argparse.Namespace) -> tuple[Scheduler, Engine]:
+def _new_engine(
+    args: argparse.Namespace, config_obj: Configuration | None
+) -> tuple[Scheduler, Engine]:
     """The core (with --config's Configuration) and its engine, not scheduling until the
     Lease is ours."""
-    config_obj = load_configuration(args.config)
     scheduler = Scheduler(SystemClock(), scheduler_config(config_obj))
     engine = Engine(
         scheduler,
@@ -398,10 +419,14 @@ def _new_engine(args: argparse.Namespace) -> tuple[Scheduler, Engine]:
 
 
 def _cluster_runtime(
-    args: argparse.Namespace, rest: KubeRest, engine: Engine, registry: CollectorRegistry
+    args: argparse.Namespace,
+    rest: KubeRest,
+    engine: Engine,
+    registry: CollectorRegistry,
+    retention: RetentionPolicy | None,
 ) -> ClusterRuntime:
-    """The store, writers and Job integration, with leader election if asked, and their
-    metrics."""
+    """The store, writers, Job integration and object retention, with leader election if
+    asked, and their metrics."""
     elector = None
     if args.leader_elect:
         pod = os.environ.get("POD_NAME") or socket.gethostname()
@@ -420,6 +445,7 @@ def _cluster_runtime(
             queue_status_interval=args.queue_status_interval,
             sweep_interval=args.status_sweep_interval,
             pending_window=args.pending_condition_window,
+            retention=retention,
         ),
     )
     registry.register(WriterCollector(runtime))

@@ -128,6 +128,16 @@ def _to_timestamp(raw: Any) -> Any:
         raise ValueError(f'"{raw}" is not a valid timestamp: {err}') from None
 
 
+def parse_timestamp(raw: object) -> datetime:
+    """An RFC 3339 timestamp as Kubernetes writes it (a condition's lastTransitionTime),
+    in UTC; ValueError for anything else."""
+    if not isinstance(raw, str):
+        raise ValueError(f"{raw!r} is not an RFC 3339 timestamp")
+    value = _to_timestamp(raw)
+    assert isinstance(value, datetime)
+    return value
+
+
 def format_timestamp(value: datetime) -> str:
     """RFC 3339 in UTC; sub-second digits only when present (Kubernetes prints whole seconds)."""
     value = value.astimezone(UTC)

@@ -119,10 +119,24 @@ class ResourcesConfig(ApiModel):
     device_class_mappings: list[dict[str, Any]] = Field(default_factory=list)
 
 
+class WorkloadRetentionPolicy(ApiModel):
+    """When cluster mode deletes what (docs/cluster.md#object-retention). None: never;
+    zero: at once."""
+
+    after_finished: DurationMicros | None = None
+    after_deactivated_by_kueue: DurationMicros | None = None
+
+
+class ObjectRetentionPolicies(ApiModel):
+    workloads: WorkloadRetentionPolicy | None = None
+
+
 class ProcessSettings(TypedObject):
     """What both versions of the Configuration say about the process, its integrations
-    and its features: accepted (after upstream's type checks) and ignored, since none of
-    it changes the scheduling core. Like upstream (strict decoding) there is no metadata."""
+    and its features: none of it changes the scheduling core. All but
+    `objectRetentionPolicies` (which cluster mode carries out) is accepted, after
+    upstream's type checks, and ignored. Like upstream (strict decoding) there is no
+    metadata."""
 
     kind: Literal["Configuration"] = "Configuration"
 
@@ -135,7 +149,7 @@ class ProcessSettings(TypedObject):
     multi_kueue: dict[str, Any] | None = None
     admission_fair_sharing: dict[str, Any] | None = None
     feature_gates: dict[str, bool] | None = None
-    object_retention_policies: dict[str, Any] | None = None
+    object_retention_policies: ObjectRetentionPolicies | None = None
     health: dict[str, Any] | None = None
     metrics: dict[str, Any] | None = None
     webhook: dict[str, Any] | None = None

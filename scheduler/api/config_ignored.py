@@ -14,7 +14,6 @@ from typing import Any, Final, NamedTuple
 from scheduler.api.config import DISABLE_WAIT_FOR_PODS_READY, ProcessSettings
 
 JOB_FRAMEWORK: Final = "batch/job"  # the one integration queuescope has
-_RETENTION: Final = ("afterFinished", "afterDeactivatedByKueue")
 
 
 class IgnoredSetting(NamedTuple):
@@ -22,7 +21,9 @@ class IgnoredSetting(NamedTuple):
     why: str
 
 
-def ignored_settings(cfg: ProcessSettings) -> list[IgnoredSetting]:
+def ignored_settings(cfg: ProcessSettings, *, cluster_mode: bool = False) -> list[IgnoredSetting]:
+    """The settings `cfg` has that queuescope does not carry out; `cluster_mode`: the
+    server runs against a cluster (where objectRetentionPolicies is carried out)."""
     found: list[IgnoredSetting] = []
     if cfg.manage_jobs_without_queue_name:
         found.append(
@@ -31,15 +32,20 @@ def ignored_settings(cfg: ProcessSettings) -> list[IgnoredSetting]:
                 "Jobs without a queue name are not managed: they run unsuspended",
             )
         )
-    workloads = _mapping(_mapping(cfg.object_retention_policies).get("workloads"))
-    for key in _RETENTION:
-        if workloads.get(key) is not None:
-            found.append(
-                IgnoredSetting(
-                    f"objectRetentionPolicies.workloads.{key}",
-                    "queuescope never deletes Workloads",
+    retention = cfg.object_retention_policies
+    workloads = retention.workloads if retention is not None else None
+    if workloads is not None and not cluster_mode:
+        for key, value in (
+            ("afterFinished", workloads.after_finished),
+            ("afterDeactivatedByKueue", workloads.after_deactivated_by_kueue),
+        ):
+            if value is not None:
+                found.append(
+                    IgnoredSetting(
+                        f"objectRetentionPolicies.workloads.{key}",
+                        "only cluster mode deletes objects: here the manifest files own them",
+                    )
                 )
-            )
     integrations = _mapping(cfg.integrations)
     others = [f for f in integrations.get("frameworks") or [] if f != JOB_FRAMEWORK]
     others += list(integrations.get("externalFrameworks") or [])

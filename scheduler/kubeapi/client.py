@@ -215,8 +215,9 @@ class KubeRest:
     async def merge_patch(self, path: str, patch: Json) -> Json:
         return await self.request(Call("PATCH", path, body=patch, content_type=MERGE_PATCH))
 
-    async def delete(self, path: str) -> Json:
-        return await self.request(Call("DELETE", path))
+    async def delete(self, path: str, options: Json | None = None) -> Json:
+        """`options`: a DeleteOptions body (propagation policy, preconditions)."""
+        return await self.request(Call("DELETE", path, body=options))
 
     async def lines(self, path: str, query: Query, *, read_timeout: float) -> AsyncIterator[bytes]:
         """`?watch=true` on `path`: each non-empty line until kube-apiserver ends the

@@ -4,12 +4,15 @@ the API, and waits on Jobs, Pods and Workloads (docs/cluster.md#real-cluster-tes
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from tests.e2e.cluster import KUEUE, stored_version, wait_json
+from tests.e2e.cluster import KUEUE, ClusterModeServer, stored_version, wait_json
 from tests.e2e.harness import ControlPlane, wait_for
-from tests.e2e.nodes import SAMPLE_FLAVORS
+from tests.e2e.nodes import SAMPLE_FLAVORS, NodeAgents
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
@@ -19,6 +22,26 @@ def sample_flavors() -> str:
     """manifests/samples/10-flavors.yaml in the stored version: the flavors whose labels
     and taints the kwok Nodes carry."""
     return stored_version(SAMPLE_FLAVORS.read_text())
+
+
+@contextmanager
+def configured_server(
+    nodes: NodeAgents, root: Path, config: str, namespace: str, queues: str
+) -> Iterator[ClusterModeServer]:
+    """A cluster-mode server on the nodes' control plane with `config` as its `--config`,
+    the sample flavors and `queues` applied; afterwards the namespace's Jobs and Pods are
+    cleared and the server stopped."""
+    path = root / "config.yaml"
+    path.write_text(config)
+    server = ClusterModeServer(nodes.plane, root, extra_args=["--config", str(path)])
+    server.prepare()
+    nodes.plane.apply(sample_flavors() + "\n---\n" + queues)
+    server.start()
+    try:
+        yield server
+    finally:
+        nodes.clear_namespace(namespace)
+        server.stop()
 
 
 def flavor_queue(namespace: str, cq: str, lq: str, flavor: str, cpu: str, **spec: Any) -> str:
@@ -107,6 +130,16 @@ def condition(obj: dict[str, Any], type_: str, status: str = "True") -> dict[str
         if c.get("type") == type_ and c.get("status") == status:
             return dict(c)
     return None
+
+
+def evicted_for(reason: str) -> Any:
+    """A predicate on a Workload: evicted, for `reason`."""
+
+    def holds(workload: dict[str, Any]) -> bool:
+        found = condition(workload, "Evicted")
+        return found is not None and found["reason"] == reason
+
+    return holds
 
 
 def _owned_by(workload: dict[str, Any], job: str) -> bool:

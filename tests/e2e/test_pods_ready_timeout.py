@@ -11,21 +11,20 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.e2e.cluster import ClusterModeServer
 from tests.e2e.harness import ControlPlane
 from tests.e2e.nodes import NEVER_READY_LABEL, NodeAgents
 from tests.e2e.pods import (
     PodJob,
     condition,
+    configured_server,
+    evicted_for,
     flavor_queue,
     job_pods,
     ready,
-    sample_flavors,
     suspended,
     unsuspended,
     wait_job,
@@ -56,23 +55,10 @@ waitForPodsReady:
 
 
 @pytest.fixture(scope="module")
-def cluster(
-    control_plane: ControlPlane, nodes: NodeAgents, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[ControlPlane]:
-    root: Path = tmp_path_factory.mktemp("pods-ready")
-    config = root / "config.yaml"
-    config.write_text(CONFIG)
-    server = ClusterModeServer(control_plane, root, extra_args=["--config", str(config)])
-    server.prepare()
-    control_plane.apply(
-        sample_flavors() + "\n---\n" + flavor_queue(NS, "cq-ready", "lq-ready", "on-demand", "4")
-    )
-    server.start()
-    try:
-        yield control_plane
-    finally:
-        nodes.clear_namespace(NS)
-        server.stop()
+def cluster(nodes: NodeAgents, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+    queues = flavor_queue(NS, "cq-ready", "lq-ready", "on-demand", "4")
+    with configured_server(nodes, tmp_path_factory.mktemp("pods-ready"), CONFIG, NS, queues):
+        yield nodes.plane
 
 
 def _evictions(workload: dict[str, Any]) -> int:
@@ -111,7 +97,7 @@ def test_pods_that_never_become_ready_time_out_requeue_and_deactivate(
         NS,
         "stuck",
         "evicted for PodsReadyTimeout",
-        lambda w: (c := condition(w, "Evicted")) is not None and c["reason"] == "PodsReadyTimeout",
+        evicted_for("PodsReadyTimeout"),
     )
     assert _evictions(evicted) == 1
     assert evicted["status"]["requeueState"].get("requeueAt")

@@ -22,22 +22,8 @@ def validate_configuration(config: Configuration) -> list[FieldError]:
     # Upstream validates these sub-fields only when the feature is on.
     if config.waits_for_pods_ready:
         path = "waitForPodsReady"
-        if wait.timeout < 0:
-            errors.append(
-                invalid(
-                    f"{path}.timeout",
-                    format_duration(wait.timeout),
-                    "must be greater than or equal to 0",
-                )
-            )
-        if wait.recovery_timeout is not None and wait.recovery_timeout < 0:
-            errors.append(
-                invalid(
-                    f"{path}.recoveryTimeout",
-                    format_duration(wait.recovery_timeout),
-                    "must be greater than or equal to 0",
-                )
-            )
+        errors += _not_negative(f"{path}.timeout", wait.timeout)
+        errors += _not_negative(f"{path}.recoveryTimeout", wait.recovery_timeout)
         strategy = wait.requeuing_strategy
         errors += at_least(
             f"{path}.requeuingStrategy.backoffLimitCount", strategy.backoff_limit_count, 0
@@ -96,7 +82,21 @@ def validate_configuration(config: Configuration) -> list[FieldError]:
             errors.append(
                 invalid(f"resources.excludeResourcePrefixes[{i}]", prefix, "must be non-empty")
             )
+    retention = config.object_retention_policies
+    if retention is not None and retention.workloads is not None:
+        path = "objectRetentionPolicies.workloads"
+        errors += _not_negative(f"{path}.afterFinished", retention.workloads.after_finished)
+        errors += _not_negative(
+            f"{path}.afterDeactivatedByKueue", retention.workloads.after_deactivated_by_kueue
+        )
     return errors
+
+
+def _not_negative(path: str, micros: int | None) -> list[FieldError]:
+    """A Go duration that must not be negative, printed as upstream prints it."""
+    if micros is not None and micros < 0:
+        return [invalid(path, format_duration(micros), "must be greater than or equal to 0")]
+    return []
 
 
 def _count(path: str, value: int) -> list[FieldError]:

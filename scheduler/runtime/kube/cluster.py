@@ -3,9 +3,9 @@
 Every replica runs the store (a warm cache feeding its engine, which publishes the
 snapshots the visibility server reads). Only the leader schedules and writes: when
 it gains the Lease (and its cache is synced) it turns the engine's cycles on and
-starts the Job integration and the status writers; when it loses the Lease it
-cancels them at once and goes back to taking the server's status. Without leader
-election the one replica leads from its first sync on.
+starts the Job integration, the status writers and the object retention; when it
+loses the Lease it cancels them at once and goes back to taking the server's status.
+Without leader election the one replica leads from its first sync on.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from scheduler.runtime.kube.jobs import JobController
 from scheduler.runtime.kube.leader import LeaderElector
 from scheduler.runtime.kube.leader_io import LeaderIO
 from scheduler.runtime.kube.ratelimit import TokenBucket
+from scheduler.runtime.kube.retention import RetentionController, RetentionPolicy
 from scheduler.runtime.kube.status_writer import (
     PENDING_WINDOW,
     QueueStatusWriter,
@@ -48,13 +49,14 @@ class WriteSettings:
     """How the leader writes (docs/operations.md, the flag table): its token bucket, the
     ClusterQueue and LocalQueue status cadence (None: the writer's own), the Workload
     status sweep, and how many queued Workloads per ClusterQueue get a pending
-    condition."""
+    condition; and what it deletes (a Configuration's objectRetentionPolicies)."""
 
     qps: float = 50.0
     burst: int = 100
     queue_status_interval: float | None = None
     sweep_interval: float = 60.0
     pending_window: int = PENDING_WINDOW
+    retention: RetentionPolicy | None = None
 
 
 class ClusterRuntime:
@@ -85,6 +87,9 @@ class ClusterRuntime:
             ),
         )
         self.queue_writer = QueueStatusWriter(io, interval=writes.queue_status_interval)
+        # Only with a Configuration's objectRetentionPolicies (docs/cluster.md#object-retention).
+        retention = writes.retention
+        self.retention = RetentionController(io, retention) if retention is not None else None
         self._leader_tasks: list[asyncio.Task[Any]] = []
         self._campaign: asyncio.Task[None] | None = None
         self._closing = False
@@ -129,6 +134,10 @@ class ClusterRuntime:
             asyncio.create_task(self.workload_writer.run(), name="workload-status"),
             asyncio.create_task(self.queue_writer.run(), name="queue-status"),
         ]
+        if self.retention is not None:
+            self._leader_tasks.append(
+                asyncio.create_task(self.retention.run(), name="object-retention")
+            )
         if self._heap_task is None:
             self._heap_task = asyncio.create_task(
                 self._release_heap_once_settled(), name="heap-release"

@@ -263,3 +263,53 @@ def test_configuration_has_no_metadata() -> None:
 
 def test_unknown_top_level_field() -> None:
     has_error(config("waitForPodReady: {enable: true}"), "waitForPodReady", "unknown field")
+
+
+class TestObjectRetentionPolicies:
+    """docs/cluster.md#object-retention: read in both versions, never negative."""
+
+    @pytest.mark.parametrize("version", ["v1beta1", "v1beta2"])
+    def test_durations_read_in_both_versions(self, version: str) -> None:
+        text = (
+            f"apiVersion: config.kueue.x-k8s.io/{version}\nkind: Configuration\n"
+            "objectRetentionPolicies: {workloads: {afterFinished: 1h, "
+            "afterDeactivatedByKueue: 0s}}\n"
+        )
+        obj = decode(text)
+        assert isinstance(obj, Configuration)
+        retention = obj.object_retention_policies
+        assert retention is not None and retention.workloads is not None
+        assert retention.workloads.after_finished == 3600 * 1_000_000
+        assert retention.workloads.after_deactivated_by_kueue == 0
+
+    @pytest.mark.parametrize("version", ["v1beta1", "v1beta2"])
+    @pytest.mark.parametrize("field", ["afterFinished", "afterDeactivatedByKueue"])
+    def test_negative_rejected(self, version: str, field: str) -> None:
+        text = (
+            f"apiVersion: config.kueue.x-k8s.io/{version}\nkind: Configuration\n"
+            f"objectRetentionPolicies: {{workloads: {{{field}: -5m}}}}\n"
+        )
+        has_error(
+            text,
+            f"objectRetentionPolicies.workloads.{field}",
+            'Invalid value: "-5m0s": must be greater than or equal to 0',
+        )
+
+    def test_unknown_fields_named(self) -> None:
+        has_error(
+            config("objectRetentionPolicies: {jobs: {afterFinished: 1h}}"),
+            "objectRetentionPolicies.jobs",
+            "unknown field",
+        )
+        has_error(
+            config("objectRetentionPolicies: {workloads: {afterFinish: 1h}}"),
+            "objectRetentionPolicies.workloads.afterFinish",
+            "unknown field",
+        )
+
+    def test_not_a_duration(self) -> None:
+        has_error(
+            config("objectRetentionPolicies: {workloads: {afterFinished: soon}}"),
+            "objectRetentionPolicies.workloads.afterFinished",
+            "soon",
+        )

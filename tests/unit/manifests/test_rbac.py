@@ -147,7 +147,7 @@ EXPECTED = [
     *_grants("get list watch", "", "namespaces"),
     *_grants("create patch update", "", "events"),
     *_grants("create patch update", "events.k8s.io", "events"),
-    *_grants("get list watch update patch", "batch", "jobs"),
+    *_grants("get list watch update patch delete", "batch", "jobs"),
     *_grants("get update patch", "batch", "jobs/status"),
     *_grants("update", "batch", "jobs/finalizers"),
     *[

@@ -29,6 +29,10 @@ integrations:
 """
 
 
+EMBEDDED_RETENTION = "only cluster mode deletes objects: here the manifest files own them"
+RETENTION = "objectRetentionPolicies: {workloads: {afterFinished: 1h, afterDeactivatedByKueue: 0s}}"
+
+
 def configuration(text: str) -> Configuration:
     obj = decode(text)
     assert isinstance(obj, Configuration)
@@ -46,10 +50,11 @@ def test_process_sections_are_not_reported() -> None:
 def test_each_ignored_setting_is_named() -> None:
     cfg = configuration(
         KUEUE_LIKE
+        + RETENTION
+        + "\n"
         + textwrap.dedent(
             """\
             manageJobsWithoutQueueName: true
-            objectRetentionPolicies: {workloads: {afterFinished: 1h, afterDeactivatedByKueue: 0s}}
             admissionFairSharing: {usageHalfLifeTime: 168h, usageSamplingInterval: 5m}
             multiKueue: {gcInterval: 1m}
             featureGates: {DisableWaitForPodsReady: true, TopologyAwareScheduling: true}
@@ -61,12 +66,9 @@ def test_each_ignored_setting_is_named() -> None:
             "manageJobsWithoutQueueName",
             "Jobs without a queue name are not managed: they run unsuspended",
         ),
+        IgnoredSetting("objectRetentionPolicies.workloads.afterFinished", EMBEDDED_RETENTION),
         IgnoredSetting(
-            "objectRetentionPolicies.workloads.afterFinished", "queuescope never deletes Workloads"
-        ),
-        IgnoredSetting(
-            "objectRetentionPolicies.workloads.afterDeactivatedByKueue",
-            "queuescope never deletes Workloads",
+            "objectRetentionPolicies.workloads.afterDeactivatedByKueue", EMBEDDED_RETENTION
         ),
         IgnoredSetting(
             "integrations.frameworks",
@@ -79,6 +81,16 @@ def test_each_ignored_setting_is_named() -> None:
             "the gates are fixed but DisableWaitForPodsReady; not read: TopologyAwareScheduling",
         ),
     ]
+
+
+def test_cluster_mode_carries_out_the_retention_policies() -> None:
+    cfg = configuration(KUEUE_LIKE.replace("pod]", "batch/job]") + RETENTION + "\n")
+    assert [s.path for s in ignored_settings(cfg)] == [
+        "objectRetentionPolicies.workloads.afterFinished",
+        "objectRetentionPolicies.workloads.afterDeactivatedByKueue",
+        "integrations.frameworks",
+    ]
+    assert [s.path for s in ignored_settings(cfg, cluster_mode=True)] == ["integrations.frameworks"]
 
 
 def test_false_and_unset_values_are_not_reported() -> None:

@@ -198,8 +198,15 @@ class FakeKube:
         self._precondition(self._existing(target), patch)
         return self._patch(target, patch)
 
-    async def delete(self, path: str) -> Json:
-        target = self._call("DELETE", path)
+    async def delete(self, path: str, options: Json | None = None) -> Json:
+        target = self._call("DELETE", path, options)
+        wanted = (options or {}).get("preconditions") or {}
+        current = self._existing(target)["metadata"]
+        for field_name in ("uid", "resourceVersion"):
+            if field_name in wanted and wanted[field_name] != current.get(field_name):
+                raise status_error(
+                    409, f"Precondition failed: {field_name} in precondition", "Conflict"
+                )
         return self._delete(target)
 
     async def watch(
