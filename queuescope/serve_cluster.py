@@ -186,7 +186,8 @@ def add_cluster_flags(p: argparse.ArgumentParser) -> None:
 
 class WriterCollector(Collector):
     """The Workload status writer's figures: what it wrote, skipped and deferred, and
-    whether anything is left to do (the e2e suite and `cluster-sync` wait for quiet)."""
+    whether anything is left to do (the e2e suite and `cluster-sync` wait for quiet); the
+    Events and the object retention's deletes."""
 
     def __init__(self, runtime: ClusterRuntime) -> None:
         self.runtime = runtime
@@ -194,48 +195,58 @@ class WriterCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         writer = self.runtime.workload_writer
         stats = writer.stats
-        counter = CounterMetricFamily(
+        yield _by_result(
             "queuescope_workload_status_writes",
             "Workload status differences by outcome: written, skipped (nothing a reader "
             "would notice), deferred (a pending condition beyond the head window), "
             "conflict, error",
-            labels=["result"],
+            written=stats.writes,
+            skipped=stats.skipped,
+            deferred=stats.deferred,
+            conflict=stats.conflicts,
+            error=stats.errors,
         )
-        for result, value in (
-            ("written", stats.writes),
-            ("skipped", stats.skipped),
-            ("deferred", stats.deferred),
-            ("conflict", stats.conflicts),
-            ("error", stats.errors),
-        ):
-            counter.add_metric([result], value)
-        yield counter
         yield GaugeMetricFamily(
             "queuescope_workload_status_backlog",
             "Workload status writes queued or in flight, and touched Workloads not yet judged",
             value=writer.backlog,
         )
+        events = self.runtime.events.stats
+        yield _by_result(
+            "queuescope_events",
+            "Events (events.k8s.io) by outcome: written, repeated (counted in the series of "
+            "an earlier one), series_update (a series' count written), dropped (the queue "
+            "was full), error",
+            written=events.written,
+            repeated=events.repeated,
+            series_update=events.series_updates,
+            dropped=events.dropped,
+            error=events.errors,
+        )
         retention = self.runtime.retention
         if retention is not None:
-            deletes = CounterMetricFamily(
+            yield _by_result(
                 "queuescope_retention_deletes",
                 "Deletes of objectRetentionPolicies by outcome: a finished Workload deleted, "
                 "a Job deactivated by Kueue deleted, conflict (changed since judged), error",
-                labels=["result"],
+                workload=retention.stats.workloads_deleted,
+                job=retention.stats.jobs_deleted,
+                conflict=retention.stats.conflicts,
+                error=retention.stats.errors,
             )
-            for result, value in (
-                ("workload", retention.stats.workloads_deleted),
-                ("job", retention.stats.jobs_deleted),
-                ("conflict", retention.stats.conflicts),
-                ("error", retention.stats.errors),
-            ):
-                deletes.add_metric([result], value)
-            yield deletes
         yield GaugeMetricFamily(
             "queuescope_engine_idle",
             "1 while the engine has nothing to apply and no cycle to run",
             value=1.0 if self.runtime.engine.idle else 0.0,
         )
+
+
+def _by_result(name: str, documentation: str, **counts: int) -> CounterMetricFamily:
+    """A counter with one sample per outcome, labelled `result`."""
+    counter = CounterMetricFamily(name, documentation, labels=["result"])
+    for result, value in counts.items():
+        counter.add_metric([result], value)
+    return counter
 
 
 def _names(value: str, default: tuple[str, ...]) -> tuple[str, ...]:

@@ -209,3 +209,29 @@ def unsuspended(job: dict[str, Any]) -> bool:
 
 def suspended(job: dict[str, Any]) -> bool:
     return bool(job["spec"].get("suspend"))
+
+
+def object_events(
+    plane: ControlPlane, namespace: str, kind: str, name: str
+) -> list[dict[str, Any]]:
+    """The Events of one object as `kubectl describe` finds them (core/v1, by
+    involvedObject), oldest first."""
+    items: list[dict[str, Any]] = plane.get_json("events", "-n", namespace)["items"]
+    mine = [
+        e
+        for e in items
+        if e["involvedObject"].get("kind") == kind and e["involvedObject"].get("name") == name
+    ]
+    return sorted(mine, key=lambda e: e.get("eventTime") or e.get("firstTimestamp") or "")
+
+
+def wait_events(
+    plane: ControlPlane, namespace: str, kind: str, name: str, reasons: list[str]
+) -> list[dict[str, Any]]:
+    """The object's Events once each of `reasons` is among them."""
+
+    def probe() -> list[dict[str, Any]] | None:
+        found = object_events(plane, namespace, kind, name)
+        return found if set(reasons) <= {e["reason"] for e in found} else None
+
+    return wait_for(probe, timeout=60, what=f"events {reasons} of {kind} {name}")

@@ -35,6 +35,7 @@ from tests.e2e.pods import (
     evicted_for,
     flavor_queue,
     suspended,
+    wait_events,
     wait_job,
     wait_pods,
     workload_of,
@@ -156,6 +157,14 @@ def test_finished_workloads_and_jobs_deactivated_by_kueue_are_deleted(
         what="the Workload of job stuck gone with its Job",
     )
     wait_pods(plane, NS, "stuck", "gone with their Job", lambda ps: not ps)
+    deleted = wait_events(plane, NS, "Job", "stuck", ["Deleted"])
+    assert "Deleted job: deactivation retention period expired" in {
+        e["message"] for e in deleted if e["reason"] == "Deleted"
+    }
+    deleted = wait_events(plane, NS, "Workload", done["metadata"]["name"], ["Deleted"])
+    assert "Deleted finished workload due to elapsed retention" in {
+        e["message"] for e in deleted if e["reason"] == "Deleted"
+    }
 
     # What the policies do not cover is untouched: the user's deactivation, and a
     # finished Job (only its Workload was deleted, and none was made again).
@@ -170,6 +179,9 @@ def test_finished_workloads_and_jobs_deactivated_by_kueue_are_deleted(
     metrics = server_metrics(server)
     assert metrics['queuescope_retention_deletes_total{result="job"}'] == 1
     assert metrics['queuescope_retention_deletes_total{result="error"}'] == 0
+    # Every Event the leader wrote was accepted by kube-apiserver's validation.
+    assert metrics['queuescope_events_total{result="written"}'] >= 10
+    assert metrics['queuescope_events_total{result="error"}'] == 0
 
 
 def test_kueues_finalizer_does_not_keep_a_finished_workload(server: ClusterModeServer) -> None:

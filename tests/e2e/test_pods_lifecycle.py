@@ -31,6 +31,7 @@ from tests.e2e.pods import (
     sample_flavors,
     suspended,
     unsuspended,
+    wait_events,
     wait_job,
     wait_pods,
     workload_of,
@@ -139,6 +140,34 @@ def test_an_admitted_job_runs_ready_pods_on_its_flavor_and_preemption_deletes_th
     assert plane.get_json("job", "spot-a", "-n", NS)["spec"]["suspend"] is True
     assert job_pods(plane, NS, "spot-a") == []
 
+    # What happened, in Events as Kueue records them (docs/cluster.md#events).
+    evicted_message = condition(victim, "Evicted")["message"]  # type: ignore[index]
+    job_events = wait_events(plane, NS, "Job", "spot-a", ["CreatedWorkload", "Started", "Stopped"])
+    ours = [e for e in job_events if e.get("reportingComponent") == "queuescope"]
+    assert [e["reason"] for e in ours] == ["CreatedWorkload", "Started", "Stopped"]
+    assert {e["type"] for e in ours} == {"Normal"}
+    notes = {e["reason"]: e["message"] for e in ours}
+    assert notes["CreatedWorkload"] == f"Created Workload: {NS}/{victim['metadata']['name']}"
+    assert notes["Started"] == "Admitted by clusterQueue cq-spot"
+    assert notes["Stopped"] == evicted_message
+    wl_events = wait_events(
+        plane,
+        NS,
+        "Workload",
+        victim["metadata"]["name"],
+        ["QuotaReserved", "Admitted", "Preempted", "EvictedDueToPreempted"],
+    )
+    notes = {e["reason"]: e["message"] for e in wl_events}
+    assert notes["QuotaReserved"].startswith(
+        "Quota reserved in ClusterQueue cq-spot, wait time since queued was "
+    )
+    assert notes["Admitted"] == (
+        "Admitted by ClusterQueue cq-spot, wait time since reservation was 0s"
+    )
+    assert notes["Preempted"] == notes["EvictedDueToPreempted"] == evicted_message
+    described = plane.kubectl("describe", "job", "spot-a", "-n", NS).stdout
+    assert "CreatedWorkload" in described and "Admitted by clusterQueue cq-spot" in described
+
 
 def test_a_finished_job_frees_its_quota_and_the_next_runs(cluster: ControlPlane) -> None:
     plane = cluster
@@ -161,6 +190,10 @@ def test_a_finished_job_frees_its_quota_and_the_next_runs(cluster: ControlPlane)
     wait_job(plane, NS, "first", "Complete", lambda j: condition(j, "Complete"))
     done = workload_of(plane, NS, "first", "Finished", lambda w: condition(w, "Finished"))
     assert condition(done, "Finished")["reason"] == "Succeeded"  # type: ignore[index]
+    finished = wait_events(plane, NS, "Job", "first", ["FinishedWorkload"])
+    assert f"Workload '{NS}/{done['metadata']['name']}' is declared finished" in {
+        e["message"] for e in finished
+    }
     wait_job(plane, NS, "second", "unsuspended after first finished", unsuspended)
     wait_job(plane, NS, "second", "Complete", lambda j: condition(j, "Complete"))
     workload_of(plane, NS, "second", "Finished", lambda w: condition(w, "Finished"))

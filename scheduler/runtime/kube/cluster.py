@@ -3,9 +3,9 @@
 Every replica runs the store (a warm cache feeding its engine, which publishes the
 snapshots the visibility server reads). Only the leader schedules and writes: when
 it gains the Lease (and its cache is synced) it turns the engine's cycles on and
-starts the Job integration, the status writers and the object retention; when it
-loses the Lease it cancels them at once and goes back to taking the server's status.
-Without leader election the one replica leads from its first sync on.
+starts the Job integration, the status writers, the Events and the object retention;
+when it loses the Lease it cancels them at once and goes back to taking the server's
+status. Without leader election the one replica leads from its first sync on.
 """
 
 from __future__ import annotations
@@ -13,12 +13,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from scheduler.kubeapi.client import KubeRest
 from scheduler.runtime.engine import Engine
+from scheduler.runtime.kube.events import EventRecorder
 from scheduler.runtime.kube.heap import release_free_heap
 from scheduler.runtime.kube.jobs import JobController
 from scheduler.runtime.kube.leader import LeaderElector
@@ -78,7 +80,10 @@ class ClusterRuntime:
         engine.set_scheduling(False)
         self.store = KubeStore(rest, engine)
         self.limiter = TokenBucket(writes.qps, writes.burst)
-        io = LeaderIO(rest, engine, self.store, self.limiter)
+        # Events name the replica that wrote them (docs/cluster.md#events).
+        instance = elector.identity if elector is not None else socket.gethostname()
+        self.events = EventRecorder(rest, instance)
+        io = LeaderIO(rest, engine, self.store, self.limiter, self.events)
         self.jobs = JobController(io)
         self.workload_writer = WorkloadStatusWriter(
             io,
@@ -133,6 +138,7 @@ class ClusterRuntime:
             asyncio.create_task(self.jobs.run(), name="job-integration"),
             asyncio.create_task(self.workload_writer.run(), name="workload-status"),
             asyncio.create_task(self.queue_writer.run(), name="queue-status"),
+            asyncio.create_task(self.events.run(), name="events"),
         ]
         if self.retention is not None:
             self._leader_tasks.append(

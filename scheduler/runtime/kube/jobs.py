@@ -28,6 +28,7 @@ from scheduler.api.job_workload import job_to_workload
 from scheduler.kubeapi.errors import Json, KubeError
 from scheduler.runtime.commands import Finish, PodsReady
 from scheduler.runtime.kube.decode import decode_live
+from scheduler.runtime.kube.events import Event, Regarding
 from scheduler.runtime.kube.leader_io import LeaderIO
 from scheduler.runtime.kube.records import EMPTY_TEMPLATE, Cached, WorkloadRecord
 from scheduler.runtime.kube.resources import (
@@ -72,6 +73,12 @@ def _job_finished(job: Json) -> tuple[bool, bool]:
     if _condition(job, "Complete") is not None:
         return True, False
     return False, False
+
+
+def _job_ref(job: Json) -> Regarding:
+    meta = job.get("metadata") or {}
+    namespace, name = str(meta.get("namespace", "")), str(meta.get("name", ""))
+    return Regarding.of(JOBS, namespace, name, str(meta.get("uid", "")))
 
 
 def _pod_spec(obj: Json) -> Json:
@@ -217,7 +224,7 @@ class JobController:
             if finished:
                 return
             if not suspended:
-                await self._set_suspended(job, True, None)
+                await self._set_suspended(job, True, None, why="missing workload")
             await self._create_workload(namespace, name)
             return
         wl_key = workload.key
@@ -239,7 +246,9 @@ class JobController:
         elif not suspended:
             # The template of a running Job is immutable: suspend first, restore the
             # template once the Job is suspended (the next reconcile).
-            await self._set_suspended(job, True, None)
+            evicted = workload.condition("Evicted")
+            why = str(evicted.get("message", "")) if evicted else "Not admitted by cluster queue"
+            await self._set_suspended(job, True, None, why=why)
         elif self._placement_differs(job, workload):
             await self._set_suspended(job, True, workload)
 
@@ -280,6 +289,9 @@ class JobController:
             return
         self.stats.workloads_created += 1
         self.io.store.observe(WORKLOADS, created)
+        self.io.record(
+            Event(_job_ref(job_raw), "CreatedWorkload", f"Created Workload: {object_key(created)}")
+        )
 
     def priority_classes(
         self,
@@ -319,8 +331,10 @@ class JobController:
         return labels, tolerations
 
     async def _set_suspended(
-        self, job: Json, suspend: bool, workload: WorkloadRecord | None
+        self, job: Json, suspend: bool, workload: WorkloadRecord | None, *, why: str = ""
     ) -> None:
+        """Suspend the Job (restoring `workload`'s template, if given) or start it with
+        `workload`'s placement; a running Job stopped says `why` in its event."""
         pod = _pod_spec(job)
         current_selector: dict[str, str] = dict(pod.get("nodeSelector") or {})
         template_patch: Json = {}
@@ -381,16 +395,27 @@ class JobController:
         await self.io.limiter.acquire()
         result = await self.io.rest.merge_patch(JOBS.item(meta["name"], meta["namespace"]), patch)
         self.io.store.observe(JOBS, result)
-        if suspend:
-            self.stats.suspended += 1
-        else:
-            self.stats.unsuspended += 1
+        self._report(job, result, workload, why)
+
+    def _report(self, before: Json, after: Json, workload: WorkloadRecord | None, why: str) -> None:
+        """Count, log and record (docs/cluster.md#events) a Job suspended or started."""
+        meta = after.get("metadata") or {}
+        suspended = bool((after.get("spec") or {}).get("suspend"))
         log.info(
             "event=job-%s job=%s/%s",
-            "suspended" if suspend else "started",
-            meta["namespace"],
-            meta["name"],
+            "suspended" if suspended else "started",
+            meta.get("namespace"),
+            meta.get("name"),
         )
+        if not suspended:
+            self.stats.unsuspended += 1
+            admission = ((workload.status if workload else None) or {}).get("admission") or {}
+            note = f"Admitted by clusterQueue {admission.get('clusterQueue', '')}"
+            self.io.record(Event(_job_ref(after), "Started", note))
+            return
+        self.stats.suspended += 1
+        if not (before.get("spec") or {}).get("suspend"):
+            self.io.record(Event(_job_ref(after), "Stopped", why))
 
     async def _clear_start_time(self, job: Json) -> Json:
         """Reset a suspended Job's `status.startTime`: kube-apiserver lets the node

@@ -52,6 +52,7 @@ WORKLOAD_PRIORITY_CLASSES = Resource(
 WORKLOADS = Resource(KUEUE, KUEUE_VERSION, "workloads", "Workload", True)
 JOBS = Resource("batch", "v1", "jobs", "Job", True)
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", True)
+EVENTS = Resource("events.k8s.io", "v1", "events", "Event", True)  # written, never watched
 
 # Dependency order for the initial sync: what a later kind refers to comes first, so
 # the core never sees a Workload before its queues and priority classes.

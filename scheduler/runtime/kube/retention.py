@@ -27,6 +27,7 @@ from typing import Final
 from scheduler.api.base import parse_timestamp
 from scheduler.api.config import ObjectRetentionPolicies
 from scheduler.kubeapi.errors import Json, KubeError
+from scheduler.runtime.kube.events import Event, Regarding
 from scheduler.runtime.kube.leader_io import LeaderIO
 from scheduler.runtime.kube.records import Cached, WorkloadRecord
 from scheduler.runtime.kube.resources import JOBS, WORKLOADS, Resource
@@ -84,6 +85,13 @@ class Deletion:
     @property
     def path(self) -> str:
         return self.resource.item(self.name, self.namespace)
+
+    def event(self) -> Event:
+        """What the delete says on the object, in Kueue's words."""
+        regarding = Regarding.of(self.resource, self.namespace, self.name, self.uid)
+        if self.resource is WORKLOADS:
+            return Event(regarding, "Deleted", "Deleted finished workload due to elapsed retention")
+        return Event(regarding, "Deleted", "Deleted job: deactivation retention period expired")
 
     def options(self) -> Json:
         """The DeleteOptions: background propagation and the preconditions."""
@@ -290,6 +298,7 @@ class RetentionController:
         else:
             self.stats.workloads_deleted += 1
         log.info("event=retention-deleted object=%r why=%r", target, deletion.why)
+        self.io.record(deletion.event())
         return True
 
     async def _release_kueue_finalizer(self, deletion: Deletion, answer: Json) -> None:

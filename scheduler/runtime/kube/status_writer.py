@@ -36,6 +36,7 @@ from scheduler.runtime.kube.leader_io import LeaderIO
 from scheduler.runtime.kube.normalize import same_status
 from scheduler.runtime.kube.records import WorkloadRecord
 from scheduler.runtime.kube.resources import CLUSTER_QUEUES, LOCAL_QUEUES, WORKLOADS, Resource
+from scheduler.runtime.kube.workload_events import workload_events
 from scheduler.runtime.kube.write_rule import DECIDE, DECISION, NOTHING, Verdict, judge
 from scheduler.runtime.stepclock import TimeBox
 
@@ -251,6 +252,7 @@ class WorkloadStatusWriter:
                     WORKLOADS.item(name, namespace, "status"), server.status_body(desired)
                 )
                 self.io.store.observe(WORKLOADS, result)
+                self.io.record(*workload_events(server.status, result))
                 wrote = True
         except KubeError as err:
             if err.status == 404:

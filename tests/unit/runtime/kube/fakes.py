@@ -27,6 +27,7 @@ from scheduler.runtime.commands import Command
 from scheduler.runtime.engine import Engine
 from scheduler.runtime.kube.resources import (
     CLUSTER_QUEUES,
+    EVENTS,
     LEASES,
     LOCAL_QUEUES,
     NAMESPACES,
@@ -45,7 +46,7 @@ from tests.unit.runtime.support import (
     workload,
 )
 
-RESOURCES: tuple[Resource, ...] = (*WATCHED, LEASES)
+RESOURCES: tuple[Resource, ...] = (*WATCHED, LEASES, EVENTS)
 
 _REASONS = {404: "NotFound", 409: "Conflict", 410: "Expired", 500: "InternalError"}
 

@@ -14,6 +14,7 @@ import pytest
 from scheduler.api.job import JOB_UID_LABEL, QUEUE_NAME_LABEL
 from scheduler.kubeapi.errors import Json
 from scheduler.runtime.commands import Finish, PodsReady
+from scheduler.runtime.kube.events import EventRecorder
 from scheduler.runtime.kube.jobs import JobController
 from scheduler.runtime.kube.leader_io import LeaderIO
 from scheduler.runtime.kube.ratelimit import TokenBucket
@@ -85,8 +86,12 @@ class Cluster:
         return key
 
 
-async def cluster(**job_spec: Any) -> Cluster:
-    fake = FakeKube()
+async def cluster(
+    *, fake: FakeKube | None = None, events: EventRecorder | None = None, **job_spec: Any
+) -> Cluster:
+    """The Job `team/j` on a seeded in-memory server (`fake`, or a new one), its controller
+    and the status writer, recording Events with `events` if given."""
+    fake = fake or FakeKube()
     seed_cluster(fake, workloads=0)
     fake.server_update(
         RESOURCE_FLAVORS,
@@ -96,8 +101,9 @@ async def cluster(**job_spec: Any) -> Cluster:
     store, engine = await synced_store(fake)
     store.set_leading(True)
     limiter = FreeBucket()
-    controller = JobController(LeaderIO(fake.rest, engine, store, limiter), retry_delay=0.0)
-    writer = WorkloadStatusWriter(LeaderIO(fake.rest, engine, store, limiter))
+    io = LeaderIO(fake.rest, engine, store, limiter, events)
+    controller = JobController(io, retry_delay=0.0)
+    writer = WorkloadStatusWriter(io)
     raw = job("team", "j", "main")
     pod = raw["spec"]["template"]["spec"]
     pod["nodeSelector"] = {"own": "x"}
@@ -109,9 +115,11 @@ async def cluster(**job_spec: Any) -> Cluster:
     return c
 
 
-async def started(**job_spec: Any) -> tuple[Cluster, str]:
+async def started(
+    *, fake: FakeKube | None = None, events: EventRecorder | None = None, **job_spec: Any
+) -> tuple[Cluster, str]:
     """A Job whose Workload is admitted and which runs (unsuspended)."""
-    c = await cluster(**job_spec)
+    c = await cluster(fake=fake, events=events, **job_spec)
     await c.jobs.reconcile(JOB_KEY)
     c.refresh(JOBS, JOB_KEY)
     wl_key = await c.admit()

@@ -1,0 +1,109 @@
+"""The Events of a Workload status write (docs/cluster.md#events).
+
+An Event says what the leader did, so it is derived from what a write changed on the
+server, never from what the core decided: a condition the write turned True that the
+server did not hold True before. The reasons and notes are Kueue v0.19.2's.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from scheduler.api.base import parse_timestamp
+from scheduler.kubeapi.errors import Json
+from scheduler.runtime.kube.events import Event, Regarding
+from scheduler.runtime.kube.resources import JOBS, WORKLOADS
+
+
+def _conditions(status: Json | None) -> dict[str, Json]:
+    found: dict[str, Json] = {}
+    for c in (status or {}).get("conditions") or []:
+        if isinstance(c, dict) and isinstance(c.get("type"), str):
+            found[c["type"]] = c
+    return found
+
+
+def _turned_true(before: dict[str, Json], after: dict[str, Json], type_: str) -> Json | None:
+    """`after`'s condition of this type if it is True and `before` did not hold it True
+    since the same instant."""
+    new = after.get(type_)
+    if new is None or new.get("status") != "True":
+        return None
+    old = before.get(type_)
+    if (
+        old is not None
+        and old.get("status") == "True"
+        and old.get("lastTransitionTime") == new.get("lastTransitionTime")
+    ):
+        return None
+    return new
+
+
+def _time(value: object) -> datetime | None:
+    try:
+        return parse_timestamp(value)
+    except ValueError:
+        return None
+
+
+def _owner_job(meta: Json) -> Regarding | None:
+    for ref in meta.get("ownerReferences") or []:
+        if (
+            isinstance(ref, dict)
+            and ref.get("kind") == JOBS.kind
+            and ref.get("apiVersion") == JOBS.api_version
+        ):
+            return Regarding.of(
+                JOBS,
+                str(meta.get("namespace", "")),
+                str(ref.get("name", "")),
+                str(ref.get("uid", "")),
+            )
+    return None
+
+
+def workload_events(before: Json | None, written: Json) -> list[Event]:
+    """The Events of one status write: `before` the status the server held, `written`
+    the Workload the server returned."""
+    meta = written.get("metadata") or {}
+    status = written.get("status") or {}
+    old, new = _conditions(before), _conditions(status)
+    namespace, name = str(meta.get("namespace", "")), str(meta.get("name", ""))
+    workload = Regarding.of(WORKLOADS, namespace, name, str(meta.get("uid", "")))
+    cluster_queue = str((status.get("admission") or {}).get("clusterQueue", ""))
+    events: list[Event] = []
+
+    reserved = _turned_true(old, new, "QuotaReserved")
+    if reserved is not None:
+        requeued = new.get("Requeued")
+        queued = _time((requeued or {}).get("lastTransitionTime") or meta.get("creationTimestamp"))
+        at = _time(reserved.get("lastTransitionTime"))
+        waited = max(0.0, (at - queued).total_seconds()) if at and queued else 0.0
+        events.append(
+            Event(
+                workload,
+                "QuotaReserved",
+                f"Quota reserved in ClusterQueue {cluster_queue}, "
+                f"wait time since queued was {waited:.0f}s",
+            )
+        )
+    if _turned_true(old, new, "Admitted") is not None:
+        events.append(
+            Event(
+                workload,
+                "Admitted",
+                f"Admitted by ClusterQueue {cluster_queue}, wait time since reservation was 0s",
+            )
+        )
+    evicted = _turned_true(old, new, "Evicted")
+    if evicted is not None and (before or {}).get("admission"):
+        reason, message = str(evicted.get("reason", "")), str(evicted.get("message", ""))
+        if reason == "Preempted":
+            events.append(Event(workload, "Preempted", message))
+        events.append(Event(workload, f"EvictedDueTo{reason}", message))
+    job = _owner_job(meta)
+    if job is not None and _turned_true(old, new, "Finished") is not None:
+        events.append(
+            Event(job, "FinishedWorkload", f"Workload '{namespace}/{name}' is declared finished")
+        )
+    return events
