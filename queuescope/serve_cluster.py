@@ -22,7 +22,7 @@ import os
 import socket
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -211,17 +211,13 @@ class WriterCollector(Collector):
             "Workload status writes queued or in flight, and touched Workloads not yet judged",
             value=writer.backlog,
         )
-        events = self.runtime.events.stats
+        # Both stats records name their fields as the `result` labels.
         yield _by_result(
             "queuescope_events",
             "Events (events.k8s.io) by outcome: written, repeated (counted in the series of "
             "an earlier one), series_update (a series' count written), dropped (the queue "
             "was full), error",
-            written=events.written,
-            repeated=events.repeated,
-            series_update=events.series_updates,
-            dropped=events.dropped,
-            error=events.errors,
+            **asdict(self.runtime.events.stats),
         )
         retention = self.runtime.retention
         if retention is not None:
@@ -229,10 +225,7 @@ class WriterCollector(Collector):
                 "queuescope_retention_deletes",
                 "Deletes of objectRetentionPolicies by outcome: a finished Workload deleted, "
                 "a Job deactivated by Kueue deleted, conflict (changed since judged), error",
-                workload=retention.stats.workloads_deleted,
-                job=retention.stats.jobs_deleted,
-                conflict=retention.stats.conflicts,
-                error=retention.stats.errors,
+                **asdict(retention.stats),
             )
         yield GaugeMetricFamily(
             "queuescope_engine_idle",

@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import partial
-from typing import Final
+from typing import Final, Literal
 
 from scheduler.kubeapi.client import KubeRest
 from scheduler.kubeapi.errors import Json, KubeError
@@ -37,8 +37,7 @@ QUEUE_LIMIT: Final = 1000  # client-go's broadcaster queue
 SERIES_WINDOW: Final = timedelta(minutes=6)  # client-go's isomorphic-event window
 EVENT_QPS: Final = 10.0
 EVENT_BURST: Final = 100
-NORMAL: Final = "Normal"
-WARNING: Final = "Warning"
+EventType = Literal["Normal", "Warning"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +72,7 @@ class Event:
     regarding: Regarding
     reason: str
     note: str
-    type: str = NORMAL
+    type: EventType = "Normal"
 
 
 def truncated(note: str) -> str:
@@ -97,11 +96,13 @@ class _Series:
 
 @dataclass(slots=True)
 class EventStats:
+    """Events by outcome, each named as its `result` label in queuescope_events_total."""
+
     written: int = 0
-    series_updates: int = 0  # patches of a series' count
     repeated: int = 0  # isomorphic events folded into a series
+    series_update: int = 0  # patches of a series' count
     dropped: int = 0  # the queue was full
-    errors: int = 0
+    error: int = 0
 
 
 def _wall_now() -> datetime:
@@ -209,7 +210,7 @@ class EventRecorder:
                 if await self._send(
                     f"series {series.name}", partial(self.rest.merge_patch, path, patch)
                 ):
-                    self.stats.series_updates += 1
+                    self.stats.series_update += 1
                 series.written_count = series.count
             if now - series.last_observed > SERIES_WINDOW:
                 del self._series[event]
@@ -225,7 +226,7 @@ class EventRecorder:
         try:
             await call()
         except KubeError as err:
-            self.stats.errors += 1
+            self.stats.error += 1
             if err.status != 404:  # 404: the namespace is going away
                 log.warning("event=event-write-failed %s error=%s", what, err)
             return False

@@ -160,10 +160,13 @@ def _since(condition: Json) -> datetime | None:
 
 @dataclass(slots=True)
 class RetentionStats:
-    workloads_deleted: int = 0
-    jobs_deleted: int = 0
-    conflicts: int = 0  # changed or replaced since judged: judged again at its next event
-    errors: int = 0  # tried again after `retry_delay`
+    """Deletes by outcome, each named as its `result` label in
+    queuescope_retention_deletes_total."""
+
+    workload: int = 0  # finished Workloads deleted
+    job: int = 0  # Jobs deactivated by Kueue deleted
+    conflict: int = 0  # changed or replaced since judged: judged again at its next event
+    error: int = 0  # tried again after `retry_delay`
 
 
 def _wall_now() -> datetime:
@@ -288,15 +291,15 @@ class RetentionController:
             if err.status == 404:
                 return True  # gone already
             if err.status == 409:
-                self.stats.conflicts += 1
+                self.stats.conflict += 1
                 return True
-            self.stats.errors += 1
+            self.stats.error += 1
             log.warning("event=retention-delete-failed object=%r error=%s", target, err)
             return False
         if deletion.resource is JOBS:
-            self.stats.jobs_deleted += 1
+            self.stats.job += 1
         else:
-            self.stats.workloads_deleted += 1
+            self.stats.workload += 1
         log.info("event=retention-deleted object=%r why=%r", target, deletion.why)
         self.io.record(deletion.event())
         return True

@@ -111,9 +111,9 @@ async def test_the_same_event_again_is_counted_in_a_series(
     [first, _] = stored_events(fake)
     assert first["note"] == "Preempted"
     assert first["series"] == {"count": 3, "lastObservedTime": "2026-01-01T12:01:00.000000Z"}
-    assert rec.stats.series_updates == 1
+    assert rec.stats.series_update == 1
     await rec.write_series()  # nothing grew: no patch
-    assert rec.stats.series_updates == 1
+    assert rec.stats.series_update == 1
 
     # Six minutes quiet: the series is over, the next one is a new Event.
     wall.now = T0 + timedelta(minutes=8)
@@ -141,7 +141,7 @@ async def test_a_failed_write_is_counted_and_the_next_ones_go_on(
     fake.fail("POST", path, status_error(500), status_error(404))
     rec.record(*(Event(JOB, "Started", f"n{i}") for i in range(3)))
     await until(lambda: rec.stats.written == 1)
-    assert rec.stats.errors == 2
+    assert rec.stats.error == 2
     assert [e["note"] for e in stored_events(fake)] == ["n2"]
 
 

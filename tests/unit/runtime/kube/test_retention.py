@@ -231,7 +231,7 @@ async def test_a_finished_workload_is_deleted_when_its_time_comes() -> None:
     assert path == WORKLOADS.item("w1", "team")
     assert body["propagationPolicy"] == "Background"
     assert set(body["preconditions"]) == {"uid", "resourceVersion"}
-    assert s.controller.stats.workloads_deleted == 1
+    assert s.controller.stats.workload == 1
     assert s.controller.scheduled == 0
 
 
@@ -283,7 +283,7 @@ async def test_a_changed_workload_is_not_deleted_and_is_judged_again() -> None:
     s.fake.server_update(WORKLOADS, "team/w1", {"metadata": {"labels": {"a": "b"}}})
     s.wall.now = T0 + 10 * MINUTE
     await s.controller.step()
-    assert s.controller.stats.conflicts == 1
+    assert s.controller.stats.conflict == 1
     assert s.fake.stored(WORKLOADS, "team/w1") is not None
     assert s.controller.scheduled == 0
     s.observe("team/w1")  # the event arrives: still finished, still due
@@ -298,7 +298,7 @@ async def test_an_error_is_tried_again_later() -> None:
     s.wall.now = T0 + 10 * MINUTE
     s.fake.fail("DELETE", WORKLOADS.item("w1", "team"), status_error(500))
     assert await s.controller.step() == 2.0  # retry_delay
-    assert s.controller.stats.errors == 1
+    assert s.controller.stats.error == 1
     assert s.fake.stored(WORKLOADS, "team/w1") is not None
     s.wall.now += timedelta(seconds=2)
     assert await s.controller.step() is None
@@ -312,7 +312,7 @@ async def test_already_gone_is_fine() -> None:
     s.fake.server_delete(WORKLOADS, "team/w1")  # the watch has not said so yet
     s.wall.now = T0 + 10 * MINUTE
     assert await s.controller.step() is None
-    assert (s.controller.stats.errors, s.controller.stats.workloads_deleted) == (0, 0)
+    assert (s.controller.stats.error, s.controller.stats.workload) == (0, 0)
 
 
 async def test_a_later_state_replaces_the_deadline() -> None:
@@ -346,7 +346,7 @@ async def test_kueues_deactivation_deletes_the_job_not_the_workload() -> None:
     assert body["preconditions"] == {"uid": "job-uid-1"}
     assert body["propagationPolicy"] == "Background"
     assert s.fake.stored(JOBS, "team/j2") is not None
-    assert s.controller.stats.jobs_deleted == 1
+    assert s.controller.stats.job == 1
 
 
 async def test_a_replaced_job_is_not_deleted() -> None:
@@ -359,7 +359,7 @@ async def test_a_replaced_job_is_not_deleted() -> None:
     s.wall.now = T0 + 5 * MINUTE
     await s.controller.step()
     assert s.fake.stored(JOBS, "team/j1") is not None
-    assert s.controller.stats.conflicts == 1
+    assert s.controller.stats.conflict == 1
 
 
 async def test_run_wakes_for_a_deadline_earlier_than_the_ones_it_sleeps_for() -> None:
