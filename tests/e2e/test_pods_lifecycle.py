@@ -180,6 +180,11 @@ def test_a_finished_job_frees_its_quota_and_the_next_runs(cluster: ControlPlane)
     )
     assert condition(pending, "QuotaReserved") is None
     assert plane.get_json("job", "second", "-n", NS)["spec"]["suspend"] is True
+    # Why it waits, as a Warning Event (docs/cluster.md#events).
+    waiting = wait_events(plane, NS, "Workload", pending["metadata"]["name"], ["Pending"])
+    warnings = [e for e in waiting if e["reason"] == "Pending"]
+    assert {e["type"] for e in warnings} == {"Warning"}
+    assert warnings[0]["message"].startswith("couldn't assign flavors to pod set main: ")
 
     # first's Pod runs 3 s on the on-demand Node and succeeds; the Job controller marks
     # the Job Complete, the Workload finishes, and its quota goes to second.

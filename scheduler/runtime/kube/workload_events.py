@@ -2,7 +2,8 @@
 
 An Event says what the leader did, so it is derived from what a write changed on the
 server, never from what the core decided: a condition the write turned True that the
-server did not hold True before. The reasons and notes are Kueue v0.19.2's.
+server did not hold True before, or a pending reason it changed. The reasons and notes
+are Kueue v0.19.2's.
 """
 
 from __future__ import annotations
@@ -37,6 +38,18 @@ def _turned_true(before: dict[str, Json], after: dict[str, Json], type_: str) ->
     ):
         return None
     return new
+
+
+def _pending(before: dict[str, Json], after: dict[str, Json]) -> str | None:
+    """The message of a pending condition (`QuotaReserved` False for `Pending`) that the
+    write changed; None when it wrote none, or the same again."""
+    new = after.get("QuotaReserved")
+    if new is None or (new.get("status"), new.get("reason")) != ("False", "Pending"):
+        return None
+    old = before.get("QuotaReserved") or {}
+    said = (old.get("status"), old.get("reason"), old.get("message"))
+    message = str(new.get("message", ""))
+    return None if said == ("False", "Pending", message) else message
 
 
 def _time(value: object) -> datetime | None:
@@ -87,6 +100,13 @@ def workload_events(before: Json | None, written: Json) -> list[Event]:
                 f"wait time since queued was {waited:.0f}s",
             )
         )
+    evicted = _turned_true(old, new, "Evicted")
+    pending = _pending(old, new)
+    active = (written.get("spec") or {}).get("active") is not False
+    # An eviction's pending condition is told by the eviction's Events; an inactive
+    # Workload is not waiting for the scheduler.
+    if pending is not None and evicted is None and active:
+        events.append(Event(workload, "Pending", pending, type="Warning"))
     if _turned_true(old, new, "Admitted") is not None:
         events.append(
             Event(
@@ -95,7 +115,6 @@ def workload_events(before: Json | None, written: Json) -> list[Event]:
                 f"Admitted by ClusterQueue {cluster_queue}, wait time since reservation was 0s",
             )
         )
-    evicted = _turned_true(old, new, "Evicted")
     if evicted is not None and (before or {}).get("admission"):
         reason, message = str(evicted.get("reason", "")), str(evicted.get("message", ""))
         if reason == "Preempted":

@@ -222,6 +222,33 @@ def test_only_what_the_write_turned_true() -> None:
     assert workload_events(before, written(cond("Admitted", "x", "t", status="False"))) == []
 
 
+def test_a_pending_reason_written_is_a_warning_each_time_it_changes() -> None:
+    quota = "couldn't assign flavors to pod set main: insufficient quota for cpu in flavor default"
+    first = cond("QuotaReserved", "Pending", "2026-01-01T12:00:05Z", "False", quota)
+    [event] = workload_events(None, written(first, admitted=False))
+    assert (event.type, event.reason, event.note) == ("Warning", "Pending", quota)
+    # Written again with the same reason and message: no news, no Event.
+    before = {"conditions": [first]}
+    assert workload_events(before, written(first, admitted=False)) == []
+    not_ready = "the check c is not Ready"
+    other = cond("QuotaReserved", "Pending", "2026-01-01T12:00:05Z", "False", not_ready)
+    [event] = workload_events(before, written(other, admitted=False))
+    assert event.note == not_ready
+    # An eviction's pending condition is told by the eviction's Events, and an inactive
+    # Workload waits for nobody.
+    message = "Preempted to accommodate a workload"
+    requeued = cond("QuotaReserved", "Pending", "2026-01-01T12:00:09Z", "False", message)
+    evicted = cond("Evicted", "Preempted", "2026-01-01T12:00:09Z", message=message)
+    admitted_before = {"admission": {"clusterQueue": "cq"}, "conditions": []}
+    assert [e.reason for e in workload_events(admitted_before, written(requeued, evicted))] == [
+        "Preempted",
+        "EvictedDueToPreempted",
+    ]
+    inactive = written(requeued, admitted=False)
+    inactive["spec"] = {"active": False}
+    assert workload_events(before, inactive) == []
+
+
 def test_an_eviction_of_an_admitted_workload() -> None:
     before = {"admission": {"clusterQueue": "cq"}, "conditions": []}
     message = "Preempted to accommodate a workload (UID: u, JobUID: UNKNOWN) due to prioritization"
