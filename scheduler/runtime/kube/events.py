@@ -35,7 +35,9 @@ REPORTING_CONTROLLER: Final = "queuescope"
 NOTE_LIMIT: Final = 1024  # bytes: events.k8s.io/v1 validation refuses a longer note
 QUEUE_LIMIT: Final = 1000  # client-go's broadcaster queue
 SERIES_WINDOW: Final = timedelta(minutes=6)  # client-go's isomorphic-event window
-EVENT_QPS: Final = 10.0
+# Kueue's default client rate (clientConnection qps 50, burst 100), which its Events share
+# with every other write; here they have it to themselves.
+EVENT_QPS: Final = 50.0
 EVENT_BURST: Final = 100
 EventType = Literal["Normal", "Warning"]
 
