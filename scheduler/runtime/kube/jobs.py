@@ -175,10 +175,10 @@ class JobController:
 
     def _on_workload(self, record: WorkloadRecord, *, deleted: bool) -> None:
         uid = record.job_uid
-        for ref in record.owners:
-            if ref.kind == "Job" and ref.api_version == "batch/v1":
-                uid = uid or ref.uid
-                self.enqueue(f"{record.namespace}/{ref.name}")
+        job = record.owner(JOBS)
+        if job is not None:
+            uid = uid or job.uid
+            self.enqueue(f"{record.namespace}/{job.name}")
         if uid:
             if deleted:
                 self._by_job_uid.pop(uid, None)
@@ -458,7 +458,8 @@ class JobController:
         for workload in self.io.store.workloads():
             if workload.namespace != namespace:
                 continue
-            if any(r.kind == "Job" and r.name == job_name for r in workload.owners):
+            job = workload.owner(JOBS)
+            if job is not None and job.name == job_name:
                 await self.io.limiter.acquire()
                 try:
                     await self.io.rest.delete(WORKLOADS.item(workload.name, namespace))

@@ -29,7 +29,13 @@ import orjson
 from scheduler.core.workload import JOB_UID_LABEL, OwnerRef
 from scheduler.kubeapi.errors import Json
 from scheduler.runtime.kube.normalize import normalized
-from scheduler.runtime.kube.resources import JOBS, WORKLOADS, object_key, resource_version
+from scheduler.runtime.kube.resources import (
+    JOBS,
+    WORKLOADS,
+    Resource,
+    object_key,
+    resource_version,
+)
 
 # Metadata a status write changes without changing anything the core reads.
 _VOLATILE_META = frozenset(("resourceVersion", "managedFields", "generation"))
@@ -52,7 +58,8 @@ def content_digest(obj: Json) -> int:
     return hash(data)
 
 
-def _owners(meta: dict[str, Any]) -> tuple[OwnerRef, ...]:
+def owners_of(meta: dict[str, Any]) -> tuple[OwnerRef, ...]:
+    """An object's owner references, from its metadata."""
     refs = meta.get("ownerReferences")
     if not isinstance(refs, list) or not refs:
         return _NO_OWNERS
@@ -65,6 +72,15 @@ def _owners(meta: dict[str, Any]) -> tuple[OwnerRef, ...]:
         )
         for r in refs
         if isinstance(r, dict)
+    )
+
+
+def owner_of(owners: tuple[OwnerRef, ...], resource: Resource) -> OwnerRef | None:
+    """The first owner of `resource`'s kind and API version (a kind alone is not
+    enough: other groups have kinds called Job too)."""
+    return next(
+        (o for o in owners if o.kind == resource.kind and o.api_version == resource.api_version),
+        None,
     )
 
 
@@ -143,7 +159,7 @@ class WorkloadRecord:
             version=_compact_version(str(meta.get("resourceVersion", ""))),
             active=spec.get("active", True) is not False,
             status=status if isinstance(status, dict) and status else None,
-            owners=_owners(meta),
+            owners=owners_of(meta),
             job_uid=str(job_uid) if job_uid else None,
             template=_template(spec),
             digest=content_digest(obj),
@@ -152,6 +168,10 @@ class WorkloadRecord:
     @property
     def resource_version(self) -> str:
         return str(self.version)
+
+    def owner(self, resource: Resource) -> OwnerRef | None:
+        """The owner of that kind (the batch/v1 Job of the Job integration)."""
+        return owner_of(self.owners, resource)
 
     @property
     def placement(self) -> tuple[dict[str, Any], list[Any]] | None:

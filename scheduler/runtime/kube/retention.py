@@ -132,10 +132,7 @@ def deletion_of(record: WorkloadRecord, policy: RetentionPolicy) -> Deletion | N
     ):
         return None
     since = _since(evicted)
-    job = next(
-        (o for o in record.owners if o.kind == JOBS.kind and o.api_version == JOBS.api_version),
-        None,
-    )
+    job = record.owner(JOBS)
     if since is None or job is None:
         return None  # only a Job of the batch/v1 integration is deleted
     return Deletion(

@@ -13,6 +13,7 @@ from datetime import datetime
 from scheduler.api.base import parse_timestamp
 from scheduler.kubeapi.errors import Json
 from scheduler.runtime.kube.events import Event, Regarding
+from scheduler.runtime.kube.records import owner_of, owners_of
 from scheduler.runtime.kube.resources import JOBS, WORKLOADS
 
 
@@ -60,19 +61,10 @@ def _time(value: object) -> datetime | None:
 
 
 def _owner_job(meta: Json) -> Regarding | None:
-    for ref in meta.get("ownerReferences") or []:
-        if (
-            isinstance(ref, dict)
-            and ref.get("kind") == JOBS.kind
-            and ref.get("apiVersion") == JOBS.api_version
-        ):
-            return Regarding.of(
-                JOBS,
-                str(meta.get("namespace", "")),
-                str(ref.get("name", "")),
-                str(ref.get("uid", "")),
-            )
-    return None
+    job = owner_of(owners_of(meta), JOBS)
+    if job is None:
+        return None
+    return Regarding.of(JOBS, str(meta.get("namespace", "")), job.name, job.uid)
 
 
 def workload_events(before: Json | None, written: Json) -> list[Event]:

@@ -37,7 +37,7 @@ from tests.unit.runtime.kube.fakes import (
     synced_store,
     until,
 )
-from tests.unit.runtime.support import job
+from tests.unit.runtime.support import job, workload
 
 JOB_KEY = "team/j"
 JOB_PATH = JOBS.item("j", "team")
@@ -380,8 +380,20 @@ async def test_a_deleted_job_takes_its_workload_along() -> None:
     c.refresh(JOBS, "team/other")
     await c.jobs.reconcile(JOB_KEY)
     await c.jobs.reconcile("team/other")
+    # Another group's kind called Job, of the same name, owns a Workload: not ours to delete.
+    volcano = workload("team", "volcano-j", "main")
+    volcano["metadata"]["ownerReferences"] = [
+        {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": "j", "uid": "v-1"}
+    ]
+    c.fake.seed(WORKLOADS, volcano)
+    c.refresh(WORKLOADS, "team/volcano-j")
     workloads = [w.key for w in c.store.workloads()]
-    [mine] = [w.key for w in c.store.workloads() if w.owners[0].name == "j"]
+    assert "team/volcano-j" in workloads
+    [mine] = [
+        w.key
+        for w in c.store.workloads()
+        if w.owners[0] == ("batch/v1", "Job", "j", c.job()["metadata"]["uid"])
+    ]
     c.fake.server_delete(JOBS, JOB_KEY)
     await c.store.reflectors[JOBS.kind].list_all()  # the store learns of the deletion
     assert c.jobs._queue.get_nowait() == JOB_KEY

@@ -7,6 +7,7 @@ import copy
 from typing import Any
 
 from scheduler.runtime.kube.records import WorkloadRecord, content_digest, slim_job
+from scheduler.runtime.kube.resources import JOBS, WORKLOADS
 
 
 def workload() -> dict[str, Any]:
@@ -61,6 +62,18 @@ def test_a_record_keeps_what_the_writers_and_the_job_integration_read() -> None:
         "name": "w", "namespace": "team", "uid": "u-1", "resourceVersion": "7",
     }  # fmt: skip
     assert "spec" not in body and body["status"] == {"conditions": []}
+
+
+def test_the_owner_is_found_by_kind_and_api_version() -> None:
+    obj = workload()
+    volcano = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": "v", "uid": "v-1"}
+    obj["metadata"]["ownerReferences"].insert(0, volcano)
+    r = WorkloadRecord.of(obj)
+    job = r.owner(JOBS)
+    assert job is not None and (job.name, job.uid) == ("j", "job-1")
+    assert r.owner(WORKLOADS) is None
+    del obj["metadata"]["ownerReferences"][1]
+    assert WorkloadRecord.of(obj).owner(JOBS) is None  # a Job of another group is not one
 
 
 def test_an_empty_status_and_no_placement_keep_nothing() -> None:
