@@ -56,7 +56,7 @@ class EngineServing:
             engine, registry, LoopLagMonitor(registry), forecast_service(args, engine, registry)
         )
 
-    def app(
+    def app(  # noqa: PLR0913 - keyword-only settings, as create_app's
         self,
         args: argparse.Namespace,
         access: Access,
@@ -64,9 +64,11 @@ class EngineServing:
         version_info: Mapping[str, str],
         what_if: WhatIfService,
         health_checks: Sequence[HealthCheck] = (),
+        manage_pods: bool = False,
     ) -> FastAPI:
         """The visibility app on this engine; `health_checks` are the mode's own, beside
-        the event-loop check both modes have."""
+        the event-loop check both modes have; `manage_pods`: the webhooks carry out the
+        `pod` integration (cluster mode, if the Configuration turns it on)."""
         return create_app(
             snapshot=self.engine.snapshot,
             authenticator=access.authenticator,
@@ -84,6 +86,7 @@ class EngineServing:
             what_if_limit=RateLimit(rate=args.whatif_rate, burst=args.whatif_burst),
             max_inflight=args.visibility_max_inflight,
             max_waiters=args.visibility_max_waiters,
+            manage_pods=manage_pods,
         )
 
     def start(

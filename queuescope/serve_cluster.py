@@ -39,6 +39,7 @@ from queuescope.env_twins import add_switch, add_twin, env, flag_type
 from queuescope.kubeclient import ClusterClients
 from queuescope.lifecycle import drain, run_until_stopped
 from scheduler.api import Configuration
+from scheduler.api.integrations import pods_enabled
 from scheduler.core.ingest import scheduler_config
 from scheduler.core.scheduler import Scheduler
 from scheduler.kubeapi.client import KubeRest
@@ -227,6 +228,17 @@ class WriterCollector(Collector):
                 "a Job deactivated by Kueue deleted, conflict (changed since judged), error",
                 **asdict(retention.stats),
             )
+        integrations = CounterMetricFamily(
+            "queuescope_integration_actions",
+            "What each integration did, by action: workloads_created, started (a Job "
+            "unsuspended, a Pod's gate lifted), stopped (a Job suspended, a running Pod "
+            "deleted), released (a Pod's finalizer removed), errors",
+            labels=["integration", "action"],
+        )
+        for name, controller in self.runtime.integrations().items():
+            for action, value in asdict(controller.stats).items():
+                integrations.add_metric([name, action], value)
+        yield integrations
         yield GaugeMetricFamily(
             "queuescope_engine_idle",
             "1 while the engine has nothing to apply and no cycle to run",
@@ -343,8 +355,7 @@ async def run_cluster(
 
     rest = kube.main.rest
     assert rest is not None  # opened above
-    retention = RetentionPolicy.of(config_obj.object_retention_policies if config_obj else None)
-    runtime = _cluster_runtime(args, rest, engine, registry, retention)
+    runtime = _cluster_runtime(args, rest, engine, registry, config_obj)
 
     stopping = asyncio.Event()
     serving = EngineServing.build(args, engine, registry)
@@ -357,6 +368,7 @@ async def run_cluster(
             HealthCheck("authentication-config", lambda: delegated.config_loaded, READYZ_ONLY),
             HealthCheck("shutdown", lambda: not stopping.is_set(), READYZ_ONLY),
         ],
+        manage_pods=pods_enabled(config_obj),
     )
     reloader = CertificateReloader(
         cert_dir, listener, required_sans, interval=args.cert_reload_interval
@@ -427,10 +439,10 @@ def _cluster_runtime(
     rest: KubeRest,
     engine: Engine,
     registry: CollectorRegistry,
-    retention: RetentionPolicy | None,
+    config: Configuration | None,
 ) -> ClusterRuntime:
-    """The store, writers, Job integration and object retention, with leader election if
-    asked, and their metrics."""
+    """The store, writers, integrations (Jobs; Pods if the Configuration turns them on)
+    and object retention, with leader election if asked, and their metrics."""
     elector = None
     if args.leader_elect:
         pod = os.environ.get("POD_NAME") or socket.gethostname()
@@ -449,7 +461,8 @@ def _cluster_runtime(
             queue_status_interval=args.queue_status_interval,
             sweep_interval=args.status_sweep_interval,
             pending_window=args.pending_condition_window,
-            retention=retention,
+            retention=RetentionPolicy.of(config.object_retention_policies if config else None),
+            pods=pods_enabled(config),
         ),
     )
     registry.register(WriterCollector(runtime))

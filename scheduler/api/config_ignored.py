@@ -9,11 +9,10 @@ leaderElection, ...) are not listed: `serve`'s flags do their job.
 
 from __future__ import annotations
 
-from typing import Any, Final, NamedTuple
+from typing import Any, NamedTuple
 
 from scheduler.api.config import DISABLE_WAIT_FOR_PODS_READY, ProcessSettings
-
-JOB_FRAMEWORK: Final = "batch/job"  # the one integration queuescope has
+from scheduler.api.integrations import INTEGRATED, POD_FRAMEWORK, listed_frameworks
 
 
 class IgnoredSetting(NamedTuple):
@@ -46,16 +45,7 @@ def ignored_settings(cfg: ProcessSettings, *, cluster_mode: bool = False) -> lis
                         "only cluster mode deletes objects: here the manifest files own them",
                     )
                 )
-    integrations = _mapping(cfg.integrations)
-    others = [f for f in integrations.get("frameworks") or [] if f != JOB_FRAMEWORK]
-    others += list(integrations.get("externalFrameworks") or [])
-    if others:
-        found.append(
-            IgnoredSetting(
-                "integrations.frameworks",
-                f"only {JOB_FRAMEWORK} is integrated; not {', '.join(map(str, others))}",
-            )
-        )
+    found += _integrations(cfg, cluster_mode=cluster_mode)
     if cfg.admission_fair_sharing is not None:
         found.append(
             IgnoredSetting("admissionFairSharing", "admission fair sharing is not implemented")
@@ -69,6 +59,36 @@ def ignored_settings(cfg: ProcessSettings, *, cluster_mode: bool = False) -> lis
                 "featureGates",
                 f"the gates are fixed but {DISABLE_WAIT_FOR_PODS_READY}; not read: "
                 + ", ".join(gates),
+            )
+        )
+    return found
+
+
+def _integrations(cfg: ProcessSettings, *, cluster_mode: bool) -> list[IgnoredSetting]:
+    found: list[IgnoredSetting] = []
+    listed = listed_frameworks(cfg)
+    others = [f for f in listed if f not in INTEGRATED]
+    others += list(_mapping(cfg.integrations).get("externalFrameworks") or [])
+    if others:
+        found.append(
+            IgnoredSetting(
+                "integrations.frameworks",
+                f"only {' and '.join(INTEGRATED)} are integrated; "
+                f"not {', '.join(map(str, others))}",
+            )
+        )
+    if POD_FRAMEWORK in listed and not cluster_mode:
+        found.append(
+            IgnoredSetting(
+                "integrations.frameworks", f"{POD_FRAMEWORK}: Pods exist only in cluster mode"
+            )
+        )
+    if POD_FRAMEWORK in listed and cfg.managed_jobs_namespace_selector is not None:
+        found.append(
+            IgnoredSetting(
+                "managedJobsNamespaceSelector",
+                "for Pods the mutating webhook's namespaceSelector decides (kube-system and "
+                "queuescope-system left out); edit it there",
             )
         )
     return found

@@ -27,7 +27,7 @@ import typing
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import yaml
 from pydantic import ValidationError
@@ -69,6 +69,8 @@ __all__ = [
 STDIN = "-"
 STDIN_SOURCE = "<stdin>"
 YAML_SUFFIXES = (".yaml", ".yml")
+
+T = TypeVar("T", bound=TypedObject)
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,6 +179,24 @@ def decode_object(
     obj = _validated(model, prepared, who, validate_object)
     set_source(obj, SourceRef(source, index, item) if source else None)
     return cast(ApiObject, obj)
+
+
+def decode_as(model: type[T], data: Mapping[str, Any], *, source: str = "") -> T:
+    """`data` validated as `model`: a kind outside the API layer's table, read only by an
+    integration (a Pod); ApiError otherwise."""
+    name, namespace = _identity(data)
+    who: dict[str, Any] = {
+        "kind": str(data.get("kind", "")),
+        "name": name,
+        "namespace": namespace,
+        "source": source,
+        "index": None,
+        "item": None,
+    }
+    prepared = _place_namespace(model, _prune_nulls(dict(data)))
+    obj = _validated(model, prepared, who, validate_object)
+    set_source(obj, SourceRef(source, None, None) if source else None)
+    return cast(T, obj)
 
 
 def _validated(

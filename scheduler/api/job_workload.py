@@ -1,17 +1,14 @@
 """The Workload that Kueue's Job integration creates for a batch/v1 Job
 (docs/scheduling.md#priority-resolution).
 
-Naming: Kueue names the Workload `job-<job name>-<5 hex digits of a hash>`; the hash
-only has to be stable and to tell apart Jobs that reuse a name. Ours is the first 5
-hex digits of SHA-1 over "batch/v1\\nJob\\n<name>\\n<uid>", and the prefix is cut so
-the name stays within 253 characters. When the Job has no uid (a hand-written
-manifest), a deterministic UUID-5 of "batch/v1/Job/<namespace>/<name>" stands in, so
-the `kueue.x-k8s.io/job-uid` label and the name are reproducible across runs.
+Naming: Kueue's rule (`scheduler.api.workload_names`), `job-<job name>-<5 hex digits>`.
+When the Job has no uid (a hand-written manifest), a deterministic UUID-5 of
+"batch/v1/Job/<namespace>/<name>" stands in, so the `kueue.x-k8s.io/job-uid` label and
+the name are reproducible across runs.
 """
 
 from __future__ import annotations
 
-import hashlib
 import uuid
 from collections.abc import Mapping
 
@@ -23,7 +20,8 @@ from scheduler.api.job import (
     QUEUE_NAME_LABEL,
     Job,
 )
-from scheduler.api.meta import ObjectMeta
+from scheduler.api.meta import ObjectMeta, controller_reference
+from scheduler.api.plain_pod import Pod
 from scheduler.api.priority import PriorityClass, WorkloadPriorityClass
 from scheduler.api.source import set_source, source_of
 from scheduler.api.workload import (
@@ -34,6 +32,7 @@ from scheduler.api.workload import (
     Workload,
     WorkloadSpec,
 )
+from scheduler.api.workload_names import workload_name
 
 __all__ = [
     "ResolvedPriority",
@@ -42,9 +41,6 @@ __all__ = [
     "job_workload_name",
     "resolve_priority",
 ]
-
-_MAX_NAME = 253
-_HASH_LENGTH = 5
 
 
 def job_uid(job: Job) -> str:
@@ -55,16 +51,14 @@ def job_uid(job: Job) -> str:
 
 
 def job_workload_name(job_name: str, uid: str) -> str:
-    digest = hashlib.sha1(f"batch/v1\nJob\n{job_name}\n{uid}".encode(), usedforsecurity=False)
-    prefix = f"job-{job_name}"[: _MAX_NAME - _HASH_LENGTH - 1]
-    return f"{prefix}-{digest.hexdigest()[:_HASH_LENGTH]}"
+    return workload_name("Job", "batch", job_name, uid)
 
 
 ResolvedPriority = tuple[int, str, PriorityClassSource]
 """(priority, priorityClassName, priorityClassSource)."""
 
 
-def _error(job: Job, path: str, detail: str) -> ApiError:
+def _error(job: Job | Pod, path: str, detail: str) -> ApiError:
     ref = source_of(job)
     return ApiError(
         detail,
@@ -72,14 +66,14 @@ def _error(job: Job, path: str, detail: str) -> ApiError:
         source=ref.source if ref else "",
         index=ref.index if ref else None,
         item=ref.item if ref else None,
-        kind="Job",
+        kind=job.kind,
         name=job.metadata.name,
         namespace=job.metadata.namespace,
     )
 
 
 def resolve_priority(
-    job: Job,
+    job: Job | Pod,
     workload_priority_classes: Mapping[str, WorkloadPriorityClass],
     priority_classes: Mapping[str, PriorityClass],
 ) -> ResolvedPriority:
@@ -95,14 +89,17 @@ def resolve_priority(
                 f'WorkloadPriorityClass "{wpc_name}" not found',
             )
         return wpc.value, wpc_name, WORKLOAD_PRIORITY_CLASS_SOURCE
-    # A Job has a single pod set, so "the first pod set naming a class" is its template.
-    pc_name = job.spec.template.spec.priority_class_name
+    # A Job (or a Pod) has a single pod set, so "the first pod set naming a class" is
+    # its template (its spec).
+    if isinstance(job, Job):
+        pc_name, pc_path = job.spec.template.spec.priority_class_name, "spec.template.spec"
+    else:
+        pc_name, pc_path = job.spec.priority_class_name, "spec"
     if pc_name:
         pc = priority_classes.get(pc_name)
         if pc is None:
-            raise _error(
-                job, "spec.template.spec.priorityClassName", f'PriorityClass "{pc_name}" not found'
-            )
+            detail = f'PriorityClass "{pc_name}" not found'
+            raise _error(job, f"{pc_path}.priorityClassName", detail)
         return pc.value, pc_name, POD_PRIORITY_CLASS_SOURCE
     defaults = [pc for pc in priority_classes.values() if pc.global_default]
     if defaults:
@@ -148,14 +145,7 @@ def job_to_workload(
         job, workload_priority_classes, priority_classes
     )
     meta = job.metadata
-    owner = {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "name": meta.name,
-        "uid": uid,
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
+    owner = controller_reference("batch/v1", "Job", meta.name, uid)
     workload = Workload(
         metadata=ObjectMeta(
             name=job_workload_name(meta.name, uid),

@@ -11,14 +11,16 @@ model's own JSON schema; what remains is validated exactly as a manifest would b
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, TypeVar
 
 from scheduler.api.base import TypedObject
-from scheduler.api.decode import decode_object
+from scheduler.api.decode import decode_as, decode_object
 from scheduler.api.kinds import KINDS, ApiObject
 
 Json = dict[str, Any]
 Schema = dict[str, Any]
+
+T = TypeVar("T", bound=TypedObject)
 
 
 @functools.cache
@@ -90,3 +92,10 @@ def decode_live(data: Json, *, source: str) -> ApiObject:
         schema = _schema(model)
         data = prune(data, schema, schema.get("$defs", {}))
     return decode_object(data, source=source)
+
+
+def decode_live_as(model: type[T], data: Json, *, source: str) -> T:
+    """An object of a kind outside the API layer's table (a Pod an integration reads),
+    pruned and validated the same way; ApiError if it cannot be used."""
+    schema = _schema(model)
+    return decode_as(model, prune(data, schema, schema.get("$defs", {})), source=source)

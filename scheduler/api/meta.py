@@ -104,3 +104,17 @@ __all__ = [
     "condition_is_true",
     "find_condition",
 ]
+
+
+def controller_reference(api_version: str, kind: str, name: str, uid: str) -> dict[str, Any]:
+    """The owner reference an integration puts on the Workload it makes for an object:
+    that object is its controller, and blocks the Workload's deletion by the garbage
+    collector until it is gone."""
+    return {
+        "apiVersion": api_version,
+        "kind": kind,
+        "name": name,
+        "uid": uid,
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }

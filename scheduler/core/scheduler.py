@@ -507,14 +507,19 @@ class Scheduler:
         )
 
     # ----------------------------------------------------------------- signals
-    def finish(self, key: str, *, failed: bool = False) -> bool:
+    def finish(
+        self, key: str, *, failed: bool = False, reason: str = "", message: str = ""
+    ) -> bool:
+        """The workload's job ended; the Finished condition says `reason` and `message`
+        (by default the Job integration's words for success or failure)."""
         wl = self._workloads.get(key)
         if wl is None or wl.finished:
             return False
         now = self.now()
-        reason, message = (
-            ("Failed", "Job failed") if failed else ("Succeeded", "Job finished successfully")
-        )
+        if not reason:
+            reason, message = (
+                ("Failed", "Job failed") if failed else ("Succeeded", "Job finished successfully")
+            )
         wl.conditions.set(FINISHED, "True", reason, message, now)
         wl.finished = True
         cq = self.release_quota(wl)

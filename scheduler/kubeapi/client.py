@@ -36,6 +36,7 @@ DEFAULT_TIMEOUT: Final = 30.0
 CONNECT_TIMEOUT: Final = 10.0
 JSON: Final = "application/json"
 MERGE_PATCH: Final = "application/merge-patch+json"
+STRATEGIC_MERGE_PATCH: Final = "application/strategic-merge-patch+json"
 
 Query = Mapping[str, str] | Sequence[tuple[str, str]]
 # "Re-read your token now": awaited after a 401 before the one retry.
@@ -214,6 +215,13 @@ class KubeRest:
 
     async def merge_patch(self, path: str, patch: Json) -> Json:
         return await self.request(Call("PATCH", path, body=patch, content_type=MERGE_PATCH))
+
+    async def strategic_merge_patch(self, path: str, patch: Json) -> Json:
+        """A strategic merge patch (built-in kinds only): lists merge by their keys, so a
+        Pod condition is added beside the kubelet's instead of replacing them."""
+        return await self.request(
+            Call("PATCH", path, body=patch, content_type=STRATEGIC_MERGE_PATCH)
+        )
 
     async def delete(self, path: str, options: Json | None = None) -> Json:
         """`options`: a DeleteOptions body (propagation policy, preconditions)."""

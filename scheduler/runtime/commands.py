@@ -37,6 +37,10 @@ class Finish:
 
     key: str  # namespace/name
     failed: bool = False
+    # The Finished condition's reason and message; "" for the Job integration's
+    # (Succeeded / Failed with their messages).
+    reason: str = ""
+    message: str = ""
 
 
 @dataclass(frozen=True, slots=True)

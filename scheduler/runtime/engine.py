@@ -430,7 +430,12 @@ class Engine:
         """A signal about one workload: it finished, its pods are ready, (de)activated."""
         s = self.scheduler
         if isinstance(command, Finish):
-            s.finish(command.key, failed=command.failed)
+            s.finish(
+                command.key,
+                failed=command.failed,
+                reason=command.reason,
+                message=command.message,
+            )
         elif isinstance(command, PodsReady):
             s.pods_ready(command.key)
         elif isinstance(command, SetActive):

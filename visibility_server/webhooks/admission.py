@@ -1,7 +1,9 @@
 """The admission webhooks' endpoints: AdmissionReview in, AdmissionReview out.
 
-    POST /validate      every kind the API layer knows (Kueue's kinds, batch/v1 Jobs)
+    POST /validate      every kind the API layer knows (Kueue's kinds, batch/v1 Jobs), and
+                        v1 Pods with the `pod` integration on
     POST /mutate-job    batch/v1 Jobs: suspended (and the `default` LocalQueue) on create
+    POST /mutate-pod    v1 Pods: held behind the admission gate on create (`pod` integration)
 
 What each answer means (docs/operations.md, "Admission webhooks"):
 
@@ -10,8 +12,8 @@ What each answer means (docs/operations.md, "Admission webhooks"):
   never an allowed response.
 * Before the initial sync, a decision that needs the LocalQueues is a 503 `Status`: a
   failed call too, never a guess.
-* Otherwise 200 with the review's response: allowed (for /mutate-job with a JSONPatch), or
-  denied with the broken rules.
+* Otherwise 200 with the review's response: allowed (for the /mutate-* paths with a
+  JSONPatch), or denied with the broken rules.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from visibility_server.webhooks.default_queue import (
     default_queue_lookup,
 )
 from visibility_server.webhooks.envelope import MalformedReviewError
-from visibility_server.webhooks.mutating import NotAJobError, job_patch
+from visibility_server.webhooks.mutating import WrongKindError, job_patch, pod_patch
 from visibility_server.webhooks.review import parse_review
 from visibility_server.webhooks.validating import validate_request
 
@@ -37,17 +39,18 @@ log = logging.getLogger(__name__)
 
 VALIDATE_PATH: Final = "/validate"
 MUTATE_JOB_PATH: Final = "/mutate-job"
+MUTATE_POD_PATH: Final = "/mutate-pod"
 # An UPDATE review holds two objects, each at most kube-apiserver's 3 MiB request limit.
 MAX_BODY_BYTES: Final = 16 * 1024 * 1024
 
 
-def validate_answer(body: bytes, default_queue: DefaultQueueLookup) -> Answer:
+def validate_answer(body: bytes, default_queue: DefaultQueueLookup, *, pods: bool) -> Answer:
     try:
         request = parse_review(body)
     except MalformedReviewError as err:
         return responses.malformed(str(err))
     try:
-        verdict = validate_request(request, default_queue)
+        verdict = validate_request(request, default_queue, pods=pods)
     except NotSyncedError as err:
         return responses.not_ready(f"cannot validate yet: {err}")
     if verdict.errors:
@@ -67,18 +70,31 @@ def mutate_job_answer(body: bytes, default_queue: DefaultQueueLookup) -> Answer:
     try:
         request = parse_review(body)
         patch = job_patch(request, default_queue)
-    except (MalformedReviewError, NotAJobError) as err:
+    except (MalformedReviewError, WrongKindError) as err:
         return responses.malformed(str(err))
     except NotSyncedError as err:
         return responses.not_ready(f"cannot default the LocalQueue yet: {err}")
     return responses.allowed(request.uid, patch)
 
 
+def mutate_pod_answer(body: bytes, *, pods: bool) -> Answer:
+    try:
+        request = parse_review(body)
+        patch = pod_patch(request, enabled=pods)
+    except (MalformedReviewError, WrongKindError) as err:
+        return responses.malformed(str(err))
+    return responses.allowed(request.uid, patch)
+
+
 def answers(
-    snapshot: Callable[[], Snapshot],
+    snapshot: Callable[[], Snapshot], *, pods: bool = False
 ) -> dict[str, Callable[[bytes], Answer]]:
-    """Path → the body's answer, each reading the snapshot current when called."""
+    """Path → the body's answer, each reading the snapshot current when called; `pods`:
+    the `pod` integration is on (docs/cluster.md#plain-pods)."""
     return {
-        VALIDATE_PATH: lambda body: validate_answer(body, default_queue_lookup(snapshot())),
+        VALIDATE_PATH: lambda body: validate_answer(
+            body, default_queue_lookup(snapshot()), pods=pods
+        ),
         MUTATE_JOB_PATH: lambda body: mutate_job_answer(body, default_queue_lookup(snapshot())),
+        MUTATE_POD_PATH: lambda body: mutate_pod_answer(body, pods=pods),
     }

@@ -12,12 +12,12 @@ WEBHOOK_CONFIGURATIONS: Final = (
     (
         "MutatingWebhookConfiguration",
         "queuescope-mutating",
-        ("mjob.queuescope.io", "mjob-default-queue.queuescope.io"),
+        ("mjob.queuescope.io", "mjob-default-queue.queuescope.io", "mpod.queuescope.io"),
     ),
     (
         "ValidatingWebhookConfiguration",
         "queuescope-validating",
-        ("vkueue.queuescope.io", "vjob.queuescope.io"),
+        ("vkueue.queuescope.io", "vjob.queuescope.io", "vpod.queuescope.io"),
     ),
 )
 ADMISSION_API_VERSION: Final = "admissionregistration.k8s.io/v1"

@@ -19,6 +19,7 @@ from visibility_server.http.routers.table import RouteTable
 from visibility_server.webhooks.admission import (
     MAX_BODY_BYTES,
     MUTATE_JOB_PATH,
+    MUTATE_POD_PATH,
     VALIDATE_PATH,
     answers,
 )
@@ -30,6 +31,7 @@ _LABELS = {
     CONVERSION_PATH: ("conversion", "v1"),
     VALIDATE_PATH: ("validating-webhook", "v1"),
     MUTATE_JOB_PATH: ("mutating-webhook", "v1"),
+    MUTATE_POD_PATH: ("mutating-webhook-pod", "v1"),
 }
 
 
@@ -57,10 +59,13 @@ class _AdmissionEndpoint:
         )
 
 
-def webhook_routes(table: RouteTable, snapshot: Callable[[], Snapshot]) -> frozenset[str]:
+def webhook_routes(
+    table: RouteTable, snapshot: Callable[[], Snapshot], *, pods: bool = False
+) -> frozenset[str]:
     """Add the webhook routes with their metric labels; return the paths that are open.
-    Every method reaches them: they answer 405 themselves."""
+    Every method reaches them: they answer 405 themselves. `pods`: the `pod` integration
+    is on (otherwise its paths allow every Pod unchanged)."""
     table.add(CONVERSION_PATH, _ConversionEndpoint(), *_LABELS[CONVERSION_PATH], methods=None)
-    for path, answer_for in answers(snapshot).items():
+    for path, answer_for in answers(snapshot, pods=pods).items():
         table.add(path, _AdmissionEndpoint(path, answer_for), *_LABELS[path], methods=None)
     return frozenset(_LABELS)

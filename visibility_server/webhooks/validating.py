@@ -27,6 +27,7 @@ from scheduler.api.foreign import decode_foreign, foreign_update_errors, is_fore
 from scheduler.api.job import Job
 from scheduler.api.kinds import KINDS
 from scheduler.api.live import decode_live
+from scheduler.api.pod_admission import is_managed, pod_errors, pod_update_errors
 from scheduler.api.validation import validate_update
 from scheduler.api.versions import KUEUE_GROUP
 from visibility_server.webhooks.default_queue import DefaultQueueLookup
@@ -41,12 +42,17 @@ class Verdict:
     warnings: list[str] = field(default_factory=list)
 
 
-def validate_request(request: AdmissionRequest, default_queue: DefaultQueueLookup) -> Verdict:
+def validate_request(
+    request: AdmissionRequest, default_queue: DefaultQueueLookup, *, pods: bool = False
+) -> Verdict:
     """The broken rules of a CREATE or UPDATE (empty: allowed). NotSyncedError when a
-    Job rule needs the LocalQueues before the server has read them."""
+    Job rule needs the LocalQueues before the server has read them. `pods`: the `pod`
+    integration is on (otherwise a Pod is always allowed, as by Kueue's webhook then)."""
     kind = request.kind
     if request.operation not in ("CREATE", "UPDATE") or request.sub_resource:
         return Verdict()
+    if (kind.api_version, kind.kind) == ("v1", "Pod"):
+        return _pod_verdict(request) if pods else Verdict()
     if is_foreign(kind.api_version, kind.kind):
         return _verdict(request, decode_foreign, foreign_update_errors)
     if (kind.api_version, kind.kind) not in KINDS:
@@ -81,6 +87,18 @@ def _verdict(
         log.info("admission %s: the old object does not decode (%s)", request.uid, err)
         return Verdict()
     return Verdict(errors=update_errors(old, new))
+
+
+def _pod_verdict(request: AdmissionRequest) -> Verdict:
+    """Kueue's rules for a Pod it manages (docs/cluster.md#plain-pods); others pass."""
+    new, old = request.new, request.old_object
+    if old is not None and _being_deleted(old):
+        return Verdict()
+    if old is not None and request.operation == "UPDATE":
+        if not (is_managed(old) or is_managed(new)):
+            return Verdict()
+        return Verdict(errors=pod_update_errors(old, new))
+    return Verdict(errors=pod_errors(new) if is_managed(new) else [])
 
 
 def _being_deleted(obj: Mapping[str, Any]) -> bool:

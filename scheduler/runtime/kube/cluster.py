@@ -18,14 +18,18 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from scheduler.api.integrations import JOB_FRAMEWORK, POD_FRAMEWORK
 from scheduler.kubeapi.client import KubeRest
 from scheduler.runtime.engine import Engine
 from scheduler.runtime.kube.events import EventRecorder
 from scheduler.runtime.kube.heap import release_free_heap
+from scheduler.runtime.kube.integration import Integration
 from scheduler.runtime.kube.jobs import JobController
 from scheduler.runtime.kube.leader import LeaderElector
 from scheduler.runtime.kube.leader_io import LeaderIO
+from scheduler.runtime.kube.pods import PodController
 from scheduler.runtime.kube.ratelimit import TokenBucket
+from scheduler.runtime.kube.resources import PODS, WATCHED
 from scheduler.runtime.kube.retention import RetentionController, RetentionPolicy
 from scheduler.runtime.kube.status_writer import (
     PENDING_WINDOW,
@@ -51,7 +55,8 @@ class WriteSettings:
     """How the leader writes (docs/operations.md, the flag table): its token bucket, the
     ClusterQueue and LocalQueue status cadence (None: the writer's own), the Workload
     status sweep, and how many queued Workloads per ClusterQueue get a pending
-    condition; and what it deletes (a Configuration's objectRetentionPolicies)."""
+    condition; what it deletes (a Configuration's objectRetentionPolicies); and whether
+    it runs the `pod` integration besides the Job one."""
 
     qps: float = 50.0
     burst: int = 100
@@ -59,6 +64,8 @@ class WriteSettings:
     sweep_interval: float = 60.0
     pending_window: int = PENDING_WINDOW
     retention: RetentionPolicy | None = None
+    # The `pod` integration (a Configuration's integrations.frameworks; docs/cluster.md#plain-pods).
+    pods: bool = False
 
 
 class ClusterRuntime:
@@ -78,13 +85,14 @@ class ClusterRuntime:
         self.engine = engine
         self.elector = elector
         engine.set_scheduling(False)
-        self.store = KubeStore(rest, engine)
+        self.store = KubeStore(rest, engine, resources=(*WATCHED, PODS) if writes.pods else WATCHED)
         self.limiter = TokenBucket(writes.qps, writes.burst)
         # Events name the replica that wrote them (docs/cluster.md#events).
         instance = elector.identity if elector is not None else socket.gethostname()
         self.events = EventRecorder(rest, instance)
         io = LeaderIO(rest, engine, self.store, self.limiter, self.events)
         self.jobs = JobController(io)
+        self.pods = PodController(io) if writes.pods else None
         self.workload_writer = WorkloadStatusWriter(
             io,
             WorkloadWriteSettings(
@@ -98,6 +106,13 @@ class ClusterRuntime:
         self._leader_tasks: list[asyncio.Task[Any]] = []
         self._campaign: asyncio.Task[None] | None = None
         self._closing = False
+
+    def integrations(self) -> dict[str, Integration]:
+        """The integrations running, by their Configuration names."""
+        running: dict[str, Integration] = {JOB_FRAMEWORK: self.jobs}
+        if self.pods is not None:
+            running[POD_FRAMEWORK] = self.pods
+        return running
 
     @property
     def leading(self) -> bool:
@@ -140,6 +155,8 @@ class ClusterRuntime:
             asyncio.create_task(self.queue_writer.run(), name="queue-status"),
             asyncio.create_task(self.events.run(), name="events"),
         ]
+        if self.pods is not None:
+            self._leader_tasks.append(asyncio.create_task(self.pods.run(), name="pod-integration"))
         if self.retention is not None:
             self._leader_tasks.append(
                 asyncio.create_task(self.retention.run(), name="object-retention")

@@ -15,43 +15,35 @@ crash could lose. Signals go to the engine as commands. Only the leader runs it.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
 
-from scheduler.api import Job, PriorityClass, WorkloadPriorityClass
-from scheduler.api.decode import ApiError
+from scheduler.api import Job
 from scheduler.api.job import QUEUE_NAME_LABEL
 from scheduler.api.job_workload import job_to_workload
+from scheduler.api.workload import Workload
 from scheduler.kubeapi.errors import Json, KubeError
 from scheduler.runtime.commands import Finish, PodsReady
 from scheduler.runtime.kube.decode import decode_live
-from scheduler.runtime.kube.events import Event, Regarding
+from scheduler.runtime.kube.events import Event
+from scheduler.runtime.kube.integration import Integration, reference
 from scheduler.runtime.kube.leader_io import LeaderIO
-from scheduler.runtime.kube.records import EMPTY_TEMPLATE, Cached, WorkloadRecord
+from scheduler.runtime.kube.placement import (
+    CheckUpdates,
+    UpdateConflictError,
+    check_updates,
+    flavor_placement,
+    map_patch,
+)
+from scheduler.runtime.kube.priorities import PriorityClasses, priority_classes
+from scheduler.runtime.kube.records import EMPTY_TEMPLATE, WorkloadRecord
 from scheduler.runtime.kube.resources import (
     JOBS,
-    PRIORITY_CLASSES,
-    RESOURCE_FLAVORS,
-    WORKLOAD_PRIORITY_CLASSES,
     WORKLOADS,
-    Resource,
-    object_key,
 )
 
 log = logging.getLogger(__name__)
 
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
-
-
-@dataclass(slots=True)
-class JobStats:
-    workloads_created: int = 0
-    suspended: int = 0
-    unsuspended: int = 0
-    errors: int = 0
 
 
 def _condition(obj: Json, type_: str) -> Json | None:
@@ -75,12 +67,6 @@ def _job_finished(job: Json) -> tuple[bool, bool]:
     return False, False
 
 
-def _job_ref(job: Json) -> Regarding:
-    meta = job.get("metadata") or {}
-    namespace, name = str(meta.get("namespace", "")), str(meta.get("name", ""))
-    return Regarding.of(JOBS, namespace, name, str(meta.get("uid", "")))
-
-
 def _pod_spec(obj: Json) -> Json:
     return ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
 
@@ -89,121 +75,14 @@ def _template_meta(obj: Json) -> Json:
     return ((obj.get("spec") or {}).get("template") or {}).get("metadata") or {}
 
 
-@dataclass(slots=True)
-class CheckUpdates:
-    """What the admission checks of a Workload ask its pods to get (their
-    `podSetUpdates` for the Job's pod set), merged."""
-
-    labels: dict[str, str]
-    annotations: dict[str, str]
-    node_selector: dict[str, str]
-    tolerations: list[Json]
-
-
-class UpdateConflictError(Exception):
-    """A check's pod set update sets a key the template already sets differently."""
-
-
-def _merge_key(into: dict[str, str], field: str, key: str, value: str, check: str) -> None:
-    if into.get(key, value) != value:
-        raise UpdateConflictError(
-            f'admission check "{check}" sets {field}[{key}] to "{value}", '
-            f'the pod template has "{into[key]}"'
-        )
-    into[key] = value
-
-
-def check_updates(pod_set: str, check_states: Sequence[Json], base: CheckUpdates) -> CheckUpdates:
-    """`base` (the template's labels, annotations, node selector and tolerations) with
-    every admission check's `podSetUpdates` for pod set `pod_set` (a Job has one) merged
-    in, in check order: a key set to another value than the template's (or another
-    check's) is a conflict (UpdateConflictError), as in Kueue."""
-    merged = CheckUpdates(
-        labels=dict(base.labels),
-        annotations=dict(base.annotations),
-        node_selector=dict(base.node_selector),
-        tolerations=list(base.tolerations),
-    )
-    for check in check_states:
-        for update in check.get("podSetUpdates") or []:
-            if update.get("name") != pod_set:
-                continue
-            for field, into in (
-                ("labels", merged.labels),
-                ("annotations", merged.annotations),
-                ("nodeSelector", merged.node_selector),
-            ):
-                for key, value in (update.get(field) or {}).items():
-                    _merge_key(into, field, key, value, str(check.get("name", "")))
-            for toleration in update.get("tolerations") or []:
-                if toleration not in merged.tolerations:
-                    merged.tolerations.append(toleration)
-    return merged
-
-
-def _map_patch(current: dict[str, str], wanted: dict[str, str]) -> dict[str, str | None]:
-    """A merge patch turning map `current` into `wanted` (keys to drop set to null)."""
-    patch: dict[str, str | None] = {k: None for k in current if k not in wanted}
-    patch.update({k: v for k, v in wanted.items() if current.get(k) != v})
-    return patch
-
-
-class JobController:
+class JobController(Integration):
     def __init__(self, io: LeaderIO, *, retry_delay: float = 1.0) -> None:
-        self.io = io
-        self.retry_delay = retry_delay
-        self.stats = JobStats()
-        self._queue: asyncio.Queue[str] = asyncio.Queue()
-        self._queued: set[str] = set()
-        self._by_job_uid: dict[str, str] = {}  # job uid -> workload key
-        io.store.subscribe(self.on_change)
+        super().__init__(io, JOBS, retry_delay=retry_delay)
 
-    # -- events ----------------------------------------------------------------------
-    def on_change(self, resource: Resource, new: Cached | None, old: Cached | None) -> None:
-        obj = new if new is not None else old
-        if obj is None:
-            return
-        if isinstance(obj, WorkloadRecord):
-            self._on_workload(obj, deleted=new is None)
-        elif resource.kind == JOBS.kind:
-            self.enqueue(object_key(obj))
-        elif resource.kind in (WORKLOAD_PRIORITY_CLASSES.kind, PRIORITY_CLASSES.kind):
-            # A Job naming a class that did not exist yet got no Workload: try again.
-            for job in self.io.store.items(JOBS):
-                if str((job.get("metadata") or {}).get("uid", "")) not in self._by_job_uid:
-                    self.enqueue(object_key(job))
-
-    def _on_workload(self, record: WorkloadRecord, *, deleted: bool) -> None:
-        uid = record.job_uid
-        job = record.owner(JOBS)
-        if job is not None:
-            uid = uid or job.uid
-            self.enqueue(f"{record.namespace}/{job.name}")
-        if uid:
-            if deleted:
-                self._by_job_uid.pop(uid, None)
-            else:
-                self._by_job_uid[uid] = record.key
-
-    def enqueue(self, key: str) -> None:
-        if key not in self._queued:
-            self._queued.add(key)
-            self._queue.put_nowait(key)
-
-    async def run(self) -> None:
-        """Reconcile until cancelled; every known Job once at the start."""
-        for job in self.io.store.items(JOBS):
-            self.enqueue(object_key(job))
-        while True:
-            key = await self._queue.get()
-            self._queued.discard(key)
-            try:
-                await self.reconcile(key)
-            except KubeError as err:
-                self.stats.errors += 1
-                if err.status != 409:
-                    log.warning("event=job-reconcile-failed job=%s error=%s", key, err)
-                asyncio.get_running_loop().call_later(self.retry_delay, self.enqueue, key)
+    def make_workload(self, obj: Json) -> Workload:
+        job = decode_live(obj, source="batch/v1/jobs")
+        assert isinstance(job, Job)
+        return job_to_workload(job, *priority_classes(self.io.store))
 
     # -- reconcile -------------------------------------------------------------------
     async def reconcile(self, key: str) -> None:
@@ -215,9 +94,7 @@ class JobController:
         labels = (job.get("metadata") or {}).get("labels") or {}
         if QUEUE_NAME_LABEL not in labels:
             return
-        uid = str((job.get("metadata") or {}).get("uid", ""))
-        wl_key = self._by_job_uid.get(uid)
-        workload = self.io.store.workload(wl_key) if wl_key else None
+        workload = self.workload_of(job)
         suspended = bool((job.get("spec") or {}).get("suspend", False))
         finished, failed = _job_finished(job)
         if workload is None:
@@ -225,7 +102,7 @@ class JobController:
                 return
             if not suspended:
                 await self._set_suspended(job, True, None, why="missing workload")
-            await self._create_workload(namespace, name)
+            await self.create_workload(namespace, name)
             return
         wl_key = workload.key
         core = self.io.engine.scheduler.workload(wl_key)
@@ -259,76 +136,9 @@ class JobController:
         ready = int(status.get("ready") or 0) + int(status.get("succeeded") or 0)
         return ready >= int(parallelism if parallelism is not None else 1)
 
-    async def _create_workload(self, namespace: str, name: str) -> None:
-        """Make the Job's Workload from the whole Job, read here: the cache keeps a slim
-        one (`records.slim_job`) without the pod template's containers."""
-        try:
-            job_raw = await self.io.rest.get(JOBS.item(name, namespace))
-        except KubeError as err:
-            if err.status != 404:  # deleted meanwhile: the watch says so
-                raise
-            return
-        try:
-            job = decode_live(job_raw, source="batch/v1/jobs")
-            assert isinstance(job, Job)
-            workload = job_to_workload(job, self._wpcs(), self._pcs())
-        except ApiError as err:
-            self.stats.errors += 1
-            log.error("event=job-rejected job=%s error=%s", object_key(job_raw), err)
-            return
-        body = workload.to_dict()
-        body.pop("status", None)
-        meta = body["metadata"]
-        meta.pop("creationTimestamp", None)
-        await self.io.limiter.acquire()
-        try:
-            created = await self.io.rest.create(WORKLOADS.collection(meta["namespace"]), body)
-        except KubeError as err:
-            if err.status != 409:  # AlreadyExists: the watch has not shown it yet
-                raise
-            return
-        self.stats.workloads_created += 1
-        self.io.store.observe(WORKLOADS, created)
-        self.io.record(
-            Event(_job_ref(job_raw), "CreatedWorkload", f"Created Workload: {object_key(created)}")
-        )
-
-    def priority_classes(
-        self,
-    ) -> tuple[dict[str, WorkloadPriorityClass], dict[str, PriorityClass]]:
+    def priority_classes(self) -> PriorityClasses:
         """The priority classes a Job's priority resolves with (the what-if dry run too)."""
-        return self._wpcs(), self._pcs()
-
-    def _wpcs(self) -> dict[str, WorkloadPriorityClass]:
-        return self._decoded(WORKLOAD_PRIORITY_CLASSES, WorkloadPriorityClass)
-
-    def _pcs(self) -> dict[str, PriorityClass]:
-        return self._decoded(PRIORITY_CLASSES, PriorityClass)
-
-    def _decoded(self, resource: Resource, model: type[Any]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for raw in self.io.store.items(resource):
-            try:
-                obj = decode_live(raw, source=resource.plural)
-            except ApiError:
-                continue
-            if isinstance(obj, model):
-                out[obj.metadata.name] = obj
-        return out
-
-    def _flavor_placement(self, workload: WorkloadRecord) -> tuple[dict[str, str], list[Json]]:
-        """Node labels and tolerations of every flavor assigned to the Workload."""
-        labels: dict[str, str] = {}
-        tolerations: list[Json] = []
-        for assignment in (workload.status or {}).get("admission", {}).get("podSetAssignments", []):
-            for flavor in sorted(set((assignment.get("flavors") or {}).values())):
-                rf = self.io.store.get(RESOURCE_FLAVORS, flavor) or {}
-                spec = rf.get("spec") or {}
-                labels.update(spec.get("nodeLabels") or {})
-                for t in spec.get("tolerations") or []:
-                    if t not in tolerations:
-                        tolerations.append(t)
-        return labels, tolerations
+        return priority_classes(self.io.store)
 
     async def _set_suspended(
         self, job: Json, suspend: bool, workload: WorkloadRecord | None, *, why: str = ""
@@ -347,7 +157,7 @@ class JobController:
             if suspend:
                 selector, tolerations = base_selector, base_tolerations
             else:
-                extra_labels, extra_tolerations = self._flavor_placement(workload)
+                extra_labels, extra_tolerations = flavor_placement(self.io.store, workload)
                 placed = {**base_selector, **extra_labels}
                 placed_tolerations = base_tolerations + [
                     t for t in extra_tolerations if t not in base_tolerations
@@ -371,7 +181,7 @@ class JobController:
                 selector, tolerations = updates.node_selector, updates.tolerations
                 labels, annotations = updates.labels, updates.annotations
             # A merge patch merges maps: keys to drop are set to null.
-            selector_patch = _map_patch(current_selector, selector)
+            selector_patch = map_patch(current_selector, selector)
             selector_patch.update(selector)
             template_patch = {"spec": {"nodeSelector": selector_patch or None}}
             if tolerations != list(pod.get("tolerations") or []):
@@ -380,7 +190,7 @@ class JobController:
             for field, wanted in (("labels", labels), ("annotations", annotations)):
                 current: dict[str, str] = dict(_template_meta(job).get(field) or {})
                 if current != wanted:
-                    meta_patch[field] = _map_patch(current, wanted)
+                    meta_patch[field] = map_patch(current, wanted)
             if meta_patch:
                 template_patch["metadata"] = meta_patch
         meta = job["metadata"]
@@ -408,14 +218,14 @@ class JobController:
             meta.get("name"),
         )
         if not suspended:
-            self.stats.unsuspended += 1
+            self.stats.started += 1
             admission = ((workload.status if workload else None) or {}).get("admission") or {}
             note = f"Admitted by clusterQueue {admission.get('clusterQueue', '')}"
-            self.io.record(Event(_job_ref(after), "Started", note))
+            self.io.record(Event(reference(JOBS, after), "Started", note))
             return
-        self.stats.suspended += 1
+        self.stats.stopped += 1
         if not (before.get("spec") or {}).get("suspend"):
-            self.io.record(Event(_job_ref(after), "Stopped", why))
+            self.io.record(Event(reference(JOBS, after), "Stopped", why))
 
     async def _clear_start_time(self, job: Json) -> Json:
         """Reset a suspended Job's `status.startTime`: kube-apiserver lets the node

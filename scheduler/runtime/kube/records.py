@@ -31,6 +31,7 @@ from scheduler.kubeapi.errors import Json
 from scheduler.runtime.kube.normalize import normalized
 from scheduler.runtime.kube.resources import (
     JOBS,
+    PODS,
     WORKLOADS,
     Resource,
     object_key,
@@ -237,6 +238,31 @@ def _non_empty(**parts: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in parts.items() if v}
 
 
+def _slim_status(obj: Json, fields: tuple[str, ...], conditions: frozenset[str]) -> Json:
+    """Of `obj`'s status, `fields` and the conditions of the types `conditions`."""
+    status = _dict(obj.get("status"))
+    slim = _picked(status, fields)
+    kept = [
+        c
+        for c in status.get("conditions") or []
+        if isinstance(c, dict) and c.get("type") in conditions
+    ]
+    if kept:
+        slim["conditions"] = kept
+    return slim
+
+
+def _slim(obj: Json, resource: Resource, meta: tuple[str, ...], spec: Json, status: Json) -> Json:
+    """A slim object of `resource`'s shape: `meta` of its metadata, and the non-empty
+    slim spec and status."""
+    return {
+        "apiVersion": obj.get("apiVersion", resource.api_version),
+        "kind": obj.get("kind", resource.kind),
+        "metadata": _picked(obj.get("metadata"), meta),
+        **_non_empty(spec=spec, status=status),
+    }
+
+
 def slim_job(obj: Json) -> Json:
     """What the Job integration reads of a Job, as a Job-shaped dict: its identity and
     labels, `spec.suspend` and `spec.parallelism`, the pod template's labels,
@@ -248,15 +274,7 @@ def slim_job(obj: Json) -> Json:
     listed, labelled for a queue or not (docs/operations.md#memory-to-plan-for)."""
     spec = _dict(obj.get("spec"))
     template = _dict(spec.get("template"))
-    status = _dict(obj.get("status"))
-    slim_status = _picked(status, _JOB_STATUS)
-    conditions = [
-        c
-        for c in status.get("conditions") or []
-        if isinstance(c, dict) and c.get("type") in _JOB_ENDS
-    ]
-    if conditions:
-        slim_status["conditions"] = conditions
+    slim_status = _slim_status(obj, _JOB_STATUS, _JOB_ENDS)
     slim_template = _non_empty(
         metadata=_picked(template.get("metadata"), _JOB_TEMPLATE_META),
         spec=_picked(template.get("spec"), _JOB_POD),
@@ -264,12 +282,32 @@ def slim_job(obj: Json) -> Json:
     slim_spec = _picked(spec, ("suspend", "parallelism"))
     if slim_template:
         slim_spec["template"] = slim_template
-    return {
-        "apiVersion": obj.get("apiVersion", JOBS.api_version),
-        "kind": obj.get("kind", JOBS.kind),
-        "metadata": _picked(obj.get("metadata"), _JOB_META),
-        **_non_empty(spec=slim_spec, status=slim_status),
-    }
+    return _slim(obj, JOBS, _JOB_META, slim_spec, slim_status)
+
+
+_POD_META = (
+    "name",
+    "namespace",
+    "uid",
+    "resourceVersion",
+    "labels",
+    "annotations",
+    "finalizers",
+    "deletionTimestamp",
+)
+_POD_SPEC = ("schedulingGates", "nodeSelector", "tolerations")
+_POD_STATUS = ("phase", "message")
+_POD_CONDITIONS = frozenset(("Ready",))
+
+
+def slim_pod(obj: Json) -> Json:
+    """What the `pod` integration reads of a Pod it manages, as a Pod-shaped dict: its
+    identity, labels, annotations, finalizers and deletion, the scheduling gates, node
+    selector and tolerations (what it patches), its phase and message, and whether it
+    is Ready. Its containers are read from the API server the one time they are needed,
+    to create its Workload (`pods.py`)."""
+    status = _slim_status(obj, _POD_STATUS, _POD_CONDITIONS)
+    return _slim(obj, PODS, _POD_META, _picked(obj.get("spec"), _POD_SPEC), status)
 
 
 def keep(resource_kind: str, obj: Json) -> Cached:
@@ -281,6 +319,8 @@ def keep(resource_kind: str, obj: Json) -> Cached:
         return WorkloadRecord.of(obj)
     if resource_kind == JOBS.kind:
         return slim_job(obj)
+    if resource_kind == PODS.kind:
+        return slim_pod(obj)
     return obj
 
 

@@ -29,7 +29,12 @@ from scheduler.kubeapi.backoff import RECONNECT
 from scheduler.kubeapi.client import KubeRest
 from scheduler.kubeapi.errors import Json, KubeError
 from scheduler.runtime.kube.records import Cached, cached_key, cached_version, keep
-from scheduler.runtime.kube.resources import Resource, object_key, resource_version
+from scheduler.runtime.kube.resources import (
+    WATCH_SELECTORS,
+    Resource,
+    object_key,
+    resource_version,
+)
 from scheduler.runtime.stepclock import TimeBox
 
 log = logging.getLogger(__name__)
@@ -218,8 +223,12 @@ class Reflector:
             await box.pause()
         return version
 
+    def _selected(self, query: dict[str, str]) -> dict[str, str]:
+        selector = WATCH_SELECTORS.get(self.resource.kind, "")
+        return {**query, "labelSelector": selector} if selector else query
+
     async def _page(self, query: dict[str, str]) -> Json:
-        return await self.rest.get(self.resource.collection(), query)
+        return await self.rest.get(self.resource.collection(), self._selected(query))
 
     def _reconcile(self, obj: Json, listed: set[str]) -> bool:
         """Note one listed object and hand it over if the cache lacks it or holds
@@ -249,7 +258,9 @@ class Reflector:
         self.stats.watches += 1
         try:
             async for event in self.rest.watch(
-                self.resource.collection(), query, read_timeout=seconds + self.read_slack
+                self.resource.collection(),
+                self._selected(query),
+                read_timeout=seconds + self.read_slack,
             ):
                 self._on_event(event.type, event.object)
         except KubeError as err:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Final
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +55,8 @@ WORKLOADS = Resource(KUEUE, KUEUE_VERSION, "workloads", "Workload", True)
 JOBS = Resource("batch", "v1", "jobs", "Job", True)
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", True)
 EVENTS = Resource("events.k8s.io", "v1", "events", "Event", True)  # written, never watched
+# Watched only with the `pod` integration on, and only those its webhook labelled managed.
+PODS = Resource("", "v1", "pods", "Pod", True)
 
 # Dependency order for the initial sync: what a later kind refers to comes first, so
 # the core never sees a Workload before its queues and priority classes.
@@ -68,6 +72,11 @@ WATCHED: tuple[Resource, ...] = (
     WORKLOADS,
     JOBS,
 )
+
+
+# Kind -> the label selector of its list and watch, for kinds of which only some objects
+# are ours (docs/cluster.md#plain-pods).
+WATCH_SELECTORS: Final[Mapping[str, str]] = {PODS.kind: "kueue.x-k8s.io/managed=true"}
 
 
 def object_key(obj: dict[str, object]) -> str:

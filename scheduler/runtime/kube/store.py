@@ -390,7 +390,9 @@ class KubeStore:
         finished = record.condition("Finished")
         wl = self.engine.scheduler.workload(key)
         if finished is not None and wl is not None and not wl.finished:
-            self.engine.submit(Finish(key, failed=finished.get("reason") == "Failed"))
+            reason = str(finished.get("reason", ""))
+            message = str(finished.get("message", ""))
+            self.engine.submit(Finish(key, reason == "Failed", reason, message))
         ready = record.condition("PodsReady") is not None
         if ready and wl is not None and not wl.conditions.is_true("PodsReady"):
             self.engine.submit(PodsReady(key))

@@ -150,6 +150,9 @@ EXPECTED = [
     *_grants("get list watch update patch delete", "batch", "jobs"),
     *_grants("get update patch", "batch", "jobs/status"),
     *_grants("update", "batch", "jobs/finalizers"),
+    *_grants("get list watch update patch delete", "", "pods"),
+    *_grants("get patch", "", "pods/status"),
+    *_grants("get update", "", "pods/finalizers"),
     *[
         r
         for name in APISERVICES.split()
@@ -188,6 +191,8 @@ def test_controller_is_granted(request_: Request) -> None:
         Request("delete", KUEUE, "clusterqueues"),
         Request("create", KUEUE, "clusterqueues"),
         Request("create", "batch", "jobs"),
+        Request("create", "", "pods"),
+        Request("update", "", "pods/status"),
         Request("update", "coordination.k8s.io", "leases", "default"),
         Request("list", "flowcontrol.apiserver.k8s.io", "flowschemas"),
     ],

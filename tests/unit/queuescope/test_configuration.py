@@ -12,6 +12,7 @@ import pytest
 from queuescope.configuration import load_configuration
 from scheduler.api import ApiError, Configuration
 from scheduler.api.config_ignored import IgnoredSetting, ignored_settings
+from scheduler.api.integrations import pods_enabled
 from tests.unit.api.support import decode
 
 KUEUE_LIKE = """\
@@ -72,8 +73,9 @@ def test_each_ignored_setting_is_named() -> None:
         ),
         IgnoredSetting(
             "integrations.frameworks",
-            "only batch/job is integrated; not kubeflow.org/mpijob, pod, Foo.v1.example.com",
+            "only batch/job and pod are integrated; not kubeflow.org/mpijob, Foo.v1.example.com",
         ),
+        IgnoredSetting("integrations.frameworks", "pod: Pods exist only in cluster mode"),
         IgnoredSetting("admissionFairSharing", "admission fair sharing is not implemented"),
         IgnoredSetting("multiKueue", "MultiKueue is not implemented"),
         IgnoredSetting(
@@ -107,11 +109,30 @@ def test_serve_logs_what_it_ignores(tmp_path: Path, caplog: pytest.LogCaptureFix
     with caplog.at_level(logging.WARNING, logger="queuescope.configuration"):
         cfg = load_configuration(str(path))
     assert cfg is not None and cfg.waits_for_pods_ready
-    (record,) = caplog.records
-    assert record.getMessage() == (
+    assert [r.getMessage() for r in caplog.records] == [
         "event=configuration-setting-ignored setting=integrations.frameworks why='only "
-        "batch/job is integrated; not kubeflow.org/mpijob, pod, Foo.v1.example.com'"
-    )
+        "batch/job and pod are integrated; not kubeflow.org/mpijob, Foo.v1.example.com'",
+        "event=configuration-setting-ignored setting=integrations.frameworks why='pod: Pods "
+        "exist only in cluster mode'",
+    ]
+
+
+def test_cluster_mode_runs_the_pod_integration() -> None:
+    cfg = configuration(KUEUE_LIKE)
+    assert pods_enabled(cfg)
+    assert [s.why for s in ignored_settings(cfg, cluster_mode=True)] == [
+        "only batch/job and pod are integrated; not kubeflow.org/mpijob, Foo.v1.example.com"
+    ]
+    selector = "managedJobsNamespaceSelector: {matchLabels: {team: a}}\n"
+    assert [
+        s.path for s in ignored_settings(configuration(KUEUE_LIKE + selector), cluster_mode=True)
+    ] == [
+        "integrations.frameworks",
+        "managedJobsNamespaceSelector",
+    ]
+    # Kueue's default: batch/job alone.
+    assert not pods_enabled(configuration(KUEUE_LIKE.replace("pod]", "batch/job]")))
+    assert not pods_enabled(None)
 
 
 def test_a_config_file_without_a_configuration_is_bad_input(tmp_path: Path) -> None:

@@ -25,12 +25,14 @@ from scheduler.kubeapi.client import KubeRest, WatchEvent
 from scheduler.kubeapi.errors import Json, KubeError
 from scheduler.runtime.commands import Command
 from scheduler.runtime.engine import Engine
+from scheduler.runtime.kube.ratelimit import TokenBucket
 from scheduler.runtime.kube.resources import (
     CLUSTER_QUEUES,
     EVENTS,
     LEASES,
     LOCAL_QUEUES,
     NAMESPACES,
+    PODS,
     RESOURCE_FLAVORS,
     WATCHED,
     WORKLOADS,
@@ -46,7 +48,8 @@ from tests.unit.runtime.support import (
     workload,
 )
 
-RESOURCES: tuple[Resource, ...] = (*WATCHED, LEASES, EVENTS)
+# Pods first: their paths begin as a Namespace's do.
+RESOURCES: tuple[Resource, ...] = (PODS, *WATCHED, LEASES, EVENTS)
 
 _REASONS = {404: "NotFound", 409: "Conflict", 410: "Expired", 500: "InternalError"}
 
@@ -199,6 +202,18 @@ class FakeKube:
         self._precondition(self._existing(target), patch)
         return self._patch(target, patch)
 
+    async def strategic_merge_patch(self, path: str, patch: Json) -> Json:
+        """Only what the integrations send: `status.conditions` merge by `type`, the
+        rest as a merge patch."""
+        target = self._call("PATCH", path, patch)
+        existing = self._existing(target)
+        conditions = (patch.get("status") or {}).get("conditions")
+        if conditions is not None:
+            by_type = {c["type"]: c for c in (existing.get("status") or {}).get("conditions") or []}
+            by_type.update({c["type"]: c for c in conditions})
+            patch = {**patch, "status": {**patch["status"], "conditions": list(by_type.values())}}
+        return self._patch(target, patch)
+
     async def delete(self, path: str, options: Json | None = None) -> Json:
         target = self._call("DELETE", path, options)
         wanted = (options or {}).get("preconditions") or {}
@@ -229,9 +244,13 @@ class FakeKube:
         while True:
             for change in [c for c in self.log if c.rv > sent]:
                 sent = change.rv
-                if change.resource == target.resource and (
-                    target.namespace is None
-                    or change.object["metadata"].get("namespace") == target.namespace
+                if (
+                    change.resource == target.resource
+                    and (
+                        target.namespace is None
+                        or change.object["metadata"].get("namespace") == target.namespace
+                    )
+                    and _selected(change.object, query.get("labelSelector", ""))
                 ):
                     yield WatchEvent(change.type, copy.deepcopy(change.object))
             changed = self._changed
@@ -290,11 +309,23 @@ class FakeKube:
         current = self._existing(target)
         patch = copy.deepcopy(patch)
         (patch.get("metadata") or {}).pop("resourceVersion", None)
-        return self._store(target, merge_patch(current, patch), "MODIFIED")
+        patched = merge_patch(current, patch)
+        meta = patched["metadata"]
+        stored = self._store(target, patched, "MODIFIED")
+        if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+            self._delete(target)  # the last finalizer went: the server deletes it
+        return stored
 
     def _delete(self, target: Target) -> Json:
         current = self._existing(target)
         assert target.name is not None
+        if current["metadata"].get("finalizers"):
+            # As a server does: marked for deletion until its finalizers are released.
+            if not current["metadata"].get("deletionTimestamp"):
+                marked = copy.deepcopy(current)
+                marked["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+                self._store(target, marked, "MODIFIED")
+            return {"kind": "Status", "status": "Success"}
         del self.objects[(target.resource.plural, target.namespace, target.name)]
         self.rv += 1
         gone = copy.deepcopy(current)
@@ -323,6 +354,7 @@ class FakeKube:
             )
             if plural == target.resource.plural
             and (target.namespace is None or namespace == target.namespace)
+            and _selected(obj, query.get("labelSelector", ""))
         ]
         start = int(query.get("continue") or 0)
         limit = int(query.get("limit") or len(items) or 1)
@@ -337,6 +369,28 @@ class FakeKube:
             item.pop("apiVersion", None)
             out.append(item)
         return {"kind": f"{target.resource.kind}List", "metadata": meta, "items": out}
+
+
+def _selected(obj: Json, selector: str) -> bool:
+    """Does `obj` carry every `key=value` of an equality label selector? (A watch here
+    leaves out changes that do not match, where a server sends a deletion.)"""
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    for term in filter(None, selector.split(",")):
+        key, _, value = term.partition("=")
+        if labels.get(key) != value:
+            return False
+    return True
+
+
+class FreeBucket(TokenBucket):
+    """A token bucket that never waits, counting what was taken."""
+
+    def __init__(self) -> None:
+        super().__init__(1000, 1000)
+        self.taken = 0
+
+    async def acquire(self) -> None:
+        self.taken += 1
 
 
 # -- a small cluster behind the fake, and a real engine fed by a KubeStore -------------

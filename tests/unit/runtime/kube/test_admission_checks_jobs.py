@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from scheduler.kubeapi.errors import Json
-from scheduler.runtime.kube.jobs import CheckUpdates, UpdateConflictError, check_updates
+from scheduler.runtime.kube.placement import CheckUpdates, UpdateConflictError, check_updates
 from scheduler.runtime.kube.resources import JOBS, WORKLOADS
 from tests.unit.runtime.kube.test_jobs import JOB_KEY, OWN_TOLERATION, Cluster, cluster, patches
 

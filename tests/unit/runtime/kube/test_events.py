@@ -22,8 +22,8 @@ from scheduler.runtime.kube.events import (
 )
 from scheduler.runtime.kube.resources import EVENTS, JOBS, WORKLOADS
 from scheduler.runtime.kube.workload_events import workload_events
-from tests.unit.runtime.kube.fakes import FakeKube, status_error, until
-from tests.unit.runtime.kube.test_jobs import JOB_KEY, FreeBucket, started
+from tests.unit.runtime.kube.fakes import FakeKube, FreeBucket, status_error, until
+from tests.unit.runtime.kube.test_jobs import JOB_KEY, started
 
 T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 ADMITTED = "Admitted by ClusterQueue cq, wait time since reservation was 0s"

@@ -17,7 +17,6 @@ from scheduler.runtime.commands import Finish, PodsReady
 from scheduler.runtime.kube.events import EventRecorder
 from scheduler.runtime.kube.jobs import JobController
 from scheduler.runtime.kube.leader_io import LeaderIO
-from scheduler.runtime.kube.ratelimit import TokenBucket
 from scheduler.runtime.kube.resources import (
     JOBS,
     RESOURCE_FLAVORS,
@@ -29,6 +28,7 @@ from scheduler.runtime.kube.status_writer import WorkloadStatusWriter
 from scheduler.runtime.kube.store import KubeStore
 from tests.unit.runtime.kube.fakes import (
     FakeKube,
+    FreeBucket,
     RecordingEngine,
     admit_in_core,
     condition,
@@ -43,15 +43,6 @@ JOB_KEY = "team/j"
 JOB_PATH = JOBS.item("j", "team")
 GPU_TOLERATION = {"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}
 OWN_TOLERATION = {"key": "mine", "operator": "Exists"}
-
-
-class FreeBucket(TokenBucket):
-    def __init__(self) -> None:
-        super().__init__(1000, 1000)
-        self.taken = 0
-
-    async def acquire(self) -> None:
-        self.taken += 1
 
 
 @dataclass
@@ -163,7 +154,7 @@ async def test_an_unsuspended_job_is_suspended_and_gets_a_workload_it_owns() -> 
     assert body["spec"]["queueName"] == "main"
     assert body["spec"]["podSets"][0]["count"] == 1
     assert c.jobs.stats.workloads_created == 1
-    assert c.jobs.stats.suspended == 1
+    assert c.jobs.stats.stopped == 1
     # The response was observed: the store, the engine and the uid map know it.
     wl_key = c.workload_key()
     c.engine.apply_pending()
@@ -268,7 +259,7 @@ async def test_an_admitted_workload_unsuspends_the_job_with_the_flavor_placement
     pod = c.job()["spec"]["template"]["spec"]
     assert pod["nodeSelector"] == {"own": "x", "zone": "z1", "pool": "a"}
     assert pod["tolerations"] == [OWN_TOLERATION, GPU_TOLERATION]
-    assert c.jobs.stats.unsuspended == 1
+    assert c.jobs.stats.started == 1
 
 
 async def test_an_evicted_workload_suspends_first_then_restores_the_template() -> None:
@@ -396,7 +387,7 @@ async def test_a_deleted_job_takes_its_workload_along() -> None:
     ]
     c.fake.server_delete(JOBS, JOB_KEY)
     await c.store.reflectors[JOBS.kind].list_all()  # the store learns of the deletion
-    assert c.jobs._queue.get_nowait() == JOB_KEY
+    assert JOB_KEY in c.jobs.queue
     await c.jobs.reconcile(JOB_KEY)
     assert c.fake.writes("DELETE") == []  # deletes carry no body
     assert ("DELETE", WORKLOADS.item(mine.split("/")[1], "team")) in c.fake.calls
@@ -433,7 +424,7 @@ async def test_a_priority_class_that_appears_later_gets_the_job_its_workload() -
     c.refresh(JOBS, JOB_KEY)
     await c.jobs.reconcile(JOB_KEY)
     assert c.fake.writes("POST") == []
-    c.jobs._queued.clear()  # what run() would have consumed
+    c.jobs.queue.forget()  # what run() would have consumed
     c.fake.seed(
         WORKLOAD_PRIORITY_CLASSES,
         {
@@ -444,7 +435,7 @@ async def test_a_priority_class_that_appears_later_gets_the_job_its_workload() -
         },
     )
     c.refresh(WORKLOAD_PRIORITY_CLASSES, "later")
-    assert JOB_KEY in c.jobs._queued  # the class's arrival requeues the Job
+    assert JOB_KEY in c.jobs.queue  # the class's arrival requeues the Job
     await c.jobs.reconcile(JOB_KEY)
     [(_, _, body)] = c.fake.writes("POST")
     assert body["spec"]["priority"] == 7

@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from scheduler.runtime.kube.records import WorkloadRecord, content_digest, slim_job
+from scheduler.runtime.kube.records import WorkloadRecord, content_digest, slim_job, slim_pod
 from scheduler.runtime.kube.resources import JOBS, WORKLOADS
 
 
@@ -179,3 +179,44 @@ def test_a_slim_job_keeps_what_the_job_integration_reads_and_not_the_containers(
     # Empty parts are left out.
     bare = {"metadata": {"name": "k"}, "spec": {"template": {"spec": {"containers": []}}}}
     assert slim_job(bare) == {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "k"}}
+
+
+def test_a_slim_pod_keeps_what_the_pod_integration_reads() -> None:
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "p",
+            "namespace": "team",
+            "uid": "u",
+            "resourceVersion": "3",
+            "labels": {"kueue.x-k8s.io/managed": "true"},
+            "finalizers": ["kueue.x-k8s.io/managed"],
+            "deletionTimestamp": "2026-01-01T00:00:00Z",
+            "ownerReferences": [{"kind": "ReplicaSet"}],
+        },
+        "spec": {
+            "schedulingGates": [{"name": "kueue.x-k8s.io/admission"}],
+            "nodeSelector": {"pool": "a"},
+            "containers": [{"name": "c", "image": "x"}],
+        },
+        "status": {
+            "phase": "Running",
+            "conditions": [
+                {"type": "Ready", "status": "True"},
+                {"type": "PodScheduled", "status": "True"},
+            ],
+            "containerStatuses": [{"name": "c"}],
+        },
+    }
+    slim = slim_pod(pod)
+    assert "ownerReferences" not in slim["metadata"]
+    assert slim["metadata"]["finalizers"] == ["kueue.x-k8s.io/managed"]
+    assert slim["spec"] == {
+        "schedulingGates": [{"name": "kueue.x-k8s.io/admission"}],
+        "nodeSelector": {"pool": "a"},
+    }
+    assert slim["status"] == {
+        "phase": "Running",
+        "conditions": [{"type": "Ready", "status": "True"}],
+    }

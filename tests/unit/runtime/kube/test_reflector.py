@@ -15,6 +15,7 @@ from scheduler.runtime.kube.records import Cached, WorkloadRecord, cached_key, c
 from scheduler.runtime.kube.reflector import MAX_BACKOFF, Gone, Reflector, ReflectorSettings
 from scheduler.runtime.kube.resources import (
     NAMESPACES,
+    PODS,
     WORKLOADS,
     Resource,
     object_key,
@@ -595,3 +596,25 @@ async def test_a_list_waits_for_the_handler_after_each_page() -> None:
     await r.list_all()
     # Three pages (2, 2, 1): the handler had each page's objects before the next came.
     assert seen_per_page == [2, 4, 5]
+
+
+async def test_a_resource_with_a_label_selector_lists_and_watches_only_what_it_selects() -> None:
+    fake = FakeKube()
+    managed = {
+        "metadata": {"name": "a", "namespace": "team", "labels": {"kueue.x-k8s.io/managed": "true"}}
+    }
+    fake.seed(PODS, managed)
+    fake.seed(PODS, {"metadata": {"name": "b", "namespace": "team", "labels": {}}})
+    r = reflector(fake, PODS)
+    await r.list_all()
+    assert list(r.cache) == ["team/a"]
+    assert fake.list_queries == [
+        (PODS.collection(), {"limit": "500", "labelSelector": "kueue.x-k8s.io/managed=true"})
+    ]
+    task = asyncio.create_task(r.watch_once())
+    await until(lambda: bool(fake.watch_queries))
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    [(_, query, _)] = fake.watch_queries
+    assert query["labelSelector"] == "kueue.x-k8s.io/managed=true"

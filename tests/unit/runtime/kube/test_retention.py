@@ -23,8 +23,14 @@ from scheduler.runtime.kube.retention import (
     deletion_of,
 )
 from scheduler.runtime.kube.store import KubeStore
-from tests.unit.runtime.kube.fakes import FakeKube, seed_cluster, status_error, synced_store, until
-from tests.unit.runtime.kube.test_jobs import FreeBucket
+from tests.unit.runtime.kube.fakes import (
+    FakeKube,
+    FreeBucket,
+    seed_cluster,
+    status_error,
+    synced_store,
+    until,
+)
 from tests.unit.runtime.support import workload
 
 T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)

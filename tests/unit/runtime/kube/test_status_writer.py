@@ -24,6 +24,7 @@ from scheduler.runtime.kube.store import KubeStore
 from tests.unit.runtime.kube.fakes import (
     KEY,
     FakeKube,
+    FreeBucket,
     RecordingEngine,
     admit_in_core,
     seed_cluster,
@@ -36,26 +37,15 @@ STATUS_PATH = WORKLOADS.item("w1", "team", "status")
 ITEM_PATH = WORKLOADS.item("w1", "team")
 
 
-class CountingBucket(TokenBucket):
-    """A bucket that never waits and counts the tokens taken."""
-
-    def __init__(self) -> None:
-        super().__init__(1000, 1000)
-        self.taken = 0
-
-    async def acquire(self) -> None:
-        self.taken += 1
-
-
 async def admitted_cluster(
     workloads: int = 1,
-) -> tuple[FakeKube, KubeStore, RecordingEngine, CountingBucket]:
+) -> tuple[FakeKube, KubeStore, RecordingEngine, FreeBucket]:
     fake = FakeKube()
     seed_cluster(fake, workloads=workloads)
     store, engine = await synced_store(fake)
     store.set_leading(True)
     assert KEY in admit_in_core(engine)
-    return fake, store, engine, CountingBucket()
+    return fake, store, engine, FreeBucket()
 
 
 def writer_for(
@@ -243,7 +233,7 @@ async def test_queue_status_is_written_where_it_differs() -> None:
     store, engine = await synced_store(fake, VISIBILITY)
     store.set_leading(True)
     assert admit_in_core(engine) == [KEY]
-    limiter = CountingBucket()
+    limiter = FreeBucket()
     writer = QueueStatusWriter(LeaderIO(fake.rest, engine, store, limiter))
     assert writer.interval == 7
     assert await writer.write_all() == 2
@@ -272,7 +262,7 @@ async def test_queue_status_conflicts_and_errors_wait_for_the_next_round(
     fake = FakeKube()
     seed_cluster(fake)
     store, engine = await synced_store(fake)
-    writer = QueueStatusWriter(LeaderIO(fake.rest, engine, store, CountingBucket()))
+    writer = QueueStatusWriter(LeaderIO(fake.rest, engine, store, FreeBucket()))
     assert writer.interval == 5  # no queueVisibility configured
     caplog.set_level(logging.WARNING, logger="scheduler.runtime.kube.status_writer")
     fake.fail("PUT", CLUSTER_QUEUES.item("cq", subresource="status"), status_error(409))
@@ -306,7 +296,7 @@ async def pending_cluster(workloads: int) -> tuple[FakeKube, KubeStore, Recordin
 async def test_pending_conditions_go_nearest_the_head_first_within_the_window() -> None:
     fake, store, engine = await pending_cluster(6)
     writer = WorkloadStatusWriter(
-        LeaderIO(fake.rest, engine, store, CountingBucket()),
+        LeaderIO(fake.rest, engine, store, FreeBucket()),
         WorkloadWriteSettings(pending_window=4),
     )
     # Announced in reverse order; queued in queue order; the two beyond the window wait.
@@ -322,7 +312,7 @@ async def test_pending_conditions_go_nearest_the_head_first_within_the_window() 
 
 async def test_a_restart_over_unchanged_pending_workloads_writes_nothing() -> None:
     fake, store, engine = await pending_cluster(3)
-    writer = WorkloadStatusWriter(LeaderIO(fake.rest, engine, store, CountingBucket()))
+    writer = WorkloadStatusWriter(LeaderIO(fake.rest, engine, store, FreeBucket()))
     for key in sorted(engine.scheduler.objects.workloads):
         assert await writer.write(key)
     # A new leader: the core is rebuilt from what the server holds, and the cycles
@@ -331,7 +321,7 @@ async def test_a_restart_over_unchanged_pending_workloads_writes_nothing() -> No
     store2.set_leading(True)
     while run_cycle(engine2.scheduler).ran:
         pass
-    writer2 = WorkloadStatusWriter(LeaderIO(fake.rest, engine2, store2, CountingBucket()))
+    writer2 = WorkloadStatusWriter(LeaderIO(fake.rest, engine2, store2, FreeBucket()))
     writer2.enqueue(sorted(engine2.scheduler.objects.workloads))
     assert writer2.queued() == []
     assert writer2.stats.skipped == 3
@@ -341,7 +331,7 @@ async def test_a_restart_over_unchanged_pending_workloads_writes_nothing() -> No
 async def test_a_decision_beyond_the_window_goes_before_pending_conditions() -> None:
     fake, store, engine = await pending_cluster(5)
     writer = WorkloadStatusWriter(
-        LeaderIO(fake.rest, engine, store, CountingBucket()),
+        LeaderIO(fake.rest, engine, store, FreeBucket()),
         WorkloadWriteSettings(pending_window=2),
     )
     engine.submit(SetActive("team/w5", False))

@@ -172,9 +172,13 @@ async def test_the_leader_keeps_its_status_and_reads_finished_and_pods_ready() -
     assert wl.conditions.is_true("PodsReady")
     raw["status"]["conditions"].append(condition("Finished", "Failed"))
     store.upsert(WORKLOADS, bump_version(raw), None)
-    assert engine.take()[1:] == [Finish(KEY, failed=True)]  # PodsReady is already true
+    # PodsReady is already true; the condition's own words are kept.
+    assert engine.take()[1:] == [Finish(KEY, True, "Failed", "set by someone else")]
     engine.apply_pending()
-    assert engine.scheduler.objects.workloads[KEY].finished
+    finished = engine.scheduler.objects.workloads[KEY]
+    assert finished.finished
+    written = finished.conditions.get("Finished")
+    assert written is not None and written.message == "set by someone else"
     # Seen again: nothing more to signal.
     store.upsert(WORKLOADS, raw, None)
     assert [type(c) for c in engine.take()] == [ApplyObject]
@@ -188,7 +192,7 @@ async def test_a_succeeded_finish_is_not_a_failure() -> None:
     raw = server_copy(fake)
     raw["status"] = {"conditions": [condition("Finished", "Succeeded")]}
     store.upsert(WORKLOADS, bump_version(raw), None)
-    assert engine.take()[1:] == [Finish(KEY, failed=False)]
+    assert engine.take()[1:] == [Finish(KEY, False, "Succeeded", "set by someone else")]
     # A False condition is no signal.
     raw["status"] = {"conditions": [condition("PodsReady", "WaitForStart", "False")]}
     engine.apply_pending()

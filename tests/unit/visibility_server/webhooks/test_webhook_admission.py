@@ -42,7 +42,8 @@ def response_of(answer: Any) -> dict[str, Any]:
 
 
 def apply_patch(obj: dict[str, Any], response: dict[str, Any]) -> dict[str, Any]:
-    """RFC 6902 `add` operations, the only kind the webhook sends."""
+    """RFC 6902 `add` operations, the only kind the webhooks send: to a key, or to the end
+    of a list (`-`)."""
     assert response["patchType"] == "JSONPatch"
     result = copy.deepcopy(obj)
     for op in json.loads(base64.b64decode(response["patch"])):
@@ -53,7 +54,10 @@ def apply_patch(obj: dict[str, Any], response: dict[str, Any]) -> dict[str, Any]
         target = result
         for part in parents:
             target = target[part]
-        target[last] = op["value"]
+        if last == "-":
+            target.append(op["value"])
+        else:
+            target[last] = op["value"]
     return result
 
 

@@ -1,0 +1,35 @@
+"""core/v1 Pod, as Kueue's `pod` integration reads it, and that integration's names
+(docs/cluster.md#plain-pods).
+
+A Pod labelled `kueue.x-k8s.io/queue-name` is its own workload: the mutating webhook
+marks it managed, holds it behind a scheduling gate and a finalizer, and the integration
+lifts the gate once its Workload is admitted. Only the spec is typed (as a pod
+template's is).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Final, Literal
+
+from scheduler.api.meta import KubeObject
+from scheduler.api.pod import PodSpec
+
+MANAGED_LABEL: Final = "kueue.x-k8s.io/managed"
+MANAGED_VALUE: Final = "true"
+# Kueue uses the label's key as the finalizer's name too.
+POD_FINALIZER: Final = MANAGED_LABEL
+ADMISSION_GATE: Final = "kueue.x-k8s.io/admission"
+POD_SET_LABEL: Final = "kueue.x-k8s.io/podset"
+# Pod groups: a Pod carrying the name (label or annotation) belongs to a group.
+POD_GROUP_NAME: Final = "kueue.x-k8s.io/pod-group-name"
+POD_GROUP_TOTAL_COUNT: Final = "kueue.x-k8s.io/pod-group-total-count"
+# The condition a running Pod gets before it is deleted for its Workload's eviction.
+TERMINATION_TARGET: Final = "TerminationTarget"
+
+
+class Pod(KubeObject):
+    namespaced: ClassVar[bool] = True
+
+    api_version: Literal["v1"] = "v1"
+    kind: Literal["Pod"] = "Pod"
+    spec: PodSpec  # the status is read raw, where it is read (pods.py)

@@ -1,0 +1,104 @@
+"""What the admission webhooks do to a Pod when the `pod` integration is on
+(docs/cluster.md#plain-pods). Pure, on the raw object: a Pod has far more fields than
+the API layer models, and none of them matters here.
+
+A Pod is managed when it names a LocalQueue (a non-empty `kueue.x-k8s.io/queue-name`
+label) and is not a batch/v1 Job's Pod (the Job is the workload then). On CREATE a
+managed Pod gets the label and finalizer `kueue.x-k8s.io/managed` and the scheduling
+gate `kueue.x-k8s.io/admission`, as in Kueue. Kueue's rules for such Pods are kept
+(a queue name that is a DNS subdomain, the managed label only `true`, the queue name
+fixed once the Pod is past its gate); pod groups are refused: queuescope does not
+integrate them, and a group Pod let through would wait behind its gate for ever.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from scheduler.api.errors import FieldError
+from scheduler.api.job import QUEUE_NAME_LABEL
+from scheduler.api.plain_pod import (
+    ADMISSION_GATE,
+    MANAGED_LABEL,
+    MANAGED_VALUE,
+    POD_GROUP_NAME,
+    POD_GROUP_TOTAL_COUNT,
+)
+from scheduler.api.validation.common import invalid, subdomain
+from scheduler.api.validation.paths import key
+
+QUEUE_NAME_PATH = key("metadata.labels", QUEUE_NAME_LABEL)
+MANAGED_PATH = key("metadata.labels", MANAGED_LABEL)
+IMMUTABLE = "field is immutable"
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _labels(pod: Mapping[str, Any]) -> Mapping[str, Any]:
+    return _mapping(_mapping(pod.get("metadata")).get("labels"))
+
+
+def queue_name(pod: Mapping[str, Any]) -> str:
+    return str(_labels(pod).get(QUEUE_NAME_LABEL) or "")
+
+
+def owned_by_job(pod: Mapping[str, Any]) -> bool:
+    """Is the Pod's controller a batch/v1 Job (the Job integration's to queue)?"""
+    for ref in _mapping(pod.get("metadata")).get("ownerReferences") or []:
+        if (
+            isinstance(ref, Mapping)
+            and ref.get("controller") is True
+            and ref.get("apiVersion") == "batch/v1"
+            and ref.get("kind") == "Job"
+        ):
+            return True
+    return False
+
+
+def is_managed(pod: Mapping[str, Any]) -> bool:
+    return bool(queue_name(pod)) and not owned_by_job(pod)
+
+
+def has_gate(pod: Mapping[str, Any]) -> bool:
+    gates = _mapping(pod.get("spec")).get("schedulingGates") or []
+    return any(isinstance(g, Mapping) and g.get("name") == ADMISSION_GATE for g in gates)
+
+
+def _held(pod: Mapping[str, Any]) -> bool:
+    """Kueue's "suspended" Pod: behind its gate, or ended."""
+    phase = _mapping(pod.get("status")).get("phase")
+    return has_gate(pod) or phase in ("Succeeded", "Failed")
+
+
+def pod_errors(pod: Mapping[str, Any]) -> list[FieldError]:
+    """The rules a managed Pod breaks on CREATE and UPDATE."""
+    errors: list[FieldError] = []
+    name = queue_name(pod)
+    if name:
+        errors += subdomain(QUEUE_NAME_PATH, name)
+    managed = _labels(pod).get(MANAGED_LABEL)
+    if managed is not None and managed != MANAGED_VALUE:
+        errors.append(FieldError(MANAGED_PATH, "Forbidden: managed label value can only be 'true'"))
+    annotations = _mapping(_mapping(pod.get("metadata")).get("annotations"))
+    for where, values in (("labels", _labels(pod)), ("annotations", annotations)):
+        for group_key in (POD_GROUP_NAME, POD_GROUP_TOTAL_COUNT):
+            if group_key in values:
+                errors.append(
+                    FieldError(
+                        key(f"metadata.{where}", group_key),
+                        "Forbidden: pod groups are not supported by queuescope "
+                        "(docs/cluster.md#plain-pods)",
+                    )
+                )
+    return errors
+
+
+def pod_update_errors(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[FieldError]:
+    """The rules of replacing a managed Pod `old` by `new`."""
+    errors = pod_errors(new)
+    if not _held(new) and queue_name(new) != queue_name(old):
+        errors.append(invalid(QUEUE_NAME_PATH, queue_name(new), IMMUTABLE))
+    return errors

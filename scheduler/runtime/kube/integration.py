@@ -1,0 +1,146 @@
+"""What the two integrations (`jobs.py` for batch/v1 Jobs, `pods.py` for plain Pods)
+share: the object kind they manage, a work queue of those objects' keys, the map from
+an object's uid to its Workload, and making that Workload.
+
+An object is reconciled when it changes, when its Workload changes, and, while it has no
+Workload, when a priority class appears (it may have been waiting for that class). Each
+reads only what the API server holds; only the leader runs them.
+"""
+
+from __future__ import annotations
+
+import logging
+from abc import ABC, abstractmethod
+
+from scheduler.api.decode import ApiError
+from scheduler.api.workload import Workload
+from scheduler.kubeapi.errors import Json, KubeError
+from scheduler.runtime.kube.events import Event, Regarding
+from scheduler.runtime.kube.integration_stats import IntegrationStats
+from scheduler.runtime.kube.leader_io import LeaderIO
+from scheduler.runtime.kube.priorities import PRIORITY_KINDS
+from scheduler.runtime.kube.records import Cached, WorkloadRecord
+from scheduler.runtime.kube.resources import WORKLOADS, Resource, object_key
+from scheduler.runtime.kube.workqueue import WorkQueue
+
+log = logging.getLogger(__name__)
+
+
+def uid_of(obj: Json) -> str:
+    return str((obj.get("metadata") or {}).get("uid", ""))
+
+
+def reference(resource: Resource, obj: Json) -> Regarding:
+    """What an Event about `obj` (of kind `resource`) regards."""
+    meta = obj.get("metadata") or {}
+    return Regarding.of(
+        resource, str(meta.get("namespace", "")), str(meta.get("name", "")), uid_of(obj)
+    )
+
+
+class Integration(ABC):
+    def __init__(self, io: LeaderIO, resource: Resource, *, retry_delay: float = 1.0) -> None:
+        self.io = io
+        self.resource = resource
+        self.stats = IntegrationStats()
+        self.queue = WorkQueue(resource.kind.lower(), retry_delay=retry_delay)
+        self._workload_by_uid: dict[str, str] = {}  # the object's uid -> its Workload's key
+        io.store.subscribe(self.on_change)
+
+    @abstractmethod
+    async def reconcile(self, key: str) -> None:
+        """Bring the object `key` (namespace/name) and its Workload in line."""
+
+    @abstractmethod
+    def make_workload(self, obj: Json) -> Workload:
+        """The Workload of the whole object `obj`; ApiError if it cannot have one."""
+
+    # -- events ----------------------------------------------------------------------
+    def on_change(self, resource: Resource, new: Cached | None, old: Cached | None) -> None:
+        obj = new if new is not None else old
+        if obj is None:
+            return
+        if isinstance(obj, WorkloadRecord):
+            self._on_workload(obj, deleted=new is None)
+        elif resource.kind == self.resource.kind:
+            self.enqueue(object_key(obj))
+        elif resource.kind in PRIORITY_KINDS:
+            # An object naming a class that did not exist yet got no Workload: try again.
+            for waiting in self.io.store.items(self.resource):
+                if uid_of(waiting) not in self._workload_by_uid:
+                    self.enqueue(object_key(waiting))
+
+    def _on_workload(self, record: WorkloadRecord, *, deleted: bool) -> None:
+        uid = record.job_uid
+        owner = record.owner(self.resource)
+        if owner is not None:
+            uid = uid or owner.uid
+            self.enqueue(f"{record.namespace}/{owner.name}")
+        if uid:
+            if deleted:
+                self._workload_by_uid.pop(uid, None)
+            else:
+                self._workload_by_uid[uid] = record.key
+
+    def enqueue(self, key: str) -> None:
+        self.queue.add(key)
+
+    def workload_of(self, obj: Json) -> WorkloadRecord | None:
+        key = self._workload_by_uid.get(uid_of(obj))
+        return self.io.store.workload(key) if key else None
+
+    async def run(self) -> None:
+        """Reconcile until cancelled; every known object once at the start."""
+        await self.queue.run(
+            self.reconcile,
+            [object_key(obj) for obj in self.io.store.items(self.resource)],
+            self._failed,
+        )
+
+    def _failed(self) -> None:
+        self.stats.errors += 1
+
+    # -- the Workload ----------------------------------------------------------------
+    async def create_workload(self, namespace: str, name: str) -> None:
+        """Make the object's Workload from the whole object, read here: the cache keeps
+        a slim one (`records.slim_job`, `records.slim_pod`)."""
+        try:
+            raw = await self.io.rest.get(self.resource.item(name, namespace))
+        except KubeError as err:
+            if err.status != 404:  # deleted meanwhile: the watch says so
+                raise
+            return
+        raw.setdefault("apiVersion", self.resource.api_version)
+        raw.setdefault("kind", self.resource.kind)
+        try:
+            workload = self.make_workload(raw)
+        except ApiError as err:
+            self.stats.errors += 1
+            log.error(
+                "event=%s-rejected %s=%s error=%s",
+                self.queue.what,
+                self.queue.what,
+                object_key(raw),
+                err,
+            )
+            return
+        body = workload.to_dict()
+        body.pop("status", None)
+        meta = body["metadata"]
+        meta.pop("creationTimestamp", None)
+        await self.io.limiter.acquire()
+        try:
+            created = await self.io.rest.create(WORKLOADS.collection(meta["namespace"]), body)
+        except KubeError as err:
+            if err.status != 409:  # AlreadyExists: the watch has not shown it yet
+                raise
+            return
+        self.stats.workloads_created += 1
+        self.io.store.observe(WORKLOADS, created)
+        self.io.record(
+            Event(
+                reference(self.resource, raw),
+                "CreatedWorkload",
+                f"Created Workload: {object_key(created)}",
+            )
+        )

@@ -1,0 +1,295 @@
+"""The `pod` integration: single Pods as workloads (docs/cluster.md#plain-pods).
+
+The mutating webhook holds a Pod labelled `kueue.x-k8s.io/queue-name` behind the
+scheduling gate `kueue.x-k8s.io/admission`, with the finalizer and the label
+`kueue.x-k8s.io/managed`. This controller watches those Pods (by the label) and, as
+Kueue's does:
+
+* makes the Pod's Workload (`pod-<name>-<hash>`, owned by the Pod);
+* once the Workload is admitted, lifts the gate in one merge patch that also adds the
+  assigned flavors' node labels and tolerations and the admission checks' pod set
+  updates (a conflict there finishes the Workload `FailedToStart`);
+* stops a running Pod whose Workload lost its admission: a `TerminationTarget`
+  condition saying why, then a delete (a Pod cannot be suspended);
+* finishes the Workload when the Pod succeeds or fails, or `OwnerNotFound` when it is
+  deleted, and releases its finalizer once the finish cannot be lost.
+
+Like the Job integration it reads only what the API server holds and runs only on the
+leader; pod groups are refused by the webhook (not integrated).
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from scheduler.api.base import format_timestamp
+from scheduler.api.live import decode_live_as
+from scheduler.api.plain_pod import (
+    ADMISSION_GATE,
+    MANAGED_LABEL,
+    MANAGED_VALUE,
+    POD_FINALIZER,
+    POD_SET_LABEL,
+    TERMINATION_TARGET,
+    Pod,
+)
+from scheduler.api.pod_workload import pod_to_workload
+from scheduler.api.workload import Workload
+from scheduler.kubeapi.errors import Json, KubeError
+from scheduler.runtime.commands import Finish, PodsReady
+from scheduler.runtime.kube.events import Event
+from scheduler.runtime.kube.integration import Integration, reference
+from scheduler.runtime.kube.leader_io import LeaderIO
+from scheduler.runtime.kube.placement import (
+    CheckUpdates,
+    UpdateConflictError,
+    check_updates,
+    flavor_placement,
+    map_patch,
+)
+from scheduler.runtime.kube.priorities import priority_classes
+from scheduler.runtime.kube.records import WorkloadRecord
+from scheduler.runtime.kube.resources import PODS
+
+log = logging.getLogger(__name__)
+
+ENDED: Final = frozenset(("Succeeded", "Failed"))
+OWNER_NOT_FOUND: Final = ("OwnerNotFound", "The workload's owner no longer exists")
+NO_MATCHING_WORKLOAD: Final = (
+    "NoMatchingWorkload",
+    "Missing Workload; unable to restore pod templates",
+)
+NOT_ADMITTED: Final = ("NotAdmitted", "Not admitted by cluster queue")
+FAILED_TO_START: Final = "FailedToStart"
+
+
+def _meta(pod: Json) -> dict[str, Any]:
+    return pod.get("metadata") or {}
+
+
+def _gated(pod: Json) -> bool:
+    gates = (pod.get("spec") or {}).get("schedulingGates") or []
+    return any(isinstance(g, dict) and g.get("name") == ADMISSION_GATE for g in gates)
+
+
+def _phase(pod: Json) -> str:
+    return str((pod.get("status") or {}).get("phase", ""))
+
+
+def _ready(pod: Json) -> bool:
+    return any(
+        c.get("type") == "Ready" and c.get("status") == "True"
+        for c in (pod.get("status") or {}).get("conditions") or []
+        if isinstance(c, dict)
+    )
+
+
+def _admitted(workload: WorkloadRecord) -> bool:
+    status = workload.status or {}
+    return bool(status.get("admission")) and workload.condition("Admitted") is not None
+
+
+class PodController(Integration):
+    def __init__(self, io: LeaderIO, *, retry_delay: float = 1.0) -> None:
+        super().__init__(io, PODS, retry_delay=retry_delay)
+
+    def make_workload(self, obj: Json) -> Workload:
+        pod = decode_live_as(Pod, obj, source="v1/pods")
+        return pod_to_workload(pod, *priority_classes(self.io.store))
+
+    # -- reconcile -------------------------------------------------------------------
+    async def reconcile(self, key: str) -> None:
+        namespace, _, name = key.partition("/")
+        pod = self.io.store.get(PODS, key)
+        if pod is None:
+            self._finish_orphans(namespace, name)
+            return
+        meta = _meta(pod)
+        if (meta.get("labels") or {}).get(MANAGED_LABEL) != MANAGED_VALUE:
+            return
+        workload = self.workload_of(pod)
+        if meta.get("deletionTimestamp"):
+            # Deleted at any stage: the Workload is finished, the Pod let go at once.
+            if workload is not None:
+                self._finish(workload, *OWNER_NOT_FOUND)
+            await self._release(pod)
+            return
+        if _phase(pod) in ENDED:
+            await self._ended(pod, workload)
+            return
+        gated = _gated(pod)
+        if workload is None:
+            if gated:
+                await self.create_workload(namespace, name)
+            else:
+                await self._stop(pod, *NO_MATCHING_WORKLOAD)
+            return
+        if workload.condition("Finished") is None:
+            await self._follow(pod, workload, gated=gated)
+
+    async def _follow(self, pod: Json, workload: WorkloadRecord, *, gated: bool) -> None:
+        """A live Pod with a live Workload: start it once admitted, report it ready,
+        stop it once the admission is gone."""
+        if _admitted(workload):
+            if gated:
+                await self._ungate(pod, workload)
+            elif _ready(pod) and workload.condition("PodsReady") is None:
+                core = self.io.engine.scheduler.workload(workload.key)
+                if core is not None and not core.conditions.is_true("PodsReady"):
+                    self.io.engine.submit(PodsReady(workload.key))
+        elif not gated:
+            evicted = workload.condition("Evicted")
+            if evicted is None:
+                await self._stop(pod, *NOT_ADMITTED)
+            else:
+                reason = f"WorkloadEvictedDueTo{evicted.get('reason', '')}"
+                await self._stop(pod, reason, str(evicted.get("message", "")))
+
+    def _finish(
+        self, workload: WorkloadRecord, reason: str, message: str, *, failed: bool = False
+    ) -> bool:
+        """Ask the core to finish the Workload; whether it is still to be written."""
+        if workload.condition("Finished") is not None:
+            return False
+        core = self.io.engine.scheduler.workload(workload.key)
+        if core is None:
+            return False  # the core never took it (undecodable): nothing to wait for
+        if not core.finished:
+            self.io.engine.submit(Finish(workload.key, failed, reason, message))
+        return True
+
+    async def _ended(self, pod: Json, workload: WorkloadRecord | None) -> None:
+        """The Pod succeeded or failed: finish its Workload, and once the server holds
+        that (the Workload's change brings the Pod back here), release the Pod."""
+        if POD_FINALIZER not in (_meta(pod).get("finalizers") or []):
+            return  # released already
+        if workload is not None:
+            phase = _phase(pod)
+            message = str((pod.get("status") or {}).get("message", ""))
+            if self._finish(workload, phase, message, failed=phase == "Failed"):
+                return
+            self.io.record(
+                Event(
+                    reference(PODS, pod),
+                    "FinishedWorkload",
+                    f"Workload '{workload.key}' is declared finished",
+                )
+            )
+        await self._release(pod)
+
+    def _finish_orphans(self, namespace: str, pod_name: str) -> None:
+        """The Pod is gone without this controller seeing it end (it was not watched,
+        or another party released it): its Workload is finished, as Kueue does."""
+        for workload in self.io.store.workloads():
+            owner = workload.owner(PODS)
+            if workload.namespace == namespace and owner is not None and owner.name == pod_name:
+                self._finish(workload, *OWNER_NOT_FOUND)
+
+    async def _ungate(self, pod: Json, workload: WorkloadRecord) -> None:
+        """Lift the admission gate, placing the Pod on its flavors (one merge patch at
+        the Pod's resourceVersion: kube-apiserver lets a gated Pod's node selector
+        grow, and the gate goes in the same write)."""
+        meta, spec = _meta(pod), pod.get("spec") or {}
+        selector: dict[str, str] = dict(spec.get("nodeSelector") or {})
+        tolerations: list[Json] = list(spec.get("tolerations") or [])
+        flavor_labels, flavor_tolerations = flavor_placement(self.io.store, workload)
+        labels: dict[str, str] = dict(meta.get("labels") or {})
+        annotations: dict[str, str] = dict(meta.get("annotations") or {})
+        base = CheckUpdates(
+            {**labels, POD_SET_LABEL: "main"},
+            annotations,
+            {**selector, **flavor_labels},
+            tolerations + [t for t in flavor_tolerations if t not in tolerations],
+        )
+        try:
+            updates = check_updates("main", workload.check_states, base)
+        except UpdateConflictError as err:
+            # Kueue cannot start such a Pod either; its Workload ends (docs/cluster.md#plain-pods).
+            self.stats.errors += 1
+            self._finish(workload, FAILED_TO_START, str(err), failed=True)
+            return
+        gates = [g for g in spec.get("schedulingGates") or [] if g.get("name") != ADMISSION_GATE]
+        spec_patch: Json = {"schedulingGates": gates or None}
+        node_selector = map_patch(selector, updates.node_selector)
+        if node_selector:
+            spec_patch["nodeSelector"] = node_selector
+        if updates.tolerations != tolerations:
+            spec_patch["tolerations"] = updates.tolerations
+        meta_patch: Json = {"resourceVersion": meta.get("resourceVersion")}
+        for field, current, wanted in (
+            ("labels", labels, updates.labels),
+            ("annotations", annotations, updates.annotations),
+        ):
+            if current != wanted:
+                meta_patch[field] = map_patch(current, wanted)
+        await self.io.limiter.acquire()
+        result = await self.io.rest.merge_patch(
+            PODS.item(str(meta["name"]), str(meta["namespace"])),
+            {"metadata": meta_patch, "spec": spec_patch},
+        )
+        self.io.store.observe(PODS, result)
+        self.stats.started += 1
+        cq = ((workload.status or {}).get("admission") or {}).get("clusterQueue", "")
+        log.info("event=pod-started pod=%s/%s", meta["namespace"], meta["name"])
+        self.io.record(Event(reference(PODS, result), "Started", f"Admitted by clusterQueue {cq}"))
+
+    async def _stop(self, pod: Json, reason: str, message: str) -> None:
+        """A running Pod cannot be suspended: say why in its `TerminationTarget`
+        condition, then delete it (its finalizer holds it until its Workload is
+        finished)."""
+        meta = _meta(pod)
+        name, namespace = str(meta["name"]), str(meta["namespace"])
+        condition = {
+            "type": TERMINATION_TARGET,
+            "status": "True",
+            "reason": reason,
+            "message": message,
+            "lastTransitionTime": format_timestamp(datetime.now(UTC)),
+        }
+        await self.io.limiter.acquire()
+        try:
+            await self.io.rest.strategic_merge_patch(
+                PODS.item(name, namespace, "status"), {"status": {"conditions": [condition]}}
+            )
+            await self.io.limiter.acquire()
+            await self.io.rest.delete(
+                PODS.item(name, namespace), {"preconditions": {"uid": meta.get("uid")}}
+            )
+        except KubeError as err:
+            if err.status != 404:
+                raise
+            return
+        self.stats.stopped += 1
+        log.info("event=pod-stopped pod=%s/%s reason=%s", namespace, name, reason)
+        self.io.record(Event(reference(PODS, pod), "Stopped", message))
+
+    async def _release(self, pod: Json) -> None:
+        """Remove the integration's finalizer (at the Pod's resourceVersion: a
+        finalizer another party added meanwhile is kept)."""
+        meta = _meta(pod)
+        finalizers = list(meta.get("finalizers") or [])
+        if POD_FINALIZER not in finalizers:
+            return
+        kept = [f for f in finalizers if f != POD_FINALIZER]
+        await self.io.limiter.acquire()
+        try:
+            result = await self.io.rest.merge_patch(
+                PODS.item(str(meta["name"]), str(meta["namespace"])),
+                {
+                    "metadata": {
+                        "resourceVersion": meta.get("resourceVersion"),
+                        "finalizers": kept or None,
+                    }
+                },
+            )
+        except KubeError as err:
+            if err.status != 404:
+                raise
+            return
+        self.stats.released += 1
+        if not _meta(result).get("deletionTimestamp"):
+            # A Pod being deleted goes once released: its last state would outlive the
+            # watch's deletion if observed after it.
+            self.io.store.observe(PODS, result)

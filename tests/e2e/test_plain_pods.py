@@ -1,0 +1,272 @@
+"""The `pod` integration with real Pods (docs/cluster.md#plain-pods): the webhooks of
+manifests/webhooks in force on kube-apiserver, kube-scheduler binding, kwok running.
+
+The server runs with `integrations.frameworks: [batch/job, pod]`:
+* a Pod naming a LocalQueue is stored behind the gate `kueue.x-k8s.io/admission` with the
+  label and finalizer `kueue.x-k8s.io/managed`; its Workload is admitted, the gate lifted
+  with the flavor's node labels, kube-scheduler binds it to that flavor's Node, kwok runs
+  it to success; the Workload finishes `Succeeded` and the finalizer is released;
+* a Pod beyond the quota stays gated (kube-scheduler never sees it), and deleting it
+  finishes its Workload and lets it go;
+* a Pod of higher priority preempts a running one: the victim gets the
+  `TerminationTarget` condition and is deleted, the urgent one runs;
+* a pod group is refused at admission, naming the field;
+* Kueue v0.19.2's own example Pod (`pods-kueue/kueue-pod.yaml`, applied unchanged but for
+  its namespace) is admitted and runs; its pod group example is refused.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.bulk import server_metrics
+from tests.e2e.cluster import ClusterModeServer, delete_webhooks, webhook_documents
+from tests.e2e.harness import ControlPlane, wait_for
+from tests.e2e.nodes import RUN_FOR_ANNOTATION, NodeAgents
+from tests.e2e.pods import QUEUE_LABEL, condition, configured_server, flavor_queue, wait_events
+
+pytestmark = pytest.mark.realcluster
+
+NS = "plain-pods-e2e"
+GATE = {"name": "kueue.x-k8s.io/admission"}
+MANAGED = "kueue.x-k8s.io/managed"
+ON_DEMAND = {"type": "kwok", "cloud.example.com/capacity": "on-demand"}
+CONFIG = """
+apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+integrations:
+  frameworks: [batch/job, pod]
+"""
+EXAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "kueue-examples" / "v0.19.2"
+POD_EXAMPLES = EXAMPLES / "site" / "static" / "examples" / "pods-kueue"
+QUEUES = "\n---\n".join(
+    [
+        # Kueue's own Pod examples name the LocalQueue `user-queue` and ask for 3 CPUs.
+        flavor_queue(NS, "cq-plain-pods-examples", "user-queue", "on-demand", "3"),
+        flavor_queue(
+            NS,
+            "cq-plain-pods",
+            "lq-pods",
+            "on-demand",
+            "2",
+            preemption={"withinClusterQueue": "LowerPriority"},
+        ),
+        json.dumps(
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "WorkloadPriorityClass",
+                "metadata": {"name": "plain-pods-urgent"},
+                "value": 1000,
+            }
+        ),
+    ]
+)
+
+
+def pod(
+    name: str,
+    *,
+    cpu: str = "1",
+    annotations: dict[str, str] | None = None,
+    labels: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": NS,
+            "labels": {QUEUE_LABEL: "lq-pods", **(labels or {})},
+            "annotations": annotations or {},
+        },
+        "spec": {
+            "restartPolicy": "Never",
+            "terminationGracePeriodSeconds": 0,
+            "nodeSelector": {"type": "kwok"},
+            "containers": [
+                {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": cpu}}}
+            ],
+        },
+    }
+
+
+def create(plane: ControlPlane, obj: dict[str, Any], *, dry_run: bool = False) -> Any:
+    args = ["create", "-f", "-", "-o", "json"] + (["--dry-run=server"] if dry_run else [])
+    return plane.kubectl(*args, input=json.dumps(obj), check=False)
+
+
+def stored_pod(plane: ControlPlane, name: str) -> dict[str, Any] | None:
+    result = plane.kubectl("get", "pod", name, "-n", NS, "-o", "json", check=False)
+    return json.loads(result.stdout) if result.returncode == 0 else None
+
+
+def wait_pod(plane: ControlPlane, name: str, what: str, test: Any) -> dict[str, Any]:
+    def probe() -> dict[str, Any] | None:
+        found = stored_pod(plane, name)
+        return found if found is not None and test(found) else None
+
+    result: dict[str, Any] = wait_for(probe, timeout=90, what=f"pod {name} {what}", interval=0.3)
+    return result
+
+
+def wait_gone(plane: ControlPlane, name: str) -> None:
+    wait_for(
+        lambda: True if stored_pod(plane, name) is None else None,
+        timeout=90,
+        what=f"pod {name} gone",
+        interval=0.3,
+    )
+
+
+def workload_of_pod(plane: ControlPlane, name: str, what: str, test: Any) -> dict[str, Any]:
+    def probe() -> dict[str, Any] | None:
+        for wl in plane.get_json("workloads.kueue.x-k8s.io", "-n", NS)["items"]:
+            owners = wl["metadata"].get("ownerReferences") or []
+            if any(o["kind"] == "Pod" and o["name"] == name for o in owners) and test(wl):
+                return dict(wl)
+        return None
+
+    result: dict[str, Any] = wait_for(probe, timeout=90, what=f"workload of {name} {what}")
+    return result
+
+
+@pytest.fixture(scope="module")
+def server(
+    nodes: NodeAgents, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ClusterModeServer]:
+    root = tmp_path_factory.mktemp("plain-pods")
+    with configured_server(nodes, root, CONFIG, NS, QUEUES) as running:
+        try:
+            _webhooks_in_force(nodes.plane, running)
+            yield running
+        finally:
+            delete_webhooks(nodes.plane)
+            # Deleted while the server runs, so that it releases their finalizers.
+            nodes.plane.kubectl("delete", "pods", "--all", "-n", NS, "--wait=false")
+
+
+@pytest.fixture
+def plane(server: ClusterModeServer, nodes: NodeAgents) -> ControlPlane:
+    return nodes.plane
+
+
+def _webhooks_in_force(plane: ControlPlane, server: ClusterModeServer) -> None:
+    docs = webhook_documents(server.port, server.certs.ca_cert.read_bytes())
+    plane.apply("\n---\n".join(json.dumps(d) for d in docs))
+
+    def gated() -> bool | None:
+        result = create(plane, pod("probe"), dry_run=True)
+        if result.returncode != 0:
+            return None
+        return (
+            True
+            if GATE in (json.loads(result.stdout)["spec"].get("schedulingGates") or [])
+            else None
+        )
+
+    # kube-apiserver picks the configurations up through its own watch.
+    wait_for(gated, timeout=60, what="the pod webhook in force")
+
+
+def test_a_pod_waits_behind_its_gate_then_runs_on_its_flavor_and_finishes(
+    plane: ControlPlane, server: ClusterModeServer
+) -> None:
+    result = create(plane, pod("short", annotations={RUN_FOR_ANNOTATION: "2s"}))
+    assert result.returncode == 0, result.stderr
+    created = json.loads(result.stdout)
+    # As stored by kube-apiserver, after our mutating webhook.
+    assert created["spec"]["schedulingGates"] == [GATE]
+    assert created["metadata"]["finalizers"] == [MANAGED]
+    assert created["metadata"]["labels"][MANAGED] == "true"
+
+    running = wait_pod(plane, "short", "bound", lambda p: p["spec"].get("nodeName"))
+    assert running["spec"]["nodeSelector"] == ON_DEMAND
+    assert running["spec"]["nodeName"].startswith("kwok-on-demand")
+    assert not running["spec"].get("schedulingGates")
+    assert running["metadata"]["labels"]["kueue.x-k8s.io/podset"] == "main"
+
+    wl = workload_of_pod(plane, "short", "finished", lambda w: condition(w, "Finished"))
+    assert wl["metadata"]["name"].startswith("pod-short-")
+    assert wl["status"]["admission"]["podSetAssignments"][0]["flavors"] == {"cpu": "on-demand"}
+    assert condition(wl, "Finished")["reason"] == "Succeeded"  # type: ignore[index]
+    done = wait_pod(plane, "short", "released", lambda p: not p["metadata"].get("finalizers"))
+    assert done["status"]["phase"] == "Succeeded"
+    events = wait_events(plane, NS, "Pod", "short", ["CreatedWorkload", "Started"])
+    started = next(e for e in events if e["reason"] == "Started")
+    assert started["message"] == "Admitted by clusterQueue cq-plain-pods"
+    assert started["reportingComponent"] == "queuescope"
+    metrics = server_metrics(server)
+    for action in ("workloads_created", "started", "released"):
+        series = f'queuescope_integration_actions_total{{action="{action}",integration="pod"}}'
+        assert metrics[series] >= 1, (series, metrics)
+
+
+def test_a_pod_beyond_the_quota_stays_gated_and_deleting_it_lets_it_go(
+    plane: ControlPlane,
+) -> None:
+    assert create(plane, pod("too-big", cpu="100")).returncode == 0
+    wl = workload_of_pod(
+        plane, "too-big", "pending", lambda w: condition(w, "QuotaReserved", "False")
+    )
+    assert condition(wl, "Admitted") is None
+    waiting = stored_pod(plane, "too-big")
+    assert waiting is not None
+    assert waiting["spec"]["schedulingGates"] == [GATE]
+    assert not waiting["spec"].get("nodeName")
+    # kube-scheduler reports it gated, not unschedulable.
+    assert condition(waiting, "PodScheduled", "False")["reason"] == "SchedulingGated"  # type: ignore[index]
+
+    plane.kubectl("delete", "pod", "too-big", "-n", NS, "--wait=false")
+    wait_gone(plane, "too-big")  # the finalizer was released
+
+
+def test_a_higher_priority_pod_preempts_a_running_one(plane: ControlPlane) -> None:
+    assert create(plane, pod("low", cpu="2")).returncode == 0
+    wait_pod(plane, "low", "running", lambda p: p.get("status", {}).get("phase") == "Running")
+    urgent = pod("urgent", cpu="2", labels={"kueue.x-k8s.io/priority-class": "plain-pods-urgent"})
+    assert create(plane, urgent).returncode == 0
+    # Stopped with the TerminationTarget condition, then deleted; the Event keeps why.
+    wait_gone(plane, "low")
+    stopped = wait_events(plane, NS, "Pod", "low", ["Stopped"])
+    [message] = [e["message"] for e in stopped if e["reason"] == "Stopped"]
+    assert message.startswith("Preempted to accommodate a workload"), message
+    running = wait_pod(
+        plane, "urgent", "running", lambda p: p.get("status", {}).get("phase") == "Running"
+    )
+    assert running["spec"]["nodeName"].startswith("kwok-on-demand")
+
+
+def test_a_pod_group_is_refused(plane: ControlPlane) -> None:
+    grouped = pod("grouped", labels={"kueue.x-k8s.io/pod-group-name": "g"})
+    grouped["metadata"]["annotations"] = {"kueue.x-k8s.io/pod-group-total-count": "2"}
+    result = create(plane, grouped)
+    assert result.returncode != 0
+    assert "vpod.queuescope.io" in result.stderr
+    assert "pod groups are not supported by queuescope" in result.stderr
+    assert stored_pod(plane, "grouped") is None
+
+
+def test_kueues_pod_example_runs_and_its_group_example_is_refused(plane: ControlPlane) -> None:
+    single = (POD_EXAMPLES / "kueue-pod.yaml").read_text()
+    result = plane.kubectl("create", "-n", NS, "-f", "-", "-o", "name", input=single, check=False)
+    assert result.returncode == 0, result.stderr
+    name = result.stdout.strip().removeprefix("pod/")
+    assert name.startswith("kueue-sleep-")
+    running = wait_pod(
+        plane, name, "running", lambda p: p.get("status", {}).get("phase") == "Running"
+    )
+    assert running["spec"]["nodeSelector"] == {"cloud.example.com/capacity": "on-demand"}
+    wl = workload_of_pod(plane, name, "admitted", lambda w: condition(w, "Admitted"))
+    assert wl["status"]["admission"]["clusterQueue"] == "cq-plain-pods-examples"
+
+    group = (POD_EXAMPLES / "kueue-pod-group.yaml").read_text()
+    refused = plane.kubectl("create", "-n", NS, "-f", "-", input=group, check=False)
+    assert refused.returncode != 0
+    # Both Pods, each for its group label and its total-count annotation.
+    assert refused.stderr.count('admission webhook "vpod.queuescope.io" denied the request') == 2
+    assert refused.stderr.count("pod groups are not supported by queuescope") == 4

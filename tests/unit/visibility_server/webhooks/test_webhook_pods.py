@@ -1,0 +1,143 @@
+"""The `pod` integration's admission through the app (docs/cluster.md#plain-pods): a
+managed Pod is held behind the gate with the label and finalizer, Kueue's rules for it,
+pod groups refused, and nothing at all while the integration is off."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from tests.unit.test_webhook_rules import review
+from tests.unit.visibility_server.http.support import app_for, client
+from tests.unit.visibility_server.webhooks.test_webhook_admission import apply_patch
+
+GATE = {"name": "kueue.x-k8s.io/admission"}
+FINALIZER = "kueue.x-k8s.io/managed"
+
+
+def pod(**labels: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "p",
+            "namespace": "team",
+            "labels": {"kueue.x-k8s.io/queue-name": "main", **labels},
+        },
+        "spec": {"containers": [{"name": "c", "image": "x"}]},
+    }
+
+
+async def post(path: str, body: bytes, *, pods: bool = True) -> dict[str, Any]:
+    async with client(app_for(manage_pods=pods), headers={}) as c:
+        answer = await c.post(path, content=body)
+    assert answer.status_code == 200, answer.text
+    response: dict[str, Any] = answer.json()["response"]
+    return response
+
+
+async def test_a_pod_with_a_queue_is_held_behind_the_gate() -> None:
+    obj = pod()
+    response = await post("/mutate-pod", review(obj))
+    assert response["allowed"] is True
+    out = apply_patch(obj, response)
+    assert out["metadata"]["labels"]["kueue.x-k8s.io/managed"] == "true"
+    assert out["metadata"]["finalizers"] == [FINALIZER]
+    assert out["spec"]["schedulingGates"] == [GATE]
+
+
+async def test_existing_gates_and_finalizers_are_kept() -> None:
+    obj = pod()
+    obj["metadata"]["finalizers"] = ["example.com/mine"]
+    obj["spec"]["schedulingGates"] = [{"name": "example.com/other"}]
+    out = apply_patch(obj, await post("/mutate-pod", review(obj)))
+    assert out["metadata"]["finalizers"] == ["example.com/mine", FINALIZER]
+    assert out["spec"]["schedulingGates"] == [{"name": "example.com/other"}, GATE]
+    # Already held: nothing to add.
+    again = await post("/mutate-pod", review(out))
+    assert "patch" not in again and again["allowed"] is True
+
+
+@pytest.mark.parametrize(
+    "change",
+    ["integration off", "empty queue name", "a Job's Pod", "an update"],
+)
+async def test_pods_left_unchanged(change: str) -> None:
+    obj, operation, pods = pod(), "CREATE", True
+    if change == "integration off":
+        pods = False
+    elif change == "empty queue name":
+        obj["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = ""
+    elif change == "a Job's Pod":
+        obj["metadata"]["ownerReferences"] = [
+            {"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "u", "controller": True}
+        ]
+    else:
+        operation = "UPDATE"
+    old = copy.deepcopy(obj) if operation == "UPDATE" else None
+    response = await post("/mutate-pod", review(obj, operation, old), pods=pods)
+    assert response == {"uid": "0b7f6e2a-rules", "allowed": True}
+
+
+async def test_a_job_sent_to_the_pod_path_is_a_bad_request() -> None:
+    body = review({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"}})
+    async with client(app_for(manage_pods=True), headers={}) as c:
+        answer = await c.post("/mutate-pod", content=body)
+    assert answer.status_code == 400
+    assert "only v1 Pods are mutated here" in answer.json()["message"]
+
+
+# -- validation -----------------------------------------------------------------------
+def causes(response: dict[str, Any]) -> list[str]:
+    assert response["allowed"] is False and response["status"]["code"] == 403
+    return [f"{c['field']}: {c['message']}" for c in response["status"]["details"]["causes"]]
+
+
+async def test_pod_groups_are_refused() -> None:
+    obj = pod(**{"kueue.x-k8s.io/pod-group-name": "g"})
+    obj["metadata"]["annotations"] = {"kueue.x-k8s.io/pod-group-total-count": "2"}
+    found = causes(await post("/validate", review(obj)))
+    assert found == [
+        "metadata.labels[kueue.x-k8s.io/pod-group-name]: Forbidden: pod groups are not "
+        "supported by queuescope (docs/cluster.md#plain-pods)",
+        "metadata.annotations[kueue.x-k8s.io/pod-group-total-count]: Forbidden: pod groups "
+        "are not supported by queuescope (docs/cluster.md#plain-pods)",
+    ]
+    # Off, Kueue's webhook does nothing: allowed.
+    assert (await post("/validate", review(obj), pods=False))["allowed"] is True
+
+
+async def test_kueues_rules_for_a_managed_pod() -> None:
+    bad = pod(**{"kueue.x-k8s.io/managed": "yes"})
+    bad["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "Not_A_Name"
+    found = causes(await post("/validate", review(bad)))
+    assert found[-1] == (
+        "metadata.labels[kueue.x-k8s.io/managed]: Forbidden: managed label value can only be 'true'"
+    )
+    assert found[0].startswith(
+        'metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "Not_A_Name"'
+    )
+
+
+async def test_the_queue_name_is_fixed_once_past_the_gate() -> None:
+    gated = pod(**{"kueue.x-k8s.io/managed": "true"})
+    gated["spec"]["schedulingGates"] = [GATE]
+    moved = copy.deepcopy(gated)
+    moved["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "other"
+    # Behind the gate it may move.
+    assert (await post("/validate", review(moved, "UPDATE", gated)))["allowed"] is True
+    running, moved_running = copy.deepcopy(gated), copy.deepcopy(moved)
+    del running["spec"]["schedulingGates"], moved_running["spec"]["schedulingGates"]
+    found = causes(await post("/validate", review(moved_running, "UPDATE", running)))
+    assert found == [
+        'metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "other": field is immutable'
+    ]
+    # Ended: Kueue counts it as suspended again.
+    moved_running["status"] = {"phase": "Succeeded"}
+    assert (await post("/validate", review(moved_running, "UPDATE", running)))["allowed"] is True
+    # Being deleted: always allowed (finalizers must go).
+    running["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    del moved_running["status"]
+    assert (await post("/validate", review(moved_running, "UPDATE", running)))["allowed"] is True
