@@ -6,8 +6,9 @@ The server runs with `integrations.frameworks: [batch/job, pod]`:
   label and finalizer `kueue.x-k8s.io/managed`; its Workload is admitted, the gate lifted
   with the flavor's node labels, kube-scheduler binds it to that flavor's Node, kwok runs
   it to success; the Workload finishes `Succeeded` and the finalizer is released;
-* a Pod beyond the quota stays gated (kube-scheduler never sees it), and deleting it
-  finishes its Workload and lets it go;
+* a Pod beyond the quota stays gated (kube-scheduler never sees it), relabelled to
+  another LocalQueue its Workload follows, and deleting it finishes its Workload and lets
+  it go;
 * a Pod of higher priority preempts a running one: the victim gets the
   `TerminationTarget` condition and is deleted, the urgent one runs;
 * a pod group is refused at admission, naming the field;
@@ -206,7 +207,7 @@ def test_a_pod_waits_behind_its_gate_then_runs_on_its_flavor_and_finishes(
         assert metrics[series] >= 1, (series, metrics)
 
 
-def test_a_pod_beyond_the_quota_stays_gated_and_deleting_it_lets_it_go(
+def test_a_pod_beyond_the_quota_stays_gated_moves_with_its_label_and_goes_once_deleted(
     plane: ControlPlane,
 ) -> None:
     assert create(plane, pod("too-big", cpu="100")).returncode == 0
@@ -220,6 +221,13 @@ def test_a_pod_beyond_the_quota_stays_gated_and_deleting_it_lets_it_go(
     assert not waiting["spec"].get("nodeName")
     # kube-scheduler reports it gated, not unschedulable.
     assert condition(waiting, "PodScheduled", "False")["reason"] == "SchedulingGated"  # type: ignore[index]
+
+    # Relabelled while it waits: its Workload follows to that queue.
+    plane.kubectl("label", "pod", "too-big", "-n", NS, f"{QUEUE_LABEL}=user-queue", "--overwrite")
+    moved = workload_of_pod(
+        plane, "too-big", "moved", lambda w: w["spec"]["queueName"] == "user-queue"
+    )
+    assert moved["metadata"]["name"] == wl["metadata"]["name"]
 
     plane.kubectl("delete", "pod", "too-big", "-n", NS, "--wait=false")
     wait_gone(plane, "too-big")  # the finalizer was released

@@ -13,6 +13,7 @@ import logging
 from abc import ABC, abstractmethod
 
 from scheduler.api.decode import ApiError
+from scheduler.api.job import QUEUE_NAME_LABEL
 from scheduler.api.workload import Workload
 from scheduler.kubeapi.errors import Json, KubeError
 from scheduler.runtime.kube.events import Event, Regarding
@@ -143,4 +144,33 @@ class Integration(ABC):
                 "CreatedWorkload",
                 f"Created Workload: {object_key(created)}",
             )
+        )
+
+    async def follow_queue_name(self, obj: Json, workload: WorkloadRecord) -> None:
+        """While its object waits (a suspended Job, a gated Pod) and holds no quota, the
+        Workload follows the LocalQueue the object's label names, as in Kueue: a user
+        moves a waiting job by relabelling it (docs/cluster.md#plain-pods)."""
+        wanted = str(((obj.get("metadata") or {}).get("labels") or {}).get(QUEUE_NAME_LABEL, ""))
+        core = self.io.engine.scheduler.workload(workload.key)
+        if (
+            not wanted
+            or core is None
+            or core.queue_name == wanted
+            or (workload.status or {}).get("admission")
+        ):
+            return
+        patch = {
+            "metadata": {"resourceVersion": workload.resource_version},
+            "spec": {"queueName": wanted},
+        }
+        await self.io.limiter.acquire()
+        moved = await self.io.rest.merge_patch(
+            WORKLOADS.item(workload.name, workload.namespace), patch
+        )
+        self.io.store.observe(WORKLOADS, moved)
+        log.info(
+            "event=workload-queue-changed workload=%s queue=%s from=%s",
+            workload.key,
+            wanted,
+            core.queue_name,
         )

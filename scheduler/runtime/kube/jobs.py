@@ -110,6 +110,14 @@ class JobController(Integration):
             if workload.condition("Finished") is None and core is not None and not core.finished:
                 self.io.engine.submit(Finish(wl_key, failed=failed))
             return
+        await self._follow(job, workload, suspended=suspended)
+
+    async def _follow(self, job: Json, workload: WorkloadRecord, *, suspended: bool) -> None:
+        """A live Job with a live Workload: start it once admitted, report its pods ready,
+        stop it once the admission is gone and put its template back; while it waits,
+        its Workload follows its queue-name label."""
+        wl_key = workload.key
+        core = self.io.engine.scheduler.workload(wl_key)
         if _admitted(workload):
             if suspended:
                 await self._set_suspended(job, False, workload)
@@ -128,6 +136,8 @@ class JobController(Integration):
             await self._set_suspended(job, True, None, why=why)
         elif self._placement_differs(job, workload):
             await self._set_suspended(job, True, workload)
+        else:
+            await self.follow_queue_name(job, workload)
 
     @staticmethod
     def _pods_ready(job: Json) -> bool:

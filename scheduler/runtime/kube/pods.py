@@ -131,7 +131,8 @@ class PodController(Integration):
 
     async def _follow(self, pod: Json, workload: WorkloadRecord, *, gated: bool) -> None:
         """A live Pod with a live Workload: start it once admitted, report it ready,
-        stop it once the admission is gone."""
+        stop it once the admission is gone; while it waits, its Workload follows its
+        queue-name label."""
         if _admitted(workload):
             if gated:
                 await self._ungate(pod, workload)
@@ -146,6 +147,8 @@ class PodController(Integration):
             else:
                 reason = f"WorkloadEvictedDueTo{evicted.get('reason', '')}"
                 await self._stop(pod, reason, str(evicted.get("message", "")))
+        else:
+            await self.follow_queue_name(pod, workload)
 
     def _finish(
         self, workload: WorkloadRecord, reason: str, message: str, *, failed: bool = False

@@ -19,6 +19,7 @@ from scheduler.runtime.kube.jobs import JobController
 from scheduler.runtime.kube.leader_io import LeaderIO
 from scheduler.runtime.kube.resources import (
     JOBS,
+    LOCAL_QUEUES,
     RESOURCE_FLAVORS,
     WORKLOAD_PRIORITY_CLASSES,
     WORKLOADS,
@@ -37,7 +38,7 @@ from tests.unit.runtime.kube.fakes import (
     synced_store,
     until,
 )
-from tests.unit.runtime.support import job, workload
+from tests.unit.runtime.support import job, local_queue, workload
 
 JOB_KEY = "team/j"
 JOB_PATH = JOBS.item("j", "team")
@@ -439,3 +440,35 @@ async def test_a_priority_class_that_appears_later_gets_the_job_its_workload() -
     await c.jobs.reconcile(JOB_KEY)
     [(_, _, body)] = c.fake.writes("POST")
     assert body["spec"]["priority"] == 7
+
+
+# -- moving a waiting Job -------------------------------------------------------------
+async def test_a_waiting_job_relabelled_moves_its_workload_to_that_queue() -> None:
+    c = await cluster(suspend=True)
+    c.fake.seed(LOCAL_QUEUES, local_queue("team", "other", "cq"))
+    c.refresh(LOCAL_QUEUES, "team/other")
+    await c.jobs.reconcile(JOB_KEY)
+    key = c.workload_key()
+    c.engine.apply_pending()
+    c.fake.server_update(JOBS, JOB_KEY, {"metadata": {"labels": {QUEUE_NAME_LABEL: "other"}}})
+    c.refresh(JOBS, JOB_KEY)
+    await c.jobs.reconcile(JOB_KEY)
+    moved = c.fake.stored(WORKLOADS, key)
+    assert moved is not None and moved["spec"]["queueName"] == "other"
+    c.engine.apply_pending()
+    core = c.engine.scheduler.workload(key)
+    assert core is not None and core.queue_name == "other"
+    # Seen again: nothing more to write.
+    before = len(c.fake.writes("PATCH"))
+    c.refresh(WORKLOADS, key)
+    await c.jobs.reconcile(JOB_KEY)
+    assert len(c.fake.writes("PATCH")) == before
+
+
+async def test_a_job_holding_quota_keeps_its_queue() -> None:
+    c, key = await started()
+    c.fake.server_update(JOBS, JOB_KEY, {"metadata": {"labels": {QUEUE_NAME_LABEL: "other"}}})
+    c.refresh(JOBS, JOB_KEY)
+    await c.jobs.reconcile(JOB_KEY)
+    kept = c.fake.stored(WORKLOADS, key)
+    assert kept is not None and kept["spec"]["queueName"] == "main"

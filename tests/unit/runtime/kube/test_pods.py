@@ -22,6 +22,7 @@ from scheduler.runtime.commands import Finish, PodsReady
 from scheduler.runtime.kube.leader_io import LeaderIO
 from scheduler.runtime.kube.pods import PodController
 from scheduler.runtime.kube.resources import (
+    LOCAL_QUEUES,
     PODS,
     RESOURCE_FLAVORS,
     WATCHED,
@@ -40,6 +41,7 @@ from tests.unit.runtime.kube.fakes import (
     synced_store,
     until,
 )
+from tests.unit.runtime.support import local_queue
 
 POD_KEY = "team/p"
 POD_PATH = PODS.item("p", "team")
@@ -377,3 +379,13 @@ async def test_a_pod_gone_unseen_finishes_its_workload() -> None:
     await c.pods.reconcile(POD_KEY)
     [finish] = c.engine.take()
     assert isinstance(finish, Finish) and finish.reason == "OwnerNotFound"
+
+
+async def test_a_gated_pod_relabelled_moves_its_workload_to_that_queue() -> None:
+    c, key = await with_workload()
+    c.fake.seed(LOCAL_QUEUES, local_queue("team", "other", "cq"))
+    c.refresh(LOCAL_QUEUES, "team/other")
+    c.engine.apply_pending()
+    await c.server_sets({"metadata": {"labels": {"kueue.x-k8s.io/queue-name": "other"}}})
+    moved = c.fake.stored(WORKLOADS, key)
+    assert moved is not None and moved["spec"]["queueName"] == "other"
