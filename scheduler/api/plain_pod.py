@@ -19,7 +19,6 @@ MANAGED_VALUE: Final = "true"
 # Kueue uses the label's key as the finalizer's name too.
 POD_FINALIZER: Final = MANAGED_LABEL
 ADMISSION_GATE: Final = "kueue.x-k8s.io/admission"
-POD_SET_LABEL: Final = "kueue.x-k8s.io/podset"
 # Pod groups: a Pod carrying the name (label or annotation) belongs to a group.
 POD_GROUP_NAME: Final = "kueue.x-k8s.io/pod-group-name"
 POD_GROUP_TOTAL_COUNT: Final = "kueue.x-k8s.io/pod-group-total-count"

@@ -189,7 +189,10 @@ def test_a_pod_waits_behind_its_gate_then_runs_on_its_flavor_and_finishes(
     assert running["spec"]["nodeSelector"] == ON_DEMAND
     assert running["spec"]["nodeName"].startswith("kwok-on-demand")
     assert not running["spec"].get("schedulingGates")
-    assert running["metadata"]["labels"]["kueue.x-k8s.io/podset"] == "main"
+    labels = running["metadata"]["labels"]
+    assert labels["kueue.x-k8s.io/podset"] == "main"
+    assert labels["kueue.x-k8s.io/local-queue-name"] == "lq-pods"
+    assert labels["kueue.x-k8s.io/cluster-queue-name"] == "cq-plain-pods"
 
     wl = workload_of_pod(plane, "short", "finished", lambda w: condition(w, "Finished"))
     assert wl["metadata"]["name"].startswith("pod-short-")

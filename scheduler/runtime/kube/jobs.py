@@ -30,6 +30,7 @@ from scheduler.runtime.kube.leader_io import LeaderIO
 from scheduler.runtime.kube.placement import (
     CheckUpdates,
     UpdateConflictError,
+    admission_labels,
     check_updates,
     flavor_placement,
     map_patch,
@@ -167,6 +168,9 @@ class JobController(Integration):
             if suspend:
                 selector, tolerations = base_selector, base_tolerations
             else:
+                core = self.io.engine.scheduler.workload(workload.key)
+                queue = core.queue_name if core is not None else ""
+                labels.update(admission_labels(base.pod_set, queue, workload))
                 extra_labels, extra_tolerations = flavor_placement(self.io.store, workload)
                 placed = {**base_selector, **extra_labels}
                 placed_tolerations = base_tolerations + [

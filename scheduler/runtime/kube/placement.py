@@ -7,11 +7,31 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Final
 
+from scheduler.api.names import dns1123_label
 from scheduler.kubeapi.errors import Json
 from scheduler.runtime.kube.records import WorkloadRecord
 from scheduler.runtime.kube.resources import RESOURCE_FLAVORS
 from scheduler.runtime.kube.store import KubeStore
+
+POD_SET_LABEL: Final = "kueue.x-k8s.io/podset"
+LOCAL_QUEUE_LABEL: Final = "kueue.x-k8s.io/local-queue-name"
+CLUSTER_QUEUE_LABEL: Final = "kueue.x-k8s.io/cluster-queue-name"
+
+
+def admission_labels(pod_set: str, local_queue: str, workload: WorkloadRecord) -> dict[str, str]:
+    """The labels Kueue v0.19 puts on an admitted workload's pods (its
+    AssignQueueLabelsForPods, on by default): the pod set's name, the LocalQueue and the
+    ClusterQueue that admitted it (the latter only if it is a valid label value), for
+    whoever sums the pods' usage by queue. A stopped job's template loses them again."""
+    labels = {POD_SET_LABEL: pod_set}
+    if local_queue:
+        labels[LOCAL_QUEUE_LABEL] = local_queue
+    cluster_queue = str(((workload.status or {}).get("admission") or {}).get("clusterQueue", ""))
+    if cluster_queue and not dns1123_label(cluster_queue):
+        labels[CLUSTER_QUEUE_LABEL] = cluster_queue
+    return labels
 
 
 def flavor_placement(

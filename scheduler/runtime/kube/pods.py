@@ -31,7 +31,6 @@ from scheduler.api.plain_pod import (
     MANAGED_LABEL,
     MANAGED_VALUE,
     POD_FINALIZER,
-    POD_SET_LABEL,
     TERMINATION_TARGET,
     Pod,
 )
@@ -45,6 +44,7 @@ from scheduler.runtime.kube.leader_io import LeaderIO
 from scheduler.runtime.kube.placement import (
     CheckUpdates,
     UpdateConflictError,
+    admission_labels,
     check_updates,
     flavor_placement,
     map_patch,
@@ -200,8 +200,10 @@ class PodController(Integration):
         flavor_labels, flavor_tolerations = flavor_placement(self.io.store, workload)
         labels: dict[str, str] = dict(meta.get("labels") or {})
         annotations: dict[str, str] = dict(meta.get("annotations") or {})
+        core = self.io.engine.scheduler.workload(workload.key)
+        queue = core.queue_name if core is not None else ""
         base = CheckUpdates(
-            {**labels, POD_SET_LABEL: "main"},
+            {**labels, **admission_labels("main", queue, workload)},
             annotations,
             {**selector, **flavor_labels},
             tolerations + [t for t in flavor_tolerations if t not in tolerations],

@@ -12,7 +12,13 @@ from typing import Any
 import pytest
 
 from scheduler.kubeapi.errors import Json
-from scheduler.runtime.kube.placement import CheckUpdates, UpdateConflictError, check_updates
+from scheduler.runtime.kube.placement import (
+    CheckUpdates,
+    UpdateConflictError,
+    admission_labels,
+    check_updates,
+)
+from scheduler.runtime.kube.records import WorkloadRecord
 from scheduler.runtime.kube.resources import JOBS, WORKLOADS
 from tests.unit.runtime.kube.test_jobs import JOB_KEY, OWN_TOLERATION, Cluster, cluster, patches
 
@@ -68,7 +74,14 @@ async def test_the_job_starts_with_its_checks_pod_set_updates() -> None:
     await c.jobs.reconcile(JOB_KEY)
     template = c.job()["spec"]["template"]
     assert c.job()["spec"]["suspend"] is False
-    assert template["metadata"]["labels"] == {"app": "x", "provisioned": "yes"}
+    assert template["metadata"]["labels"] == {
+        "app": "x",
+        "provisioned": "yes",
+        # Kueue's labels of an admitted workload's pods.
+        "kueue.x-k8s.io/podset": "main",
+        "kueue.x-k8s.io/local-queue-name": "main",
+        "kueue.x-k8s.io/cluster-queue-name": "cq",
+    }
     assert template["metadata"]["annotations"] == {"example.com/request": "pr-1"}
     assert template["spec"]["nodeSelector"] == {
         "own": "x",
@@ -90,7 +103,12 @@ async def test_the_job_starts_with_its_checks_pod_set_updates() -> None:
     await c.jobs.reconcile(JOB_KEY)
     restore = patches(c)[-1]["spec"]["template"]
     assert restore["metadata"] == {
-        "labels": {"provisioned": None},
+        "labels": {
+            "provisioned": None,
+            "kueue.x-k8s.io/podset": None,
+            "kueue.x-k8s.io/local-queue-name": None,
+            "kueue.x-k8s.io/cluster-queue-name": None,
+        },
         "annotations": {"example.com/request": None},
     }
     template = c.job()["spec"]["template"]
@@ -129,3 +147,16 @@ def test_updates_merge_in_check_order_and_two_checks_may_not_disagree() -> None:
     states[1]["podSetUpdates"][0]["nodeSelector"] = {"k": "2"}
     with pytest.raises(UpdateConflictError, match=r'"b" sets nodeSelector\[k\] to "2"'):
         check_updates("main", states, CheckUpdates({}, {}, {}, []))
+
+
+def test_a_cluster_queue_name_that_is_no_label_value_is_left_out() -> None:
+    record = WorkloadRecord.of(
+        {
+            "metadata": {"name": "w", "namespace": "team"},
+            "status": {"admission": {"clusterQueue": "team.a", "podSetAssignments": []}},
+        }
+    )
+    assert admission_labels("main", "lq", record) == {
+        "kueue.x-k8s.io/podset": "main",
+        "kueue.x-k8s.io/local-queue-name": "lq",
+    }

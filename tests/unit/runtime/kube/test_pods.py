@@ -14,12 +14,12 @@ from scheduler.api.plain_pod import (
     ADMISSION_GATE,
     MANAGED_LABEL,
     POD_FINALIZER,
-    POD_SET_LABEL,
     TERMINATION_TARGET,
 )
 from scheduler.kubeapi.errors import Json
 from scheduler.runtime.commands import Finish, PodsReady
 from scheduler.runtime.kube.leader_io import LeaderIO
+from scheduler.runtime.kube.placement import POD_SET_LABEL
 from scheduler.runtime.kube.pods import PodController
 from scheduler.runtime.kube.resources import (
     LOCAL_QUEUES,
@@ -218,7 +218,10 @@ async def test_an_admitted_workload_lifts_the_gate_with_the_flavor_placement() -
     spec = c.pod()["spec"]
     assert spec["nodeSelector"] == {"own": "x", "pool": "a", "zone": "z1"}
     assert spec["tolerations"] == [OWN_TOLERATION, GPU_TOLERATION]
-    assert c.pod()["metadata"]["labels"][POD_SET_LABEL] == "main"
+    labels = c.pod()["metadata"]["labels"]
+    assert labels[POD_SET_LABEL] == "main"
+    assert labels["kueue.x-k8s.io/local-queue-name"] == "main"
+    assert labels["kueue.x-k8s.io/cluster-queue-name"] == "cq"
     assert c.pods.stats.started == 1
     # Ready: the Workload's PodsReady.
     await c.server_sets({"status": {"conditions": [{"type": "Ready", "status": "True"}]}})
