@@ -298,6 +298,7 @@ _POD_META = (
 _POD_SPEC = ("schedulingGates", "nodeSelector", "tolerations")
 _POD_STATUS = ("phase", "message")
 _POD_CONDITIONS = frozenset(("Ready",))
+_LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 
 def slim_pod(obj: Json) -> Json:
@@ -307,7 +308,15 @@ def slim_pod(obj: Json) -> Json:
     is Ready. Its containers are read from the API server the one time they are needed,
     to create its Workload (`pods.py`)."""
     status = _slim_status(obj, _POD_STATUS, _POD_CONDITIONS)
-    return _slim(obj, PODS, _POD_META, _picked(obj.get("spec"), _POD_SPEC), status)
+    slim = _slim(obj, PODS, _POD_META, _picked(obj.get("spec"), _POD_SPEC), status)
+    annotations = slim["metadata"].get("annotations")
+    if isinstance(annotations, dict) and _LAST_APPLIED in annotations:
+        # A copy of the whole Pod as `kubectl apply` wrote it: as large as the rest, and
+        # never what an admission check's update sets.
+        slim["metadata"]["annotations"] = {
+            k: v for k, v in annotations.items() if k != _LAST_APPLIED
+        }
+    return slim
 
 
 def keep(resource_kind: str, obj: Json) -> Cached:

@@ -194,6 +194,10 @@ def test_a_slim_pod_keeps_what_the_pod_integration_reads() -> None:
             "finalizers": ["kueue.x-k8s.io/managed"],
             "deletionTimestamp": "2026-01-01T00:00:00Z",
             "ownerReferences": [{"kind": "ReplicaSet"}],
+            "annotations": {
+                "kubectl.kubernetes.io/last-applied-configuration": '{"kind": "Pod"}',
+                "team": "a",
+            },
         },
         "spec": {
             "schedulingGates": [{"name": "kueue.x-k8s.io/admission"}],
@@ -212,6 +216,9 @@ def test_a_slim_pod_keeps_what_the_pod_integration_reads() -> None:
     slim = slim_pod(pod)
     assert "ownerReferences" not in slim["metadata"]
     assert slim["metadata"]["finalizers"] == ["kueue.x-k8s.io/managed"]
+    assert slim["metadata"]["annotations"] == {"team": "a"}
+    assert pod["metadata"]["annotations"]["team"] == "a"  # the object is left as it was
+    assert "kubectl.kubernetes.io/last-applied-configuration" in pod["metadata"]["annotations"]
     assert slim["spec"] == {
         "schedulingGates": [{"name": "kueue.x-k8s.io/admission"}],
         "nodeSelector": {"pool": "a"},
