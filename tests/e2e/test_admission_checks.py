@@ -509,6 +509,7 @@ def test_an_unsuspended_job_gets_no_pod_until_it_is_admitted(
     assert [w["name"] for w in mutating["webhooks"]] == [
         "mjob.queuescope.io",
         "mjob-default-queue.queuescope.io",
+        "mpod.queuescope.io",
     ]
     plane.apply(flavor_queue(NS, "cq-plain", "lq-plain", "on-demand", "1"))
     first = json.loads(
