@@ -8,7 +8,9 @@ until every Job is Complete: each admission unsuspends a Job, the Job controller
 its Pod, the scheduler binds it, kwok runs it for `--pod-run-for` and marks it Succeeded,
 the Job completes, its Workload finishes, the quota is freed and the next one is admitted.
 Reported: Jobs per second over that span (every Job is admitted exactly once), the wall
-time, and the CPU time of the admission controller.
+time, and the CPU time of the admission controller. The same shape runs again with plain
+Pods instead of Jobs (the `pod` integration, its webhooks registered): each admission
+lifts a Pod's scheduling gate, kube-scheduler binds it, kwok runs it to `Succeeded`.
 
 The same shape runs for upstream Kueue's manager when a binary is given
 (`upstream_pods_run`), each side on its own control plane, one after the other.
@@ -28,16 +30,17 @@ from typing import Any
 
 from benchmarks import upstream_kueue
 from tests.e2e.bulk import Admin, cpu_seconds
-from tests.e2e.cluster import ClusterModeServer
+from tests.e2e.cluster import ClusterModeServer, webhook_documents
 from tests.e2e.harness import ControlPlane, wait_for
 from tests.e2e.nodes import RUN_FOR_ANNOTATION, NodeAgents, flavor_nodes
-from tests.e2e.pods import PodJob, flavor_queue, sample_flavors
+from tests.e2e.pods import QUEUE_LABEL, PodJob, flavor_queue, sample_flavors
 
 NS = "bench-pods"
 CQ = "bench-pods"
 LQ = "bench-pods"
 FLAVOR = "on-demand"
 JOBS_PATH = f"/apis/batch/v1/namespaces/{NS}/jobs"
+PODS_PATH = f"/api/v1/namespaces/{NS}/pods"
 WORKLOADS_PATH = f"/apis/kueue.x-k8s.io/v1beta2/namespaces/{NS}/workloads"
 KUEUE_VERSION = upstream_kueue.KUEUE_VERSION
 
@@ -122,6 +125,38 @@ def _create_jobs(admin: Admin, shape: PodsShape, threads: int = 8) -> None:
         list(pool.map(create, range(shape.jobs)))
 
 
+def _create_pods(admin: Admin, shape: PodsShape, threads: int = 8) -> None:
+    def create(i: int) -> None:
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": f"pod-{i:05d}",
+                "namespace": NS,
+                "labels": {QUEUE_LABEL: LQ},
+                "annotations": {RUN_FOR_ANNOTATION: shape.run_for},
+            },
+            "spec": {
+                "restartPolicy": "Never",
+                "terminationGracePeriodSeconds": 0,
+                "nodeSelector": {"type": "kwok"},
+                "containers": [
+                    {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}
+                ],
+            },
+        }
+        status, body = admin.request("POST", PODS_PATH, pod)
+        if status not in (201, 409):
+            raise RuntimeError(f"creating pod {i}: {status} {body}")
+
+    with concurrent.futures.ThreadPoolExecutor(threads) as pool:
+        list(pool.map(create, range(shape.jobs)))
+
+
+def _succeeded(pod: dict[str, Any]) -> bool:
+    return (pod.get("status") or {}).get("phase") == "Succeeded"
+
+
 def _count(admin: Admin, path: str, predicate: Callable[[dict[str, Any]], bool]) -> int:
     status, body = admin.request("GET", path)
     if status != 200:
@@ -145,29 +180,51 @@ def _open_quota(plane: ControlPlane, cpu: int) -> None:
     )  # fmt: skip
 
 
-def _measure(bench: Bench, shape: PodsShape, pid: int, side: str, startup: float) -> PodsRun:
-    """Jobs created against a closed queue, their Workloads awaited, then the quota
-    opened and the clock run until every Job is Complete."""
+@dataclass(frozen=True)
+class Kind:
+    """What one run creates: Jobs (the Job integration) or plain Pods (the `pod`
+    integration), where they are listed, and when one is done."""
+
+    name: str  # "Jobs", "plain Pods"
+    path: str
+    create: Callable[[Admin, PodsShape], None]
+    done: Callable[[dict[str, Any]], bool]
+
+
+@dataclass(frozen=True)
+class Subject:
+    """The admission controller measured: its name in the table, its process, and how
+    long the plane, the Node agents and it took to come up."""
+
+    side: str
+    pid: int
+    startup: float
+
+
+def _measure(bench: Bench, shape: PodsShape, subject: Subject, kind: Kind) -> PodsRun:
+    """Objects created against a closed queue, their Workloads awaited, then the quota
+    opened and the clock run until every one is done."""
     admin = bench.admin
-    _create_jobs(admin, shape)
+    side, pid = subject.side, subject.pid
+    kind.create(admin, shape)
     wait_for(
         lambda: True if _count(admin, WORKLOADS_PATH, lambda _: True) >= shape.jobs else None,
         timeout=max(120.0, shape.jobs / 5),
-        what=f"{side}: a Workload for each of {shape.jobs} Jobs",
+        what=f"{side}: a Workload for each of {shape.jobs} {kind.name}",
         interval=0.5,
     )
     cpu_before = cpu_seconds(pid)
     started = time.monotonic()
     _open_quota(bench.plane, shape.quota)
     wait_for(
-        lambda: True if _count(admin, JOBS_PATH, _complete) >= shape.jobs else None,
+        lambda: True if _count(admin, kind.path, kind.done) >= shape.jobs else None,
         timeout=max(300.0, shape.jobs * 2.0),
-        what=f"{side}: {shape.jobs} Jobs Complete",
+        what=f"{side}: {shape.jobs} {kind.name} done",
         interval=0.25,
     )
     seconds = time.monotonic() - started
     cpu = cpu_seconds(pid) - cpu_before
-    return PodsRun(side, shape.jobs, seconds, cpu, startup, _mean_hold(admin))
+    return PodsRun(side, shape.jobs, seconds, cpu, subject.startup, _mean_hold(admin))
 
 
 def _transition(obj: dict[str, Any], type_: str) -> datetime | None:
@@ -193,37 +250,69 @@ def _mean_hold(admin: Admin) -> float:
     return sum(holds) / len(holds) if holds else float("nan")
 
 
+JOBS = Kind("Jobs", JOBS_PATH, _create_jobs, _complete)
+PLAIN_PODS = Kind("plain Pods", PODS_PATH, _create_pods, _succeeded)
+# The `pod` integration is on only with a Configuration that lists it.
+PODS_CONFIG = """apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+integrations:
+  frameworks: [batch/job, pod]
+"""
+
+
 def _queues() -> str:
     return sample_flavors() + "\n---\n" + flavor_queue(NS, CQ, LQ, FLAVOR, "0")
 
 
 def queuescope_pods_run(
-    toolchain: Any, nodes_toolchain: Any, root: Path, shape: PodsShape
+    toolchain: Any, nodes_toolchain: Any, root: Path, shape: PodsShape, kind: Kind = JOBS
 ) -> PodsRun:
-    """queuescope in cluster mode, leader-elected as in a pod."""
+    """queuescope in cluster mode, leader-elected as in a pod; for plain Pods with the
+    `pod` integration on and its webhooks registered, as `make deploy` does."""
     started = time.monotonic()
     with _bench_plane(toolchain, nodes_toolchain, root, shape) as bench:
-        server = ClusterModeServer(
-            bench.plane,
-            root / "server",
-            leader_elect=True,
-            extra_args=[
-                "--kube-api-qps",
-                str(shape.qps),
-                "--kube-api-burst",
-                str(int(shape.qps)),
-            ],
-        )
+        args = ["--kube-api-qps", str(shape.qps), "--kube-api-burst", str(int(shape.qps))]
+        if kind is PLAIN_PODS:
+            config = root / "config.yaml"
+            config.parent.mkdir(parents=True, exist_ok=True)
+            config.write_text(PODS_CONFIG)
+            args += ["--config", str(config)]
+        server = ClusterModeServer(bench.plane, root / "server", leader_elect=True, extra_args=args)
         server.prepare()
         bench.plane.apply(_queues())
         server.start()
         try:
+            if kind is PLAIN_PODS:
+                _register_webhooks(bench.plane, server)
             assert server.process is not None
-            return _measure(
-                bench, shape, server.process.pid, "queuescope", time.monotonic() - started
-            )
+            side = "queuescope" if kind is JOBS else f"queuescope, {kind.name}"
+            subject = Subject(side, server.process.pid, time.monotonic() - started)
+            return _measure(bench, shape, subject, kind)
         finally:
             server.stop()
+
+
+def _register_webhooks(plane: ControlPlane, server: ClusterModeServer) -> None:
+    """manifests/webhooks aimed at `server`, waited for until a Pod is gated by them."""
+    docs = webhook_documents(server.port, server.certs.ca_cert.read_bytes())
+    plane.apply("\n---\n".join(json.dumps(d) for d in docs))
+    probe = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "probe", "namespace": NS, "labels": {QUEUE_LABEL: LQ}},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+    }
+
+    def gated() -> bool | None:
+        result = plane.kubectl(
+            "create", "--dry-run=server", "-o", "json", "-f", "-",
+            input=json.dumps(probe), check=False,
+        )  # fmt: skip
+        if result.returncode != 0:
+            return None
+        return True if json.loads(result.stdout)["spec"].get("schedulingGates") else None
+
+    wait_for(gated, timeout=60, what="the pod webhook in force")
 
 
 # -- upstream Kueue ----------------------------------------------------------------------
@@ -242,9 +331,8 @@ def upstream_pods_run(
         with upstream_kueue.running_manager(
             manager, plane, root / "kueue", qps=shape.qps, ready_timeout=120
         ) as process:
-            return _measure(
-                bench, shape, process.pid, f"Kueue {KUEUE_VERSION}", time.monotonic() - started
-            )
+            subject = Subject(f"Kueue {KUEUE_VERSION}", process.pid, time.monotonic() - started)
+            return _measure(bench, shape, subject, JOBS)
 
 
 @dataclass
@@ -255,6 +343,7 @@ class PodsSection:
     figures: dict[str, float]
     notes: list[str]
     ours: PodsRun
+    plain: PodsRun
     upstream: PodsRun | None
 
 
@@ -263,6 +352,7 @@ def pods_section(
 ) -> PodsSection:
     """Our side, then upstream's when a manager binary is given."""
     ours = queuescope_pods_run(toolchain, nodes_toolchain, root / "ours", shape)
+    plain = queuescope_pods_run(toolchain, nodes_toolchain, root / "plain-pods", shape, PLAIN_PODS)
     upstream = (
         upstream_pods_run(manager, toolchain, nodes_toolchain, root / "upstream", shape)
         if manager is not None
@@ -271,30 +361,38 @@ def pods_section(
     label = f"pods: {shape.jobs} Jobs, {shape.quota} CPUs, {shape.run_for} each"
     rows = []
     figures: dict[str, float] = {}
-    for run in (ours, upstream):
+    for run in (ours, plain, upstream):
         if run is None:
             continue
+        what = label.replace("Jobs", "plain Pods") if run is plain else label
         rows.append(
             [
-                f"{label}, {run.side}: admissions/s end to end (wall, controller CPU)",
+                f"{what}, {run.side}: admissions/s end to end (wall, controller CPU)",
                 f"{run.rate:.2f} /s ({run.seconds:.1f} s, {run.cpu:.1f} s CPU)",
             ]
         )
         idle = shape.quota / run.rate - run.hold
         rows.append(
             [
-                f"{label}, {run.side}: quota held per Job (Admitted to Finished), "
+                f"{what}, {run.side}: quota held per Job (Admitted to Finished), "
                 "idle per Job slot between a finish and the next admission",
                 f"{run.hold:.1f} s, {idle:.1f} s",
             ]
         )
-        key = "pods_queuescope" if run is ours else "pods_upstream"
+        key = {id(ours): "pods_queuescope", id(plain): "pods_plain_queuescope"}.get(
+            id(run), "pods_upstream"
+        )
         figures[f"{key}_hold_seconds"] = run.hold
         figures[f"{key}_idle_seconds"] = idle
         figures[f"{key}_admissions_per_second"] = run.rate
         figures[f"{key}_seconds"] = run.seconds
         figures[f"{key}_cpu_seconds"] = run.cpu
+    figures["pods_plain_over_jobs"] = plain.rate / ours.rate
+    rows.append([f"{label}: plain Pods / Jobs, queuescope", f"{plain.rate / ours.rate:.2f}"])
     notes = [
+        "Plain Pods run: the same shape with as many single Pods (the `pod` integration, "
+        "its webhooks registered): each admission lifts a Pod's scheduling gate instead "
+        "of unsuspending a Job, so no Job controller is in the path.",
         "Pods run: a fresh etcd and kube-apiserver with kube-controller-manager (Job and "
         "garbage-collector controllers), kube-scheduler and kwok on the same 2 cores; "
         f"{shape.nodes} kwok Node(s) of flavor {FLAVOR}. Timed from the quota change to the "
@@ -310,4 +408,4 @@ def pods_section(
             f"Upstream Kueue {KUEUE_VERSION} side not run: pass --kueue-manager PATH "
             "(a manager binary built from Kueue's module) to run it."
         )
-    return PodsSection(rows, figures, notes, ours, upstream)
+    return PodsSection(rows, figures, notes, ours, plain, upstream)

@@ -18,8 +18,9 @@ leader election, as in a pod.
 6. **With Pods** (`--pod-jobs`, 0 skips it; benchmarks/cluster_pods.py): on a fresh
    control plane with the Job controller, kube-scheduler and kwok Nodes, Jobs admitted
    one quota's worth at a time really run and finish a Pod each; admissions per second
-   end to end, wall and CPU time; upstream Kueue's manager in the same run, on the same
-   shape, when `--kueue-manager PATH` names one.
+   end to end, wall and CPU time; then the same shape with as many plain Pods (the `pod`
+   integration); upstream Kueue's manager in the same run, on the Jobs shape, when
+   `--kueue-manager PATH` names one.
 
 The control plane is the e2e suite's (tests/e2e/harness.py): etcd and kube-apiserver
 built by tools/controlplane/build.py and cached. Objects are created by a pool of
