@@ -285,8 +285,7 @@ def queuescope_pods_run(
             if kind is PLAIN_PODS:
                 _register_webhooks(bench.plane, server)
             assert server.process is not None
-            side = "queuescope" if kind is JOBS else f"queuescope, {kind.name}"
-            subject = Subject(side, server.process.pid, time.monotonic() - started)
+            subject = Subject("queuescope", server.process.pid, time.monotonic() - started)
             return _measure(bench, shape, subject, kind)
         finally:
             server.stop()
@@ -374,8 +373,8 @@ def pods_section(
         idle = shape.quota / run.rate - run.hold
         rows.append(
             [
-                f"{what}, {run.side}: quota held per Job (Admitted to Finished), "
-                "idle per Job slot between a finish and the next admission",
+                f"{what}, {run.side}: quota held per object (Admitted to Finished), "
+                "idle per slot between a finish and the next admission",
                 f"{run.hold:.1f} s, {idle:.1f} s",
             ]
         )
@@ -388,7 +387,9 @@ def pods_section(
         figures[f"{key}_seconds"] = run.seconds
         figures[f"{key}_cpu_seconds"] = run.cpu
     figures["pods_plain_over_jobs"] = plain.rate / ours.rate
-    rows.append([f"{label}: plain Pods / Jobs, queuescope", f"{plain.rate / ours.rate:.2f}"])
+    rows.append(
+        [f"{label}: admissions/s, plain Pods / Jobs, queuescope", f"{plain.rate / ours.rate:.2f}"]
+    )
     notes = [
         "Plain Pods run: the same shape with as many single Pods (the `pod` integration, "
         "its webhooks registered): each admission lifts a Pod's scheduling gate instead "
