@@ -225,7 +225,8 @@ class WriterCollector(Collector):
             yield _by_result(
                 "queuescope_retention_deletes",
                 "Deletes of objectRetentionPolicies by outcome: a finished Workload deleted, "
-                "a Job deactivated by Kueue deleted, conflict (changed since judged), error",
+                "a Job or a plain Pod deactivated by Kueue deleted, conflict (changed since "
+                "judged), error",
                 **asdict(retention.stats),
             )
         integrations = CounterMetricFamily(

@@ -30,7 +30,7 @@ from scheduler.kubeapi.errors import Json, KubeError
 from scheduler.runtime.kube.events import Event, Regarding
 from scheduler.runtime.kube.leader_io import LeaderIO
 from scheduler.runtime.kube.records import Cached, WorkloadRecord
-from scheduler.runtime.kube.resources import JOBS, WORKLOADS, Resource
+from scheduler.runtime.kube.resources import JOBS, PODS, WORKLOADS, Resource
 
 log = logging.getLogger(__name__)
 
@@ -132,14 +132,16 @@ def deletion_of(record: WorkloadRecord, policy: RetentionPolicy) -> Deletion | N
     ):
         return None
     since = _since(evicted)
-    job = record.owner(JOBS)
-    if since is None or job is None:
-        return None  # only a Job of the batch/v1 integration is deleted
+    # The object of an integration queuescope has: a batch/v1 Job or a plain Pod.
+    owned = [(r, o) for r in (JOBS, PODS) if (o := record.owner(r)) is not None]
+    if since is None or not owned:
+        return None
+    resource, owner = owned[0]
     return Deletion(
-        JOBS,
+        resource,
         record.namespace,
-        job.name,
-        job.uid,
+        owner.name,
+        owner.uid,
         None,
         since + policy.after_deactivated_by_kueue,
         "deactivated by Kueue",
@@ -162,6 +164,7 @@ class RetentionStats:
 
     workload: int = 0  # finished Workloads deleted
     job: int = 0  # Jobs deactivated by Kueue deleted
+    pod: int = 0  # plain Pods deactivated by Kueue deleted
     conflict: int = 0  # changed or replaced since judged: judged again at its next event
     error: int = 0  # tried again after `retry_delay`
 
@@ -295,6 +298,8 @@ class RetentionController:
             return False
         if deletion.resource is JOBS:
             self.stats.job += 1
+        elif deletion.resource is PODS:
+            self.stats.pod += 1
         else:
             self.stats.workload += 1
         log.info("event=retention-deleted object=%r why=%r", target, deletion.why)

@@ -16,7 +16,7 @@ from scheduler.kubeapi.errors import Json
 from scheduler.runtime.kube import retention as retention_module
 from scheduler.runtime.kube.leader_io import LeaderIO
 from scheduler.runtime.kube.records import WorkloadRecord
-from scheduler.runtime.kube.resources import JOBS, WORKLOADS
+from scheduler.runtime.kube.resources import JOBS, PODS, WORKLOADS
 from scheduler.runtime.kube.retention import (
     RetentionController,
     RetentionPolicy,
@@ -149,10 +149,17 @@ class TestDeletionOf:
         evicted["spec"]["active"] = True
         assert deletion_of(record(evicted, owners=[JOB_OWNER]), POLICY) is None
 
-    def test_only_a_batch_v1_job_is_deleted(self) -> None:
+    def test_only_an_object_of_an_integration_is_deleted(self) -> None:
         assert deletion_of(record(deactivated()), POLICY) is None
         jobset = {**JOB_OWNER, "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet"}
         assert deletion_of(record(deactivated(), owners=[jobset]), POLICY) is None
+
+    def test_a_plain_pod_deactivated_by_kueue_is_deleted(self) -> None:
+        pod = {"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "pod-uid"}
+        deletion = deletion_of(record(deactivated(), owners=[pod]), POLICY)
+        assert deletion is not None
+        assert (deletion.resource, deletion.name) == (PODS, "p")
+        assert deletion.options()["preconditions"] == {"uid": "pod-uid"}
 
     def test_without_after_deactivated_nothing(self) -> None:
         policy = RetentionPolicy(after_finished=MINUTE)
