@@ -281,3 +281,17 @@ def test_kueues_pod_example_runs_and_its_group_example_is_refused(plane: Control
     # Both Pods, each for its group label and its total-count annotation.
     assert refused.stderr.count('admission webhook "vpod.queuescope.io" denied the request') == 2
     assert refused.stderr.count("pod groups are not supported by queuescope") == 4
+
+
+def test_a_pod_that_cannot_have_a_workload_says_why_and_waits(plane: ControlPlane) -> None:
+    orphan = pod("no-class", labels={"kueue.x-k8s.io/priority-class": "plain-pods-missing"})
+    assert create(plane, orphan).returncode == 0
+    [warning] = [
+        e
+        for e in wait_events(plane, NS, "Pod", "no-class", ["ErrWorkloadCompose"])
+        if e["reason"] == "ErrWorkloadCompose"
+    ]
+    assert warning["type"] == "Warning"
+    assert 'WorkloadPriorityClass "plain-pods-missing" not found' in warning["message"]
+    waiting = stored_pod(plane, "no-class")
+    assert waiting is not None and waiting["spec"]["schedulingGates"] == [GATE]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
+from typing import Final
 
 from scheduler.api.decode import ApiError
 from scheduler.api.job import QUEUE_NAME_LABEL
@@ -25,6 +26,9 @@ from scheduler.runtime.kube.resources import WORKLOADS, Resource, object_key
 from scheduler.runtime.kube.workqueue import WorkQueue
 
 log = logging.getLogger(__name__)
+
+# Kueue's reason for a Workload it cannot make of an object (docs/cluster.md#events).
+COMPOSE_FAILED: Final = "ErrWorkloadCompose"
 
 
 def uid_of(obj: Json) -> str:
@@ -123,6 +127,12 @@ class Integration(ABC):
                 self.queue.what,
                 object_key(raw),
                 err,
+            )
+            # Said where its owner looks (`kubectl describe`): it waits for a fix (a
+            # missing priority class appearing brings it back here).
+            why = "; ".join(str(e) for e in err.errors) or str(err)
+            self.io.record(
+                Event(reference(self.resource, raw), COMPOSE_FAILED, why, type="Warning")
             )
             return
         body = workload.to_dict()

@@ -23,7 +23,7 @@ from scheduler.runtime.kube.events import (
 from scheduler.runtime.kube.resources import EVENTS, JOBS, WORKLOADS
 from scheduler.runtime.kube.workload_events import workload_events
 from tests.unit.runtime.kube.fakes import FakeKube, FreeBucket, status_error, until
-from tests.unit.runtime.kube.test_jobs import JOB_KEY, started
+from tests.unit.runtime.kube.test_jobs import JOB_KEY, cluster, started
 
 T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 ADMITTED = "Admitted by ClusterQueue cq, wait time since reservation was 0s"
@@ -318,3 +318,29 @@ async def test_a_jobs_life_in_events() -> None:
     job_uid = c.job()["metadata"]["uid"]
     job_events = [e for e in stored_events(fake) if e["regarding"]["kind"] == JOBS.kind]
     assert {e["regarding"]["uid"] for e in job_events} == {job_uid}
+
+
+async def test_a_job_that_cannot_have_a_workload_says_why_in_a_warning() -> None:
+    fake = FakeKube()
+    rec = EventRecorder(fake.rest, "pod-0", limiter=FreeBucket())
+    task = asyncio.create_task(rec.run())
+    try:
+        c = await cluster(fake=fake, events=rec, suspend=True)
+        c.fake.server_update(
+            JOBS, JOB_KEY, {"metadata": {"labels": {"kueue.x-k8s.io/priority-class": "gone"}}}
+        )
+        c.refresh(JOBS, JOB_KEY)
+        await c.jobs.reconcile(JOB_KEY)
+        await until(lambda: rec.backlog == 0 and rec.stats.written == 1)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    [event] = stored_events(fake)
+    assert (event["type"], event["reason"], event["regarding"]["kind"]) == (
+        "Warning",
+        "ErrWorkloadCompose",
+        "Job",
+    )
+    assert event["note"] == (
+        'metadata.labels[kueue.x-k8s.io/priority-class]: WorkloadPriorityClass "gone" not found'
+    )
