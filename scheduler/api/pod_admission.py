@@ -73,8 +73,23 @@ def _held(pod: Mapping[str, Any]) -> bool:
     return has_gate(pod) or phase in ("Succeeded", "Failed")
 
 
-def pod_errors(pod: Mapping[str, Any]) -> list[FieldError]:
-    """The rules a managed Pod breaks on CREATE and UPDATE."""
+def _group_keys(pod: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(where, key) of each pod-group key the Pod carries, as label or annotation."""
+    annotations = _mapping(_mapping(pod.get("metadata")).get("annotations"))
+    return [
+        (where, group_key)
+        for where, values in (("labels", _labels(pod)), ("annotations", annotations))
+        for group_key in (POD_GROUP_NAME, POD_GROUP_TOTAL_COUNT)
+        if group_key in values
+    ]
+
+
+def pod_errors(
+    pod: Mapping[str, Any], *, before: Mapping[str, Any] | None = None
+) -> list[FieldError]:
+    """The rules a managed Pod breaks on CREATE, or on UPDATE from `before`: there a pod
+    group key is refused only if the update adds it (a Pod stored before the integration
+    was turned on must stay updatable, so that its finalizers and labels can change)."""
     errors: list[FieldError] = []
     name = queue_name(pod)
     if name:
@@ -82,23 +97,22 @@ def pod_errors(pod: Mapping[str, Any]) -> list[FieldError]:
     managed = _labels(pod).get(MANAGED_LABEL)
     if managed is not None and managed != MANAGED_VALUE:
         errors.append(FieldError(MANAGED_PATH, "Forbidden: managed label value can only be 'true'"))
-    annotations = _mapping(_mapping(pod.get("metadata")).get("annotations"))
-    for where, values in (("labels", _labels(pod)), ("annotations", annotations)):
-        for group_key in (POD_GROUP_NAME, POD_GROUP_TOTAL_COUNT):
-            if group_key in values:
-                errors.append(
-                    FieldError(
-                        key(f"metadata.{where}", group_key),
-                        "Forbidden: pod groups are not supported by queuescope "
-                        "(docs/cluster.md#plain-pods)",
-                    )
+    had = set(_group_keys(before)) if before is not None else set()
+    for where, group_key in _group_keys(pod):
+        if (where, group_key) not in had:
+            errors.append(
+                FieldError(
+                    key(f"metadata.{where}", group_key),
+                    "Forbidden: pod groups are not supported by queuescope "
+                    "(docs/cluster.md#plain-pods)",
                 )
+            )
     return errors
 
 
 def pod_update_errors(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[FieldError]:
     """The rules of replacing a managed Pod `old` by `new`."""
-    errors = pod_errors(new)
+    errors = pod_errors(new, before=old)
     if not _held(new) and queue_name(new) != queue_name(old):
         errors.append(invalid(QUEUE_NAME_PATH, queue_name(new), IMMUTABLE))
     return errors

@@ -109,6 +109,21 @@ async def test_pod_groups_are_refused() -> None:
     assert (await post("/validate", review(obj), pods=False))["allowed"] is True
 
 
+async def test_a_group_pod_stored_before_may_still_change_but_none_becomes_one() -> None:
+    stored = pod(**{"kueue.x-k8s.io/pod-group-name": "g"})  # from before the integration
+    relabelled = copy.deepcopy(stored)
+    relabelled["metadata"]["labels"]["team"] = "a"
+    relabelled["metadata"]["finalizers"] = []
+    assert (await post("/validate", review(relabelled, "UPDATE", stored)))["allowed"] is True
+    plain = pod()
+    grouped = copy.deepcopy(plain)
+    grouped["metadata"]["annotations"] = {"kueue.x-k8s.io/pod-group-total-count": "2"}
+    assert causes(await post("/validate", review(grouped, "UPDATE", plain))) == [
+        "metadata.annotations[kueue.x-k8s.io/pod-group-total-count]: Forbidden: pod groups "
+        "are not supported by queuescope (docs/cluster.md#plain-pods)"
+    ]
+
+
 async def test_kueues_rules_for_a_managed_pod() -> None:
     bad = pod(**{"kueue.x-k8s.io/managed": "yes"})
     bad["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "Not_A_Name"
