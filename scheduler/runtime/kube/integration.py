@@ -94,6 +94,11 @@ class Integration(ABC):
         key = self._workload_by_uid.get(uid_of(obj))
         return self.io.store.workload(key) if key else None
 
+    def queue_of(self, workload: WorkloadRecord) -> str:
+        """The LocalQueue the core holds `workload` in ("" if it does not hold it)."""
+        core = self.io.engine.scheduler.workload(workload.key)
+        return core.queue_name if core is not None else ""
+
     async def run(self) -> None:
         """Reconcile until cancelled; every known object once at the start."""
         await self.queue.run(

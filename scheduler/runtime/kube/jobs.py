@@ -30,10 +30,8 @@ from scheduler.runtime.kube.leader_io import LeaderIO
 from scheduler.runtime.kube.placement import (
     CheckUpdates,
     UpdateConflictError,
-    admission_labels,
-    check_updates,
-    flavor_placement,
     map_patch,
+    started_placement,
 )
 from scheduler.runtime.kube.priorities import PriorityClasses, priority_classes
 from scheduler.runtime.kube.records import EMPTY_TEMPLATE, WorkloadRecord
@@ -168,19 +166,13 @@ class JobController(Integration):
             if suspend:
                 selector, tolerations = base_selector, base_tolerations
             else:
-                core = self.io.engine.scheduler.workload(workload.key)
-                queue = core.queue_name if core is not None else ""
-                labels.update(admission_labels(base.pod_set, queue, workload))
-                extra_labels, extra_tolerations = flavor_placement(self.io.store, workload)
-                placed = {**base_selector, **extra_labels}
-                placed_tolerations = base_tolerations + [
-                    t for t in extra_tolerations if t not in base_tolerations
-                ]
                 try:
-                    updates = check_updates(
+                    updates = started_placement(
+                        self.io.store,
+                        workload,
                         base.pod_set,
-                        workload.check_states,
-                        CheckUpdates(labels, annotations, placed, placed_tolerations),
+                        self.queue_of(workload),
+                        CheckUpdates(labels, annotations, base_selector, base_tolerations),
                     )
                 except UpdateConflictError as err:
                     # Kueue cannot start such a Job either; it stays suspended, said in the log.

@@ -103,6 +103,25 @@ def check_updates(pod_set: str, check_states: Sequence[Json], base: CheckUpdates
     return merged
 
 
+def started_placement(
+    store: KubeStore, workload: WorkloadRecord, pod_set: str, queue: str, template: CheckUpdates
+) -> CheckUpdates:
+    """What an admitted Workload's pods of pod set `pod_set` start with, over their
+    `template` (labels, annotations, node selector, tolerations): Kueue's admission
+    labels, the assigned flavors' node labels and tolerations, then the admission
+    checks' updates. Both integrations start their pods with it; a check update that
+    contradicts the template raises UpdateConflictError."""
+    flavor_labels, flavor_tolerations = flavor_placement(store, workload)
+    placed = CheckUpdates(
+        labels={**template.labels, **admission_labels(pod_set, queue, workload)},
+        annotations=template.annotations,
+        node_selector={**template.node_selector, **flavor_labels},
+        tolerations=template.tolerations
+        + [t for t in flavor_tolerations if t not in template.tolerations],
+    )
+    return check_updates(pod_set, workload.check_states, placed)
+
+
 def map_patch(current: dict[str, str], wanted: dict[str, str]) -> dict[str, str | None]:
     """A merge patch turning map `current` into `wanted` (keys to drop set to null)."""
     patch: dict[str, str | None] = {k: None for k in current if k not in wanted}

@@ -44,10 +44,8 @@ from scheduler.runtime.kube.leader_io import LeaderIO
 from scheduler.runtime.kube.placement import (
     CheckUpdates,
     UpdateConflictError,
-    admission_labels,
-    check_updates,
-    flavor_placement,
     map_patch,
+    started_placement,
 )
 from scheduler.runtime.kube.priorities import priority_classes
 from scheduler.runtime.kube.records import WorkloadRecord
@@ -197,19 +195,16 @@ class PodController(Integration):
         meta, spec = _meta(pod), pod.get("spec") or {}
         selector: dict[str, str] = dict(spec.get("nodeSelector") or {})
         tolerations: list[Json] = list(spec.get("tolerations") or [])
-        flavor_labels, flavor_tolerations = flavor_placement(self.io.store, workload)
         labels: dict[str, str] = dict(meta.get("labels") or {})
         annotations: dict[str, str] = dict(meta.get("annotations") or {})
-        core = self.io.engine.scheduler.workload(workload.key)
-        queue = core.queue_name if core is not None else ""
-        base = CheckUpdates(
-            {**labels, **admission_labels("main", queue, workload)},
-            annotations,
-            {**selector, **flavor_labels},
-            tolerations + [t for t in flavor_tolerations if t not in tolerations],
-        )
         try:
-            updates = check_updates("main", workload.check_states, base)
+            updates = started_placement(
+                self.io.store,
+                workload,
+                "main",
+                self.queue_of(workload),
+                CheckUpdates(labels, annotations, selector, tolerations),
+            )
         except UpdateConflictError as err:
             # Kueue cannot start such a Pod either; its Workload ends (docs/cluster.md#plain-pods).
             self.stats.errors += 1
