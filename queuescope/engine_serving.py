@@ -17,6 +17,7 @@ from prometheus_client import CollectorRegistry
 from queuescope.lifecycle import ChangeNotifier
 from queuescope.lookups import not_pending_lookup
 from queuescope.serve_forecasts import forecast_service
+from scheduler.api.integrations import NO_POD_INTEGRATIONS, PodIntegrations
 from scheduler.runtime.engine import Engine
 from scheduler.runtime.forecasts import ForecastService
 from scheduler.runtime.what_if import WhatIfService
@@ -64,11 +65,12 @@ class EngineServing:
         version_info: Mapping[str, str],
         what_if: WhatIfService,
         health_checks: Sequence[HealthCheck] = (),
-        manage_pods: bool = False,
+        pod_integrations: PodIntegrations = NO_POD_INTEGRATIONS,
     ) -> FastAPI:
         """The visibility app on this engine; `health_checks` are the mode's own, beside
-        the event-loop check both modes have; `manage_pods`: the webhooks carry out the
-        `pod` integration (cluster mode, if the Configuration turns it on)."""
+        the event-loop check both modes have; `pod_integrations`: the webhooks carry out
+        the `pod` and `deployment` integrations (cluster mode, if the Configuration turns
+        them on)."""
         return create_app(
             snapshot=self.engine.snapshot,
             authenticator=access.authenticator,
@@ -86,7 +88,7 @@ class EngineServing:
             what_if_limit=RateLimit(rate=args.whatif_rate, burst=args.whatif_burst),
             max_inflight=args.visibility_max_inflight,
             max_waiters=args.visibility_max_waiters,
-            manage_pods=manage_pods,
+            pod_integrations=pod_integrations,
         )
 
     def start(

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from scheduler.api.config import DISABLE_WAIT_FOR_PODS_READY, ProcessSettings
-from scheduler.api.integrations import INTEGRATED, POD_FRAMEWORK, listed_frameworks
+from scheduler.api.integrations import INTEGRATED, POD_BASED, listed_frameworks
 
 
 class IgnoredSetting(NamedTuple):
@@ -73,22 +73,23 @@ def _integrations(cfg: ProcessSettings, *, cluster_mode: bool) -> list[IgnoredSe
         found.append(
             IgnoredSetting(
                 "integrations.frameworks",
-                f"only {' and '.join(INTEGRATED)} are integrated; "
-                f"not {', '.join(map(str, others))}",
+                f"only {', '.join(INTEGRATED)} are integrated; not {', '.join(map(str, others))}",
             )
         )
-    if POD_FRAMEWORK in listed and not cluster_mode:
+    pod_based = [f for f in POD_BASED if f in listed]
+    if pod_based and not cluster_mode:
         found.append(
             IgnoredSetting(
-                "integrations.frameworks", f"{POD_FRAMEWORK}: Pods exist only in cluster mode"
+                "integrations.frameworks",
+                f"{', '.join(pod_based)}: Pods exist only in cluster mode",
             )
         )
-    if POD_FRAMEWORK in listed and cfg.managed_jobs_namespace_selector is not None:
+    if pod_based and cfg.managed_jobs_namespace_selector is not None:
         found.append(
             IgnoredSetting(
                 "managedJobsNamespaceSelector",
-                "for Pods the mutating webhook's namespaceSelector decides (kube-system and "
-                "queuescope-system left out); edit it there",
+                "for Pods and Deployments the mutating webhooks' namespaceSelector decides "
+                "(kube-system and queuescope-system left out); edit it there",
             )
         )
     return found

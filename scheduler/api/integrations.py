@@ -1,15 +1,38 @@
 """Which of Kueue's integrations a Configuration turns on (its
-`integrations.frameworks`), among those queuescope has (docs/cluster.md#plain-pods)."""
+`integrations.frameworks`), among those queuescope has (docs/cluster.md#plain-pods,
+docs/cluster.md#deployments)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Final
 
 from scheduler.api.config import ProcessSettings
 
 JOB_FRAMEWORK: Final = "batch/job"  # always on (docs/scheduling.md#configuration)
 POD_FRAMEWORK: Final = "pod"  # plain Pods, in cluster mode
-INTEGRATED: Final = (JOB_FRAMEWORK, POD_FRAMEWORK)
+DEPLOYMENT_FRAMEWORK: Final = "deployment"  # a Deployment's Pods, each its own workload
+INTEGRATED: Final = (JOB_FRAMEWORK, POD_FRAMEWORK, DEPLOYMENT_FRAMEWORK)
+# The integrations whose workloads are Pods, which need a cluster's Pods.
+POD_BASED: Final = (POD_FRAMEWORK, DEPLOYMENT_FRAMEWORK)
+
+
+@dataclass(frozen=True, slots=True)
+class PodIntegrations:
+    """Which Pods the webhooks and the Pod controller manage: plain Pods that name a
+    LocalQueue (`pod` listed), and the Pods of Deployments that do (`deployment`
+    listed; Kueue turns the `pod` integration on with it, for those Pods only)."""
+
+    plain: bool = False
+    deployments: bool = False
+
+    @property
+    def on(self) -> bool:
+        return self.plain or self.deployments
+
+
+NO_POD_INTEGRATIONS: Final = PodIntegrations()
+PLAIN_PODS: Final = PodIntegrations(plain=True)
 
 
 def listed_frameworks(cfg: ProcessSettings | None) -> list[str]:
@@ -20,5 +43,8 @@ def listed_frameworks(cfg: ProcessSettings | None) -> list[str]:
     return [str(f) for f in integrations.get("frameworks") or [JOB_FRAMEWORK]]
 
 
-def pods_enabled(cfg: ProcessSettings | None) -> bool:
-    return POD_FRAMEWORK in listed_frameworks(cfg)
+def pod_integrations(cfg: ProcessSettings | None) -> PodIntegrations:
+    listed = listed_frameworks(cfg)
+    return PodIntegrations(
+        plain=POD_FRAMEWORK in listed, deployments=DEPLOYMENT_FRAMEWORK in listed
+    )

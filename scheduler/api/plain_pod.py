@@ -22,6 +22,9 @@ ADMISSION_GATE: Final = "kueue.x-k8s.io/admission"
 # Pod groups: a Pod carrying the name (label or annotation) belongs to a group.
 POD_GROUP_NAME: Final = "kueue.x-k8s.io/pod-group-name"
 POD_GROUP_TOTAL_COUNT: Final = "kueue.x-k8s.io/pod-group-total-count"
+# Set on a pod template by the webhook of the Pods' owner (a Deployment's: `deployment`):
+# its Pods are managed with no finalizer, their owner replaces a deleted one.
+SUSPENDING_PARENT: Final = "kueue.x-k8s.io/pod-suspending-parent"
 # The condition a running Pod gets before it is deleted for its Workload's eviction.
 TERMINATION_TARGET: Final = "TerminationTarget"
 

@@ -1,14 +1,18 @@
-"""What the admission webhooks do to a Pod when the `pod` integration is on
-(docs/cluster.md#plain-pods). Pure, on the raw object: a Pod has far more fields than
-the API layer models, and none of them matters here.
+"""What the admission webhooks do to a Pod when the `pod` or `deployment` integration
+is on (docs/cluster.md#plain-pods, docs/cluster.md#deployments). Pure, on the raw
+object: a Pod has far more fields than the API layer models, and none of them matters
+here.
 
 A Pod is managed when it names a LocalQueue (a non-empty `kueue.x-k8s.io/queue-name`
-label) and is not a batch/v1 Job's Pod (the Job is the workload then). On CREATE a
-managed Pod gets the label and finalizer `kueue.x-k8s.io/managed` and the scheduling
-gate `kueue.x-k8s.io/admission`, as in Kueue. Kueue's rules for such Pods are kept
-(a queue name that is a DNS subdomain, the managed label only `true`, the queue name
-fixed once the Pod is past its gate); pod groups are refused: queuescope does not
-integrate them, and a group Pod let through would wait behind its gate for ever.
+label) and is not a batch/v1 Job's Pod (the Job is the workload then): with `pod`, any
+such Pod; with `deployment`, those whose template a Deployment's webhook marked
+(`kueue.x-k8s.io/pod-suspending-parent`; such a Pod is managed whenever either is on).
+On CREATE a managed Pod gets the label `kueue.x-k8s.io/managed` and the scheduling gate
+`kueue.x-k8s.io/admission`, and the finalizer `kueue.x-k8s.io/managed` unless its
+parent replaces it, as in Kueue. Kueue's rules for such Pods are kept (a queue name that
+is a DNS subdomain, the managed label only `true`, the queue name fixed once the Pod is
+past its gate); pod groups are refused: queuescope does not integrate them, and a group
+Pod let through would wait behind its gate for ever.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from scheduler.api.errors import FieldError
+from scheduler.api.integrations import PodIntegrations
 from scheduler.api.job import QUEUE_NAME_LABEL
 from scheduler.api.plain_pod import (
     ADMISSION_GATE,
@@ -24,13 +29,13 @@ from scheduler.api.plain_pod import (
     MANAGED_VALUE,
     POD_GROUP_NAME,
     POD_GROUP_TOTAL_COUNT,
+    SUSPENDING_PARENT,
 )
-from scheduler.api.validation.common import invalid, subdomain
+from scheduler.api.validation.common import subdomain
 from scheduler.api.validation.paths import key
+from scheduler.api.validation.queue_labels import QUEUE_NAME_PATH, queue_name_update_errors
 
-QUEUE_NAME_PATH = key("metadata.labels", QUEUE_NAME_LABEL)
 MANAGED_PATH = key("metadata.labels", MANAGED_LABEL)
-IMMUTABLE = "field is immutable"
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
@@ -58,8 +63,20 @@ def owned_by_job(pod: Mapping[str, Any]) -> bool:
     return False
 
 
-def is_managed(pod: Mapping[str, Any]) -> bool:
-    return bool(queue_name(pod)) and not owned_by_job(pod)
+def suspending_parent(pod: Mapping[str, Any]) -> str:
+    """The integration whose webhook marked the Pod's template ("" for none)."""
+    annotations = _mapping(_mapping(pod.get("metadata")).get("annotations"))
+    return str(annotations.get(SUSPENDING_PARENT) or "")
+
+
+def is_managed(pod: Mapping[str, Any], integrations: PodIntegrations) -> bool:
+    """Is the Pod a workload of one of the `integrations` that are on?"""
+    if not queue_name(pod) or owned_by_job(pod):
+        return False
+    if suspending_parent(pod):
+        # Kueue manages a Pod its parent's webhook marked whenever Pods are managed at all.
+        return integrations.on
+    return integrations.plain
 
 
 def has_gate(pod: Mapping[str, Any]) -> bool:
@@ -112,7 +129,7 @@ def pod_errors(
 
 def pod_update_errors(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[FieldError]:
     """The rules of replacing a managed Pod `old` by `new`."""
-    errors = pod_errors(new, before=old)
-    if not _held(new) and queue_name(new) != queue_name(old):
-        errors.append(invalid(QUEUE_NAME_PATH, queue_name(new), IMMUTABLE))
-    return errors
+    fixed = not _held(new)
+    return pod_errors(new, before=old) + queue_name_update_errors(
+        queue_name(old), queue_name(new), fixed=fixed
+    )

@@ -54,7 +54,13 @@ FAIL_AFTER_ANNOTATION = "e2e.queuescope.io/fail-after"
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
 NODE_LABEL = "e2e.queuescope.io/kwok"
 NOT_READY_TAINT = "node.kubernetes.io/not-ready:NoSchedule"
-KCM_CONTROLLERS = ("job-controller", "garbage-collector-controller")
+# The Deployment and ReplicaSet controllers for the `deployment` integration's tests.
+KCM_CONTROLLERS = (
+    "job-controller",
+    "garbage-collector-controller",
+    "deployment-controller",
+    "replicaset-controller",
+)
 AGENT_READY_SECONDS = 120.0
 NODES_READY_SECONDS = 60.0
 PODS_GONE_SECONDS = 120.0
@@ -437,10 +443,16 @@ class NodeAgents:
         raise HarnessError(f"no kwok node {name}")
 
     def clear_namespace(self, namespace: str) -> None:
-        """Delete every Job of `namespace` and wait until their Pods are gone (while the
-        controllers still run), so the next module starts with empty Nodes."""
+        """Delete every Job and Deployment of `namespace` and wait until their Pods are
+        gone (while the controllers still run), so the next module starts with empty Nodes."""
         self.plane.kubectl(
-            "delete", "jobs", "--all", "-n", namespace, "--cascade=background", "--wait=false"
+            "delete",
+            "jobs,deployments",
+            "--all",
+            "-n",
+            namespace,
+            "--cascade=background",
+            "--wait=false",
         )
         wait_for(
             lambda: True if not self.pods(namespace) else None,

@@ -4,16 +4,35 @@ the API, and waits on Jobs, Pods and Workloads (docs/cluster.md#real-cluster-tes
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.cluster import KUEUE, ClusterModeServer, stored_version, wait_json
+import pytest
+
+from tests.e2e.cluster import (
+    KUEUE,
+    ClusterModeServer,
+    delete_webhooks,
+    stored_version,
+    wait_json,
+    webhook_documents,
+)
 from tests.e2e.harness import ControlPlane, wait_for
 from tests.e2e.nodes import SAMPLE_FLAVORS, NodeAgents
 
+# Kueue v0.19.2's example manifests, beside the repository (never copied into it).
+KUEUE_EXAMPLES = (
+    Path(__file__).resolve().parents[2].parent
+    / "shared"
+    / "kueue-examples"
+    / "v0.19.2"
+    / "site"
+    / "static"
+    / "examples"
+)
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 
@@ -42,6 +61,77 @@ def configured_server(
     finally:
         nodes.clear_namespace(namespace)
         server.stop()
+
+
+def integrations_config(*frameworks: str) -> str:
+    """A Configuration (`serve --config`) that lists these `integrations.frameworks`."""
+    return (
+        "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
+        f"integrations:\n  frameworks: [{', '.join(frameworks)}]\n"
+    )
+
+
+@dataclass(frozen=True)
+class IntegrationSetup:
+    """A module's server for one integration: its Configuration, namespace, queues, the
+    kinds (comma-separated) that own its workloads there, and whether kube-apiserver
+    calls our webhooks yet (`in_force(plane)`: True, or None to ask again)."""
+
+    config: str
+    namespace: str
+    queues: str
+    owners: str
+    in_force: Callable[[ControlPlane], bool | None]
+
+
+def integration_fixtures(setup: IntegrationSetup) -> tuple[Any, Any]:
+    """A module's `server` fixture (`server_with_webhooks`, module scope) and its `plane`
+    fixture (the control plane, once that server runs)."""
+
+    @pytest.fixture(scope="module", name="server")
+    def server_fixture(
+        nodes: NodeAgents, tmp_path_factory: pytest.TempPathFactory
+    ) -> Iterator[ClusterModeServer]:
+        root = tmp_path_factory.mktemp(setup.namespace)
+        with server_with_webhooks(nodes, root, setup) as running:
+            yield running
+
+    @pytest.fixture(name="plane")
+    def plane_fixture(server: ClusterModeServer, nodes: NodeAgents) -> ControlPlane:
+        return nodes.plane
+
+    return server_fixture, plane_fixture
+
+
+@contextmanager
+def server_with_webhooks(
+    nodes: NodeAgents, root: Path, setup: IntegrationSetup
+) -> Iterator[ClusterModeServer]:
+    """`configured_server` with manifests/webhooks applied, once kube-apiserver calls
+    them (it picks the configurations up through its own watch). Afterwards the webhooks
+    go, then the namespace's owners while the server still runs, so that it releases
+    what it holds."""
+    namespace = setup.namespace
+    with configured_server(nodes, root, setup.config, namespace, setup.queues) as running:
+        try:
+            docs = webhook_documents(running.port, running.certs.ca_cert.read_bytes())
+            nodes.plane.apply("\n---\n".join(json.dumps(d) for d in docs))
+            wait_for(lambda: setup.in_force(nodes.plane), timeout=60, what="the webhooks in force")
+            yield running
+        finally:
+            delete_webhooks(nodes.plane)
+            nodes.plane.kubectl("delete", setup.owners, "--all", "-n", namespace, "--wait=false")
+
+
+def priority_class(name: str, value: int) -> str:
+    """A WorkloadPriorityClass document."""
+    doc = {
+        "apiVersion": KUEUE,
+        "kind": "WorkloadPriorityClass",
+        "metadata": {"name": name},
+        "value": value,
+    }
+    return json.dumps(doc)
 
 
 def flavor_queue(namespace: str, cq: str, lq: str, flavor: str, cpu: str, **spec: Any) -> str:

@@ -19,17 +19,25 @@ The server runs with `integrations.frameworks: [batch/job, pod]`:
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.e2e.bulk import server_metrics
-from tests.e2e.cluster import ClusterModeServer, delete_webhooks, webhook_documents
+from tests.e2e.cluster import ClusterModeServer
 from tests.e2e.harness import ControlPlane, wait_for
-from tests.e2e.nodes import RUN_FOR_ANNOTATION, NodeAgents
-from tests.e2e.pods import QUEUE_LABEL, condition, configured_server, flavor_queue, wait_events
+from tests.e2e.nodes import RUN_FOR_ANNOTATION
+from tests.e2e.pods import (
+    KUEUE_EXAMPLES,
+    QUEUE_LABEL,
+    IntegrationSetup,
+    condition,
+    flavor_queue,
+    integration_fixtures,
+    integrations_config,
+    priority_class,
+    wait_events,
+)
 
 pytestmark = pytest.mark.realcluster
 
@@ -37,14 +45,8 @@ NS = "plain-pods-e2e"
 GATE = {"name": "kueue.x-k8s.io/admission"}
 MANAGED = "kueue.x-k8s.io/managed"
 ON_DEMAND = {"type": "kwok", "cloud.example.com/capacity": "on-demand"}
-CONFIG = """
-apiVersion: config.kueue.x-k8s.io/v1beta2
-kind: Configuration
-integrations:
-  frameworks: [batch/job, pod]
-"""
-EXAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "kueue-examples" / "v0.19.2"
-POD_EXAMPLES = EXAMPLES / "site" / "static" / "examples" / "pods-kueue"
+CONFIG = integrations_config("batch/job", "pod")
+POD_EXAMPLES = KUEUE_EXAMPLES / "pods-kueue"
 QUEUES = "\n---\n".join(
     [
         # Kueue's own Pod examples name the LocalQueue `user-queue` and ask for 3 CPUs.
@@ -57,14 +59,7 @@ QUEUES = "\n---\n".join(
             "2",
             preemption={"withinClusterQueue": "LowerPriority"},
         ),
-        json.dumps(
-            {
-                "apiVersion": "kueue.x-k8s.io/v1beta2",
-                "kind": "WorkloadPriorityClass",
-                "metadata": {"name": "plain-pods-urgent"},
-                "value": 1000,
-            }
-        ),
+        priority_class("plain-pods-urgent", 1000),
     ]
 )
 
@@ -136,42 +131,17 @@ def workload_of_pod(plane: ControlPlane, name: str, what: str, test: Any) -> dic
     return result
 
 
-@pytest.fixture(scope="module")
-def server(
-    nodes: NodeAgents, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[ClusterModeServer]:
-    root = tmp_path_factory.mktemp("plain-pods")
-    with configured_server(nodes, root, CONFIG, NS, QUEUES) as running:
-        try:
-            _webhooks_in_force(nodes.plane, running)
-            yield running
-        finally:
-            delete_webhooks(nodes.plane)
-            # Deleted while the server runs, so that it releases their finalizers.
-            nodes.plane.kubectl("delete", "pods", "--all", "-n", NS, "--wait=false")
+def _gated(plane: ControlPlane) -> bool | None:
+    """Is a Pod that names a LocalQueue stored gated (our webhook in force)?"""
+    result = create(plane, pod("probe"), dry_run=True)
+    if result.returncode != 0:
+        return None
+    gates = json.loads(result.stdout)["spec"].get("schedulingGates") or []
+    return True if GATE in gates else None
 
 
-@pytest.fixture
-def plane(server: ClusterModeServer, nodes: NodeAgents) -> ControlPlane:
-    return nodes.plane
-
-
-def _webhooks_in_force(plane: ControlPlane, server: ClusterModeServer) -> None:
-    docs = webhook_documents(server.port, server.certs.ca_cert.read_bytes())
-    plane.apply("\n---\n".join(json.dumps(d) for d in docs))
-
-    def gated() -> bool | None:
-        result = create(plane, pod("probe"), dry_run=True)
-        if result.returncode != 0:
-            return None
-        return (
-            True
-            if GATE in (json.loads(result.stdout)["spec"].get("schedulingGates") or [])
-            else None
-        )
-
-    # kube-apiserver picks the configurations up through its own watch.
-    wait_for(gated, timeout=60, what="the pod webhook in force")
+SETUP = IntegrationSetup(CONFIG, NS, QUEUES, owners="pods", in_force=_gated)
+server, plane = integration_fixtures(SETUP)
 
 
 def test_a_pod_waits_behind_its_gate_then_runs_on_its_flavor_and_finishes(

@@ -1,9 +1,13 @@
 """The admission webhooks' endpoints: AdmissionReview in, AdmissionReview out.
 
     POST /validate      every kind the API layer knows (Kueue's kinds, batch/v1 Jobs), and
-                        v1 Pods with the `pod` integration on
+                        v1 Pods and apps/v1 Deployments with their integrations on
     POST /mutate-job    batch/v1 Jobs: suspended (and the `default` LocalQueue) on create
-    POST /mutate-pod    v1 Pods: held behind the admission gate on create (`pod` integration)
+    POST /mutate-pod    v1 Pods: held behind the admission gate on create (`pod` and
+                        `deployment` integrations)
+    POST /mutate-deployment
+                        apps/v1 Deployments: their pod template marked on create and
+                        update (`deployment` integration)
 
 What each answer means (docs/operations.md, "Admission webhooks"):
 
@@ -22,6 +26,7 @@ import logging
 from collections.abc import Callable
 from typing import Final
 
+from scheduler.api.integrations import NO_POD_INTEGRATIONS, PodIntegrations
 from scheduler.runtime.snapshot import Snapshot
 from visibility_server.webhooks import responses
 from visibility_server.webhooks.asgi import Answer
@@ -31,7 +36,12 @@ from visibility_server.webhooks.default_queue import (
     default_queue_lookup,
 )
 from visibility_server.webhooks.envelope import MalformedReviewError
-from visibility_server.webhooks.mutating import WrongKindError, job_patch, pod_patch
+from visibility_server.webhooks.mutating import (
+    WrongKindError,
+    deployment_patch,
+    job_patch,
+    pod_patch,
+)
 from visibility_server.webhooks.review import parse_review
 from visibility_server.webhooks.validating import validate_request
 
@@ -40,17 +50,20 @@ log = logging.getLogger(__name__)
 VALIDATE_PATH: Final = "/validate"
 MUTATE_JOB_PATH: Final = "/mutate-job"
 MUTATE_POD_PATH: Final = "/mutate-pod"
+MUTATE_DEPLOYMENT_PATH: Final = "/mutate-deployment"
 # An UPDATE review holds two objects, each at most kube-apiserver's 3 MiB request limit.
 MAX_BODY_BYTES: Final = 16 * 1024 * 1024
 
 
-def validate_answer(body: bytes, default_queue: DefaultQueueLookup, *, pods: bool) -> Answer:
+def validate_answer(
+    body: bytes, default_queue: DefaultQueueLookup, integrations: PodIntegrations
+) -> Answer:
     try:
         request = parse_review(body)
     except MalformedReviewError as err:
         return responses.malformed(str(err))
     try:
-        verdict = validate_request(request, default_queue, pods=pods)
+        verdict = validate_request(request, default_queue, integrations)
     except NotSyncedError as err:
         return responses.not_ready(f"cannot validate yet: {err}")
     if verdict.errors:
@@ -77,24 +90,41 @@ def mutate_job_answer(body: bytes, default_queue: DefaultQueueLookup) -> Answer:
     return responses.allowed(request.uid, patch)
 
 
-def mutate_pod_answer(body: bytes, *, pods: bool) -> Answer:
+def mutate_pod_answer(body: bytes, integrations: PodIntegrations) -> Answer:
     try:
         request = parse_review(body)
-        patch = pod_patch(request, enabled=pods)
+        patch = pod_patch(request, integrations)
     except (MalformedReviewError, WrongKindError) as err:
         return responses.malformed(str(err))
     return responses.allowed(request.uid, patch)
 
 
+def mutate_deployment_answer(
+    body: bytes, default_queue: DefaultQueueLookup, integrations: PodIntegrations
+) -> Answer:
+    try:
+        request = parse_review(body)
+        patch = deployment_patch(request, default_queue, enabled=integrations.deployments)
+    except (MalformedReviewError, WrongKindError) as err:
+        return responses.malformed(str(err))
+    except NotSyncedError as err:
+        return responses.not_ready(f"cannot default the LocalQueue yet: {err}")
+    return responses.allowed(request.uid, patch)
+
+
 def answers(
-    snapshot: Callable[[], Snapshot], *, pods: bool = False
+    snapshot: Callable[[], Snapshot], integrations: PodIntegrations = NO_POD_INTEGRATIONS
 ) -> dict[str, Callable[[bytes], Answer]]:
-    """Path → the body's answer, each reading the snapshot current when called; `pods`:
-    the `pod` integration is on (docs/cluster.md#plain-pods)."""
+    """Path → the body's answer, each reading the snapshot current when called;
+    `integrations`: which Pods and Deployments are managed (docs/cluster.md#plain-pods,
+    docs/cluster.md#deployments)."""
     return {
         VALIDATE_PATH: lambda body: validate_answer(
-            body, default_queue_lookup(snapshot()), pods=pods
+            body, default_queue_lookup(snapshot()), integrations
         ),
         MUTATE_JOB_PATH: lambda body: mutate_job_answer(body, default_queue_lookup(snapshot())),
-        MUTATE_POD_PATH: lambda body: mutate_pod_answer(body, pods=pods),
+        MUTATE_POD_PATH: lambda body: mutate_pod_answer(body, integrations),
+        MUTATE_DEPLOYMENT_PATH: lambda body: mutate_deployment_answer(
+            body, default_queue_lookup(snapshot()), integrations
+        ),
     }

@@ -1,8 +1,10 @@
 """The mutating webhooks' decisions: for batch/v1 Jobs, the JSONPatch that stores a Job
 Kueue manages suspended, and names the `default` LocalQueue where that applies
 (`scheduler.api.job_defaulting`; docs/cluster.md#admission-webhooks); for Pods, with the
-`pod` integration on, the one that holds a managed Pod behind the admission gate
-(`scheduler.api.pod_admission`; docs/cluster.md#plain-pods).
+`pod` or `deployment` integration on, the one that holds a managed Pod behind the
+admission gate (`scheduler.api.pod_admission`; docs/cluster.md#plain-pods); for
+Deployments, with `deployment` on, the one that marks the pod template of a Deployment
+that names a LocalQueue (`scheduler.api.deployment_admission`; docs/cluster.md#deployments).
 
 Works on the raw object: a Job that breaks a rule is the validating webhook's to deny,
 and a patch must not depend on fields this server does not model.
@@ -13,10 +15,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from scheduler.api.deployment_admission import DEPLOYMENT, deployment_marks
+from scheduler.api.integrations import PodIntegrations
 from scheduler.api.job import QUEUE_NAME_LABEL
 from scheduler.api.job_defaulting import job_defaults
 from scheduler.api.plain_pod import ADMISSION_GATE, MANAGED_LABEL, MANAGED_VALUE, POD_FINALIZER
-from scheduler.api.pod_admission import has_gate, is_managed
+from scheduler.api.pod_admission import has_gate, is_managed, suspending_parent
 from visibility_server.webhooks.default_queue import DefaultQueueLookup
 from visibility_server.webhooks.responses import JsonPatch
 from visibility_server.webhooks.review import AdmissionRequest
@@ -38,6 +42,30 @@ def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
+def set_keys(
+    obj: Mapping[str, Any], parts: tuple[str, ...], values: Mapping[str, Any]
+) -> JsonPatch:
+    """Operations that merge `values` (maps of strings, or of such maps) into the map at
+    `parts` below `obj`, adding the maps that are missing whole; keys already so are
+    left alone."""
+    at: Mapping[str, Any] = obj
+    for depth, part in enumerate(parts):
+        below = at.get(part)
+        if not isinstance(below, Mapping):
+            value: Any = dict(values)
+            for outer in reversed(parts[depth + 1 :]):
+                value = {outer: value}
+            return [{"op": "add", "path": _pointer(*parts[: depth + 1]), "value": value}]
+        at = below
+    patch: JsonPatch = []
+    for k, v in values.items():
+        if isinstance(v, Mapping):
+            patch += set_keys(obj, (*parts, k), v)
+        elif at.get(k) != v:
+            patch.append({"op": "add", "path": _pointer(*parts, k), "value": v})
+    return patch
+
+
 def job_patch(request: AdmissionRequest, default_queue: DefaultQueueLookup) -> JsonPatch:
     """The patch for a Job being created (empty: nothing to change). NotSyncedError when
     the defaulting needs the LocalQueues before the server has read them."""
@@ -54,12 +82,7 @@ def job_patch(request: AdmissionRequest, default_queue: DefaultQueueLookup) -> J
     defaults = job_defaults(labels, spec.get("suspend") is True, default_queue_exists=exists)
     patch: JsonPatch = []
     if defaults.queue_name is not None:
-        if isinstance(metadata.get("labels"), Mapping):
-            path = _pointer("metadata", "labels", QUEUE_NAME_LABEL)
-            patch.append({"op": "add", "path": path, "value": defaults.queue_name})
-        else:
-            value = {QUEUE_NAME_LABEL: defaults.queue_name}
-            patch.append({"op": "add", "path": "/metadata/labels", "value": value})
+        patch += set_keys(job, ("metadata", "labels"), {QUEUE_NAME_LABEL: defaults.queue_name})
     if defaults.suspend:
         if not isinstance(job.get("spec"), Mapping):
             raise WrongKindError("request.object.spec: a Job needs a spec")
@@ -67,22 +90,21 @@ def job_patch(request: AdmissionRequest, default_queue: DefaultQueueLookup) -> J
     return patch
 
 
-def pod_patch(request: AdmissionRequest, *, enabled: bool) -> JsonPatch:
-    """The patch for a Pod being created: with the integration `enabled`, a managed Pod
-    gets the managed label, the finalizer and the admission gate (those it lacks);
-    otherwise nothing changes (Kueue's webhook for a disabled integration does nothing)."""
+def pod_patch(request: AdmissionRequest, integrations: PodIntegrations) -> JsonPatch:
+    """The patch for a Pod being created: a Pod one of the `integrations` manages gets
+    the managed label, the admission gate and (unless its parent replaces it) the
+    finalizer, those it lacks; otherwise nothing changes (Kueue's webhook for a disabled
+    integration does nothing)."""
     if (request.kind.api_version, request.kind.kind) != POD:
         raise WrongKindError(f"only v1 Pods are mutated here, not {request.kind.kind}")
     pod = request.new
-    if request.operation != "CREATE" or not enabled or not is_managed(pod):
+    if request.operation != "CREATE" or not is_managed(pod, integrations):
         return []
-    metadata = _mapping(pod.get("metadata"))
-    patch: JsonPatch = []
-    if _mapping(metadata.get("labels")).get(MANAGED_LABEL) != MANAGED_VALUE:
-        path = _pointer("metadata", "labels", MANAGED_LABEL)  # the queue-name label is there
-        patch.append({"op": "add", "path": path, "value": MANAGED_VALUE})
-    finalizers = metadata.get("finalizers")
-    if not isinstance(finalizers, list):
+    patch = set_keys(pod, ("metadata", "labels"), {MANAGED_LABEL: MANAGED_VALUE})
+    finalizers = _mapping(pod.get("metadata")).get("finalizers")
+    if suspending_parent(pod):
+        pass  # its parent replaces it once deleted: nothing to hold it for
+    elif not isinstance(finalizers, list):
         patch.append({"op": "add", "path": "/metadata/finalizers", "value": [POD_FINALIZER]})
     elif POD_FINALIZER not in finalizers:
         patch.append({"op": "add", "path": "/metadata/finalizers/-", "value": POD_FINALIZER})
@@ -96,3 +118,30 @@ def pod_patch(request: AdmissionRequest, *, enabled: bool) -> JsonPatch:
         else:
             patch.append({"op": "add", "path": "/spec/schedulingGates", "value": [gate]})
     return patch
+
+
+def deployment_patch(
+    request: AdmissionRequest, default_queue: DefaultQueueLookup, *, enabled: bool
+) -> JsonPatch:
+    """The patch for a Deployment being created or updated: with the integration
+    `enabled`, the marks of its pod template (and the `default` LocalQueue on creation);
+    otherwise nothing. NotSyncedError as for Jobs."""
+    if (request.kind.api_version, request.kind.kind) != DEPLOYMENT:
+        raise WrongKindError(f"only apps/v1 Deployments are mutated here, not {request.kind.kind}")
+    if not enabled:
+        return []
+    deployment = request.new
+    metadata = _mapping(deployment.get("metadata"))
+    exists = False
+    if request.operation == "CREATE" and not _mapping(metadata.get("labels")).get(QUEUE_NAME_LABEL):
+        exists = default_queue(request.namespace or str(metadata.get("namespace") or ""))
+    marks = deployment_marks(deployment, default_queue_exists=exists)
+    patch: JsonPatch = []
+    if marks.queue_name is not None:
+        patch += set_keys(deployment, ("metadata", "labels"), {QUEUE_NAME_LABEL: marks.queue_name})
+    if not marks.template_labels:
+        return patch
+    if not isinstance(_mapping(deployment.get("spec")).get("template"), Mapping):
+        raise WrongKindError("request.object.spec.template: a Deployment needs a pod template")
+    marked = {"labels": marks.template_labels, "annotations": marks.template_annotations}
+    return patch + set_keys(deployment, ("spec", "template", "metadata"), marked)

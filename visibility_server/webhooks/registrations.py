@@ -12,12 +12,23 @@ WEBHOOK_CONFIGURATIONS: Final = (
     (
         "MutatingWebhookConfiguration",
         "queuescope-mutating",
-        ("mjob.queuescope.io", "mjob-default-queue.queuescope.io", "mpod.queuescope.io"),
+        (
+            "mjob.queuescope.io",
+            "mjob-default-queue.queuescope.io",
+            "mpod.queuescope.io",
+            "mdeployment.queuescope.io",
+            "mdeployment-default-queue.queuescope.io",
+        ),
     ),
     (
         "ValidatingWebhookConfiguration",
         "queuescope-validating",
-        ("vkueue.queuescope.io", "vjob.queuescope.io", "vpod.queuescope.io"),
+        (
+            "vkueue.queuescope.io",
+            "vjob.queuescope.io",
+            "vpod.queuescope.io",
+            "vdeployment.queuescope.io",
+        ),
     ),
 )
 ADMISSION_API_VERSION: Final = "admissionregistration.k8s.io/v1"

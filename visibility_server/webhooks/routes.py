@@ -14,10 +14,12 @@ from collections.abc import Callable
 
 from starlette.types import Receive, Scope, Send
 
+from scheduler.api.integrations import NO_POD_INTEGRATIONS, PodIntegrations
 from scheduler.runtime.snapshot import Snapshot
 from visibility_server.http.routers.table import RouteTable
 from visibility_server.webhooks.admission import (
     MAX_BODY_BYTES,
+    MUTATE_DEPLOYMENT_PATH,
     MUTATE_JOB_PATH,
     MUTATE_POD_PATH,
     VALIDATE_PATH,
@@ -32,6 +34,7 @@ _LABELS = {
     VALIDATE_PATH: ("validating-webhook", "v1"),
     MUTATE_JOB_PATH: ("mutating-webhook", "v1"),
     MUTATE_POD_PATH: ("mutating-webhook-pod", "v1"),
+    MUTATE_DEPLOYMENT_PATH: ("mutating-webhook-deployment", "v1"),
 }
 
 
@@ -60,12 +63,14 @@ class _AdmissionEndpoint:
 
 
 def webhook_routes(
-    table: RouteTable, snapshot: Callable[[], Snapshot], *, pods: bool = False
+    table: RouteTable,
+    snapshot: Callable[[], Snapshot],
+    integrations: PodIntegrations = NO_POD_INTEGRATIONS,
 ) -> frozenset[str]:
     """Add the webhook routes with their metric labels; return the paths that are open.
-    Every method reaches them: they answer 405 themselves. `pods`: the `pod` integration
-    is on (otherwise its paths allow every Pod unchanged)."""
+    Every method reaches them: they answer 405 themselves. `integrations`: which Pods
+    and Deployments are managed (the others are allowed unchanged)."""
     table.add(CONVERSION_PATH, _ConversionEndpoint(), *_LABELS[CONVERSION_PATH], methods=None)
-    for path, answer_for in answers(snapshot, pods=pods).items():
+    for path, answer_for in answers(snapshot, integrations).items():
         table.add(path, _AdmissionEndpoint(path, answer_for), *_LABELS[path], methods=None)
     return frozenset(_LABELS)

@@ -9,6 +9,10 @@ a change to this module. The object is decoded as the store decodes what it list
 UPDATE also runs `validate_update` against the old object. Whatever is denied here is
 what the store would refuse to load; whatever is allowed, it loads.
 
+Pods and Deployments (with the `pod` and `deployment` integrations on) are judged on
+the raw object by Kueue's rules for them (`scheduler.api.pod_admission`,
+`scheduler.api.deployment_admission`): their other fields are kube-apiserver's to check.
+
 The Kueue kinds queuescope stores but does not act on (`scheduler.api.foreign`:
 Topology, ProvisioningRequestConfig, MultiKueueConfig, MultiKueueCluster) are checked
 with their own rules; any other kind of the group is allowed with a warning.
@@ -22,8 +26,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler.api.base import TypedObject
+from scheduler.api.deployment_admission import (
+    DEPLOYMENT,
+    deployment_errors,
+    deployment_update_errors,
+    names_queue,
+)
 from scheduler.api.errors import ApiError, FieldError
 from scheduler.api.foreign import decode_foreign, foreign_update_errors, is_foreign
+from scheduler.api.integrations import NO_POD_INTEGRATIONS, PodIntegrations
 from scheduler.api.job import Job
 from scheduler.api.kinds import KINDS
 from scheduler.api.live import decode_live
@@ -35,6 +46,8 @@ from visibility_server.webhooks.review import AdmissionRequest
 
 log = logging.getLogger(__name__)
 
+POD = ("v1", "Pod")
+
 
 @dataclass(frozen=True)
 class Verdict:
@@ -43,16 +56,19 @@ class Verdict:
 
 
 def validate_request(
-    request: AdmissionRequest, default_queue: DefaultQueueLookup, *, pods: bool = False
+    request: AdmissionRequest,
+    default_queue: DefaultQueueLookup,
+    integrations: PodIntegrations = NO_POD_INTEGRATIONS,
 ) -> Verdict:
     """The broken rules of a CREATE or UPDATE (empty: allowed). NotSyncedError when a
-    Job rule needs the LocalQueues before the server has read them. `pods`: the `pod`
-    integration is on (otherwise a Pod is always allowed, as by Kueue's webhook then)."""
+    Job rule needs the LocalQueues before the server has read them. `integrations`: which
+    Pods (and Deployments) are managed; the others are always allowed, as by Kueue's
+    webhook for an integration that is off."""
     kind = request.kind
     if request.operation not in ("CREATE", "UPDATE") or request.sub_resource:
         return Verdict()
-    if (kind.api_version, kind.kind) == ("v1", "Pod"):
-        return _pod_verdict(request) if pods else Verdict()
+    if (kind.api_version, kind.kind) in (POD, DEPLOYMENT):
+        return _raw_verdict(request, *_raw_rules(kind.kind, integrations))
     if is_foreign(kind.api_version, kind.kind):
         return _verdict(request, decode_foreign, foreign_update_errors)
     if (kind.api_version, kind.kind) not in KINDS:
@@ -89,16 +105,37 @@ def _verdict(
     return Verdict(errors=update_errors(old, new))
 
 
-def _pod_verdict(request: AdmissionRequest) -> Verdict:
-    """Kueue's rules for a Pod it manages (docs/cluster.md#plain-pods); others pass."""
+RawRules = Callable[[Mapping[str, Any]], list[FieldError]]
+RawUpdateRules = Callable[[Mapping[str, Any], Mapping[str, Any]], list[FieldError]]
+Managed = Callable[[Mapping[str, Any]], bool]
+
+
+def _raw_rules(
+    kind: str, integrations: PodIntegrations
+) -> tuple[Managed, RawRules, RawUpdateRules]:
+    """Which Pods or Deployments are managed, and Kueue's rules for them."""
+    if kind == "Pod":
+        return lambda pod: is_managed(pod, integrations), pod_errors, pod_update_errors
+    managed = names_queue if integrations.deployments else (lambda _: False)
+    return managed, deployment_errors, deployment_update_errors
+
+
+def _raw_verdict(
+    request: AdmissionRequest,
+    managed: Managed,
+    errors: RawRules,
+    update_errors: RawUpdateRules,
+) -> Verdict:
+    """Kueue's rules for an object one of its integrations manages, before or after the
+    change (docs/cluster.md#plain-pods, docs/cluster.md#deployments); others pass."""
     new, old = request.new, request.old_object
     if old is not None and _being_deleted(old):
         return Verdict()
     if old is not None and request.operation == "UPDATE":
-        if not (is_managed(old) or is_managed(new)):
+        if not (managed(old) or managed(new)):
             return Verdict()
-        return Verdict(errors=pod_update_errors(old, new))
-    return Verdict(errors=pod_errors(new) if is_managed(new) else [])
+        return Verdict(errors=update_errors(old, new))
+    return Verdict(errors=errors(new) if managed(new) else [])
 
 
 def _being_deleted(obj: Mapping[str, Any]) -> bool:

@@ -17,11 +17,11 @@ from scheduler.api.job import (
     Job,
 )
 from scheduler.api.validation.common import invalid
-from scheduler.api.validation.paths import key
-
-IMMUTABLE = "field is immutable"
-QUEUE_NAME_PATH = key("metadata.labels", QUEUE_NAME_LABEL)
-PRIORITY_CLASS_PATH = key("metadata.labels", PRIORITY_CLASS_LABEL)
+from scheduler.api.validation.queue_labels import (
+    QUEUE_NAME_PATH,
+    priority_class_update_errors,
+    queue_name_update_errors,
+)
 
 
 def validate_job_update(old: Job, new: Job, *, default_queue_exists: bool) -> list[FieldError]:
@@ -30,15 +30,18 @@ def validate_job_update(old: Job, new: Job, *, default_queue_exists: bool) -> li
     errors: list[FieldError] = []
     old_queue = old.metadata.labels.get(QUEUE_NAME_LABEL, "")
     new_queue = new.metadata.labels.get(QUEUE_NAME_LABEL, "")
-    if not new.spec.suspend and new_queue != old_queue:
-        errors.append(invalid(QUEUE_NAME_PATH, new_queue, IMMUTABLE))
+    errors += queue_name_update_errors(old_queue, new_queue, fixed=not new.spec.suspend)
     if not new_queue and old_queue and default_queue_exists:
         errors.append(
             invalid(
                 QUEUE_NAME_PATH, "", "queue-name must not be empty in namespace with default queue"
             )
         )
-    errors += _priority_class_update(old, new)
+    errors += priority_class_update_errors(
+        old.metadata.labels.get(PRIORITY_CLASS_LABEL, ""),
+        new.metadata.labels.get(PRIORITY_CLASS_LABEL, ""),
+        suspended=new.spec.suspend,
+    )
     if (
         JOB_MIN_PARALLELISM_ANNOTATION in old.metadata.annotations
         and not old.spec.suspend
@@ -52,23 +55,3 @@ def validate_job_update(old: Job, new: Job, *, default_queue_exists: bool) -> li
             )
         )
     return errors
-
-
-def _priority_class_update(old: Job, new: Job) -> list[FieldError]:
-    before = old.metadata.labels.get(PRIORITY_CLASS_LABEL, "")
-    after = new.metadata.labels.get(PRIORITY_CLASS_LABEL, "")
-    if not new.spec.suspend and not before and after:
-        return [
-            invalid(
-                PRIORITY_CLASS_PATH,
-                after,
-                "WorkloadPriorityClass cannot be added to a non-suspended workload",
-            )
-        ]
-    if before and not after:
-        return [
-            invalid(
-                PRIORITY_CLASS_PATH, "", "WorkloadPriorityClass cannot be removed from a workload"
-            )
-        ]
-    return []

@@ -18,7 +18,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler.api.integrations import JOB_FRAMEWORK, POD_FRAMEWORK
+from scheduler.api.integrations import (
+    JOB_FRAMEWORK,
+    NO_POD_INTEGRATIONS,
+    POD_FRAMEWORK,
+    PodIntegrations,
+)
 from scheduler.kubeapi.client import KubeRest
 from scheduler.runtime.engine import Engine
 from scheduler.runtime.kube.events import EventRecorder
@@ -64,8 +69,9 @@ class WriteSettings:
     sweep_interval: float = 60.0
     pending_window: int = PENDING_WINDOW
     retention: RetentionPolicy | None = None
-    # The `pod` integration (a Configuration's integrations.frameworks; docs/cluster.md#plain-pods).
-    pods: bool = False
+    # The Pod-based integrations (a Configuration's integrations.frameworks;
+    # docs/cluster.md#plain-pods, docs/cluster.md#deployments).
+    pods: PodIntegrations = NO_POD_INTEGRATIONS
 
 
 class ClusterRuntime:
@@ -85,14 +91,16 @@ class ClusterRuntime:
         self.engine = engine
         self.elector = elector
         engine.set_scheduling(False)
-        self.store = KubeStore(rest, engine, resources=(*WATCHED, PODS) if writes.pods else WATCHED)
+        self.store = KubeStore(
+            rest, engine, resources=(*WATCHED, PODS) if writes.pods.on else WATCHED
+        )
         self.limiter = TokenBucket(writes.qps, writes.burst)
         # Events name the replica that wrote them (docs/cluster.md#events).
         instance = elector.identity if elector is not None else socket.gethostname()
         self.events = EventRecorder(rest, instance)
         io = LeaderIO(rest, engine, self.store, self.limiter, self.events)
         self.jobs = JobController(io)
-        self.pods = PodController(io) if writes.pods else None
+        self.pods = PodController(io, writes.pods) if writes.pods.on else None
         self.workload_writer = WorkloadStatusWriter(
             io,
             WorkloadWriteSettings(

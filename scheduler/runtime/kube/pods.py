@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from scheduler.api.base import format_timestamp
+from scheduler.api.integrations import PLAIN_PODS, PodIntegrations
 from scheduler.api.live import decode_live_as
 from scheduler.api.plain_pod import (
     ADMISSION_GATE,
@@ -34,6 +35,7 @@ from scheduler.api.plain_pod import (
     TERMINATION_TARGET,
     Pod,
 )
+from scheduler.api.pod_admission import suspending_parent
 from scheduler.api.pod_workload import pod_to_workload
 from scheduler.api.workload import Workload
 from scheduler.kubeapi.errors import Json, KubeError
@@ -90,8 +92,22 @@ def _admitted(workload: WorkloadRecord) -> bool:
 
 
 class PodController(Integration):
-    def __init__(self, io: LeaderIO, *, retry_delay: float = 1.0) -> None:
+    def __init__(
+        self,
+        io: LeaderIO,
+        integrations: PodIntegrations = PLAIN_PODS,
+        *,
+        retry_delay: float = 1.0,
+    ) -> None:
         super().__init__(io, PODS, retry_delay=retry_delay)
+        self.integrations = integrations
+
+    def _mine(self, pod: Json) -> bool:
+        """Labelled managed, and a plain Pod only if plain Pods are integrated: with
+        `deployment` alone, Kueue's Pod controller skips Pods no parent marked."""
+        if (_meta(pod).get("labels") or {}).get(MANAGED_LABEL) != MANAGED_VALUE:
+            return False
+        return self.integrations.plain or bool(suspending_parent(pod))
 
     def make_workload(self, obj: Json) -> Workload:
         pod = decode_live_as(Pod, obj, source="v1/pods")
@@ -104,9 +120,9 @@ class PodController(Integration):
         if pod is None:
             self._finish_orphans(namespace, name)
             return
-        meta = _meta(pod)
-        if (meta.get("labels") or {}).get(MANAGED_LABEL) != MANAGED_VALUE:
+        if not self._mine(pod):
             return
+        meta = _meta(pod)
         workload = self.workload_of(pod)
         if meta.get("deletionTimestamp"):
             # Deleted at any stage: the Workload is finished, the Pod let go at once.
@@ -163,13 +179,15 @@ class PodController(Integration):
 
     async def _ended(self, pod: Json, workload: WorkloadRecord | None) -> None:
         """The Pod succeeded or failed: finish its Workload, and once the server holds
-        that (the Workload's change brings the Pod back here), release the Pod."""
-        if POD_FINALIZER not in (_meta(pod).get("finalizers") or []):
+        that (the Workload's change brings the Pod back here), release the Pod. A Pod
+        its parent marked has no finalizer: its Workload is finished all the same."""
+        held = POD_FINALIZER in (_meta(pod).get("finalizers") or [])
+        if not held and not suspending_parent(pod):
             return  # released already
         if workload is not None:
             phase = _phase(pod)
             message = str((pod.get("status") or {}).get("message", ""))
-            if self._finish(workload, phase, message, failed=phase == "Failed"):
+            if self._finish(workload, phase, message, failed=phase == "Failed") or not held:
                 return
             self.io.record(
                 Event(

@@ -12,7 +12,7 @@ import pytest
 from queuescope.configuration import load_configuration
 from scheduler.api import ApiError, Configuration
 from scheduler.api.config_ignored import IgnoredSetting, ignored_settings
-from scheduler.api.integrations import pods_enabled
+from scheduler.api.integrations import PodIntegrations, pod_integrations
 from tests.unit.api.support import decode
 
 KUEUE_LIKE = """\
@@ -73,7 +73,8 @@ def test_each_ignored_setting_is_named() -> None:
         ),
         IgnoredSetting(
             "integrations.frameworks",
-            "only batch/job and pod are integrated; not kubeflow.org/mpijob, Foo.v1.example.com",
+            "only batch/job, pod, deployment are integrated; "
+            "not kubeflow.org/mpijob, Foo.v1.example.com",
         ),
         IgnoredSetting("integrations.frameworks", "pod: Pods exist only in cluster mode"),
         IgnoredSetting("admissionFairSharing", "admission fair sharing is not implemented"),
@@ -111,7 +112,7 @@ def test_serve_logs_what_it_ignores(tmp_path: Path, caplog: pytest.LogCaptureFix
     assert cfg is not None and cfg.waits_for_pods_ready
     assert [r.getMessage() for r in caplog.records] == [
         "event=configuration-setting-ignored setting=integrations.frameworks why='only "
-        "batch/job and pod are integrated; not kubeflow.org/mpijob, Foo.v1.example.com'",
+        "batch/job, pod, deployment are integrated; not kubeflow.org/mpijob, Foo.v1.example.com'",
         "event=configuration-setting-ignored setting=integrations.frameworks why='pod: Pods "
         "exist only in cluster mode'",
     ]
@@ -119,9 +120,10 @@ def test_serve_logs_what_it_ignores(tmp_path: Path, caplog: pytest.LogCaptureFix
 
 def test_cluster_mode_runs_the_pod_integration() -> None:
     cfg = configuration(KUEUE_LIKE)
-    assert pods_enabled(cfg)
+    assert pod_integrations(cfg) == PodIntegrations(plain=True)
     assert [s.why for s in ignored_settings(cfg, cluster_mode=True)] == [
-        "only batch/job and pod are integrated; not kubeflow.org/mpijob, Foo.v1.example.com"
+        "only batch/job, pod, deployment are integrated; "
+        "not kubeflow.org/mpijob, Foo.v1.example.com"
     ]
     selector = "managedJobsNamespaceSelector: {matchLabels: {team: a}}\n"
     assert [
@@ -131,8 +133,15 @@ def test_cluster_mode_runs_the_pod_integration() -> None:
         "managedJobsNamespaceSelector",
     ]
     # Kueue's default: batch/job alone.
-    assert not pods_enabled(configuration(KUEUE_LIKE.replace("pod]", "batch/job]")))
-    assert not pods_enabled(None)
+    assert not pod_integrations(configuration(KUEUE_LIKE.replace("pod]", "batch/job]"))).on
+    assert not pod_integrations(None).on
+    both = configuration(KUEUE_LIKE.replace("pod]", "pod, deployment]"))
+    assert pod_integrations(both) == PodIntegrations(plain=True, deployments=True)
+    assert [s.why for s in ignored_settings(both)][1] == (
+        "pod, deployment: Pods exist only in cluster mode"
+    )
+    deployments = configuration(KUEUE_LIKE.replace("pod]", "deployment]"))
+    assert pod_integrations(deployments) == PodIntegrations(deployments=True)
 
 
 def test_a_config_file_without_a_configuration_is_bad_input(tmp_path: Path) -> None:

@@ -10,10 +10,12 @@ from typing import Any
 
 import pytest
 
+from scheduler.api.integrations import PLAIN_PODS, PodIntegrations
 from scheduler.api.plain_pod import (
     ADMISSION_GATE,
     MANAGED_LABEL,
     POD_FINALIZER,
+    SUSPENDING_PARENT,
     TERMINATION_TARGET,
 )
 from scheduler.kubeapi.errors import Json
@@ -49,20 +51,21 @@ GPU_TOLERATION = {"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}
 OWN_TOLERATION = {"key": "mine", "operator": "Exists"}
 
 
-def pod(name: str = "p", *, cpu: str = "1", priority_class: str = "") -> Json:
-    """A Pod as the mutating webhook leaves it: managed, gated, with the finalizer."""
+def pod(name: str = "p", *, cpu: str = "1", priority_class: str = "", parent: str = "") -> Json:
+    """A Pod as the mutating webhook leaves it: managed, gated, with the finalizer (none
+    if a `parent`'s webhook marked it: a Deployment's Pod)."""
     labels = {"kueue.x-k8s.io/queue-name": "main", MANAGED_LABEL: "true"}
     if priority_class:
         labels["kueue.x-k8s.io/priority-class"] = priority_class
+    metadata: Json = {"name": name, "namespace": "team", "labels": labels}
+    if parent:
+        metadata["annotations"] = {SUSPENDING_PARENT: parent}
+    else:
+        metadata["finalizers"] = [POD_FINALIZER]
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "namespace": "team",
-            "labels": labels,
-            "finalizers": [POD_FINALIZER],
-        },
+        "metadata": metadata,
         "spec": {
             "schedulingGates": [{"name": ADMISSION_GATE}],
             "nodeSelector": {"own": "x"},
@@ -113,7 +116,7 @@ class Cluster:
         return [b for m, path, b in self.fake.writes("PATCH") if path == POD_PATH]
 
 
-async def cluster(**pod_fields: Any) -> Cluster:
+async def cluster(integrations: PodIntegrations = PLAIN_PODS, **pod_fields: Any) -> Cluster:
     fake = FakeKube()
     seed_cluster(fake, workloads=0)
     fake.server_update(
@@ -124,7 +127,7 @@ async def cluster(**pod_fields: Any) -> Cluster:
     store, engine = await synced_store(fake, resources=(*WATCHED, PODS))
     store.set_leading(True)
     io = LeaderIO(fake.rest, engine, store, FreeBucket())
-    controller = PodController(io, retry_delay=0.0)
+    controller = PodController(io, integrations, retry_delay=0.0)
     writer = WorkloadStatusWriter(io)
     fake.seed(PODS, pod(**pod_fields))
     c = Cluster(fake, store, engine, controller, writer)
@@ -378,6 +381,55 @@ async def test_a_pod_gone_unseen_finishes_its_workload() -> None:
     c, _ = await with_workload()
     c.fake.server_update(PODS, POD_KEY, {"metadata": {"finalizers": None}})
     c.fake.server_delete(PODS, POD_KEY)
+    await c.store.reflectors[PODS.kind].list_all()
+    await c.pods.reconcile(POD_KEY)
+    [finish] = c.engine.take()
+    assert isinstance(finish, Finish) and finish.reason == "OwnerNotFound"
+
+
+DEPLOYMENTS_ONLY = PodIntegrations(deployments=True)
+
+
+async def test_with_deployments_alone_a_plain_pod_is_left_alone() -> None:
+    """Kueue's Pod controller, on only for Deployments, skips the Pods no parent marked."""
+    c = await cluster(DEPLOYMENTS_ONLY)
+    await c.pods.reconcile(POD_KEY)
+    assert list(c.store.workloads()) == [] and c.fake.writes() == []
+
+
+@pytest.mark.parametrize("integrations", [DEPLOYMENTS_ONLY, PLAIN_PODS], ids=["deployment", "pod"])
+async def test_a_deployments_pod_runs_and_finishes_without_a_finalizer(
+    integrations: PodIntegrations,
+) -> None:
+    c = await cluster(integrations, parent="deployment")
+    await c.pods.reconcile(POD_KEY)
+    wl_key = await c.admit()
+    await c.pods.reconcile(POD_KEY)
+    started_pod = c.refresh(PODS, POD_KEY)
+    assert started_pod["spec"].get("schedulingGates") is None
+    assert started_pod["metadata"]["labels"][POD_SET_LABEL] == "main"
+    c.engine.apply_pending()
+    c.engine.take()
+    # The kubelet evicted it: its Workload finishes all the same.
+    await c.server_sets({"status": {"phase": "Failed", "message": "evicted"}})
+    assert c.engine.take() == [Finish(wl_key, True, "Failed", "evicted")]
+    c.engine.apply_pending()
+    assert await c.writer.write(wl_key)
+    c.refresh(WORKLOADS, wl_key)
+    before = len(c.fake.writes())
+    await c.pods.reconcile(POD_KEY)  # finished: nothing to release, nothing to say
+    assert len(c.fake.writes()) == before and c.engine.take() == []
+    assert c.pods.stats.released == 0
+
+
+async def test_a_deployments_pod_deleted_finishes_its_workload() -> None:
+    """No finalizer holds it: the ReplicaSet's delete removes it at once."""
+    c = await cluster(DEPLOYMENTS_ONLY, parent="deployment")
+    await c.pods.reconcile(POD_KEY)
+    c.engine.apply_pending()
+    c.engine.take()
+    c.fake.server_delete(PODS, POD_KEY)
+    assert c.fake.stored(PODS, POD_KEY) is None
     await c.store.reflectors[PODS.kind].list_all()
     await c.pods.reconcile(POD_KEY)
     [finish] = c.engine.take()

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from scheduler.api.integrations import NO_POD_INTEGRATIONS, PLAIN_PODS, PodIntegrations
 from tests.unit.test_webhook_rules import review
 from tests.unit.visibility_server.http.support import app_for, client
 from tests.unit.visibility_server.webhooks.test_webhook_admission import apply_patch
@@ -30,8 +31,11 @@ def pod(**labels: str) -> dict[str, Any]:
     }
 
 
-async def post(path: str, body: bytes, *, pods: bool = True) -> dict[str, Any]:
-    async with client(app_for(manage_pods=pods), headers={}) as c:
+DEPLOYMENTS_ONLY = PodIntegrations(deployments=True)
+
+
+async def post(path: str, body: bytes, *, pods: PodIntegrations = PLAIN_PODS) -> dict[str, Any]:
+    async with client(app_for(pod_integrations=pods), headers={}) as c:
         answer = await c.post(path, content=body)
     assert answer.status_code == 200, answer.text
     response: dict[str, Any] = answer.json()["response"]
@@ -62,12 +66,14 @@ async def test_existing_gates_and_finalizers_are_kept() -> None:
 
 @pytest.mark.parametrize(
     "change",
-    ["integration off", "empty queue name", "a Job's Pod", "an update"],
+    ["integration off", "only Deployments' Pods", "empty queue name", "a Job's Pod", "an update"],
 )
 async def test_pods_left_unchanged(change: str) -> None:
-    obj, operation, pods = pod(), "CREATE", True
+    obj, operation, pods = pod(), "CREATE", PLAIN_PODS
     if change == "integration off":
-        pods = False
+        pods = NO_POD_INTEGRATIONS
+    elif change == "only Deployments' Pods":
+        pods = DEPLOYMENTS_ONLY
     elif change == "empty queue name":
         obj["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = ""
     elif change == "a Job's Pod":
@@ -81,9 +87,26 @@ async def test_pods_left_unchanged(change: str) -> None:
     assert response == {"uid": "0b7f6e2a-rules", "allowed": True}
 
 
+@pytest.mark.parametrize("pods", [DEPLOYMENTS_ONLY, PLAIN_PODS], ids=["deployment", "pod"])
+async def test_a_deployments_pod_is_held_without_a_finalizer(pods: PodIntegrations) -> None:
+    """Its ReplicaSet replaces it once deleted: nothing to hold it for (as in Kueue)."""
+    obj = pod(**{"kueue.x-k8s.io/managed": "true"})
+    obj["metadata"]["annotations"] = {"kueue.x-k8s.io/pod-suspending-parent": "deployment"}
+    out = apply_patch(obj, await post("/mutate-pod", review(obj), pods=pods))
+    assert out["spec"]["schedulingGates"] == [GATE]
+    assert "finalizers" not in out["metadata"]
+    assert out["metadata"]["labels"] == obj["metadata"]["labels"]
+    # Kueue's rules hold for it too.
+    obj["metadata"]["labels"]["kueue.x-k8s.io/managed"] = "yes"
+    assert causes(await post("/validate", review(obj), pods=pods)) == [
+        "metadata.labels[kueue.x-k8s.io/managed]: Forbidden: managed label value can only be 'true'"
+    ]
+    assert (await post("/validate", review(obj), pods=NO_POD_INTEGRATIONS))["allowed"] is True
+
+
 async def test_a_job_sent_to_the_pod_path_is_a_bad_request() -> None:
     body = review({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"}})
-    async with client(app_for(manage_pods=True), headers={}) as c:
+    async with client(app_for(pod_integrations=PLAIN_PODS), headers={}) as c:
         answer = await c.post("/mutate-pod", content=body)
     assert answer.status_code == 400
     assert "only v1 Pods are mutated here" in answer.json()["message"]
@@ -106,7 +129,7 @@ async def test_pod_groups_are_refused() -> None:
         "are not supported by queuescope (docs/cluster.md#plain-pods)",
     ]
     # Off, Kueue's webhook does nothing: allowed.
-    assert (await post("/validate", review(obj), pods=False))["allowed"] is True
+    assert (await post("/validate", review(obj), pods=NO_POD_INTEGRATIONS))["allowed"] is True
 
 
 async def test_a_group_pod_stored_before_may_still_change_but_none_becomes_one() -> None:
