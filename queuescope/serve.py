@@ -23,6 +23,7 @@ from queuescope.logformat import LOG_FORMATS, configure_logging
 from queuescope.serve_cluster import add_cluster_flags, run_cluster
 from queuescope.serve_forecasts import add_forecast_flags
 from scheduler.api.decode import ApiError
+from scheduler.api.integrations import pod_integrations
 from scheduler.core.ingest import scheduler_config
 from scheduler.core.scheduler import Scheduler
 from scheduler.runtime.clock import SystemClock
@@ -245,7 +246,12 @@ async def _run_embedded(args: argparse.Namespace) -> int:
         args,
         Access(authenticator, Authorizer(backend)),
         version_info=VERSION,
-        what_if=WhatIfService(scheduler, store.priority_class_objects, engine.snapshot),
+        what_if=WhatIfService(
+            scheduler,
+            store.priority_class_objects,
+            engine.snapshot,
+            pods=pod_integrations(store.configuration()).plain,
+        ),
     )
     cert_dir = Path(args.cert_dir) if args.cert_dir else state
     if args.leader_elect:

@@ -364,7 +364,12 @@ async def run_cluster(
         args,
         Access(delegated.authenticator, authorizer),
         version_info=version,
-        what_if=WhatIfService(scheduler, runtime.jobs.priority_classes, engine.snapshot),
+        what_if=WhatIfService(
+            scheduler,
+            runtime.jobs.priority_classes,
+            engine.snapshot,
+            pods=pod_integrations(config_obj).plain,
+        ),
         health_checks=[
             HealthCheck("authentication-config", lambda: delegated.config_loaded, READYZ_ONLY),
             HealthCheck("shutdown", lambda: not stopping.is_set(), READYZ_ONLY),

@@ -12,7 +12,12 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from scheduler.api.config import DISABLE_WAIT_FOR_PODS_READY, ProcessSettings
-from scheduler.api.integrations import INTEGRATED, POD_BASED, listed_frameworks
+from scheduler.api.integrations import (
+    DEPLOYMENT_FRAMEWORK,
+    INTEGRATED,
+    POD_BASED,
+    listed_frameworks,
+)
 
 
 class IgnoredSetting(NamedTuple):
@@ -77,11 +82,11 @@ def _integrations(cfg: ProcessSettings, *, cluster_mode: bool) -> list[IgnoredSe
             )
         )
     pod_based = [f for f in POD_BASED if f in listed]
-    if pod_based and not cluster_mode:
+    if DEPLOYMENT_FRAMEWORK in listed and not cluster_mode:
         found.append(
             IgnoredSetting(
                 "integrations.frameworks",
-                f"{', '.join(pod_based)}: Pods exist only in cluster mode",
+                f"{DEPLOYMENT_FRAMEWORK}: Deployments are integrated only in cluster mode",
             )
         )
     if pod_based and cfg.managed_jobs_namespace_selector is not None:

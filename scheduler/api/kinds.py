@@ -14,6 +14,7 @@ from scheduler.api.flavor import ResourceFlavor
 from scheduler.api.job import Job
 from scheduler.api.localqueue import LocalQueue
 from scheduler.api.namespace import Namespace
+from scheduler.api.plain_pod import Pod
 from scheduler.api.priority import PriorityClass, WorkloadPriorityClass
 from scheduler.api.rbac import ClusterRole, ClusterRoleBinding, Role, RoleBinding
 from scheduler.api.scenario import Scenario
@@ -32,6 +33,7 @@ ApiObject: TypeAlias = (
     | Workload
     | AdmissionCheck
     | Job
+    | Pod
     | Configuration
     | Scenario
     | Role
@@ -55,6 +57,7 @@ KINDS: dict[tuple[str, str], type[TypedObject]] = {
     (KUEUE_V1BETA1, "AdmissionCheck"): AdmissionCheck,
     ("scheduling.k8s.io/v1", "PriorityClass"): PriorityClass,
     ("batch/v1", "Job"): Job,
+    ("v1", "Pod"): Pod,
     (CONFIG_V1BETA1, "Configuration"): Configuration,
     (CONFIG_V1BETA2, "Configuration"): ConfigurationV1Beta2,
     ("simulation.queuescope.io/v1alpha1", "Scenario"): Scenario,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import ClassVar, Final, Literal
 
+from scheduler.api.job import QUEUE_NAME_LABEL
 from scheduler.api.meta import KubeObject
 from scheduler.api.pod import PodSpec
 
@@ -35,3 +36,8 @@ class Pod(KubeObject):
     api_version: Literal["v1"] = "v1"
     kind: Literal["Pod"] = "Pod"
     spec: PodSpec  # the status is read raw, where it is read (pods.py)
+
+    @property
+    def queue_name(self) -> str | None:
+        """The LocalQueue the Pod names; None (no label, or an empty one): not queued."""
+        return self.metadata.labels.get(QUEUE_NAME_LABEL) or None

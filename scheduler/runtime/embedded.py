@@ -14,8 +14,9 @@ because of a bad manifest. An update that breaks an immutability rule is reporte
 not applied, as `kubectl apply` would be refused.
 
 Kinds: Namespace, ResourceFlavor, AdmissionCheck, Cohort, ClusterQueue, LocalQueue, Workload
-and Jobs (as the Workload the Job integration creates) go to the scheduler; priority classes
-resolve Job priorities; RBAC objects are kept for the server's authorizer
+and Jobs (as the Workload the Job integration creates) go to the scheduler, and so do Pods
+when the Configuration turns the `pod` integration on; priority classes resolve their
+priorities; RBAC objects are kept for the server's authorizer
 (:meth:`EmbeddedStore.rbac_objects`, with a change callback); a Configuration is only
 read at start-up (:func:`find_configuration`); a Scenario is ignored with a warning.
 """
@@ -50,6 +51,7 @@ from scheduler.api import (
     validate_update,
 )
 from scheduler.api.decode import YAML_SUFFIXES
+from scheduler.api.integrations import pod_integrations
 from scheduler.core.clock import Clock
 from scheduler.runtime.commands import ApplyObject, DeleteObject, MarkSynced
 from scheduler.runtime.engine import Engine
@@ -387,6 +389,7 @@ class EmbeddedStore:
                 self._first_sight.of(source_key),
                 self._workload_priority_classes,
                 self._priority_classes,
+                pods=pod_integrations(self._configuration).plain,
             )
         except ApiError as err:
             error = err.at(d.source, d.index, d.item) if not err.source else err

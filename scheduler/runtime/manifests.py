@@ -4,7 +4,8 @@ A Workload without a uid gets the simulator's deterministic uid (a UUID-5 of
 ``namespace/name``, :mod:`scheduler.core.metadata`) and, without a creationTimestamp,
 the real time at which the runtime first saw it; Jobs with the queue-name label become
 the Workload Kueue's Job integration would create (`job_to_workload`), after the same
-defaults are filled on the Job. Several objects seen together get timestamps 1 ms
+defaults are filled on the Job, and so do Pods with the `pod` integration on
+(`scheduler.api.workload_sources`). Several objects seen together get timestamps 1 ms
 apart in document order, as the simulator spaces them, so their queue order follows
 the manifests.
 """
@@ -25,8 +26,9 @@ from scheduler.api import (
     ResourceFlavor,
     Workload,
     WorkloadPriorityClass,
-    job_to_workload,
 )
+from scheduler.api.plain_pod import Pod
+from scheduler.api.workload_sources import WORKLOAD_SOURCES, source_workload
 from scheduler.core.clock import Clock, Instant
 from scheduler.core.metadata import fill_metadata
 
@@ -58,6 +60,7 @@ SCHEDULER_KINDS = (
     LocalQueue,
     Workload,
     Job,
+    Pod,
 )
 
 
@@ -73,14 +76,18 @@ def prepare(
     first_seen: Instant,
     workload_priority_classes: Mapping[str, WorkloadPriorityClass],
     priority_classes: Mapping[str, PriorityClass],
+    *,
+    pods: bool = False,
 ) -> Any | None:
-    """The object to apply, or None for a Job the Job integration would not manage
-    (no queue-name label). Raises ApiError when a Job's priority class is missing."""
-    if isinstance(obj, Job):
+    """The object to apply, or None for a Job or Pod its integration would not manage
+    (no queue-name label). Raises ApiError when a Job's or Pod's priority class is
+    missing, and for a Pod that names a queue while the `pod` integration (`pods`) is
+    off."""
+    if isinstance(obj, WORKLOAD_SOURCES):
         if obj.queue_name is None:
             return None
-        return job_to_workload(
-            fill_metadata(obj, first_seen), workload_priority_classes, priority_classes
+        return source_workload(
+            fill_metadata(obj, first_seen), workload_priority_classes, priority_classes, pods=pods
         )
     if isinstance(obj, Workload):
         return fill_metadata(obj, first_seen)

@@ -1,14 +1,15 @@
 """The what-if dry run as the server asks for it: a request body in, plain JSON out
 (docs/visibility-api.md#what-if).
 
-The body is a batch/v1 Job or a Kueue Workload (v1beta1 or v1beta2), in JSON or YAML. It
-goes through the same decoding, conversion and Job integration as every object the
-runtime ingests (`scheduler.api.decode`, `job_to_workload`), then through
+The body is a batch/v1 Job, a v1 Pod (with the `pod` integration on) or a Kueue
+Workload (v1beta1 or v1beta2), in JSON or YAML. It goes through the same decoding,
+conversion and integration as every object the runtime ingests (`scheduler.api.decode`,
+`scheduler.api.workload_sources`), then through
 `scheduler.core.what_if` against the live scheduler. This runs on the event loop, in one
 synchronous step, between the engine's steps, so the state it reads is consistent.
 
 Errors are `DryRunError`s carrying the HTTP status the server answers: 400 for a body
-that is not one YAML or JSON object, 422 for an object that is not a valid Job or
+that is not one YAML or JSON object, 422 for an object that is not a valid Job, Pod or
 Workload for this LocalQueue (naming the field).
 """
 
@@ -25,11 +26,11 @@ import yaml
 from scheduler.api.decode import decode_object
 from scheduler.api.dry_run import DryRunError, FieldCause
 from scheduler.api.errors import ApiError
-from scheduler.api.job import QUEUE_NAME_LABEL, Job
-from scheduler.api.job_workload import job_to_workload
+from scheduler.api.job import QUEUE_NAME_LABEL
 from scheduler.api.priority import PriorityClass, WorkloadPriorityClass
 from scheduler.api.quantity import format_resource
 from scheduler.api.workload import Workload
+from scheduler.api.workload_sources import WORKLOAD_SOURCES, source_workload
 from scheduler.core.blockers import PendingWhy
 from scheduler.core.scheduler import Scheduler
 from scheduler.core.what_if import WhatIf, hypothetical, what_if
@@ -62,12 +63,16 @@ class WhatIfService:
         scheduler: Scheduler,
         priority_classes: Callable[[], PriorityClasses],
         snapshot: Callable[[], Snapshot] | None = None,
+        *,
+        pods: bool = False,
     ) -> None:
         """With `snapshot` (the engine's published one), the LocalQueue position is read
         from its per-LocalQueue index in O(log n) instead of counted in the core in
         O(position): about 25 ms at 100k pending, too long for the event loop. The index
-        is at most one publish interval older than the core's state."""
+        is at most one publish interval older than the core's state. `pods`: the `pod`
+        integration is on (otherwise a Pod is refused: it would not be queued)."""
         self._scheduler = scheduler
+        self._pods = pods
         self._priority_classes = priority_classes
         self._snapshot = snapshot
 
@@ -79,10 +84,11 @@ class WhatIfService:
         returned function reads nothing the loop changes."""
         wpcs, pcs = self._priority_classes()
         classes = (dict(wpcs), dict(pcs))
+        pods = self._pods
 
         def decode(body: bytes) -> Prepared:
             data = _prepared(_parse(body), namespace, local_queue)
-            return Prepared(_workload(data, classes), local_queue)
+            return Prepared(_workload(data, classes, pods=pods), local_queue)
 
         return decode
 
@@ -118,18 +124,20 @@ class WhatIfService:
         return bisect_left(indexes, result.placement.position_in_cluster_queue)
 
 
-def _workload(data: dict[str, Any], classes: PriorityClasses) -> Workload:
+def _workload(data: dict[str, Any], classes: PriorityClasses, *, pods: bool) -> Workload:
     try:
         obj = decode_object(data, source=SOURCE)
-        if isinstance(obj, Job):
-            return job_to_workload(obj, *classes)
+        if isinstance(obj, WORKLOAD_SOURCES):
+            made = source_workload(obj, *classes, pods=pods)
+            assert made is not None, "the request's LocalQueue is always named"
+            return made
     except ApiError as err:
         causes = tuple(FieldCause(e.path or "", e.detail) for e in err.errors)
         raise DryRunError(422, str(err), causes) from None
     except RecursionError:
         raise DryRunError(400, "the body is nested too deeply") from None
     if not isinstance(obj, Workload):
-        message = f"the body must be a batch/v1 Job or a Workload, not a {obj.kind}"
+        message = f"the body must be a batch/v1 Job, a v1 Pod or a Workload, not a {obj.kind}"
         raise DryRunError(422, message, (FieldCause("kind", message),))
     return obj
 
@@ -198,7 +206,7 @@ def _prepared(data: dict[str, Any], namespace: str, local_queue: str) -> dict[st
     meta["namespace"] = namespace
     if not meta.get("name"):
         meta["name"] = f"{meta.get('generateName') or ''}{GENERATED_SUFFIX}"
-    if data.get("kind") == "Job":
+    if data.get("kind") in ("Job", "Pod"):
         labels = meta.get("labels")
         labels = dict(labels) if isinstance(labels, dict) else {}
         named = labels.get(QUEUE_NAME_LABEL)

@@ -7,7 +7,7 @@ the same output.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -25,10 +25,14 @@ from scheduler.api import (
     Scenario,
     Workload,
     WorkloadPriorityClass,
-    job_to_workload,
 )
 from scheduler.api.decode import ApiError, Decoded, decode_object
+from scheduler.api.integrations import pod_integrations
+from scheduler.api.plain_pod import Pod
+from scheduler.api.scenario import ScenarioEvent
 from scheduler.api.validation.update import validate_update
+from scheduler.api.workload_names import HASH_LENGTH
+from scheduler.api.workload_sources import WORKLOAD_SOURCES, pods_off_error, source_workload
 from scheduler.core.admission_checks import set_check_state
 from scheduler.core.clock import Instant, ManualClock, instant_from_datetime
 from scheduler.core.cycle import run_cycle
@@ -130,6 +134,8 @@ class Simulation:
         self.cycles = cycles
         self.clock = ManualClock(self.start)
         self.scheduler = Scheduler(self.clock, scheduler_config(self.config_obj))
+        # Plain Pods are workloads only with the `pod` integration (docs/simulate.md#pods).
+        self._pods = pod_integrations(self.config_obj).plain
         self.queue_status = QueueStatusTracker(self.scheduler.config.queue_visibility, self.start)
         self.result = SimulationResult(self.scheduler, queue_status=self.queue_status)
         self._ordinal = 0
@@ -148,21 +154,23 @@ class Simulation:
 
     # ----------------------------------------------------------------- inputs
     def _prepare(self, d: Decoded) -> Any:
-        """Fill the defaults that depend on position (uid, creationTimestamp); Jobs become
-        Workloads as the Job integration would create them."""
+        """Fill the defaults that depend on position (uid, creationTimestamp); Jobs and
+        Pods that name a queue become Workloads as their integration would create them."""
         obj = d.obj
         ordinal = self._ordinal
         self._ordinal += 1
-        if isinstance(obj, Job):
-            obj = self._fill_meta(obj, ordinal)
+        if isinstance(obj, WORKLOAD_SOURCES):
+            source = self._fill_meta(obj, ordinal)
             try:
-                obj = job_to_workload(obj, self._wpcs, self._pcs)
+                made = source_workload(source, self._wpcs, self._pcs, pods=self._pods)
             except ApiError as err:
                 raise err.at(d.source, d.index) from None
             except ValueError as err:
                 raise ApiError(
                     source=d.source, index=d.index, path="metadata", detail=str(err)
                 ) from None
+            assert made is not None, "the callers leave unqueued Jobs and Pods out"
+            obj = made
         if isinstance(obj, Workload):
             obj = self._fill_meta(obj, ordinal)
             ns = obj.metadata.namespace or "default"
@@ -208,15 +216,17 @@ class Simulation:
 
     def _load(self) -> list[TimedEvent]:
         initial = [
-            d for d in self.documents if _apply_rank(d.obj) is not None or isinstance(d.obj, Job)
+            d
+            for d in self.documents
+            if _apply_rank(d.obj) is not None or isinstance(d.obj, WORKLOAD_SOURCES)
         ]
         # priority classes first: Jobs need them to resolve priorities
         for d in initial:
             if isinstance(d.obj, WorkloadPriorityClass | PriorityClass):
                 self._remember(d.obj)
-        # A Job without the queue-name label is not managed (manageJobsWithoutQueueName
-        # is off), so it produces no Workload.
-        initial = [d for d in initial if not (isinstance(d.obj, Job) and d.obj.queue_name is None)]
+        # A Job or Pod without the queue-name label is not managed
+        # (manageJobsWithoutQueueName is off), so it produces no Workload.
+        initial = [d for d in initial if not _unqueued(d.obj)]
         prepared = [(self._prepare(d), i, d) for i, d in enumerate(initial)]
         prepared.sort(key=lambda p: (_apply_rank(p[0]) or 0, p[1]))
         for obj, _, origin in prepared:
@@ -230,35 +240,23 @@ class Simulation:
         known = {k for (kind, k) in self.result.objects if kind == "Workload"}
         source = next(d for d in self.documents if d.obj is self.scenario)
         for i, ev in enumerate(self.scenario.spec.events):
-            at = self.start + ev.at
-            te = TimedEvent(at=at, order=i, action="")
-            path = f"spec.events[{i}]"
-            if ev.apply is not None:
-                te.action = "apply"
-                te.obj = ev.apply
-                if isinstance(ev.apply, Workload | Job):
-                    ns = ev.apply.metadata.namespace or "default"
-                    known.add(f"{ns}/{ev.apply.metadata.name}")
-            elif ev.delete is not None:
-                te.action = "delete"
-                te.delete_kind = ev.delete.kind
-                te.delete_namespace = ev.delete.namespace
-                te.delete_name = ev.delete.name
-            elif ev.pods_ready is not None:
-                te.action, te.target = "podsReady", ev.pods_ready
-            elif ev.finish is not None:
-                te.action, te.target, te.failed = "finish", ev.finish, bool(ev.failed)
-            elif ev.deactivate is not None:
-                te.action, te.target = "deactivate", ev.deactivate
-            elif ev.activate is not None:
-                te.action, te.target = "activate", ev.activate
-            elif ev.set_check_state is not None:
-                te.action, te.obj = "setCheckState", ev.set_check_state
-                te.target = ev.set_check_state.workload
-            events.append(te)
-            del path
+            events.append(_timed_event(self.start + ev.at, i, ev))
+            applied = ev.apply
+            if isinstance(applied, Pod) and applied.queue_name and not self._pods:
+                refused = pods_off_error(applied)
+                raise ApiError(
+                    refused.detail,
+                    path=f"spec.events[{i}].apply.{refused.path}",
+                    source=source.source,
+                    index=source.index,
+                    kind="Scenario",
+                    name=self.scenario.metadata.name,
+                )
+            if isinstance(applied, Workload | Job | Pod):
+                ns = applied.metadata.namespace or "default"
+                known.add(f"{ns}/{applied.metadata.name}")
         for i, te in enumerate(events):
-            if te.target and te.target not in known and not _is_job_target(te.target, known):
+            if te.target and te.target not in known and _owner_workload(te.target, known) is None:
                 raise ApiError(
                     source=source.source,
                     index=source.index,
@@ -269,6 +267,14 @@ class Simulation:
                 )
         events.sort(key=lambda e: (e.at, e.order))
         return events
+
+    def _resolve(self, target: str) -> str:
+        """The workload key an event names: itself, or the key of the Workload the Job or
+        Pod it names made."""
+        keys = self.scheduler.objects.workloads
+        if target in keys:
+            return target
+        return _owner_workload(target, keys) or target
 
     def _update_errors(self, obj: Any) -> list[str]:
         """docs/scheduling.md#invalid-input: an update that breaks an immutability rule is rejected,
@@ -289,9 +295,9 @@ class Simulation:
         s = self.scheduler
         if ev.action == "apply":
             obj = ev.obj
-            if isinstance(obj, Job) and obj.queue_name is None:
+            if _unqueued(obj):
                 return
-            if isinstance(obj, Job | Workload):
+            if isinstance(obj, (*WORKLOAD_SOURCES, Workload)):
                 obj = self._prepare(Decoded(obj=obj, source="", index=0))
             rejected = self._update_errors(obj)
             if rejected:
@@ -306,22 +312,23 @@ class Simulation:
         # Any other event may change more than the workload it names (a deletion, a
         # check state): everything is looked at again.
         self._mark_all()
+        target = self._resolve(ev.target) if ev.target else ""
         if ev.action == "delete":
             delete_object(s, ev.delete_kind, ev.delete_namespace, ev.delete_name)
         elif ev.action == "podsReady":
-            s.pods_ready(ev.target)
+            s.pods_ready(target)
         elif ev.action == "finish":
-            if s.finish(ev.target, failed=ev.failed) and self.observer is not None:
-                self.observer.finished(s, [ev.target])
+            if s.finish(target, failed=ev.failed) and self.observer is not None:
+                self.observer.finished(s, [target])
         elif ev.action == "deactivate":
-            s.set_active(ev.target, False)
+            s.set_active(target, False)
         elif ev.action == "activate":
-            s.set_active(ev.target, True)
+            s.set_active(target, True)
         elif ev.action == "setCheckState":
             change = ev.obj
             set_check_state(
                 s,
-                ev.target,
+                target,
                 change.check,
                 change.state,
                 change.message,
@@ -474,11 +481,45 @@ def _apply_rank(obj: Any) -> int | None:
     return None
 
 
-def _is_job_target(target: str, known: set[str]) -> bool:
-    """A scenario may name a Job's Workload by the Job's name (ns/job-name)."""
+def _timed_event(at: Instant, order: int, ev: ScenarioEvent) -> TimedEvent:
+    """A scenario event (`spec.events[order]`) as the timeline holds it."""
+    te = TimedEvent(at=at, order=order, action="")
+    if ev.apply is not None:
+        te.action, te.obj = "apply", ev.apply
+    elif ev.delete is not None:
+        te.action = "delete"
+        te.delete_kind = ev.delete.kind
+        te.delete_namespace = ev.delete.namespace
+        te.delete_name = ev.delete.name
+    elif ev.pods_ready is not None:
+        te.action, te.target = "podsReady", ev.pods_ready
+    elif ev.finish is not None:
+        te.action, te.target, te.failed = "finish", ev.finish, bool(ev.failed)
+    elif ev.deactivate is not None:
+        te.action, te.target = "deactivate", ev.deactivate
+    elif ev.activate is not None:
+        te.action, te.target = "activate", ev.activate
+    elif ev.set_check_state is not None:
+        te.action, te.obj = "setCheckState", ev.set_check_state
+        te.target = ev.set_check_state.workload
+    return te
+
+
+def _unqueued(obj: object) -> bool:
+    """A Job or Pod its integration would not manage (no queue name): no Workload."""
+    return isinstance(obj, WORKLOAD_SOURCES) and obj.queue_name is None
+
+
+def _owner_workload(target: str, keys: Iterable[str]) -> str | None:
+    """The key of the Workload a Job or Pod `target` (ns/name) made, among `keys`: a
+    scenario may name a workload by its owner (docs/simulate.md, "events naming a Job")."""
     ns, _, name = target.partition("/")
-    prefix = f"{ns}/job-{name}-"
-    return any(k.startswith(prefix) for k in known)
+    prefixes = (f"{ns}/job-{name}-", f"{ns}/pod-{name}-")
+    for key in keys:
+        prefix = next((p for p in prefixes if key.startswith(p)), None)
+        if prefix is not None and len(key) == len(prefix) + HASH_LENGTH:
+            return key
+    return None
 
 
 def _still_running(s: ClusterStateView, keys: list[str]) -> list[str]:

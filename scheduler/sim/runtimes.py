@@ -22,6 +22,7 @@ from typing import Any
 from scheduler.api import Job, Scenario, Workload
 from scheduler.api.decode import ApiError, Decoded
 from scheduler.api.durations import DurationError, parse_duration
+from scheduler.api.plain_pod import Pod
 from scheduler.core.clock import MICROS_PER_SECOND, Instant
 from scheduler.core.scheduler import Scheduler
 
@@ -53,8 +54,8 @@ def parse_runtime(text: str) -> Instant:
 
 
 def annotated_runtime(obj: Any) -> str | None:
-    """The raw annotation of a Workload or Job, if any."""
-    if not isinstance(obj, Workload | Job):
+    """The raw annotation of a Workload, a Job or a Pod, if any."""
+    if not isinstance(obj, Workload | Job | Pod):
         return None
     return obj.metadata.annotations.get(RUNTIME_ANNOTATION)
 

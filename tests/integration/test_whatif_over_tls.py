@@ -263,7 +263,7 @@ async def test_a_body_that_is_not_an_object_is_400(
             lambda j: j["metadata"].update(labels={"kueue.x-k8s.io/queue-name": "other"}),
             "metadata.labels[kueue.x-k8s.io/queue-name]",
         ),
-        (lambda j: j.update(kind="Pod", apiVersion="v1"), "kind"),
+        (lambda j: j.update(kind="Deployment", apiVersion="apps/v1"), "kind"),
         (lambda j: j["spec"].update(surprise=1), "spec.surprise"),
     ],
 )

@@ -24,6 +24,7 @@ from scheduler.api.localqueue import LocalQueue
 from scheduler.api.meta import KubeObject
 from scheduler.api.names import dns1123_label, dns1123_subdomain
 from scheduler.api.namespace import Namespace
+from scheduler.api.plain_pod import Pod
 from scheduler.api.priority import PriorityClass
 from scheduler.api.rbac import ClusterRole, ClusterRoleBinding, Role, RoleBinding
 from scheduler.api.scenario import Scenario
@@ -35,6 +36,7 @@ from scheduler.api.validation.meta import path_segment_name, validate_metadata
 from scheduler.api.validation.misc import (
     validate_binding,
     validate_job,
+    validate_plain_pod,
     validate_priority_class,
     validate_role,
     validate_scenario,
@@ -69,6 +71,7 @@ _SPEC_RULES: tuple[tuple[type | UnionType, Callable[[Any], list[FieldError]]], .
     (AdmissionCheck, validate_admission_check),
     (PriorityClass, validate_priority_class),
     (Job, validate_job),
+    (Pod, validate_plain_pod),
     (Configuration, validate_configuration),
     (Scenario, validate_scenario),
     (Role | ClusterRole, validate_role),

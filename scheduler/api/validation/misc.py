@@ -1,4 +1,4 @@
-"""Rules of the smaller kinds: priority classes, Jobs, Scenarios and RBAC objects."""
+"""Rules of the smaller kinds: priority classes, Jobs, Pods, Scenarios and RBAC objects."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from scheduler.api.job import (
 )
 from scheduler.api.kinds import KINDS
 from scheduler.api.names import dns1123_label, dns1123_subdomain
+from scheduler.api.plain_pod import Pod
+from scheduler.api.pod_admission import pod_errors
 from scheduler.api.priority import PriorityClass
 from scheduler.api.rbac import (
     RBAC_V1,
@@ -93,6 +95,20 @@ def validate_job(job: Job) -> list[FieldError]:
                         f"should be between 1 and {spec.parallelism - 1} (parallelism - 1)",
                     )
                 )
+    return errors
+
+
+def validate_plain_pod(pod: Pod) -> list[FieldError]:
+    """A Pod document (`simulate`, `serve --embedded`, the what-if dry run): its spec as
+    a Job's pod template's, and Kueue's rules for a Pod it manages (a queue name that is
+    a DNS subdomain, the managed label only `true`, no pod groups)."""
+    meta = pod.metadata
+    errors = validate_pod_spec("spec", pod.spec)
+    errors += pod_errors({"metadata": {"labels": meta.labels, "annotations": meta.annotations}})
+    if meta.labels.get(PRIORITY_CLASS_LABEL):
+        errors += subdomain(
+            key("metadata.labels", PRIORITY_CLASS_LABEL), meta.labels[PRIORITY_CLASS_LABEL]
+        )
     return errors
 
 

@@ -535,14 +535,16 @@ class TestDocuments:
     def test_unknown_kind(self) -> None:
         err = rejection(
             """
-            apiVersion: v1
-            kind: Pod
-            metadata: {name: p}
+            apiVersion: apps/v1
+            kind: Deployment
+            metadata: {name: d}
             """
         )
         assert err.path == "kind"
-        assert 'unknown kind "Pod"' in err.detail
-        assert str(err).startswith('test.yaml: document 0 (Pod "p"): kind: unknown kind "Pod"')
+        assert 'unknown kind "Deployment"' in err.detail
+        assert str(err).startswith(
+            'test.yaml: document 0 (Deployment "d"): kind: unknown kind "Deployment"'
+        )
 
     def test_unknown_version(self) -> None:
         err = rejection(

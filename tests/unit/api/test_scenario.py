@@ -154,7 +154,7 @@ def test_references_are_validated() -> None:
 
 def test_delete_kind_must_be_known() -> None:
     has_error(
-        scenario("events: [{at: 1s, delete: {kind: Pod, name: p}}]"),
+        scenario("events: [{at: 1s, delete: {kind: Deployment, name: d}}]"),
         "spec.events[0].delete.kind",
         "Unsupported value",
     )
@@ -200,7 +200,10 @@ def test_a_scenario_cannot_apply_a_scenario() -> None:
 
 def test_rejection_names_the_scenario() -> None:
     err = rejection(
-        scenario("events: [{at: 1s, apply: {apiVersion: v1, kind: Pod, metadata: {name: p}}}]")
+        scenario(
+            "events: [{at: 1s, apply: {apiVersion: apps/v1, kind: Deployment, "
+            "metadata: {name: d}}}]"
+        )
     )
     assert str(err).startswith(
         'test.yaml: document 0 (Scenario "demo"): spec.events[0].apply.kind: unknown kind'

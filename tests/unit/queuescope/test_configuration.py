@@ -76,7 +76,6 @@ def test_each_ignored_setting_is_named() -> None:
             "only batch/job, pod, deployment are integrated; "
             "not kubeflow.org/mpijob, Foo.v1.example.com",
         ),
-        IgnoredSetting("integrations.frameworks", "pod: Pods exist only in cluster mode"),
         IgnoredSetting("admissionFairSharing", "admission fair sharing is not implemented"),
         IgnoredSetting("multiKueue", "MultiKueue is not implemented"),
         IgnoredSetting(
@@ -113,8 +112,6 @@ def test_serve_logs_what_it_ignores(tmp_path: Path, caplog: pytest.LogCaptureFix
     assert [r.getMessage() for r in caplog.records] == [
         "event=configuration-setting-ignored setting=integrations.frameworks why='only "
         "batch/job, pod, deployment are integrated; not kubeflow.org/mpijob, Foo.v1.example.com'",
-        "event=configuration-setting-ignored setting=integrations.frameworks why='pod: Pods "
-        "exist only in cluster mode'",
     ]
 
 
@@ -138,7 +135,7 @@ def test_cluster_mode_runs_the_pod_integration() -> None:
     both = configuration(KUEUE_LIKE.replace("pod]", "pod, deployment]"))
     assert pod_integrations(both) == PodIntegrations(plain=True, deployments=True)
     assert [s.why for s in ignored_settings(both)][1] == (
-        "pod, deployment: Pods exist only in cluster mode"
+        "deployment: Deployments are integrated only in cluster mode"
     )
     deployments = configuration(KUEUE_LIKE.replace("pod]", "deployment]"))
     assert pod_integrations(deployments) == PodIntegrations(deployments=True)

@@ -301,3 +301,44 @@ async def test_polling_reads_changed_files_off_the_loop(h: Harness) -> None:
     assert await h.store.check()
     h.engine.apply_pending()
     assert "team/w1" in h.scheduler.objects.workloads
+
+
+def plain_pod(name: str, queue: str = "main") -> dict[str, Any]:
+    labels = {"kueue.x-k8s.io/queue-name": queue} if queue else {}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "team", "labels": labels},
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}],
+        },
+    }
+
+
+POD_CONFIGURATION = {
+    "apiVersion": "config.kueue.x-k8s.io/v1beta1",
+    "kind": "Configuration",
+    "integrations": {"frameworks": ["batch/job", "pod"]},
+}
+
+
+def test_pods_are_workloads_with_the_pod_integration(h: Harness) -> None:
+    base(h)
+    h.write("c-config.yaml", POD_CONFIGURATION)
+    h.write("d-pods.yaml", plain_pod("sleep"), plain_pod("unqueued", queue=""))
+    h.load()
+    (key,) = [k for k in h.scheduler.objects.workloads if k.startswith("team/pod-")]
+    assert key.startswith("team/pod-sleep-")
+    assert h.scheduler.queues.locate(key) == "cq"
+
+
+def test_without_the_pod_integration_a_queued_pod_is_refused_by_name(
+    h: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    base(h)
+    h.write("d-pods.yaml", plain_pod("sleep"))
+    with pytest.raises(ApiError) as err:
+        h.load()
+    assert 'd-pods.yaml: document 0 (Pod "sleep")' in str(err.value)
+    assert "does not list `pod` in integrations.frameworks" in str(err.value)

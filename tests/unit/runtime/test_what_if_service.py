@@ -100,3 +100,25 @@ def test_bodies_that_are_not_a_job_or_workload(body: bytes, code: int) -> None:
     with pytest.raises(DryRunError) as err:
         service.dry_run("team-a", "lq-a", body)
     assert err.value.code == code
+
+
+def _pod() -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "sleep"},
+        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
+    }
+
+
+def test_a_pod_is_asked_about_with_the_pod_integration_on() -> None:
+    c, _ = _service()
+    service = WhatIfService(c.s, lambda: ({}, {}), pods=True)
+    answer = service.dry_run("team-a", "lq-a", json.dumps(_pod()).encode())
+    assert answer["workload"]["name"].startswith("pod-sleep-")
+    assert answer["workload"]["localQueueName"] == "lq-a"
+    off = WhatIfService(c.s, lambda: ({}, {}))
+    with pytest.raises(DryRunError) as err:
+        off.dry_run("team-a", "lq-a", json.dumps(_pod()).encode())
+    assert err.value.code == 422
+    assert "does not list `pod` in integrations.frameworks" in str(err.value)
