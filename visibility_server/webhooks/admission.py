@@ -42,7 +42,8 @@ from visibility_server.webhooks.mutating import (
     job_patch,
     pod_patch,
 )
-from visibility_server.webhooks.review import parse_review
+from visibility_server.webhooks.responses import JsonPatch
+from visibility_server.webhooks.review import AdmissionRequest, parse_review
 from visibility_server.webhooks.validating import validate_request
 
 log = logging.getLogger(__name__)
@@ -79,32 +80,13 @@ def validate_answer(
     return responses.allowed(request.uid, warnings=verdict.warnings)
 
 
-def mutate_job_answer(body: bytes, default_queue: DefaultQueueLookup) -> Answer:
+def mutate_answer(body: bytes, patch_for: Callable[[AdmissionRequest], JsonPatch]) -> Answer:
+    """The answer of a /mutate-* path: `patch_for` the request (a Job's, a Pod's, a
+    Deployment's), allowed with it; a 400 for what is not a review of that kind, a 503
+    while a defaulting that needs the LocalQueues cannot read them yet."""
     try:
         request = parse_review(body)
-        patch = job_patch(request, default_queue)
-    except (MalformedReviewError, WrongKindError) as err:
-        return responses.malformed(str(err))
-    except NotSyncedError as err:
-        return responses.not_ready(f"cannot default the LocalQueue yet: {err}")
-    return responses.allowed(request.uid, patch)
-
-
-def mutate_pod_answer(body: bytes, integrations: PodIntegrations) -> Answer:
-    try:
-        request = parse_review(body)
-        patch = pod_patch(request, integrations)
-    except (MalformedReviewError, WrongKindError) as err:
-        return responses.malformed(str(err))
-    return responses.allowed(request.uid, patch)
-
-
-def mutate_deployment_answer(
-    body: bytes, default_queue: DefaultQueueLookup, integrations: PodIntegrations
-) -> Answer:
-    try:
-        request = parse_review(body)
-        patch = deployment_patch(request, default_queue, enabled=integrations.deployments)
+        patch = patch_for(request)
     except (MalformedReviewError, WrongKindError) as err:
         return responses.malformed(str(err))
     except NotSyncedError as err:
@@ -122,9 +104,16 @@ def answers(
         VALIDATE_PATH: lambda body: validate_answer(
             body, default_queue_lookup(snapshot()), integrations
         ),
-        MUTATE_JOB_PATH: lambda body: mutate_job_answer(body, default_queue_lookup(snapshot())),
-        MUTATE_POD_PATH: lambda body: mutate_pod_answer(body, integrations),
-        MUTATE_DEPLOYMENT_PATH: lambda body: mutate_deployment_answer(
-            body, default_queue_lookup(snapshot()), integrations
+        MUTATE_JOB_PATH: lambda body: mutate_answer(
+            body, lambda request: job_patch(request, default_queue_lookup(snapshot()))
+        ),
+        MUTATE_POD_PATH: lambda body: mutate_answer(
+            body, lambda request: pod_patch(request, integrations)
+        ),
+        MUTATE_DEPLOYMENT_PATH: lambda body: mutate_answer(
+            body,
+            lambda request: deployment_patch(
+                request, default_queue_lookup(snapshot()), enabled=integrations.deployments
+            ),
         ),
     }
