@@ -27,6 +27,7 @@ from scheduler.core.preemption import (
     Preemptor,
     Target,
     TargetQuery,
+    cluster_queue_path,
     preemption_message,
 )
 from scheduler.core.queue.interface import QueueEntry, RequeueReason
@@ -366,11 +367,13 @@ def _issue_preemptions(s: Scheduler, e: Entry, stats: CycleStats) -> None:
     """docs/scheduling.md#issuing-preemptions: evict every target now; their quota is released when
     the cycle ends."""
     now = s.now()
+    preemptor_path = cluster_queue_path(s.quota, e.cq.name)
     for t in e.targets:
         victim = s._workloads[t.key]
         if victim.conditions.is_true(EVICTED):
             continue
-        message = preemption_message(e.wl, t.reason)
+        preemptee_path = cluster_queue_path(s.quota, t.cluster_queue)
+        message = preemption_message(e.wl, t.reason, preemptor_path, preemptee_path)
         victim.conditions.set(PREEMPTED, "True", t.reason, message, now)
         s.evict(victim, "Preempted", message, requeued_status="True")
         stats.preempted.append(t.key)

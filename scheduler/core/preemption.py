@@ -47,10 +47,30 @@ _REASON_OF_CLASS = {
 }
 
 
-def preemption_message(preemptor: WorkloadState, reason: str) -> str:
+class ParentLookup(Protocol):
+    def parent(self, node: NodeRef) -> NodeRef | None: ...
+
+
+def cluster_queue_path(tree: ParentLookup, cq: str) -> str:
+    """Where a ClusterQueue sits, as Kueue's preemption messages say it: its cohorts from
+    the root down, then itself, `/`-separated (`/cq` without a cohort)."""
+    names, node, seen = [cq], NodeRef.cq(cq), set()
+    while (parent := tree.parent(node)) is not None and parent.name not in seen:
+        seen.add(parent.name)
+        names.append(parent.name)
+        node = parent
+    return "/" + "/".join(reversed(names))
+
+
+def preemption_message(
+    preemptor: WorkloadState, reason: str, preemptor_path: str, preemptee_path: str
+) -> str:
+    """Kueue v0.19.2's words for a preemption, on the victim's `Preempted` and `Evicted`
+    conditions (docs/scheduling.md#condition-messages)."""
     return (
-        f"Preempted to accommodate a workload (UID: {preemptor.uid}, "
-        f"JobUID: {preemptor.job_uid}) due to {_WHY[reason]}"
+        f"Preempted to accommodate a workload (UID: {preemptor.uid or 'UNKNOWN'}, "
+        f"JobUID: {preemptor.job_uid}) due to {_WHY[reason]}; "
+        f"preemptor path: {preemptor_path}; preemptee path: {preemptee_path}"
     )
 
 
