@@ -375,6 +375,7 @@ def _issue_preemptions(s: Scheduler, e: Entry, stats: CycleStats) -> None:
         preemptee_path = cluster_queue_path(s.quota, t.cluster_queue)
         message = preemption_message(e.wl, t.reason, preemptor_path, preemptee_path)
         victim.conditions.set(PREEMPTED, "True", t.reason, message, now)
+        victim.preempted_by = e.wl.key
         s.evict(victim, "Preempted", message, requeued_status="True")
         stats.preempted.append(t.key)
     e.why = e.why.with_preemptions(len(e.targets))

@@ -409,6 +409,7 @@ def _carry_status(old: WorkloadState, new: WorkloadState) -> None:
     new.admission_checks = old.admission_checks
     new.accumulated_execution_seconds = old.accumulated_execution_seconds
     new.why = old.why
+    new.preempted_by = old.preempted_by
     new.last_assignment = None
     if not new.reclaimable:
         new.reclaimable = dict(old.reclaimable)

@@ -199,6 +199,9 @@ class WorkloadState:
     # bookkeeping, never rendered
     revision: int = 0
     last_assignment: LastAssignment | None = None
+    # The key of the workload whose admission last preempted this one (the cluster
+    # side's Preempted and PreemptedWorkload Events name it, docs/cluster.md#events).
+    preempted_by: str | None = None
     # The blockers of the last QuotaReserved=False condition the core set (its message
     # is rendered from them); a condition read from elsewhere has none here.
     why: PendingWhy | None = None

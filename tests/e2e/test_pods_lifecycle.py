@@ -16,6 +16,7 @@ import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -87,6 +88,46 @@ def cluster(
         server.stop()
 
 
+def _preemption_events(plane: ControlPlane, victim: dict[str, Any], evicted_message: str) -> None:
+    """The victim's Workload Events and the preemptor's, as Kueue records them."""
+    wl_events = wait_events(
+        plane,
+        NS,
+        "Workload",
+        victim["metadata"]["name"],
+        ["QuotaReserved", "Admitted", "Preempted", "EvictedDueToPreempted"],
+    )
+    notes = {e["reason"]: e["message"] for e in wl_events}
+    assert notes["QuotaReserved"].startswith(
+        "Quota reserved in ClusterQueue cq-spot, wait time since queued was "
+    )
+    assert notes["Admitted"] == (
+        "Admitted by ClusterQueue cq-spot, wait time since reservation was 0s"
+    )
+    assert notes["EvictedDueToPreempted"] == evicted_message
+    assert evicted_message.endswith("; preemptor path: /cq-spot; preemptee path: /cq-spot")
+    priorities = (
+        "preemptor effective priority: 1000 (base: 1000, boost: 0); "
+        "preemptee effective priority: 0 (base: 0, boost: 0)"
+    )
+    assert notes["Preempted"] == f"{evicted_message}; {priorities}"
+    # The preemptor's Workload says whom it preempted, as Kueue's preemptor does.
+    preemptor = workload_of(
+        plane, NS, "spot-urgent", "admitted", lambda w: condition(w, "Admitted")
+    )
+    [preempted] = [
+        e
+        for e in wait_events(
+            plane, NS, "Workload", preemptor["metadata"]["name"], ["PreemptedWorkload"]
+        )
+        if e["reason"] == "PreemptedWorkload"
+    ]
+    victim_ref = f"{NS}/{victim['metadata']['name']} (UID: {victim['metadata']['uid']})"
+    assert preempted["message"] == (
+        f"Preempted workload {victim_ref} in ClusterQueue cq-spot; {priorities}"
+    )
+
+
 def test_an_admitted_job_runs_ready_pods_on_its_flavor_and_preemption_deletes_them(
     cluster: ControlPlane,
 ) -> None:
@@ -150,21 +191,7 @@ def test_an_admitted_job_runs_ready_pods_on_its_flavor_and_preemption_deletes_th
     assert notes["CreatedWorkload"] == f"Created Workload: {NS}/{victim['metadata']['name']}"
     assert notes["Started"] == "Admitted by clusterQueue cq-spot"
     assert notes["Stopped"] == evicted_message
-    wl_events = wait_events(
-        plane,
-        NS,
-        "Workload",
-        victim["metadata"]["name"],
-        ["QuotaReserved", "Admitted", "Preempted", "EvictedDueToPreempted"],
-    )
-    notes = {e["reason"]: e["message"] for e in wl_events}
-    assert notes["QuotaReserved"].startswith(
-        "Quota reserved in ClusterQueue cq-spot, wait time since queued was "
-    )
-    assert notes["Admitted"] == (
-        "Admitted by ClusterQueue cq-spot, wait time since reservation was 0s"
-    )
-    assert notes["Preempted"] == notes["EvictedDueToPreempted"] == evicted_message
+    _preemption_events(plane, victim, evicted_message)
     described = plane.kubectl("describe", "job", "spot-a", "-n", NS).stdout
     assert "CreatedWorkload" in described and "Admitted by clusterQueue cq-spot" in described
 

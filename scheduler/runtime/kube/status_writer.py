@@ -31,12 +31,14 @@ from dataclasses import dataclass
 
 from scheduler.core.queue_status import QueueStatusTracker
 from scheduler.core.status import cluster_queue_status, local_queue_status, workload_status
+from scheduler.core.workload import WorkloadState
 from scheduler.kubeapi.errors import Json, KubeError
+from scheduler.runtime.kube.events import Regarding
 from scheduler.runtime.kube.leader_io import LeaderIO
 from scheduler.runtime.kube.normalize import same_status
 from scheduler.runtime.kube.records import WorkloadRecord
 from scheduler.runtime.kube.resources import CLUSTER_QUEUES, LOCAL_QUEUES, WORKLOADS, Resource
-from scheduler.runtime.kube.workload_events import workload_events
+from scheduler.runtime.kube.workload_events import Preemption, workload_events
 from scheduler.runtime.kube.write_rule import DECIDE, DECISION, NOTHING, Verdict, judge
 from scheduler.runtime.stepclock import TimeBox
 
@@ -212,6 +214,17 @@ class WorkloadStatusWriter:
                 if not self._heap and self._inflight == 0:
                     self._drained.set()
 
+    def _preemption(self, wl: WorkloadState) -> Preemption | None:
+        """Who last preempted `wl`, for its Events, if the core still holds it."""
+        if wl.preempted_by is None:
+            return None
+        preemptor = self.io.engine.scheduler.workload(wl.preempted_by)
+        if preemptor is None:
+            return None
+        namespace, name = _split(wl.preempted_by)
+        regarding = Regarding.of(WORKLOADS, namespace, name, preemptor.uid)
+        return Preemption(regarding, preemptor.priority, wl.priority)
+
     async def write(self, key: str) -> bool:
         """Bring one workload's server copy in line with the core, if the difference is
         worth it (:func:`judge`); True if written."""
@@ -252,7 +265,8 @@ class WorkloadStatusWriter:
                     WORKLOADS.item(name, namespace, "status"), server.status_body(desired)
                 )
                 self.io.store.observe(WORKLOADS, result)
-                self.io.record(*workload_events(server.status, result))
+                preemption = self._preemption(wl)
+                self.io.record(*workload_events(server.status, result, preemption))
                 wrote = True
         except KubeError as err:
             if err.status == 404:

@@ -8,6 +8,7 @@ are Kueue v0.19.2's.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 
 from scheduler.api.base import parse_timestamp
@@ -67,9 +68,49 @@ def _owner_job(meta: Json) -> Regarding | None:
     return Regarding.of(JOBS, str(meta.get("namespace", "")), job.name, job.uid)
 
 
-def workload_events(before: Json | None, written: Json) -> list[Event]:
+@dataclass(frozen=True, slots=True)
+class Preemption:
+    """Who preempted the Workload being written, as the core knows it: the preemptor's
+    Workload and both priorities (queuescope has no priority boost: the effective
+    priority is the base)."""
+
+    preemptor: Regarding
+    preemptor_priority: int
+    preemptee_priority: int
+
+    def priorities(self) -> str:
+        p, q = self.preemptor_priority, self.preemptee_priority
+        return (
+            f"preemptor effective priority: {p} (base: {p}, boost: 0); "
+            f"preemptee effective priority: {q} (base: {q}, boost: 0)"
+        )
+
+
+def _preempted(
+    workload: Regarding, before: Json | None, message: str, preemption: Preemption | None
+) -> list[Event]:
+    """Kueue's two Events of a preemption: `Preempted` on the victim, with both
+    priorities, and `PreemptedWorkload` on the preemptor (when the core still knows it)."""
+    if preemption is None:
+        return [Event(workload, "Preempted", message)]
+    cluster_queue = str(((before or {}).get("admission") or {}).get("clusterQueue", ""))
+    victim = f"{workload.namespace}/{workload.name} (UID: {workload.uid})"
+    return [
+        Event(workload, "Preempted", f"{message}; {preemption.priorities()}"),
+        Event(
+            preemption.preemptor,
+            "PreemptedWorkload",
+            f"Preempted workload {victim} in ClusterQueue {cluster_queue}; "
+            f"{preemption.priorities()}",
+        ),
+    ]
+
+
+def workload_events(
+    before: Json | None, written: Json, preemption: Preemption | None = None
+) -> list[Event]:
     """The Events of one status write: `before` the status the server held, `written`
-    the Workload the server returned."""
+    the Workload the server returned, `preemption` who preempted it (if the core says)."""
     meta = written.get("metadata") or {}
     status = written.get("status") or {}
     old, new = _conditions(before), _conditions(status)
@@ -110,7 +151,7 @@ def workload_events(before: Json | None, written: Json) -> list[Event]:
     if evicted is not None and (before or {}).get("admission"):
         reason, message = str(evicted.get("reason", "")), str(evicted.get("message", ""))
         if reason == "Preempted":
-            events.append(Event(workload, "Preempted", message))
+            events += _preempted(workload, before, message, preemption)
         events.append(Event(workload, f"EvictedDueTo{reason}", message))
     job = _owner_job(meta)
     if job is not None and _turned_true(old, new, "Finished") is not None:

@@ -21,7 +21,7 @@ from scheduler.runtime.kube.events import (
     truncated,
 )
 from scheduler.runtime.kube.resources import EVENTS, JOBS, WORKLOADS
-from scheduler.runtime.kube.workload_events import workload_events
+from scheduler.runtime.kube.workload_events import Preemption, workload_events
 from tests.unit.runtime.kube.fakes import FakeKube, FreeBucket, status_error, until
 from tests.unit.runtime.kube.test_jobs import JOB_KEY, cluster, started
 
@@ -270,6 +270,31 @@ def test_an_eviction_of_an_admitted_workload() -> None:
     ]
     # Never admitted (no admission before): no eviction event, as Kueue.
     assert workload_events({"conditions": []}, limit) == []
+
+
+def test_a_preemption_names_both_workloads_with_their_priorities() -> None:
+    """Kueue's preemptor records `Preempted` on the victim with both priorities appended,
+    and `PreemptedWorkload` on the preemptor."""
+    before = {"admission": {"clusterQueue": "cq-b"}, "conditions": []}
+    message = "Preempted to accommodate a workload (UID: p-uid, JobUID: UNKNOWN) due to x"
+    preempted = written(cond("Evicted", "Preempted", "2026-01-01T12:02:00Z", message=message))
+    preemptor = Regarding.of(WORKLOADS, "team", "urgent", "p-uid")
+    events = workload_events(before, preempted, Preemption(preemptor, 1000, 5))
+    priorities = (
+        "preemptor effective priority: 1000 (base: 1000, boost: 0); "
+        "preemptee effective priority: 5 (base: 5, boost: 0)"
+    )
+    assert reasons_notes(events) == [
+        ("Workload", "Preempted", f"{message}; {priorities}"),
+        (
+            "Workload",
+            "PreemptedWorkload",
+            f"Preempted workload team/w (UID: wl-uid) in ClusterQueue cq-b; {priorities}",
+        ),
+        ("Workload", "EvictedDueToPreempted", message),
+    ]
+    assert events[1].regarding == preemptor
+    assert events[0].regarding.name == "w"
 
 
 def test_a_finished_workload_tells_its_job() -> None:
