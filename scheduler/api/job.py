@@ -7,6 +7,7 @@ keeps typos in the modelled ones detectable.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
 from scheduler.api.base import ApiModel, Int32, Int64
@@ -17,6 +18,22 @@ QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
 JOB_MIN_PARALLELISM_ANNOTATION = "kueue.x-k8s.io/job-min-parallelism"
+# Kueue's maximum execution time of a job's Workload, in seconds
+# (docs/cluster.md#maximum-execution-time).
+MAX_EXEC_TIME_LABEL = "kueue.x-k8s.io/max-exec-time-seconds"
+
+
+def max_exec_seconds(labels: Mapping[str, str]) -> int | None:
+    """The Workload's `maximumExecutionTimeSeconds` from an object's labels, as Kueue
+    reads it: a positive 32-bit integer, else none (the webhooks refuse other values)."""
+    raw = labels.get(MAX_EXEC_TIME_LABEL)
+    if raw is None:
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        return None
+    return value if 0 < value < 2**31 else None
 
 
 class JobSpec(ApiModel):

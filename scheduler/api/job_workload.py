@@ -19,6 +19,7 @@ from scheduler.api.job import (
     PRIORITY_CLASS_LABEL,
     QUEUE_NAME_LABEL,
     Job,
+    max_exec_seconds,
 )
 from scheduler.api.meta import ObjectMeta, controller_reference
 from scheduler.api.plain_pod import Pod
@@ -167,6 +168,7 @@ def job_to_workload(
             priority=priority,
             priority_class_name=class_name,
             priority_class_source=class_source,
+            maximum_execution_time_seconds=max_exec_seconds(meta.labels),
         ),
     )
     # The Workload is reported against the Job's manifest.

@@ -33,7 +33,12 @@ from scheduler.api.plain_pod import (
 )
 from scheduler.api.validation.common import subdomain
 from scheduler.api.validation.paths import key
-from scheduler.api.validation.queue_labels import QUEUE_NAME_PATH, queue_name_update_errors
+from scheduler.api.validation.queue_labels import (
+    QUEUE_NAME_PATH,
+    max_exec_time_errors,
+    max_exec_time_update_errors,
+    queue_name_update_errors,
+)
 
 MANAGED_PATH = key("metadata.labels", MANAGED_LABEL)
 
@@ -111,6 +116,7 @@ def pod_errors(
     name = queue_name(pod)
     if name:
         errors += subdomain(QUEUE_NAME_PATH, name)
+    errors += max_exec_time_errors({str(k): str(v) for k, v in _labels(pod).items()})
     managed = _labels(pod).get(MANAGED_LABEL)
     if managed is not None and managed != MANAGED_VALUE:
         errors.append(FieldError(MANAGED_PATH, "Forbidden: managed label value can only be 'true'"))
@@ -130,6 +136,10 @@ def pod_errors(
 def pod_update_errors(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[FieldError]:
     """The rules of replacing a managed Pod `old` by `new`."""
     fixed = not _held(new)
-    return pod_errors(new, before=old) + queue_name_update_errors(
-        queue_name(old), queue_name(new), fixed=fixed
+    return (
+        pod_errors(new, before=old)
+        + queue_name_update_errors(queue_name(old), queue_name(new), fixed=fixed)
+        + max_exec_time_update_errors(
+            _labels(old), _labels(new), suspended=_held(old) and _held(new)
+        )
     )

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from scheduler.api.job import JOB_UID_LABEL, QUEUE_NAME_LABEL
+from scheduler.api.job import JOB_UID_LABEL, QUEUE_NAME_LABEL, max_exec_seconds
 from scheduler.api.job_workload import resolve_priority
 from scheduler.api.meta import ObjectMeta, controller_reference
 from scheduler.api.plain_pod import Pod
@@ -48,6 +48,7 @@ def pod_to_workload(
             priority=priority,
             priority_class_name=class_name,
             priority_class_source=class_source,
+            maximum_execution_time_seconds=max_exec_seconds(meta.labels),
         ),
     )
     return set_source(workload, source_of(pod))

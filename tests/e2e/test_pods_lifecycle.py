@@ -240,3 +240,31 @@ def test_a_finished_job_frees_its_quota_and_the_next_runs(cluster: ControlPlane)
     wait_job(plane, NS, "broken", "Failed", lambda j: condition(j, "Failed"))
     failed = workload_of(plane, NS, "broken", "Finished", lambda w: condition(w, "Finished"))
     assert condition(failed, "Finished")["reason"] == "Failed"  # type: ignore[index]
+
+
+def test_a_job_past_its_maximum_execution_time_is_deactivated_and_stopped(
+    cluster: ControlPlane,
+) -> None:
+    """Kueue's `kueue.x-k8s.io/max-exec-time-seconds` label
+    (docs/cluster.md#maximum-execution-time): the Workload carries it, and once its Pods
+    have run that long the Workload is deactivated and the Job suspended, its Pods
+    deleted."""
+    plane = cluster
+    doc = json.loads(PodJob("bounded", NS, "lq-on-demand").manifest())
+    doc["metadata"]["labels"]["kueue.x-k8s.io/max-exec-time-seconds"] = "3"
+    plane.apply(json.dumps(doc))
+    wl = workload_of(plane, NS, "bounded", "created")
+    assert wl["spec"]["maximumExecutionTimeSeconds"] == 3
+    wait_pods(plane, NS, "bounded", "Ready", lambda ps: len(ps) == 1 and ready(ps[0]))
+    stopped = workload_of(
+        plane, NS, "bounded", "deactivated", lambda w: w["spec"].get("active") is False
+    )
+    evicted = condition(stopped, "Evicted")
+    assert evicted is not None
+    assert evicted["reason"] == "DeactivatedDueToMaximumExecutionTimeExceeded"
+    assert evicted["message"] == (
+        "The workload is deactivated due to exceeding the maximum execution time"
+    )
+    wait_job(plane, NS, "bounded", "suspended", suspended)
+    wait_pods(plane, NS, "bounded", "deleted", lambda ps: not ps)
+    plane.kubectl("delete", "job", "bounded", "-n", NS, "--wait=false")

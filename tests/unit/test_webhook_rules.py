@@ -796,6 +796,16 @@ CASES: list[Case] = [
         job(annotations={"kueue.x-k8s.io/job-min-parallelism": "3"}, parallelism=3, completions=3),
         "metadata.annotations[kueue.x-k8s.io/job-min-parallelism]",
     ),
+    Case(
+        "job-max-exec-time-integer",
+        job({"kueue.x-k8s.io/max-exec-time-seconds": "ten"}),
+        "metadata.labels[kueue.x-k8s.io/max-exec-time-seconds]",
+    ),
+    Case(
+        "job-max-exec-time-positive",
+        job({"kueue.x-k8s.io/max-exec-time-seconds": "0"}),
+        "metadata.labels[kueue.x-k8s.io/max-exec-time-seconds]",
+    ),
     Case("job-parallelism-negative", job(parallelism=-1), "spec.parallelism"),
     Case(
         "job-request-negative",

@@ -19,6 +19,7 @@ from scheduler.api.job import (
 from scheduler.api.validation.common import invalid
 from scheduler.api.validation.queue_labels import (
     QUEUE_NAME_PATH,
+    max_exec_time_update_errors,
     priority_class_update_errors,
     queue_name_update_errors,
 )
@@ -41,6 +42,9 @@ def validate_job_update(old: Job, new: Job, *, default_queue_exists: bool) -> li
         old.metadata.labels.get(PRIORITY_CLASS_LABEL, ""),
         new.metadata.labels.get(PRIORITY_CLASS_LABEL, ""),
         suspended=new.spec.suspend,
+    )
+    errors += max_exec_time_update_errors(
+        old.metadata.labels, new.metadata.labels, suspended=old.spec.suspend and new.spec.suspend
     )
     if (
         JOB_MIN_PARALLELISM_ANNOTATION in old.metadata.annotations

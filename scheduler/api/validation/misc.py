@@ -33,6 +33,7 @@ from scheduler.api.validation.common import (
     unsupported,
 )
 from scheduler.api.validation.paths import child, index, key
+from scheduler.api.validation.queue_labels import max_exec_time_errors
 from scheduler.api.validation.selector import validate_label_selector
 from scheduler.api.validation.workload import validate_pod_spec
 
@@ -79,6 +80,7 @@ def validate_job(job: Job) -> list[FieldError]:
     for label_name in (QUEUE_NAME_LABEL, PRIORITY_CLASS_LABEL):
         if labels.get(label_name):
             errors += subdomain(key("metadata.labels", label_name), labels[label_name])
+    errors += max_exec_time_errors(labels)
     raw_min = job.metadata.annotations.get(JOB_MIN_PARALLELISM_ANNOTATION)
     if raw_min is not None:
         path = key("metadata.annotations", JOB_MIN_PARALLELISM_ANNOTATION)

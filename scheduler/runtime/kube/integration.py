@@ -14,7 +14,7 @@ from abc import ABC, abstractmethod
 from typing import Final
 
 from scheduler.api.decode import ApiError
-from scheduler.api.job import QUEUE_NAME_LABEL
+from scheduler.api.job import QUEUE_NAME_LABEL, max_exec_seconds
 from scheduler.api.workload import Workload
 from scheduler.kubeapi.errors import Json, KubeError
 from scheduler.runtime.kube.events import Event, Regarding
@@ -161,31 +161,36 @@ class Integration(ABC):
             )
         )
 
-    async def follow_queue_name(self, obj: Json, workload: WorkloadRecord) -> None:
+    async def follow_labels(self, obj: Json, workload: WorkloadRecord) -> None:
         """While its object waits (a suspended Job, a gated Pod) and holds no quota, the
-        Workload follows the LocalQueue the object's label names, as in Kueue: a user
-        moves a waiting job by relabelling it (docs/cluster.md#plain-pods)."""
-        wanted = str(((obj.get("metadata") or {}).get("labels") or {}).get(QUEUE_NAME_LABEL, ""))
+        Workload follows the object's labels, as in Kueue: the LocalQueue it names (a
+        user moves a waiting job by relabelling it, docs/cluster.md#plain-pods) and its
+        maximum execution time (docs/cluster.md#maximum-execution-time), in one write."""
+        labels = (obj.get("metadata") or {}).get("labels") or {}
         core = self.io.engine.scheduler.workload(workload.key)
-        if (
-            not wanted
-            or core is None
-            or core.queue_name == wanted
-            or (workload.status or {}).get("admission")
-        ):
+        if core is None or (workload.status or {}).get("admission"):
             return
-        patch = {
-            "metadata": {"resourceVersion": workload.resource_version},
-            "spec": {"queueName": wanted},
-        }
+        spec: Json = {}
+        queue = str(labels.get(QUEUE_NAME_LABEL, ""))
+        if queue and core.queue_name != queue:
+            spec["queueName"] = queue
+        max_exec = max_exec_seconds(labels)
+        if core.maximum_execution_time_seconds != max_exec:
+            spec["maximumExecutionTimeSeconds"] = max_exec  # None drops it
+        if not spec:
+            return
+        patch = {"metadata": {"resourceVersion": workload.resource_version}, "spec": spec}
         await self.io.limiter.acquire()
-        moved = await self.io.rest.merge_patch(
+        followed = await self.io.rest.merge_patch(
             WORKLOADS.item(workload.name, workload.namespace), patch
         )
-        self.io.store.observe(WORKLOADS, moved)
-        log.info(
-            "event=workload-queue-changed workload=%s queue=%s from=%s",
-            workload.key,
-            wanted,
-            core.queue_name,
-        )
+        self.io.store.observe(WORKLOADS, followed)
+        log.info("event=workload-follows-labels workload=%s spec=%s", workload.key, spec)
+        if "maximumExecutionTimeSeconds" in spec:
+            self.io.record(
+                Event(
+                    reference(self.resource, obj),
+                    "UpdatedWorkload",
+                    f"Updated not matching Workload for suspended job: {workload.key}",
+                )
+            )

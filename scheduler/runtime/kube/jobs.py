@@ -136,7 +136,7 @@ class JobController(Integration):
         elif self._placement_differs(job, workload):
             await self._set_suspended(job, True, workload)
         else:
-            await self.follow_queue_name(job, workload)
+            await self.follow_labels(job, workload)
 
     @staticmethod
     def _pods_ready(job: Json) -> bool:

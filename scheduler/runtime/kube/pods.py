@@ -162,7 +162,7 @@ class PodController(Integration):
                 reason = f"WorkloadEvictedDueTo{evicted.get('reason', '')}"
                 await self._stop(pod, reason, str(evicted.get("message", "")))
         else:
-            await self.follow_queue_name(pod, workload)
+            await self.follow_labels(pod, workload)
 
     def _finish(
         self, workload: WorkloadRecord, reason: str, message: str, *, failed: bool = False

@@ -369,3 +369,43 @@ async def test_a_job_that_cannot_have_a_workload_says_why_in_a_warning() -> None
     assert event["note"] == (
         'metadata.labels[kueue.x-k8s.io/priority-class]: WorkloadPriorityClass "gone" not found'
     )
+
+
+async def test_a_waiting_jobs_new_maximum_execution_time_updates_its_workload() -> None:
+    """Kueue updates the Workload of a suspended Job whose maximum execution time label
+    changed, saying so on the Job (docs/cluster.md#maximum-execution-time)."""
+    fake = FakeKube()
+    rec = EventRecorder(fake.rest, "pod-0", limiter=FreeBucket())
+    task = asyncio.create_task(rec.run())
+    try:
+        c = await cluster(fake=fake, events=rec, suspend=True)
+        await c.jobs.reconcile(JOB_KEY)
+        key = c.workload_key()
+        c.engine.apply_pending()
+        label = {"kueue.x-k8s.io/max-exec-time-seconds": "600"}
+        c.fake.server_update(JOBS, JOB_KEY, {"metadata": {"labels": label}})
+        c.refresh(JOBS, JOB_KEY)
+        await c.jobs.reconcile(JOB_KEY)
+        stored = c.fake.stored(WORKLOADS, key)
+        assert stored is not None and stored["spec"]["maximumExecutionTimeSeconds"] == 600
+        c.engine.apply_pending()
+        core = c.engine.scheduler.workload(key)
+        assert core is not None and core.maximum_execution_time_seconds == 600
+        # Dropped again: the Workload's goes too.
+        gone = {"kueue.x-k8s.io/max-exec-time-seconds": None}
+        c.fake.server_update(JOBS, JOB_KEY, {"metadata": {"labels": gone}})
+        c.refresh(JOBS, JOB_KEY)
+        c.refresh(WORKLOADS, key)
+        await c.jobs.reconcile(JOB_KEY)
+        stored = c.fake.stored(WORKLOADS, key)
+        assert stored is not None and "maximumExecutionTimeSeconds" not in stored["spec"]
+        # The second update repeats the first Event: its series counts it.
+        await until(lambda: rec.backlog == 0 and rec.stats.written == 2)
+        assert rec.stats.repeated == 1
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    updates = [e for e in stored_events(fake) if e["reason"] == "UpdatedWorkload"]
+    assert [(e["regarding"]["kind"], e["note"]) for e in updates] == [
+        ("Job", f"Updated not matching Workload for suspended job: {key}")
+    ]
