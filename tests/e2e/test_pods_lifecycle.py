@@ -268,3 +268,34 @@ def test_a_job_past_its_maximum_execution_time_is_deactivated_and_stopped(
     wait_job(plane, NS, "bounded", "suspended", suspended)
     wait_pods(plane, NS, "bounded", "deleted", lambda ps: not ps)
     plane.kubectl("delete", "job", "bounded", "-n", NS, "--wait=false")
+
+
+def test_a_waiting_job_edited_to_fit_gets_its_workload_updated_and_runs(
+    cluster: ControlPlane,
+) -> None:
+    """A suspended Job's edit reaches its Workload, as Kueue updates a not matching
+    Workload (docs/cluster.md#a-waiting-job-edited): with a lower parallelism (what
+    kube-apiserver lets change in a Job's spec) it fits and runs."""
+    plane = cluster
+    doc = json.loads(PodJob("too-wide", NS, "lq-on-demand", parallelism=3).manifest())
+    doc["spec"]["completions"] = None  # a parallelism of its own, as one edits it
+    plane.apply(json.dumps(doc))
+    waiting = workload_of(
+        plane, NS, "too-wide", "pending", lambda w: condition(w, "QuotaReserved", "False")
+    )
+    assert waiting["spec"]["podSets"][0]["count"] == 3
+    plane.kubectl("patch", "job", "too-wide", "-n", NS, "-p", '{"spec": {"parallelism": 2}}')
+    updated = workload_of(
+        plane, NS, "too-wide", "updated", lambda w: w["spec"]["podSets"][0]["count"] == 2
+    )
+    assert updated["metadata"]["uid"] == waiting["metadata"]["uid"]  # updated, not replaced
+    wait_job(plane, NS, "too-wide", "unsuspended", unsuspended)
+    [event] = [
+        e
+        for e in wait_events(plane, NS, "Job", "too-wide", ["UpdatedWorkload"])
+        if e["reason"] == "UpdatedWorkload"
+    ]
+    assert event["message"] == (
+        f"Updated not matching Workload for suspended job: {NS}/{waiting['metadata']['name']}"
+    )
+    plane.kubectl("delete", "job", "too-wide", "-n", NS, "--wait=false")

@@ -15,6 +15,7 @@ from typing import Final
 
 from scheduler.api.decode import ApiError
 from scheduler.api.job import QUEUE_NAME_LABEL, max_exec_seconds
+from scheduler.api.live import decode_live
 from scheduler.api.workload import Workload
 from scheduler.kubeapi.errors import Json, KubeError
 from scheduler.runtime.kube.events import Event, Regarding
@@ -35,6 +36,10 @@ def uid_of(obj: Json) -> str:
     return str((obj.get("metadata") or {}).get("uid", ""))
 
 
+def _generation(obj: Json) -> int:
+    return int((obj.get("metadata") or {}).get("generation") or 0)
+
+
 def reference(resource: Resource, obj: Json) -> Regarding:
     """What an Event about `obj` (of kind `resource`) regards."""
     meta = obj.get("metadata") or {}
@@ -50,6 +55,9 @@ class Integration(ABC):
         self.stats = IntegrationStats()
         self.queue = WorkQueue(resource.kind.lower(), retry_delay=retry_delay)
         self._workload_by_uid: dict[str, str] = {}  # the object's uid -> its Workload's key
+        # The object's key -> the generation its Workload was made from or last matched
+        # (follow_spec); only the leader's process knows it.
+        self.matched: dict[str, int] = {}
         io.store.subscribe(self.on_change)
 
     @abstractmethod
@@ -68,6 +76,8 @@ class Integration(ABC):
         if isinstance(obj, WorkloadRecord):
             self._on_workload(obj, deleted=new is None)
         elif resource.kind == self.resource.kind:
+            if new is None:
+                self.matched.pop(object_key(obj), None)
             self.enqueue(object_key(obj))
         elif resource.kind in PRIORITY_KINDS:
             # An object naming a class that did not exist yet got no Workload: try again.
@@ -114,31 +124,11 @@ class Integration(ABC):
     async def create_workload(self, namespace: str, name: str) -> None:
         """Make the object's Workload from the whole object, read here: the cache keeps
         a slim one (`records.slim_job`, `records.slim_pod`)."""
-        try:
-            raw = await self.io.rest.get(self.resource.item(name, namespace))
-        except KubeError as err:
-            if err.status != 404:  # deleted meanwhile: the watch says so
-                raise
+        raw = await self._whole(namespace, name)
+        if raw is None:
             return
-        raw.setdefault("apiVersion", self.resource.api_version)
-        raw.setdefault("kind", self.resource.kind)
-        try:
-            workload = self.make_workload(raw)
-        except ApiError as err:
-            self.stats.errors += 1
-            log.error(
-                "event=%s-rejected %s=%s error=%s",
-                self.queue.what,
-                self.queue.what,
-                object_key(raw),
-                err,
-            )
-            # Said where its owner looks (`kubectl describe`): it waits for a fix (a
-            # missing priority class appearing brings it back here).
-            why = "; ".join(str(e) for e in err.errors) or str(err)
-            self.io.record(
-                Event(reference(self.resource, raw), COMPOSE_FAILED, why, type="Warning")
-            )
+        workload = self._composed(raw)
+        if workload is None:
             return
         body = workload.to_dict()
         body.pop("status", None)
@@ -152,12 +142,94 @@ class Integration(ABC):
                 raise
             return
         self.stats.workloads_created += 1
+        self.matched[object_key(raw)] = _generation(raw)
         self.io.store.observe(WORKLOADS, created)
         self.io.record(
             Event(
                 reference(self.resource, raw),
                 "CreatedWorkload",
                 f"Created Workload: {object_key(created)}",
+            )
+        )
+
+    async def _whole(self, namespace: str, name: str) -> Json | None:
+        """The whole object from the API server (None: deleted meanwhile, which the
+        watch says)."""
+        try:
+            raw = await self.io.rest.get(self.resource.item(name, namespace))
+        except KubeError as err:
+            if err.status != 404:
+                raise
+            return None
+        raw.setdefault("apiVersion", self.resource.api_version)
+        raw.setdefault("kind", self.resource.kind)
+        return raw
+
+    def _composed(self, raw: Json) -> Workload | None:
+        """The Workload of the whole object `raw`, or None when none can be made: then
+        the object says why in a Warning Event and waits for a fix (a missing priority
+        class appearing brings it back here)."""
+        try:
+            return self.make_workload(raw)
+        except ApiError as err:
+            self.stats.errors += 1
+            log.error(
+                "event=%s-rejected %s=%s error=%s",
+                self.queue.what,
+                self.queue.what,
+                object_key(raw),
+                err,
+            )
+            why = "; ".join(str(e) for e in err.errors) or str(err)
+            self.io.record(
+                Event(reference(self.resource, raw), COMPOSE_FAILED, why, type="Warning")
+            )
+            return None
+
+    def saw_write(self, written: Json) -> None:
+        """The integration changed the object itself (a Job started or stopped): the new
+        generation is its own doing, not an edit its Workload must follow."""
+        self.matched[object_key(written)] = _generation(written)
+
+    async def follow_spec(self, obj: Json, workload: WorkloadRecord) -> None:
+        """A waiting object (a suspended Job) whose spec was edited since its Workload
+        was made or last matched (a new `metadata.generation`) and whose Workload holds
+        no quota: the Workload's pod sets follow the edit, as Kueue updates a not
+        matching Workload of a suspended job (docs/cluster.md#a-waiting-job-edited).
+        An object first seen here is taken as matching its Workload."""
+        key, generation = object_key(obj), _generation(obj)
+        seen = self.matched.setdefault(key, generation)
+        if seen == generation or (workload.status or {}).get("admission"):
+            return
+        meta = obj.get("metadata") or {}
+        raw = await self._whole(str(meta.get("namespace", "")), str(meta.get("name", "")))
+        if raw is None:
+            return
+        wanted = self._composed(raw)
+        if wanted is None:
+            return
+        current = await self.io.rest.get(WORKLOADS.item(workload.name, workload.namespace))
+        decoded = decode_live(current, source=WORKLOADS.plural)
+        if isinstance(decoded, Workload) and decoded.spec.pod_sets == wanted.spec.pod_sets:
+            self.matched[key] = _generation(raw)
+            return
+        pod_sets = wanted.to_dict()["spec"]["podSets"]
+        patch = {
+            "metadata": {"resourceVersion": current["metadata"]["resourceVersion"]},
+            "spec": {"podSets": pod_sets},
+        }
+        await self.io.limiter.acquire()
+        followed = await self.io.rest.merge_patch(
+            WORKLOADS.item(workload.name, workload.namespace), patch
+        )
+        self.io.store.observe(WORKLOADS, followed)
+        self.matched[key] = _generation(raw)
+        log.info("event=workload-follows-spec workload=%s", workload.key)
+        self.io.record(
+            Event(
+                reference(self.resource, raw),
+                "UpdatedWorkload",
+                f"Updated not matching Workload for suspended job: {workload.key}",
             )
         )
 

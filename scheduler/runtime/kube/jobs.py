@@ -137,6 +137,7 @@ class JobController(Integration):
             await self._set_suspended(job, True, workload)
         else:
             await self.follow_labels(job, workload)
+            await self.follow_spec(job, workload)
 
     @staticmethod
     def _pods_ready(job: Json) -> bool:
@@ -210,6 +211,7 @@ class JobController(Integration):
             patch["spec"]["template"] = template_patch
         await self.io.limiter.acquire()
         result = await self.io.rest.merge_patch(JOBS.item(meta["name"], meta["namespace"]), patch)
+        self.saw_write(result)
         self.io.store.observe(JOBS, result)
         self._report(job, result, workload, why)
 

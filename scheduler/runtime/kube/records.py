@@ -222,7 +222,7 @@ class WorkloadRecord:
 
 Cached = Json | WorkloadRecord  # what a reflector's cache holds for one object
 
-_JOB_META = ("name", "namespace", "uid", "resourceVersion", "labels")
+_JOB_META = ("name", "namespace", "uid", "resourceVersion", "generation", "labels")
 _JOB_TEMPLATE_META = ("labels", "annotations")
 _JOB_POD = ("nodeSelector", "tolerations")
 _JOB_STATUS = ("ready", "succeeded", "startTime")
@@ -264,8 +264,9 @@ def _slim(obj: Json, resource: Resource, meta: tuple[str, ...], spec: Json, stat
 
 
 def slim_job(obj: Json) -> Json:
-    """What the Job integration reads of a Job, as a Job-shaped dict: its identity and
-    labels, `spec.suspend` and `spec.parallelism`, the pod template's labels,
+    """What the Job integration reads of a Job, as a Job-shaped dict: its identity,
+    generation (docs/cluster.md#a-waiting-job-edited) and labels, `spec.suspend` and
+    `spec.parallelism`, the pod template's labels,
     annotations, node selector and tolerations (what it patches), and of the status the
     ready and succeeded counts, the start time and the conditions that end it; empty
     parts are left out (the integration reads every part with a default). The pod

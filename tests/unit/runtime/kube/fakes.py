@@ -337,6 +337,12 @@ class FakeKube:
         assert target.name is not None
         self.rv += 1
         obj["metadata"]["resourceVersion"] = str(self.rv)
+        # As kube-apiserver: the generation counts the changes of the spec.
+        before = self.objects.get((target.resource.plural, target.namespace, target.name))
+        generation = int((before or {}).get("metadata", {}).get("generation") or 0)
+        if before is None or before.get("spec") != obj.get("spec"):
+            generation += 1
+        obj["metadata"]["generation"] = generation
         self.objects[(target.resource.plural, target.namespace, target.name)] = obj
         self._record(target.resource, kind, obj)
         return copy.deepcopy(obj)

@@ -472,3 +472,64 @@ async def test_a_job_holding_quota_keeps_its_queue() -> None:
     await c.jobs.reconcile(JOB_KEY)
     kept = c.fake.stored(WORKLOADS, key)
     assert kept is not None and kept["spec"]["queueName"] == "main"
+
+
+# -- a waiting Job edited -------------------------------------------------------------
+def _pod_sets(c: Cluster, key: str) -> list[dict[str, Any]]:
+    stored = c.fake.stored(WORKLOADS, key)
+    assert stored is not None
+    pod_sets: list[dict[str, Any]] = stored["spec"]["podSets"]
+    return pod_sets
+
+
+async def test_a_waiting_job_edited_updates_its_workload() -> None:
+    """Kueue updates the not matching Workload of a suspended job (a new parallelism, new
+    requests) and says so on the Job (docs/cluster.md#a-waiting-job-edited)."""
+    c = await cluster(suspend=True)
+    await c.jobs.reconcile(JOB_KEY)
+    key = c.workload_key()
+    c.engine.apply_pending()
+    assert _pod_sets(c, key)[0]["count"] == 1
+    container = {"name": "c", "image": "x", "resources": {"requests": {"cpu": "2"}}}
+    edit = {"spec": {"parallelism": 3, "template": {"spec": {"containers": [container]}}}}
+    c.fake.server_update(JOBS, JOB_KEY, edit)
+    c.refresh(JOBS, JOB_KEY)
+    await c.jobs.reconcile(JOB_KEY)
+    [pod_set] = _pod_sets(c, key)
+    assert pod_set["count"] == 3
+    assert pod_set["template"]["spec"]["containers"][0]["resources"] == {"requests": {"cpu": "2"}}
+    c.engine.apply_pending()
+    core = c.engine.scheduler.workload(key)
+    assert core is not None and core.pod_sets[0].count == 3
+    # Seen again, or edited in a way its Workload does not show: no write.
+    before = len(c.fake.writes("PATCH"))
+    c.refresh(WORKLOADS, key)
+    await c.jobs.reconcile(JOB_KEY)
+    c.fake.server_update(JOBS, JOB_KEY, {"spec": {"backoffLimit": 2}})
+    c.refresh(JOBS, JOB_KEY)
+    await c.jobs.reconcile(JOB_KEY)
+    assert len(c.fake.writes("PATCH")) == before
+
+
+async def test_a_started_job_is_not_followed_and_a_new_leader_takes_what_it_finds() -> None:
+    c, key = await started()
+    # Its own start (placement, labels: a new generation) is not an edit to follow.
+    before = len(c.fake.writes("PATCH"))
+    c.refresh(WORKLOADS, key)
+    await c.jobs.reconcile(JOB_KEY)
+    assert len(c.fake.writes("PATCH")) == before
+    # A waiting Job edited while no leader watched: a new leader has no memory of the
+    # generation its Workload was made from, and takes what it finds as matching.
+    waiting = await cluster(suspend=True)
+    await waiting.jobs.reconcile(JOB_KEY)
+    wl_key = waiting.workload_key()
+    waiting.fake.server_update(JOBS, JOB_KEY, {"spec": {"parallelism": 5}})
+    waiting.refresh(JOBS, JOB_KEY)
+    waiting.jobs.matched.clear()  # what a new leader's integration starts with
+    await waiting.jobs.reconcile(JOB_KEY)
+    assert _pod_sets(waiting, wl_key)[0]["count"] == 1
+    # Its next edit is followed.
+    waiting.fake.server_update(JOBS, JOB_KEY, {"spec": {"parallelism": 4}})
+    waiting.refresh(JOBS, JOB_KEY)
+    await waiting.jobs.reconcile(JOB_KEY)
+    assert _pod_sets(waiting, wl_key)[0]["count"] == 4
