@@ -49,7 +49,8 @@ def configured_server(
 ) -> Iterator[ClusterModeServer]:
     """A cluster-mode server on the nodes' control plane with `config` as its `--config`,
     the sample flavors and `queues` applied; afterwards the namespace's Jobs and Pods are
-    cleared and the server stopped."""
+    cleared, the server stopped and the sample flavors deleted (a later module, Kueue's
+    examples among them, may create flavors of the same names)."""
     path = root / "config.yaml"
     path.write_text(config)
     server = ClusterModeServer(nodes.plane, root, extra_args=["--config", str(path)])
@@ -61,6 +62,9 @@ def configured_server(
     finally:
         nodes.clear_namespace(namespace)
         server.stop()
+        nodes.plane.kubectl(
+            "delete", "-f", "-", "--ignore-not-found", "--wait=false", input=sample_flavors()
+        )
 
 
 def integrations_config(*frameworks: str) -> str:
