@@ -186,10 +186,13 @@ class Integration(ABC):
             )
             return None
 
-    def saw_write(self, written: Json) -> None:
+    def saw_write(self, before: Json, written: Json) -> None:
         """The integration changed the object itself (a Job started or stopped): the new
-        generation is its own doing, not an edit its Workload must follow."""
-        self.matched[object_key(written)] = _generation(written)
+        generation is its own doing, not an edit its Workload must follow, if what it
+        wrote over matched its Workload (an edit not yet followed stays to follow)."""
+        key = object_key(written)
+        if self.matched.get(key) == _generation(before):
+            self.matched[key] = _generation(written)
 
     async def follow_spec(self, obj: Json, workload: WorkloadRecord) -> None:
         """A waiting object (a suspended Job) whose spec was edited since its Workload

@@ -211,7 +211,7 @@ class JobController(Integration):
             patch["spec"]["template"] = template_patch
         await self.io.limiter.acquire()
         result = await self.io.rest.merge_patch(JOBS.item(meta["name"], meta["namespace"]), patch)
-        self.saw_write(result)
+        self.saw_write(job, result)
         self.io.store.observe(JOBS, result)
         self._report(job, result, workload, why)
 

@@ -533,3 +533,19 @@ async def test_a_started_job_is_not_followed_and_a_new_leader_takes_what_it_find
     waiting.refresh(JOBS, JOB_KEY)
     await waiting.jobs.reconcile(JOB_KEY)
     assert _pod_sets(waiting, wl_key)[0]["count"] == 4
+
+
+async def test_its_own_write_over_an_edit_not_yet_followed_leaves_the_edit_to_follow() -> None:
+    c = await cluster(suspend=True)
+    await c.jobs.reconcile(JOB_KEY)
+    made_from = c.jobs.matched[JOB_KEY]
+
+    def job_at(generation: int) -> dict[str, Any]:
+        return {"metadata": {"name": "j", "namespace": "team", "generation": generation}}
+
+    # Written over the generation its Workload matches: the new one matches too.
+    c.jobs.saw_write(job_at(made_from), job_at(made_from + 1))
+    assert c.jobs.matched[JOB_KEY] == made_from + 1
+    # Written over a user's edit (generation + 2) not yet followed: still to follow.
+    c.jobs.saw_write(job_at(made_from + 2), job_at(made_from + 3))
+    assert c.jobs.matched[JOB_KEY] == made_from + 1
