@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.cluster import ClusterModeServer
-from tests.e2e.harness import ControlPlane
+from tests.e2e.harness import ControlPlane, wait_for
 from tests.e2e.nodes import FAIL_AFTER_ANNOTATION, RUN_FOR_ANNOTATION, NodeAgents
 from tests.e2e.pods import (
     PodJob,
@@ -299,3 +299,46 @@ def test_a_waiting_job_edited_to_fit_gets_its_workload_updated_and_runs(
         f"Updated not matching Workload for suspended job: {NS}/{waiting['metadata']['name']}"
     )
     plane.kubectl("delete", "job", "too-wide", "-n", NS, "--wait=false")
+
+
+def test_a_waiting_job_given_a_higher_priority_class_preempts_and_runs(
+    cluster: ControlPlane,
+) -> None:
+    """A new WorkloadPriorityClass label reaches the Workload, as in Kueue v0.19.2
+    (docs/cluster.md#a-new-priority-class): the waiting Job then outranks the running one
+    and preempts it."""
+    plane = cluster
+    plane.kubectl("delete", "jobs", "spot-a", "spot-urgent", "-n", NS, "--ignore-not-found")
+    wait_for(
+        lambda: True if not job_pods(plane, NS, "spot-urgent") else None,
+        timeout=60,
+        what="the earlier spot Jobs' Pods gone",
+    )
+    top = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "WorkloadPriorityClass",
+        "metadata": {"name": "pods-top"},
+        "value": 2000,
+    }
+    plane.apply(json.dumps(top))
+    plane.apply(PodJob("holder", NS, "lq-spot", cpu="2").manifest())
+    wait_pods(plane, NS, "holder", "Ready", lambda ps: len(ps) == 1 and ready(ps[0]))
+    plane.apply(PodJob("bumped", NS, "lq-spot", cpu="2").manifest())
+    waiting = workload_of(
+        plane, NS, "bumped", "pending", lambda w: condition(w, "QuotaReserved", "False")
+    )
+    plane.kubectl("label", "job", "bumped", "-n", NS, "kueue.x-k8s.io/priority-class=pods-top")
+    raised = workload_of(plane, NS, "bumped", "raised", lambda w: w["spec"].get("priority") == 2000)
+    assert raised["spec"]["priorityClassRef"]["name"] == "pods-top"  # v1beta2, as read
+    assert raised["metadata"]["uid"] == waiting["metadata"]["uid"]
+    wait_job(plane, NS, "holder", "preempted", suspended)
+    wait_pods(plane, NS, "bumped", "Ready", lambda ps: len(ps) == 1 and ready(ps[0]))
+    [event] = [
+        e
+        for e in wait_events(plane, NS, "Job", "bumped", ["UpdatedWorkload"])
+        if e["reason"] == "UpdatedWorkload"
+    ]
+    assert event["message"] == (
+        f"Updated workload priority class: {NS}/{waiting['metadata']['name']}"
+    )
+    plane.kubectl("delete", "jobs", "holder", "bumped", "-n", NS, "--wait=false")

@@ -10,6 +10,7 @@ from __future__ import annotations
 from scheduler.api.admissioncheck import AdmissionCheck
 from scheduler.api.base import TypedObject
 from scheduler.api.conversion import v1beta2_path
+from scheduler.api.conversion.workload import POD_PRIORITY_CLASS_SOURCE
 from scheduler.api.errors import FieldError
 from scheduler.api.flavor import ResourceFlavor
 from scheduler.api.job import Job
@@ -24,19 +25,33 @@ IMMUTABLE = "field is immutable"
 
 
 def _workload_update(old: Workload, new: Workload, reserved: bool | None) -> list[FieldError]:
+    """Kueue v0.19.2's rules for a Workload that holds quota: its pod sets, queue name and
+    maximum execution time are fixed; its priority class may not appear, go or change
+    kind, and a pod PriorityClass's name is fixed, but a WorkloadPriorityClass may be
+    changed, and the priority value with it (Kueue's running-workload priority change)."""
     held = old.has_quota_reservation if reserved is None else reserved
     if not held:
         return []
+    pod_class_renamed = (
+        new.spec.priority_class_source == POD_PRIORITY_CLASS_SOURCE
+        and old.spec.priority_class_name != new.spec.priority_class_name
+    )
     errors: list[FieldError] = []
     # Compared by value; pydantic equality covers the whole pod template.
     for path, before, after in (
         ("spec.podSets", old.spec.pod_sets, new.spec.pod_sets),
         ("spec.queueName", old.spec.queue_name, new.spec.queue_name),
-        ("spec.priorityClassName", old.spec.priority_class_name, new.spec.priority_class_name),
+        (
+            "spec.maximumExecutionTimeSeconds",
+            old.spec.maximum_execution_time_seconds,
+            new.spec.maximum_execution_time_seconds,
+        ),
+        # Only a pod PriorityClass's name is fixed (a WorkloadPriorityClass may change).
+        ("spec.priorityClassName", False, pod_class_renamed),
         (
             "spec.priorityClassSource",
-            old.spec.priority_class_source,
-            new.spec.priority_class_source,
+            (bool(old.spec.priority_class_name), old.spec.priority_class_source),
+            (bool(new.spec.priority_class_name), new.spec.priority_class_source),
         ),
     ):
         if before != after:

@@ -13,15 +13,16 @@ import logging
 from abc import ABC, abstractmethod
 from typing import Final
 
+from scheduler.api.conversion.workload import WORKLOAD_PRIORITY_CLASS_SOURCE
 from scheduler.api.decode import ApiError
-from scheduler.api.job import QUEUE_NAME_LABEL, max_exec_seconds
+from scheduler.api.job import PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL, max_exec_seconds
 from scheduler.api.live import decode_live
 from scheduler.api.workload import Workload
 from scheduler.kubeapi.errors import Json, KubeError
 from scheduler.runtime.kube.events import Event, Regarding
 from scheduler.runtime.kube.integration_stats import IntegrationStats
 from scheduler.runtime.kube.leader_io import LeaderIO
-from scheduler.runtime.kube.priorities import PRIORITY_KINDS
+from scheduler.runtime.kube.priorities import PRIORITY_KINDS, priority_classes
 from scheduler.runtime.kube.records import Cached, WorkloadRecord
 from scheduler.runtime.kube.resources import WORKLOADS, Resource, object_key
 from scheduler.runtime.kube.workqueue import WorkQueue
@@ -80,9 +81,15 @@ class Integration(ABC):
                 self.matched.pop(object_key(obj), None)
             self.enqueue(object_key(obj))
         elif resource.kind in PRIORITY_KINDS:
-            # An object naming a class that did not exist yet got no Workload: try again.
+            # An object naming a class that did not exist yet got no Workload, or its
+            # Workload could not take the class (follow_priority_class): try again.
+            name = (obj.get("metadata") or {}).get("name")
             for waiting in self.io.store.items(self.resource):
-                if uid_of(waiting) not in self._workload_by_uid:
+                labels = (waiting.get("metadata") or {}).get("labels") or {}
+                if (
+                    uid_of(waiting) not in self._workload_by_uid
+                    or labels.get(PRIORITY_CLASS_LABEL) == name
+                ):
                     self.enqueue(object_key(waiting))
 
     def _on_workload(self, record: WorkloadRecord, *, deleted: bool) -> None:
@@ -235,6 +242,49 @@ class Integration(ABC):
                 f"Updated not matching Workload for suspended job: {workload.key}",
             )
         )
+
+    async def follow_priority_class(self, obj: Json, workload: WorkloadRecord) -> bool:
+        """The Workload follows the WorkloadPriorityClass the object's label names, running
+        or not, as Kueue v0.19.2 updates a workload's priority
+        (docs/cluster.md#a-new-priority-class): not a Workload whose priority came from a
+        pod PriorityClass, nor one that holds quota with no class (none can be added
+        then); a class that does not exist yet is waited for. True if it wrote (the
+        Workload's change brings the object back for the rest)."""
+        labels = (obj.get("metadata") or {}).get("labels") or {}
+        wanted = str(labels.get(PRIORITY_CLASS_LABEL, ""))
+        core = self.io.engine.scheduler.workload(workload.key)
+        if not wanted or core is None or core.priority_class_name == wanted:
+            return False
+        if core.priority_class_source not in ("", WORKLOAD_PRIORITY_CLASS_SOURCE):
+            return False
+        if not core.priority_class_name and (workload.status or {}).get("admission"):
+            return False
+        workload_classes, _ = priority_classes(self.io.store)
+        found = workload_classes.get(wanted)
+        if found is None:
+            return False  # the class's arrival brings the object back (on_change)
+        patch = {
+            "metadata": {"resourceVersion": workload.resource_version},
+            "spec": {
+                "priorityClassName": wanted,
+                "priorityClassSource": WORKLOAD_PRIORITY_CLASS_SOURCE,
+                "priority": found.value,
+            },
+        }
+        await self.io.limiter.acquire()
+        followed = await self.io.rest.merge_patch(
+            WORKLOADS.item(workload.name, workload.namespace), patch
+        )
+        self.io.store.observe(WORKLOADS, followed)
+        log.info("event=workload-priority-class workload=%s class=%s", workload.key, wanted)
+        self.io.record(
+            Event(
+                reference(self.resource, obj),
+                "UpdatedWorkload",
+                f"Updated workload priority class: {workload.key}",
+            )
+        )
+        return True
 
     async def follow_labels(self, obj: Json, workload: WorkloadRecord) -> None:
         """While its object waits (a suspended Job, a gated Pod) and holds no quota, the

@@ -117,6 +117,8 @@ class JobController(Integration):
         its Workload follows its queue-name label."""
         wl_key = workload.key
         core = self.io.engine.scheduler.workload(wl_key)
+        if await self.follow_priority_class(job, workload):
+            return
         if _admitted(workload):
             if suspended:
                 await self._set_suspended(job, False, workload)

@@ -147,6 +147,8 @@ class PodController(Integration):
         """A live Pod with a live Workload: start it once admitted, report it ready,
         stop it once the admission is gone; while it waits, its Workload follows its
         queue-name label."""
+        if await self.follow_priority_class(pod, workload):
+            return
         if _admitted(workload):
             if gated:
                 await self._ungate(pod, workload)

@@ -78,6 +78,23 @@ def test_reserved_workload_fields_are_immutable() -> None:
     assert paths(old, workload(RESERVED_WORKLOAD.replace("priority: 10", "priority: 20"))) == []
 
 
+def test_a_reserved_workload_may_change_its_workload_priority_class() -> None:
+    """Kueue v0.19.2: a running workload's WorkloadPriorityClass (and so its priority)
+    may change; the class may not go, nor become a pod PriorityClass, and the maximum
+    execution time is fixed."""
+    old = workload(RESERVED_WORKLOAD)
+    renamed = RESERVED_WORKLOAD.replace("priorityClassName: high", "priorityClassName: low")
+    assert paths(old, workload(renamed.replace("priority: 10", "priority: 1"))) == []
+    dropped = RESERVED_WORKLOAD.replace("  priorityClassName: high\n", "").replace(
+        "  priorityClassSource: kueue.x-k8s.io/workloadpriorityclass\n", ""
+    )
+    assert paths(old, workload(dropped)) == ["spec.priorityClassSource"]
+    bounded = RESERVED_WORKLOAD.replace(
+        "priority: 10", "priority: 10\n  maximumExecutionTimeSeconds: 60"
+    )
+    assert paths(old, workload(bounded)) == ["spec.maximumExecutionTimeSeconds"]
+
+
 def test_update_errors_name_the_fields_of_the_version_written() -> None:
     old = workload(RESERVED_WORKLOAD)
     v1beta2 = (

@@ -549,3 +549,63 @@ async def test_its_own_write_over_an_edit_not_yet_followed_leaves_the_edit_to_fo
     # Written over a user's edit (generation + 2) not yet followed: still to follow.
     c.jobs.saw_write(job_at(made_from + 2), job_at(made_from + 3))
     assert c.jobs.matched[JOB_KEY] == made_from + 1
+
+
+# -- a new priority class -------------------------------------------------------------
+def _priority_class(c: Cluster, name: str, value: int) -> None:
+    wpc = {
+        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "kind": "WorkloadPriorityClass",
+        "metadata": {"name": name},
+        "value": value,
+    }
+    c.fake.seed(WORKLOAD_PRIORITY_CLASSES, wpc)
+    c.refresh(WORKLOAD_PRIORITY_CLASSES, name)
+
+
+async def test_a_running_jobs_new_priority_class_reaches_its_workload() -> None:
+    """Kueue v0.19.2 updates a workload's priority when its job's WorkloadPriorityClass
+    label changes, running or not (docs/cluster.md#a-new-priority-class)."""
+    c, key = await started()
+    label = "kueue.x-k8s.io/priority-class"
+    _priority_class(c, "urgent", 1000)
+    c.fake.server_update(JOBS, JOB_KEY, {"metadata": {"labels": {label: "urgent"}}})
+    c.refresh(JOBS, JOB_KEY)
+    # A Workload that holds quota with no class cannot take one.
+    await c.jobs.reconcile(JOB_KEY)
+    stored = c.fake.stored(WORKLOADS, key)
+    assert stored is not None and not stored["spec"].get("priorityClassName")
+
+    waiting = await cluster(suspend=True)
+    _priority_class(waiting, "low", 1)
+    waiting.fake.server_update(JOBS, JOB_KEY, {"metadata": {"labels": {label: "low"}}})
+    waiting.refresh(JOBS, JOB_KEY)
+    await waiting.jobs.reconcile(JOB_KEY)
+    wl_key = waiting.workload_key()
+    waiting.engine.apply_pending()
+    # Relabelled to a class that does not exist yet: nothing until it does.
+    waiting.fake.server_update(JOBS, JOB_KEY, {"metadata": {"labels": {label: "urgent"}}})
+    waiting.refresh(JOBS, JOB_KEY)
+    waiting.refresh(WORKLOADS, wl_key)
+    await waiting.jobs.reconcile(JOB_KEY)
+    stored = waiting.fake.stored(WORKLOADS, wl_key)
+    assert stored is not None and stored["spec"]["priorityClassName"] == "low"
+    _priority_class(waiting, "urgent", 1000)
+    assert JOB_KEY in waiting.jobs.queue  # the class's arrival brings it back
+    await waiting.jobs.reconcile(JOB_KEY)
+    stored = waiting.fake.stored(WORKLOADS, wl_key)
+    assert stored is not None
+    assert (stored["spec"]["priorityClassName"], stored["spec"]["priority"]) == ("urgent", 1000)
+    waiting.engine.apply_pending()
+    core = waiting.engine.scheduler.workload(wl_key)
+    assert core is not None and core.priority == 1000
+    # Admitted (it holds quota with a class now): a new class still reaches it.
+    waiting.refresh(WORKLOADS, wl_key)
+    assert await waiting.admit() == wl_key
+    waiting.refresh(WORKLOADS, wl_key)
+    waiting.fake.server_update(JOBS, JOB_KEY, {"metadata": {"labels": {label: "low"}}})
+    waiting.refresh(JOBS, JOB_KEY)
+    await waiting.jobs.reconcile(JOB_KEY)
+    stored = waiting.fake.stored(WORKLOADS, wl_key)
+    assert stored is not None and stored["status"]["admission"]
+    assert (stored["spec"]["priorityClassName"], stored["spec"]["priority"]) == ("low", 1)
