@@ -141,29 +141,38 @@ def job_to_workload(
     Raises ApiError when the Job names a priority class that does not exist: upstream
     creates no Workload then, and the simulator treats it as bad input.
     """
-    uid = job_uid(job)
-    priority, class_name, class_source = resolve_priority(
-        job, workload_priority_classes, priority_classes
+    pod_set = PodSet(
+        name="main", count=_pod_count(job), min_count=_min_count(job), template=job.spec.template
     )
-    meta = job.metadata
-    owner = controller_reference("batch/v1", "Job", meta.name, uid)
+    return owner_workload(job, job_uid(job), [pod_set], workload_priority_classes, priority_classes)
+
+
+def owner_workload(
+    owner: Job | Pod,
+    uid: str,
+    pod_sets: list[PodSet],
+    workload_priority_classes: Mapping[str, WorkloadPriorityClass],
+    priority_classes: Mapping[str, PriorityClass],
+) -> Workload:
+    """The Workload an integration makes for `owner` (a Job, a Pod) with these pod sets:
+    named by Kueue's rule, owned by it, labelled with its uid, in the LocalQueue, with
+    the priority and the maximum execution time its labels say. ApiError when it names
+    a priority class that does not exist."""
+    priority, class_name, class_source = resolve_priority(
+        owner, workload_priority_classes, priority_classes
+    )
+    meta = owner.metadata
+    group = owner.api_version.rpartition("/")[0]
     workload = Workload(
         metadata=ObjectMeta(
-            name=job_workload_name(meta.name, uid),
+            name=workload_name(owner.kind, group, meta.name, uid),
             namespace=meta.namespace or "default",
-            labels={JOB_UID_LABEL: uid},
+            labels={JOB_UID_LABEL: uid} if uid else {},
             creation_timestamp=meta.creation_timestamp,
-            owner_references=[owner],
+            owner_references=[controller_reference(owner.api_version, owner.kind, meta.name, uid)],
         ),
         spec=WorkloadSpec(
-            pod_sets=[
-                PodSet(
-                    name="main",
-                    count=_pod_count(job),
-                    min_count=_min_count(job),
-                    template=job.spec.template,
-                )
-            ],
+            pod_sets=pod_sets,
             queue_name=meta.labels.get(QUEUE_NAME_LABEL, ""),
             priority=priority,
             priority_class_name=class_name,
@@ -171,5 +180,5 @@ def job_to_workload(
             maximum_execution_time_seconds=max_exec_seconds(meta.labels),
         ),
     )
-    # The Workload is reported against the Job's manifest.
-    return set_source(workload, source_of(job))
+    # The Workload is reported against its owner's manifest.
+    return set_source(workload, source_of(owner))
