@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from scheduler.api import raw_object as raw
 from scheduler.api.errors import FieldError
 from scheduler.api.integrations import DEPLOYMENT_FRAMEWORK
 from scheduler.api.job import PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
@@ -35,16 +36,8 @@ from scheduler.api.validation.queue_labels import (
 DEPLOYMENT: Final = ("apps/v1", "Deployment")
 
 
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _labels(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return _mapping(_mapping(obj.get("metadata")).get("labels"))
-
-
 def _label(obj: Mapping[str, Any], name: str) -> str:
-    return str(_labels(obj).get(name) or "")
+    return str(raw.labels_of(obj).get(name) or "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +55,7 @@ def deployment_marks(
 ) -> DeploymentMarks:
     """The marks of a Deployment being created or updated; `default_queue_exists`: its
     namespace has a LocalQueue `default` and it names none (creation only)."""
-    if _mapping(deployment.get("metadata")).get("deletionTimestamp"):
+    if raw.metadata_of(deployment).get("deletionTimestamp"):
         return DeploymentMarks()  # only finalizers are left to change
     queue = _label(deployment, QUEUE_NAME_LABEL)
     added = None
@@ -88,7 +81,7 @@ def deployment_errors(deployment: Mapping[str, Any]) -> list[FieldError]:
 
 def _suspended(deployment: Mapping[str, Any]) -> bool:
     """Kueue's "suspended" Deployment: none of its replicas is ready."""
-    return not _mapping(deployment.get("status")).get("readyReplicas")
+    return not raw.mapping(deployment.get("status")).get("readyReplicas")
 
 
 def deployment_update_errors(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[FieldError]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from scheduler.api import raw_object as raw
 from scheduler.api.errors import FieldError
 from scheduler.api.integrations import PodIntegrations
 from scheduler.api.job import QUEUE_NAME_LABEL
@@ -43,21 +44,13 @@ from scheduler.api.validation.queue_labels import (
 MANAGED_PATH = key("metadata.labels", MANAGED_LABEL)
 
 
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _labels(pod: Mapping[str, Any]) -> Mapping[str, Any]:
-    return _mapping(_mapping(pod.get("metadata")).get("labels"))
-
-
 def queue_name(pod: Mapping[str, Any]) -> str:
-    return str(_labels(pod).get(QUEUE_NAME_LABEL) or "")
+    return str(raw.labels_of(pod).get(QUEUE_NAME_LABEL) or "")
 
 
 def owned_by_job(pod: Mapping[str, Any]) -> bool:
     """Is the Pod's controller a batch/v1 Job (the Job integration's to queue)?"""
-    for ref in _mapping(pod.get("metadata")).get("ownerReferences") or []:
+    for ref in raw.metadata_of(pod).get("ownerReferences") or []:
         if (
             isinstance(ref, Mapping)
             and ref.get("controller") is True
@@ -70,7 +63,7 @@ def owned_by_job(pod: Mapping[str, Any]) -> bool:
 
 def suspending_parent(pod: Mapping[str, Any]) -> str:
     """The integration whose webhook marked the Pod's template ("" for none)."""
-    annotations = _mapping(_mapping(pod.get("metadata")).get("annotations"))
+    annotations = raw.annotations_of(pod)
     return str(annotations.get(SUSPENDING_PARENT) or "")
 
 
@@ -85,22 +78,22 @@ def is_managed(pod: Mapping[str, Any], integrations: PodIntegrations) -> bool:
 
 
 def has_gate(pod: Mapping[str, Any]) -> bool:
-    gates = _mapping(pod.get("spec")).get("schedulingGates") or []
+    gates = raw.mapping(pod.get("spec")).get("schedulingGates") or []
     return any(isinstance(g, Mapping) and g.get("name") == ADMISSION_GATE for g in gates)
 
 
 def _held(pod: Mapping[str, Any]) -> bool:
     """Kueue's "suspended" Pod: behind its gate, or ended."""
-    phase = _mapping(pod.get("status")).get("phase")
+    phase = raw.mapping(pod.get("status")).get("phase")
     return has_gate(pod) or phase in ("Succeeded", "Failed")
 
 
 def _group_keys(pod: Mapping[str, Any]) -> list[tuple[str, str]]:
     """(where, key) of each pod-group key the Pod carries, as label or annotation."""
-    annotations = _mapping(_mapping(pod.get("metadata")).get("annotations"))
+    annotations = raw.annotations_of(pod)
     return [
         (where, group_key)
-        for where, values in (("labels", _labels(pod)), ("annotations", annotations))
+        for where, values in (("labels", raw.labels_of(pod)), ("annotations", annotations))
         for group_key in (POD_GROUP_NAME, POD_GROUP_TOTAL_COUNT)
         if group_key in values
     ]
@@ -116,8 +109,8 @@ def pod_errors(
     name = queue_name(pod)
     if name:
         errors += subdomain(QUEUE_NAME_PATH, name)
-    errors += max_exec_time_errors({str(k): str(v) for k, v in _labels(pod).items()})
-    managed = _labels(pod).get(MANAGED_LABEL)
+    errors += max_exec_time_errors({str(k): str(v) for k, v in raw.labels_of(pod).items()})
+    managed = raw.labels_of(pod).get(MANAGED_LABEL)
     if managed is not None and managed != MANAGED_VALUE:
         errors.append(FieldError(MANAGED_PATH, "Forbidden: managed label value can only be 'true'"))
     had = set(_group_keys(before)) if before is not None else set()
@@ -140,6 +133,6 @@ def pod_update_errors(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Fi
         pod_errors(new, before=old)
         + queue_name_update_errors(queue_name(old), queue_name(new), fixed=fixed)
         + max_exec_time_update_errors(
-            _labels(old), _labels(new), suspended=_held(old) and _held(new)
+            raw.labels_of(old), raw.labels_of(new), suspended=_held(old) and _held(new)
         )
     )

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from scheduler.api import raw_object as raw
 from scheduler.api.deployment_admission import DEPLOYMENT, deployment_marks
 from scheduler.api.integrations import PodIntegrations
 from scheduler.api.job import QUEUE_NAME_LABEL
@@ -36,10 +37,6 @@ class WrongKindError(ValueError):
 def _pointer(*parts: str) -> str:
     """An RFC 6901 JSON pointer (`/` in a label key is `~1`)."""
     return "".join("/" + p.replace("~", "~0").replace("/", "~1") for p in parts)
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
 
 
 def set_keys(
@@ -74,9 +71,9 @@ def job_patch(request: AdmissionRequest, default_queue: DefaultQueueLookup) -> J
     if request.operation != "CREATE":
         return []
     job = request.new
-    metadata = _mapping(job.get("metadata"))
-    labels = {str(k): str(v) for k, v in _mapping(metadata.get("labels")).items()}
-    spec = _mapping(job.get("spec"))
+    metadata = raw.metadata_of(job)
+    labels = {str(k): str(v) for k, v in raw.mapping(metadata.get("labels")).items()}
+    spec = raw.mapping(job.get("spec"))
     namespace = request.namespace or str(metadata.get("namespace") or "")
     exists = False if labels.get(QUEUE_NAME_LABEL) else default_queue(namespace)
     defaults = job_defaults(labels, spec.get("suspend") is True, default_queue_exists=exists)
@@ -101,7 +98,7 @@ def pod_patch(request: AdmissionRequest, integrations: PodIntegrations) -> JsonP
     if request.operation != "CREATE" or not is_managed(pod, integrations):
         return []
     patch = set_keys(pod, ("metadata", "labels"), {MANAGED_LABEL: MANAGED_VALUE})
-    finalizers = _mapping(pod.get("metadata")).get("finalizers")
+    finalizers = raw.metadata_of(pod).get("finalizers")
     if suspending_parent(pod):
         pass  # its parent replaces it once deleted: nothing to hold it for
     elif not isinstance(finalizers, list):
@@ -131,9 +128,11 @@ def deployment_patch(
     if not enabled:
         return []
     deployment = request.new
-    metadata = _mapping(deployment.get("metadata"))
+    metadata = raw.metadata_of(deployment)
     exists = False
-    if request.operation == "CREATE" and not _mapping(metadata.get("labels")).get(QUEUE_NAME_LABEL):
+    if request.operation == "CREATE" and not raw.mapping(metadata.get("labels")).get(
+        QUEUE_NAME_LABEL
+    ):
         exists = default_queue(request.namespace or str(metadata.get("namespace") or ""))
     marks = deployment_marks(deployment, default_queue_exists=exists)
     patch: JsonPatch = []
@@ -141,7 +140,7 @@ def deployment_patch(
         patch += set_keys(deployment, ("metadata", "labels"), {QUEUE_NAME_LABEL: marks.queue_name})
     if not marks.template_labels:
         return patch
-    if not isinstance(_mapping(deployment.get("spec")).get("template"), Mapping):
+    if not isinstance(raw.mapping(deployment.get("spec")).get("template"), Mapping):
         raise WrongKindError("request.object.spec.template: a Deployment needs a pod template")
     marked = {"labels": marks.template_labels, "annotations": marks.template_annotations}
     return patch + set_keys(deployment, ("spec", "template", "metadata"), marked)
