@@ -11,8 +11,7 @@ On CREATE a managed Pod gets the label `kueue.x-k8s.io/managed` and the scheduli
 `kueue.x-k8s.io/admission`, and the finalizer `kueue.x-k8s.io/managed` unless its
 parent replaces it, as in Kueue. Kueue's rules for such Pods are kept (a queue name that
 is a DNS subdomain, the managed label only `true`, the queue name fixed once the Pod is
-past its gate); pod groups are refused: queuescope does not integrate them, and a group
-Pod let through would wait behind its gate for ever.
+past its gate), and those for a pod group's keys (docs/cluster.md#pod-groups).
 """
 
 from __future__ import annotations
@@ -20,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from scheduler.api import pod_group
 from scheduler.api import raw_object as raw
 from scheduler.api.errors import FieldError
 from scheduler.api.integrations import PodIntegrations
@@ -28,8 +28,6 @@ from scheduler.api.plain_pod import (
     ADMISSION_GATE,
     MANAGED_LABEL,
     MANAGED_VALUE,
-    POD_GROUP_NAME,
-    POD_GROUP_TOTAL_COUNT,
     SUSPENDING_PARENT,
 )
 from scheduler.api.validation.common import subdomain
@@ -88,23 +86,8 @@ def _held(pod: Mapping[str, Any]) -> bool:
     return has_gate(pod) or phase in ("Succeeded", "Failed")
 
 
-def _group_keys(pod: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """(where, key) of each pod-group key the Pod carries, as label or annotation."""
-    annotations = raw.annotations_of(pod)
-    return [
-        (where, group_key)
-        for where, values in (("labels", raw.labels_of(pod)), ("annotations", annotations))
-        for group_key in (POD_GROUP_NAME, POD_GROUP_TOTAL_COUNT)
-        if group_key in values
-    ]
-
-
-def pod_errors(
-    pod: Mapping[str, Any], *, before: Mapping[str, Any] | None = None
-) -> list[FieldError]:
-    """The rules a managed Pod breaks on CREATE, or on UPDATE from `before`: there a pod
-    group key is refused only if the update adds it (a Pod stored before the integration
-    was turned on must stay updatable, so that its finalizers and labels can change)."""
+def pod_errors(pod: Mapping[str, Any]) -> list[FieldError]:
+    """The rules a managed Pod breaks, on CREATE and UPDATE alike."""
     errors: list[FieldError] = []
     name = queue_name(pod)
     if name:
@@ -113,24 +96,15 @@ def pod_errors(
     managed = raw.labels_of(pod).get(MANAGED_LABEL)
     if managed is not None and managed != MANAGED_VALUE:
         errors.append(FieldError(MANAGED_PATH, "Forbidden: managed label value can only be 'true'"))
-    had = set(_group_keys(before)) if before is not None else set()
-    for where, group_key in _group_keys(pod):
-        if (where, group_key) not in had:
-            errors.append(
-                FieldError(
-                    key(f"metadata.{where}", group_key),
-                    "Forbidden: pod groups are not supported by queuescope "
-                    "(docs/cluster.md#plain-pods)",
-                )
-            )
-    return errors
+    return errors + pod_group.metadata_errors(pod)
 
 
 def pod_update_errors(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[FieldError]:
     """The rules of replacing a managed Pod `old` by `new`."""
     fixed = not _held(new)
     return (
-        pod_errors(new, before=old)
+        pod_errors(new)
+        + pod_group.update_errors(old, new)
         + queue_name_update_errors(queue_name(old), queue_name(new), fixed=fixed)
         + max_exec_time_update_errors(
             raw.labels_of(old), raw.labels_of(new), suspended=_held(old) and _held(new)

@@ -12,7 +12,7 @@ from typing import TypeAlias
 from scheduler.api.errors import ApiError
 from scheduler.api.job import QUEUE_NAME_LABEL, Job
 from scheduler.api.job_workload import job_to_workload
-from scheduler.api.plain_pod import Pod
+from scheduler.api.plain_pod import POD_GROUP_NAME, POD_GROUP_TOTAL_COUNT, Pod
 from scheduler.api.pod_workload import pod_to_workload
 from scheduler.api.priority import PriorityClass, WorkloadPriorityClass
 from scheduler.api.validation.paths import key
@@ -34,6 +34,23 @@ def pods_off_error(pod: Pod) -> ApiError:
     )
 
 
+def pod_group_error(pod: Pod) -> ApiError | None:
+    """A pod group's Pod: taken in cluster mode only (docs/simulate.md#pods)."""
+    for where, values in (
+        ("labels", pod.metadata.labels),
+        ("annotations", pod.metadata.annotations),
+    ):
+        for group_key in (POD_GROUP_NAME, POD_GROUP_TOTAL_COUNT):
+            if group_key in values:
+                return ApiError(
+                    "Forbidden: pod groups are taken in cluster mode only (docs/simulate.md#pods)",
+                    path=key(f"metadata.{where}", group_key),
+                    kind="Pod",
+                    name=pod.metadata.name,
+                )
+    return None
+
+
 def source_workload(
     obj: WorkloadSource,
     workload_priority_classes: Mapping[str, WorkloadPriorityClass],
@@ -50,4 +67,7 @@ def source_workload(
         return job_to_workload(obj, workload_priority_classes, priority_classes)
     if not pods:
         raise pods_off_error(obj)
+    group_error = pod_group_error(obj)
+    if group_error is not None:
+        raise group_error
     return pod_to_workload(obj, workload_priority_classes, priority_classes)

@@ -8,7 +8,7 @@ signals in; the status the core writes is read back out through
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -542,6 +542,24 @@ class Scheduler:
             "All pods reached readiness and the workload is running",
             now,
         )
+
+    def set_reclaimable(self, key: str, counts: Mapping[str, int]) -> bool:
+        """So many pods of each pod set ended and give their quota back
+        (`status.reclaimablePods`, docs/scheduling.md#quantities): the usage shrinks and
+        the workloads parked behind it may fit. Counts only grow while the workload
+        holds quota, as Kueue's validation demands."""
+        wl = self._workloads.get(key)
+        wanted = {name: count for name, count in counts.items() if count > 0}
+        if wl is None or wl.finished or dict(wl.reclaimable) == wanted:
+            return False
+        if wl.holds_quota and any(wanted.get(n, 0) < c for n, c in wl.reclaimable.items()):
+            return False
+        wl.reclaimable = wanted
+        wl.revision += 1
+        self.count_usage(wl)
+        if wl.holds_quota and wl.admission is not None:
+            self.flush([wl.admission.cluster_queue])
+        return True
 
     def set_active(self, key: str, active: bool) -> bool:
         wl = self._workloads.get(key)

@@ -51,6 +51,15 @@ class PodsReady:
 
 
 @dataclass(frozen=True, slots=True)
+class SetReclaimable:
+    """How many pods of each pod set ended and no longer need their quota
+    (`status.reclaimablePods`; a pod group's succeeded Pods, docs/cluster.md#pod-groups)."""
+
+    key: str
+    counts: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
 class SetActive:
     """`spec.active` changed: False deactivates (docs/scheduling.md#deactivation), True
     reactivates."""
@@ -73,5 +82,12 @@ class Barrier:
 
 
 Command: TypeAlias = (
-    ApplyObject | DeleteObject | Finish | PodsReady | SetActive | MarkSynced | Barrier
+    ApplyObject
+    | DeleteObject
+    | Finish
+    | PodsReady
+    | SetReclaimable
+    | SetActive
+    | MarkSynced
+    | Barrier
 )

@@ -52,6 +52,7 @@ from scheduler.runtime.commands import (
     MarkSynced,
     PodsReady,
     SetActive,
+    SetReclaimable,
 )
 from scheduler.runtime.cycle_fingerprint import cycle_fingerprint
 from scheduler.runtime.estimates import AdmissionRates
@@ -440,6 +441,8 @@ class Engine:
             s.pods_ready(command.key)
         elif isinstance(command, SetActive):
             s.set_active(command.key, command.active)
+        elif isinstance(command, SetReclaimable):
+            s.set_reclaimable(command.key, dict(command.counts))
         else:
             return
         self._touch((command.key,))

@@ -166,6 +166,14 @@ def kueuectl(request: pytest.FixtureRequest) -> Path:
 
 
 @pytest.fixture(scope="session")
+def kueue_role_hash(request: pytest.FixtureRequest) -> Path:
+    """Kueue's own role hash as a command, built once from Kueue's module into the cache
+    (build.py --role-hash): pod specs as a JSON array on stdin, a hash a line out."""
+    path: Path = _built(request, "ensure_role_hash", "Kueue's role hash")
+    return path
+
+
+@pytest.fixture(scope="session")
 def node_toolchain(request: pytest.FixtureRequest) -> Any:
     """kube-controller-manager, kube-scheduler and kwok (build.py --nodes), built on first
     use: only the tests that need Pods ask for them."""

@@ -34,6 +34,9 @@ KUEUE_EXAMPLES = (
     / "examples"
 )
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+# What the `pod` integration's webhook puts on a Pod it holds (docs/cluster.md#plain-pods).
+GATE = {"name": "kueue.x-k8s.io/admission"}
+MANAGED = "kueue.x-k8s.io/managed"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 
 
@@ -167,6 +170,26 @@ def flavor_queue(namespace: str, cq: str, lq: str, flavor: str, cpu: str, **spec
         },
     ]
     return "\n---\n".join(json.dumps(d) for d in docs)
+
+
+def pod_test_queues(namespace: str, name: str, example_cpu: str, cpu: str) -> str:
+    """A Pod module's queues: `cq-<name>-examples` with the LocalQueue `user-queue` that
+    Kueue's Pod examples name, `cq-<name>` with `lq-<name>` (preemption of lower
+    priorities within it) and the WorkloadPriorityClass `<name>-urgent` (1000)."""
+    return "\n---\n".join(
+        [
+            flavor_queue(namespace, f"cq-{name}-examples", "user-queue", "on-demand", example_cpu),
+            flavor_queue(
+                namespace,
+                f"cq-{name}",
+                f"lq-{name}",
+                "on-demand",
+                cpu,
+                preemption={"withinClusterQueue": "LowerPriority"},
+            ),
+            priority_class(f"{name}-urgent", 1000),
+        ]
+    )
 
 
 @dataclass(frozen=True)
@@ -329,3 +352,9 @@ def wait_events(
         return found if set(reasons) <= {e["reason"] for e in found} else None
 
     return wait_for(probe, timeout=60, what=f"events {reasons} of {kind} {name}")
+
+
+def create_pod(plane: ControlPlane, obj: dict[str, Any], *, dry_run: bool = False) -> Any:
+    """`kubectl create` of one object as JSON, the result not checked (`-o json` out)."""
+    args = ["create", "-f", "-", "-o", "json"] + (["--dry-run=server"] if dry_run else [])
+    return plane.kubectl(*args, input=json.dumps(obj), check=False)

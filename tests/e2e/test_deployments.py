@@ -24,7 +24,9 @@ import pytest
 
 from tests.e2e.harness import ControlPlane, wait_for
 from tests.e2e.pods import (
+    GATE,
     KUEUE_EXAMPLES,
+    MANAGED,
     QUEUE_LABEL,
     IntegrationSetup,
     PodJob,
@@ -41,8 +43,6 @@ pytestmark = pytest.mark.realcluster
 
 NS = "deployments-e2e"
 NAME = "nginx-deployment"  # Kueue's example's name
-GATE = {"name": "kueue.x-k8s.io/admission"}
-MANAGED = "kueue.x-k8s.io/managed"
 PARENT = "kueue.x-k8s.io/pod-suspending-parent"
 CONFIG = integrations_config("batch/job", "deployment")
 SAMPLE = KUEUE_EXAMPLES / "serving-workloads" / "sample-deployment.yaml"

@@ -11,9 +11,8 @@ The server runs with `integrations.frameworks: [batch/job, pod]`:
   it go;
 * a Pod of higher priority preempts a running one: the victim gets the
   `TerminationTarget` condition and is deleted, the urgent one runs;
-* a pod group is refused at admission, naming the field;
 * Kueue v0.19.2's own example Pod (`pods-kueue/kueue-pod.yaml`, applied unchanged but for
-  its namespace) is admitted and runs; its pod group example is refused.
+  its namespace) is admitted and runs (its pod group example: test_pod_groups.py).
 """
 
 from __future__ import annotations
@@ -28,40 +27,27 @@ from tests.e2e.cluster import ClusterModeServer
 from tests.e2e.harness import ControlPlane, wait_for
 from tests.e2e.nodes import RUN_FOR_ANNOTATION
 from tests.e2e.pods import (
+    GATE,
     KUEUE_EXAMPLES,
+    MANAGED,
     QUEUE_LABEL,
     IntegrationSetup,
     condition,
-    flavor_queue,
+    create_pod,
     integration_fixtures,
     integrations_config,
-    priority_class,
+    pod_test_queues,
     wait_events,
 )
 
 pytestmark = pytest.mark.realcluster
 
 NS = "plain-pods-e2e"
-GATE = {"name": "kueue.x-k8s.io/admission"}
-MANAGED = "kueue.x-k8s.io/managed"
 ON_DEMAND = {"type": "kwok", "cloud.example.com/capacity": "on-demand"}
 CONFIG = integrations_config("batch/job", "pod")
 POD_EXAMPLES = KUEUE_EXAMPLES / "pods-kueue"
-QUEUES = "\n---\n".join(
-    [
-        # Kueue's own Pod examples name the LocalQueue `user-queue` and ask for 3 CPUs.
-        flavor_queue(NS, "cq-plain-pods-examples", "user-queue", "on-demand", "3"),
-        flavor_queue(
-            NS,
-            "cq-plain-pods",
-            "lq-pods",
-            "on-demand",
-            "2",
-            preemption={"withinClusterQueue": "LowerPriority"},
-        ),
-        priority_class("plain-pods-urgent", 1000),
-    ]
-)
+# Kueue's own Pod examples name the LocalQueue `user-queue` and ask for 3 CPUs.
+QUEUES = pod_test_queues(NS, "plain-pods", "3", "2")
 
 
 def pod(
@@ -77,7 +63,7 @@ def pod(
         "metadata": {
             "name": name,
             "namespace": NS,
-            "labels": {QUEUE_LABEL: "lq-pods", **(labels or {})},
+            "labels": {QUEUE_LABEL: "lq-plain-pods", **(labels or {})},
             "annotations": annotations or {},
         },
         "spec": {
@@ -89,11 +75,6 @@ def pod(
             ],
         },
     }
-
-
-def create(plane: ControlPlane, obj: dict[str, Any], *, dry_run: bool = False) -> Any:
-    args = ["create", "-f", "-", "-o", "json"] + (["--dry-run=server"] if dry_run else [])
-    return plane.kubectl(*args, input=json.dumps(obj), check=False)
 
 
 def stored_pod(plane: ControlPlane, name: str) -> dict[str, Any] | None:
@@ -133,7 +114,7 @@ def workload_of_pod(plane: ControlPlane, name: str, what: str, test: Any) -> dic
 
 def _gated(plane: ControlPlane) -> bool | None:
     """Is a Pod that names a LocalQueue stored gated (our webhook in force)?"""
-    result = create(plane, pod("probe"), dry_run=True)
+    result = create_pod(plane, pod("probe"), dry_run=True)
     if result.returncode != 0:
         return None
     gates = json.loads(result.stdout)["spec"].get("schedulingGates") or []
@@ -147,7 +128,7 @@ server, plane = integration_fixtures(SETUP)
 def test_a_pod_waits_behind_its_gate_then_runs_on_its_flavor_and_finishes(
     plane: ControlPlane, server: ClusterModeServer
 ) -> None:
-    result = create(plane, pod("short", annotations={RUN_FOR_ANNOTATION: "2s"}))
+    result = create_pod(plane, pod("short", annotations={RUN_FOR_ANNOTATION: "2s"}))
     assert result.returncode == 0, result.stderr
     created = json.loads(result.stdout)
     # As stored by kube-apiserver, after our mutating webhook.
@@ -161,7 +142,7 @@ def test_a_pod_waits_behind_its_gate_then_runs_on_its_flavor_and_finishes(
     assert not running["spec"].get("schedulingGates")
     labels = running["metadata"]["labels"]
     assert labels["kueue.x-k8s.io/podset"] == "main"
-    assert labels["kueue.x-k8s.io/local-queue-name"] == "lq-pods"
+    assert labels["kueue.x-k8s.io/local-queue-name"] == "lq-plain-pods"
     assert labels["kueue.x-k8s.io/cluster-queue-name"] == "cq-plain-pods"
 
     wl = workload_of_pod(plane, "short", "finished", lambda w: condition(w, "Finished"))
@@ -183,7 +164,7 @@ def test_a_pod_waits_behind_its_gate_then_runs_on_its_flavor_and_finishes(
 def test_a_pod_beyond_the_quota_stays_gated_moves_with_its_label_and_goes_once_deleted(
     plane: ControlPlane,
 ) -> None:
-    assert create(plane, pod("too-big", cpu="100")).returncode == 0
+    assert create_pod(plane, pod("too-big", cpu="100")).returncode == 0
     wl = workload_of_pod(
         plane, "too-big", "pending", lambda w: condition(w, "QuotaReserved", "False")
     )
@@ -207,10 +188,10 @@ def test_a_pod_beyond_the_quota_stays_gated_moves_with_its_label_and_goes_once_d
 
 
 def test_a_higher_priority_pod_preempts_a_running_one(plane: ControlPlane) -> None:
-    assert create(plane, pod("low", cpu="2")).returncode == 0
+    assert create_pod(plane, pod("low", cpu="2")).returncode == 0
     wait_pod(plane, "low", "running", lambda p: p.get("status", {}).get("phase") == "Running")
     urgent = pod("urgent", cpu="2", labels={"kueue.x-k8s.io/priority-class": "plain-pods-urgent"})
-    assert create(plane, urgent).returncode == 0
+    assert create_pod(plane, urgent).returncode == 0
     # Stopped with the TerminationTarget condition, then deleted; the Event keeps why.
     wait_gone(plane, "low")
     stopped = wait_events(plane, NS, "Pod", "low", ["Stopped"])
@@ -222,17 +203,7 @@ def test_a_higher_priority_pod_preempts_a_running_one(plane: ControlPlane) -> No
     assert running["spec"]["nodeName"].startswith("kwok-on-demand")
 
 
-def test_a_pod_group_is_refused(plane: ControlPlane) -> None:
-    grouped = pod("grouped", labels={"kueue.x-k8s.io/pod-group-name": "g"})
-    grouped["metadata"]["annotations"] = {"kueue.x-k8s.io/pod-group-total-count": "2"}
-    result = create(plane, grouped)
-    assert result.returncode != 0
-    assert "vpod.queuescope.io" in result.stderr
-    assert "pod groups are not supported by queuescope" in result.stderr
-    assert stored_pod(plane, "grouped") is None
-
-
-def test_kueues_pod_example_runs_and_its_group_example_is_refused(plane: ControlPlane) -> None:
+def test_kueues_pod_example_runs(plane: ControlPlane) -> None:
     single = (POD_EXAMPLES / "kueue-pod.yaml").read_text()
     result = plane.kubectl("create", "-n", NS, "-f", "-", "-o", "name", input=single, check=False)
     assert result.returncode == 0, result.stderr
@@ -245,17 +216,10 @@ def test_kueues_pod_example_runs_and_its_group_example_is_refused(plane: Control
     wl = workload_of_pod(plane, name, "admitted", lambda w: condition(w, "Admitted"))
     assert wl["status"]["admission"]["clusterQueue"] == "cq-plain-pods-examples"
 
-    group = (POD_EXAMPLES / "kueue-pod-group.yaml").read_text()
-    refused = plane.kubectl("create", "-n", NS, "-f", "-", input=group, check=False)
-    assert refused.returncode != 0
-    # Both Pods, each for its group label and its total-count annotation.
-    assert refused.stderr.count('admission webhook "vpod.queuescope.io" denied the request') == 2
-    assert refused.stderr.count("pod groups are not supported by queuescope") == 4
-
 
 def test_a_pod_that_cannot_have_a_workload_says_why_and_waits(plane: ControlPlane) -> None:
     orphan = pod("no-class", labels={"kueue.x-k8s.io/priority-class": "plain-pods-missing"})
-    assert create(plane, orphan).returncode == 0
+    assert create_pod(plane, orphan).returncode == 0
     [warning] = [
         e
         for e in wait_events(plane, NS, "Pod", "no-class", ["ErrWorkloadCompose"])

@@ -546,18 +546,20 @@ def _kueuectl_stamp_fields(version: str) -> dict[str, object]:
     return {"recipe": KUEUECTL_RECIPE, "kueue": version}
 
 
-def cached_kueuectl(version: str = KUEUECTL_VERSION) -> Path | None:
-    binary = kueuectl_path(version)
+def cached_single(binary: Path, fields: dict[str, object]) -> Path | None:
+    """`binary` if its home's stamp records `fields` and its size (install_single)."""
     try:
         stamp = json.loads((binary.parent.parent / STAMP).read_text())
         size = binary.stat().st_size
     except (OSError, ValueError):
         return None
-    if not isinstance(stamp, dict) or any(
-        stamp.get(k) != v for k, v in _kueuectl_stamp_fields(version).items()
-    ):
+    if not isinstance(stamp, dict) or any(stamp.get(k) != v for k, v in fields.items()):
         return None
     return binary if size == stamp.get("size") and os.access(binary, os.X_OK) else None
+
+
+def cached_kueuectl(version: str = KUEUECTL_VERSION) -> Path | None:
+    return cached_single(kueuectl_path(version), _kueuectl_stamp_fields(version))
 
 
 def _check_kueuectl_version(binary: Path, version: str, work: Path) -> None:
@@ -583,16 +585,22 @@ def _check_kueuectl_version(binary: Path, version: str, work: Path) -> None:
         )
 
 
-def ensure_kueuectl(
-    *, version: str = KUEUECTL_VERSION, force: bool = False, log: Log = stderr
+def build_once(
+    binary: Path,
+    cached: Callable[[], Path | None],
+    build_into: Callable[[str, str, Path, Path], None],
+    *,
+    force: bool,
+    log: Log,
 ) -> Path:
-    """kueuectl `version`, built from Kueue's module once and cached (see the docstring)."""
-    if not force and (found := cached_kueuectl(version)) is not None:
+    """`binary`, if `cached()` finds it (unless `force`), else built under the binary's
+    home's lock: `build_into(go, go_version, work, log_file)` builds it in the temporary
+    directory `work` and installs it with its stamp (written last)."""
+    if not force and (found := cached()) is not None:
         return found
-    binary = kueuectl_path(version)
     home = binary.parent.parent
     with locked(home.with_name(home.name + ".lock"), log):
-        if not force and (found := cached_kueuectl(version)) is not None:
+        if not force and (found := cached()) is not None:
             return found
         go = find_go()
         go_version = describe_go(go)
@@ -601,35 +609,101 @@ def ensure_kueuectl(
         log_file.write_text(f"{go_version}\n")
         work = Path(tempfile.mkdtemp(prefix=".build-", dir=home))
         try:
-            env = {**go_env(), "GOBIN": str(work), "GOFLAGS": "-mod=mod"}
-            ldflags = f"-s -w -X {KUEUE}/pkg/version.GitVersion={version}"
-            run_logged(
-                [
-                    go,
-                    "install",
-                    "-trimpath",
-                    f"-ldflags={ldflags}",
-                    f"{KUEUECTL_PACKAGE}@{version}",
-                ],
-                cwd=work,
-                log_file=log_file,
-                what=f"building kueuectl {version}",
-                log=log,
-                env=env,
-            )
-            _check_kueuectl_version(work / "kueuectl", version, work)
-            stamp_path = home / STAMP
-            stamp_path.unlink(missing_ok=True)
-            binary.parent.mkdir(parents=True, exist_ok=True)
-            size = (work / "kueuectl").stat().st_size
-            os.replace(work / "kueuectl", binary)
-            stamp = {**_kueuectl_stamp_fields(version), "go": go_version, "size": size}
-            partial = stamp_path.with_suffix(".tmp")
-            partial.write_text(json.dumps(stamp, indent=2, sort_keys=True) + "\n")
-            os.replace(partial, stamp_path)
+            build_into(go, go_version, work, log_file)
         finally:
             shutil.rmtree(work, ignore_errors=True)
     return binary
+
+
+def install_single(binary: Path, built: Path, stamp: dict[str, object]) -> None:
+    """Rename `built` into `binary`'s place and write its stamp (with its size) last."""
+    stamp_path = binary.parent.parent / STAMP
+    stamp_path.unlink(missing_ok=True)
+    binary.parent.mkdir(parents=True, exist_ok=True)
+    size = built.stat().st_size
+    os.replace(built, binary)
+    partial = stamp_path.with_suffix(".tmp")
+    partial.write_text(json.dumps({**stamp, "size": size}, indent=2, sort_keys=True) + "\n")
+    os.replace(partial, stamp_path)
+
+
+def ensure_kueuectl(
+    *, version: str = KUEUECTL_VERSION, force: bool = False, log: Log = stderr
+) -> Path:
+    """kueuectl `version`, built from Kueue's module once and cached (see the docstring)."""
+    binary = kueuectl_path(version)
+
+    def build_into(go: str, go_version: str, work: Path, log_file: Path) -> None:
+        ldflags = f"-s -w -X {KUEUE}/pkg/version.GitVersion={version}"
+        run_logged(
+            [go, "install", "-trimpath", f"-ldflags={ldflags}", f"{KUEUECTL_PACKAGE}@{version}"],
+            cwd=work,
+            log_file=log_file,
+            what=f"building kueuectl {version}",
+            log=log,
+            env={**go_env(), "GOBIN": str(work), "GOFLAGS": "-mod=mod"},
+        )
+        _check_kueuectl_version(work / "kueuectl", version, work)
+        stamp = {**_kueuectl_stamp_fields(version), "go": go_version}
+        install_single(binary, work / "kueuectl", stamp)
+
+    return build_once(binary, lambda: cached_kueuectl(version), build_into, force=force, log=log)
+
+
+# Kueue's own role hash as a command (docs/cluster.md#pod-groups): `rolehash/` calls
+# sigs.k8s.io/kueue/pkg/util/pod.GenerateRoleHash on pod specs read as JSON, the oracle
+# the e2e suite checks the hashes of queuescope's webhook against. Its go.mod and go.sum
+# pin Kueue; `go build` there, then cached like kueuectl. Tests only, never shipped.
+ROLE_HASH_MODULE = HERE / "rolehash"
+ROLE_HASH_INPUTS = ("go.mod", "go.sum", "main.go")
+ROLE_HASH_RECIPE = 1
+
+
+def role_hash_path() -> Path:
+    digest = _sha256(ROLE_HASH_MODULE / "go.sum")[:12]
+    return cache_root() / f"rolehash-{digest}" / "bin" / "rolehash"
+
+
+def _role_hash_stamp_fields() -> dict[str, object]:
+    inputs = {name: _sha256(ROLE_HASH_MODULE / name) for name in ROLE_HASH_INPUTS}
+    return {"recipe": ROLE_HASH_RECIPE, "inputs": inputs}
+
+
+def cached_role_hash() -> Path | None:
+    return cached_single(role_hash_path(), _role_hash_stamp_fields())
+
+
+def _check_role_hash(binary: Path) -> None:
+    """An empty pod spec has a hash of 8 hex digits."""
+    try:
+        result = subprocess.run(
+            [str(binary)], input="[{}]", capture_output=True, text=True, timeout=60, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise BuildError(f"rolehash does not run: {err}") from err
+    printed = result.stdout.strip()
+    if result.returncode != 0 or len(printed) != 8:
+        raise BuildError(f"rolehash should print one hash; it printed: {printed[:200]!r}")
+
+
+def ensure_role_hash(*, force: bool = False, log: Log = stderr) -> Path:
+    """The role hash command, built from `rolehash/` once and cached."""
+    binary = role_hash_path()
+
+    def build_into(go: str, go_version: str, work: Path, log_file: Path) -> None:
+        out = work / "rolehash"
+        run_logged(
+            [go, "build", "-trimpath", "-ldflags=-s -w", "-o", str(out), "."],
+            cwd=ROLE_HASH_MODULE,
+            log_file=log_file,
+            what="building Kueue's role hash (pkg/util/pod.GenerateRoleHash)",
+            log=log,
+            env={**go_env(), "GOFLAGS": "-mod=readonly"},
+        )
+        _check_role_hash(out)
+        install_single(binary, out, {**_role_hash_stamp_fields(), "go": go_version})
+
+    return build_once(binary, cached_role_hash, build_into, force=force, log=log)
 
 
 KWOK = "sigs.k8s.io/kwok"
@@ -803,6 +877,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help=f"build or reuse kueuectl {KUEUECTL_VERSION}; print only its path on stdout",
     )
     action.add_argument(
+        "--role-hash",
+        action="store_true",
+        help="build or reuse Kueue's role hash command (tests only); print only its path",
+    )
+    action.add_argument(
         "--nodes",
         action="store_true",
         help=f"build or reuse kube-controller-manager, kube-scheduler and kwok {KWOK_VERSION}; "
@@ -827,6 +906,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_OK
     if args.kueuectl:
         return _print_built(lambda: ensure_kueuectl(force=args.force))
+    if args.role_hash:
+        return _print_built(lambda: ensure_role_hash(force=args.force))
     if args.nodes:
         return _print_built(lambda: ensure_nodes(force=args.force).bin_dir)
     if args.check:

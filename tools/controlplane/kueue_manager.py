@@ -17,12 +17,8 @@ build.py). Standard library only.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -46,17 +42,7 @@ def _stamp_fields(version: str) -> dict[str, object]:
 
 
 def cached_manager(version: str = VERSION) -> Path | None:
-    binary = manager_path(version)
-    try:
-        stamp = json.loads((binary.parent.parent / build.STAMP).read_text())
-        size = binary.stat().st_size
-    except (OSError, ValueError):
-        return None
-    if not isinstance(stamp, dict) or any(
-        stamp.get(k) != v for k, v in _stamp_fields(version).items()
-    ):
-        return None
-    return binary if size == stamp.get("size") and os.access(binary, os.X_OK) else None
+    return build.cached_single(manager_path(version), _stamp_fields(version))
 
 
 def _check_runs(binary: Path) -> None:
@@ -77,44 +63,24 @@ def ensure_kueue_manager(
     *, version: str = VERSION, force: bool = False, log: Log = build.stderr
 ) -> Path:
     """Kueue's manager `version`, built from its module once and cached."""
-    if not force and (found := cached_manager(version)) is not None:
-        return found
     binary = manager_path(version)
-    home = binary.parent.parent
-    with build.locked(home.with_name(home.name + ".lock"), log):
-        if not force and (found := cached_manager(version)) is not None:
-            return found
-        go = build.find_go()
-        go_version = build.describe_go(go)
-        home.mkdir(parents=True, exist_ok=True)
-        log_file = home / "build.log"
-        log_file.write_text(f"{go_version}\n")
-        work = Path(tempfile.mkdtemp(prefix=".build-", dir=home))
-        try:
-            env = {**build.go_env(), "GOBIN": str(work), "GOFLAGS": "-mod=mod"}
-            ldflags = f"-s -w -X {build.KUEUE}/pkg/version.GitVersion={version}"
-            build.run_logged(
-                [go, "install", "-trimpath", f"-ldflags={ldflags}",
-                 f"{PACKAGE}@{version}"],
-                cwd=work,
-                log_file=log_file,
-                what=f"building Kueue's manager {version}",
-                log=log,
-                env=env,
-            )  # fmt: skip
-            _check_runs(work / "kueue")
-            stamp_path = home / build.STAMP
-            stamp_path.unlink(missing_ok=True)
-            binary.parent.mkdir(parents=True, exist_ok=True)
-            size = (work / "kueue").stat().st_size
-            os.replace(work / "kueue", binary)
-            stamp = {**_stamp_fields(version), "go": go_version, "size": size}
-            partial = stamp_path.with_suffix(".tmp")
-            partial.write_text(json.dumps(stamp, indent=2, sort_keys=True) + "\n")
-            os.replace(partial, stamp_path)
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
-    return binary
+
+    def build_into(go: str, go_version: str, work: Path, log_file: Path) -> None:
+        ldflags = f"-s -w -X {build.KUEUE}/pkg/version.GitVersion={version}"
+        build.run_logged(
+            [go, "install", "-trimpath", f"-ldflags={ldflags}", f"{PACKAGE}@{version}"],
+            cwd=work,
+            log_file=log_file,
+            what=f"building Kueue's manager {version}",
+            log=log,
+            env={**build.go_env(), "GOBIN": str(work), "GOFLAGS": "-mod=mod"},
+        )
+        _check_runs(work / "kueue")
+        build.install_single(binary, work / "kueue", {**_stamp_fields(version), "go": go_version})
+
+    return build.build_once(
+        binary, lambda: cached_manager(version), build_into, force=force, log=log
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

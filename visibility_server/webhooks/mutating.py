@@ -22,6 +22,7 @@ from scheduler.api.job import QUEUE_NAME_LABEL
 from scheduler.api.job_defaulting import job_defaults
 from scheduler.api.plain_pod import ADMISSION_GATE, MANAGED_LABEL, MANAGED_VALUE, POD_FINALIZER
 from scheduler.api.pod_admission import has_gate, is_managed, suspending_parent
+from scheduler.api.role_hash import ROLE_HASH_ANNOTATION, role_hash
 from visibility_server.webhooks.default_queue import DefaultQueueLookup
 from visibility_server.webhooks.responses import JsonPatch
 from visibility_server.webhooks.review import AdmissionRequest
@@ -89,15 +90,20 @@ def job_patch(request: AdmissionRequest, default_queue: DefaultQueueLookup) -> J
 
 def pod_patch(request: AdmissionRequest, integrations: PodIntegrations) -> JsonPatch:
     """The patch for a Pod being created: a Pod one of the `integrations` manages gets
-    the managed label, the admission gate and (unless its parent replaces it) the
-    finalizer, those it lacks; otherwise nothing changes (Kueue's webhook for a disabled
-    integration does nothing)."""
+    the managed label, its role hash, the admission gate and (unless its parent
+    replaces it) the finalizer, those it lacks; otherwise nothing changes (Kueue's
+    webhook for a disabled integration does nothing)."""
     if (request.kind.api_version, request.kind.kind) != POD:
         raise WrongKindError(f"only v1 Pods are mutated here, not {request.kind.kind}")
     pod = request.new
     if request.operation != "CREATE" or not is_managed(pod, integrations):
         return []
+    spec = pod.get("spec")
+    if not isinstance(spec, Mapping):
+        raise WrongKindError("request.object.spec: a Pod needs a spec")
     patch = set_keys(pod, ("metadata", "labels"), {MANAGED_LABEL: MANAGED_VALUE})
+    # Kueue names the pod sets of a pod group by this hash (docs/cluster.md#pod-groups).
+    patch += set_keys(pod, ("metadata", "annotations"), {ROLE_HASH_ANNOTATION: role_hash(spec)})
     finalizers = raw.metadata_of(pod).get("finalizers")
     if suspending_parent(pod):
         pass  # its parent replaces it once deleted: nothing to hold it for
@@ -106,9 +112,6 @@ def pod_patch(request: AdmissionRequest, integrations: PodIntegrations) -> JsonP
     elif POD_FINALIZER not in finalizers:
         patch.append({"op": "add", "path": "/metadata/finalizers/-", "value": POD_FINALIZER})
     if not has_gate(pod):
-        spec = pod.get("spec")
-        if not isinstance(spec, Mapping):
-            raise WrongKindError("request.object.spec: a Pod needs a spec")
         gate = {"name": ADMISSION_GATE}
         if isinstance(spec.get("schedulingGates"), list):
             patch.append({"op": "add", "path": "/spec/schedulingGates/-", "value": gate})

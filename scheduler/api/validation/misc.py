@@ -103,7 +103,7 @@ def validate_job(job: Job) -> list[FieldError]:
 def validate_plain_pod(pod: Pod) -> list[FieldError]:
     """A Pod document (`simulate`, `serve --embedded`, the what-if dry run): its spec as
     a Job's pod template's, and Kueue's rules for a Pod it manages (a queue name that is
-    a DNS subdomain, the managed label only `true`, no pod groups)."""
+    a DNS subdomain, the managed label only `true`, a pod group's keys well formed)."""
     meta = pod.metadata
     errors = validate_pod_spec("spec", pod.spec)
     errors += pod_errors({"metadata": {"labels": meta.labels, "annotations": meta.annotations}})

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
-from typing import Final
+from typing import Final, Literal
 
 from scheduler.api.conversion.workload import WORKLOAD_PRIORITY_CLASS_SOURCE
 from scheduler.api.decode import ApiError
@@ -31,6 +31,8 @@ log = logging.getLogger(__name__)
 
 # Kueue's reason for a Workload it cannot make of an object (docs/cluster.md#events).
 COMPOSE_FAILED: Final = "ErrWorkloadCompose"
+UPDATED: Final = "UpdatedWorkload"
+NOT_MATCHING: Final = "Updated not matching Workload for suspended job"
 
 
 def uid_of(obj: Json) -> str:
@@ -131,12 +133,18 @@ class Integration(ABC):
     async def create_workload(self, namespace: str, name: str) -> None:
         """Make the object's Workload from the whole object, read here: the cache keeps
         a slim one (`records.slim_job`, `records.slim_pod`)."""
-        raw = await self._whole(namespace, name)
+        raw = await self.whole(namespace, name)
         if raw is None:
             return
         workload = self._composed(raw)
         if workload is None:
             return
+        if await self.submit_workload(workload, raw):
+            self.matched[object_key(raw)] = _generation(raw)
+
+    async def submit_workload(self, workload: Workload, regarding: Json) -> bool:
+        """Create `workload` for the object `regarding` (the `CreatedWorkload` Event's);
+        False if it exists already (the watch has not shown it yet)."""
         body = workload.to_dict()
         body.pop("status", None)
         meta = body["metadata"]
@@ -147,19 +155,26 @@ class Integration(ABC):
         except KubeError as err:
             if err.status != 409:  # AlreadyExists: the watch has not shown it yet
                 raise
-            return
+            return False
         self.stats.workloads_created += 1
-        self.matched[object_key(raw)] = _generation(raw)
         self.io.store.observe(WORKLOADS, created)
-        self.io.record(
-            Event(
-                reference(self.resource, raw),
-                "CreatedWorkload",
-                f"Created Workload: {object_key(created)}",
-            )
-        )
+        self.tell(regarding, "CreatedWorkload", f"Created Workload: {object_key(created)}")
+        return True
 
-    async def _whole(self, namespace: str, name: str) -> Json | None:
+    def tell(self, obj: Json, reason: str, note: str, *, warning: bool = False) -> None:
+        """An Event about the object `obj` (of this integration's kind)."""
+        kind: Literal["Normal", "Warning"] = "Warning" if warning else "Normal"
+        self.io.record(Event(reference(self.resource, obj), reason, note, type=kind))
+
+    async def _patch_workload(self, workload: WorkloadRecord, patch: Json) -> None:
+        """One merge patch of the Workload (its preconditions in `patch`), seen at once."""
+        await self.io.limiter.acquire()
+        followed = await self.io.rest.merge_patch(
+            WORKLOADS.item(workload.name, workload.namespace), patch
+        )
+        self.io.store.observe(WORKLOADS, followed)
+
+    async def whole(self, namespace: str, name: str) -> Json | None:
         """The whole object from the API server (None: deleted meanwhile, which the
         watch says)."""
         try:
@@ -188,9 +203,7 @@ class Integration(ABC):
                 err,
             )
             why = "; ".join(str(e) for e in err.errors) or str(err)
-            self.io.record(
-                Event(reference(self.resource, raw), COMPOSE_FAILED, why, type="Warning")
-            )
+            self.tell(raw, COMPOSE_FAILED, why, warning=True)
             return None
 
     def saw_write(self, before: Json, written: Json) -> None:
@@ -212,7 +225,7 @@ class Integration(ABC):
         if seen == generation or (workload.status or {}).get("admission"):
             return
         meta = obj.get("metadata") or {}
-        raw = await self._whole(str(meta.get("namespace", "")), str(meta.get("name", "")))
+        raw = await self.whole(str(meta.get("namespace", "")), str(meta.get("name", "")))
         if raw is None:
             return
         wanted = self._composed(raw)
@@ -228,20 +241,10 @@ class Integration(ABC):
             "metadata": {"resourceVersion": current["metadata"]["resourceVersion"]},
             "spec": {"podSets": pod_sets},
         }
-        await self.io.limiter.acquire()
-        followed = await self.io.rest.merge_patch(
-            WORKLOADS.item(workload.name, workload.namespace), patch
-        )
-        self.io.store.observe(WORKLOADS, followed)
+        await self._patch_workload(workload, patch)
         self.matched[key] = _generation(raw)
         log.info("event=workload-follows-spec workload=%s", workload.key)
-        self.io.record(
-            Event(
-                reference(self.resource, raw),
-                "UpdatedWorkload",
-                f"Updated not matching Workload for suspended job: {workload.key}",
-            )
-        )
+        self.tell(raw, UPDATED, f"{NOT_MATCHING}: {workload.key}")
 
     async def follow_priority_class(self, obj: Json, workload: WorkloadRecord) -> bool:
         """The Workload follows the WorkloadPriorityClass the object's label names, running
@@ -271,19 +274,9 @@ class Integration(ABC):
                 "priority": found.value,
             },
         }
-        await self.io.limiter.acquire()
-        followed = await self.io.rest.merge_patch(
-            WORKLOADS.item(workload.name, workload.namespace), patch
-        )
-        self.io.store.observe(WORKLOADS, followed)
+        await self._patch_workload(workload, patch)
         log.info("event=workload-priority-class workload=%s class=%s", workload.key, wanted)
-        self.io.record(
-            Event(
-                reference(self.resource, obj),
-                "UpdatedWorkload",
-                f"Updated workload priority class: {workload.key}",
-            )
-        )
+        self.tell(obj, UPDATED, f"Updated workload priority class: {workload.key}")
         return True
 
     async def follow_labels(self, obj: Json, workload: WorkloadRecord) -> None:
@@ -305,17 +298,7 @@ class Integration(ABC):
         if not spec:
             return
         patch = {"metadata": {"resourceVersion": workload.resource_version}, "spec": spec}
-        await self.io.limiter.acquire()
-        followed = await self.io.rest.merge_patch(
-            WORKLOADS.item(workload.name, workload.namespace), patch
-        )
-        self.io.store.observe(WORKLOADS, followed)
+        await self._patch_workload(workload, patch)
         log.info("event=workload-follows-labels workload=%s spec=%s", workload.key, spec)
         if "maximumExecutionTimeSeconds" in spec:
-            self.io.record(
-                Event(
-                    reference(self.resource, obj),
-                    "UpdatedWorkload",
-                    f"Updated not matching Workload for suspended job: {workload.key}",
-                )
-            )
+            self.tell(obj, UPDATED, f"{NOT_MATCHING}: {workload.key}")

@@ -24,8 +24,7 @@ from scheduler.api.workload import Workload
 from scheduler.kubeapi.errors import Json, KubeError
 from scheduler.runtime.commands import Finish, PodsReady
 from scheduler.runtime.kube.decode import decode_live
-from scheduler.runtime.kube.events import Event
-from scheduler.runtime.kube.integration import Integration, reference
+from scheduler.runtime.kube.integration import Integration
 from scheduler.runtime.kube.leader_io import LeaderIO
 from scheduler.runtime.kube.placement import (
     CheckUpdates,
@@ -231,11 +230,11 @@ class JobController(Integration):
             self.stats.started += 1
             admission = ((workload.status if workload else None) or {}).get("admission") or {}
             note = f"Admitted by clusterQueue {admission.get('clusterQueue', '')}"
-            self.io.record(Event(reference(JOBS, after), "Started", note))
+            self.tell(after, "Started", note)
             return
         self.stats.stopped += 1
         if not (before.get("spec") or {}).get("suspend"):
-            self.io.record(Event(reference(JOBS, after), "Stopped", why))
+            self.tell(after, "Stopped", why)
 
     async def _clear_start_time(self, job: Json) -> Json:
         """Reset a suspended Job's `status.startTime`: kube-apiserver lets the node

@@ -35,12 +35,15 @@ def admission_labels(pod_set: str, local_queue: str, workload: WorkloadRecord) -
 
 
 def flavor_placement(
-    store: KubeStore, workload: WorkloadRecord
+    store: KubeStore, workload: WorkloadRecord, pod_set: str
 ) -> tuple[dict[str, str], list[Json]]:
-    """Node labels and tolerations of every flavor assigned to the Workload."""
+    """Node labels and tolerations of every flavor assigned to the Workload's pod set
+    `pod_set` (a pod group's roles may get different flavors)."""
     labels: dict[str, str] = {}
     tolerations: list[Json] = []
     for assignment in (workload.status or {}).get("admission", {}).get("podSetAssignments", []):
+        if assignment.get("name") != pod_set:
+            continue
         for flavor in sorted(set((assignment.get("flavors") or {}).values())):
             rf = store.get(RESOURCE_FLAVORS, flavor) or {}
             spec = rf.get("spec") or {}
@@ -111,7 +114,7 @@ def started_placement(
     labels, the assigned flavors' node labels and tolerations, then the admission
     checks' updates. Both integrations start their pods with it; a check update that
     contradicts the template raises UpdateConflictError."""
-    flavor_labels, flavor_tolerations = flavor_placement(store, workload)
+    flavor_labels, flavor_tolerations = flavor_placement(store, workload, pod_set)
     placed = CheckUpdates(
         labels={**template.labels, **admission_labels(pod_set, queue, workload)},
         annotations=template.annotations,

@@ -15,7 +15,7 @@ Kueue's does:
   deleted, and releases its finalizer once the finish cannot be lost.
 
 Like the Job integration it reads only what the API server holds and runs only on the
-leader; pod groups are refused by the webhook (not integrated).
+leader. A pod group's Pods are reconciled together, as their group (`pod_groups.py`).
 """
 
 from __future__ import annotations
@@ -35,13 +35,13 @@ from scheduler.api.plain_pod import (
     TERMINATION_TARGET,
     Pod,
 )
-from scheduler.api.pod_admission import suspending_parent
+from scheduler.api.pod_admission import has_gate, suspending_parent
+from scheduler.api.pod_status import ended, phase, ready
 from scheduler.api.pod_workload import pod_to_workload
 from scheduler.api.workload import Workload
 from scheduler.kubeapi.errors import Json, KubeError
 from scheduler.runtime.commands import Finish, PodsReady
-from scheduler.runtime.kube.events import Event
-from scheduler.runtime.kube.integration import Integration, reference
+from scheduler.runtime.kube.integration import Integration
 from scheduler.runtime.kube.leader_io import LeaderIO
 from scheduler.runtime.kube.placement import (
     CheckUpdates,
@@ -49,13 +49,18 @@ from scheduler.runtime.kube.placement import (
     map_patch,
     started_placement,
 )
+from scheduler.runtime.kube.pod_groups import (
+    GROUP_KEY_PREFIX,
+    PodGroupReconciler,
+    group_of,
+    is_group_workload,
+)
 from scheduler.runtime.kube.priorities import priority_classes
-from scheduler.runtime.kube.records import WorkloadRecord
-from scheduler.runtime.kube.resources import PODS
+from scheduler.runtime.kube.records import Cached, WorkloadRecord
+from scheduler.runtime.kube.resources import PODS, Resource
 
 log = logging.getLogger(__name__)
 
-ENDED: Final = frozenset(("Succeeded", "Failed"))
 OWNER_NOT_FOUND: Final = ("OwnerNotFound", "The workload's owner no longer exists")
 NO_MATCHING_WORKLOAD: Final = (
     "NoMatchingWorkload",
@@ -67,23 +72,6 @@ FAILED_TO_START: Final = "FailedToStart"
 
 def _meta(pod: Json) -> dict[str, Any]:
     return pod.get("metadata") or {}
-
-
-def _gated(pod: Json) -> bool:
-    gates = (pod.get("spec") or {}).get("schedulingGates") or []
-    return any(isinstance(g, dict) and g.get("name") == ADMISSION_GATE for g in gates)
-
-
-def _phase(pod: Json) -> str:
-    return str((pod.get("status") or {}).get("phase", ""))
-
-
-def _ready(pod: Json) -> bool:
-    return any(
-        c.get("type") == "Ready" and c.get("status") == "True"
-        for c in (pod.get("status") or {}).get("conditions") or []
-        if isinstance(c, dict)
-    )
 
 
 def _admitted(workload: WorkloadRecord) -> bool:
@@ -99,10 +87,30 @@ class PodController(Integration):
         *,
         retry_delay: float = 1.0,
     ) -> None:
+        self.groups = PodGroupReconciler(self)
         super().__init__(io, PODS, retry_delay=retry_delay)
         self.integrations = integrations
 
-    def _mine(self, pod: Json) -> bool:
+    # -- events ----------------------------------------------------------------------
+    def on_change(self, resource: Resource, new: Cached | None, old: Cached | None) -> None:
+        """A group Pod's change is its group's (docs/cluster.md#pod-groups)."""
+        if resource.kind == PODS.kind and not isinstance(new, WorkloadRecord):
+            pod_new = new if isinstance(new, dict) else None
+            pod_old = old if isinstance(old, dict) else None
+            touched = self.groups.index.observe(pod_new, pod_old)
+            if touched:
+                for group in touched:
+                    self.enqueue(GROUP_KEY_PREFIX + group)
+                return
+        super().on_change(resource, new, old)
+
+    def _on_workload(self, record: WorkloadRecord, *, deleted: bool) -> None:
+        if is_group_workload(record):
+            self.enqueue(GROUP_KEY_PREFIX + record.key)  # named after its group
+            return
+        super()._on_workload(record, deleted=deleted)
+
+    def mine(self, pod: Json) -> bool:
         """Labelled managed, and a plain Pod only if plain Pods are integrated: with
         `deployment` alone, Kueue's Pod controller skips Pods no parent marked."""
         if (_meta(pod).get("labels") or {}).get(MANAGED_LABEL) != MANAGED_VALUE:
@@ -115,30 +123,38 @@ class PodController(Integration):
 
     # -- reconcile -------------------------------------------------------------------
     async def reconcile(self, key: str) -> None:
+        if key.startswith(GROUP_KEY_PREFIX):
+            await self.groups.reconcile(key.removeprefix(GROUP_KEY_PREFIX))
+            return
         namespace, _, name = key.partition("/")
         pod = self.io.store.get(PODS, key)
         if pod is None:
             self._finish_orphans(namespace, name)
-            return
-        if not self._mine(pod):
-            return
+        elif self.mine(pod):
+            group = group_of(pod)
+            if group is None:
+                await self._reconcile_single(pod)
+            else:
+                self.enqueue(GROUP_KEY_PREFIX + group)
+
+    async def _reconcile_single(self, pod: Json) -> None:
         meta = _meta(pod)
         workload = self.workload_of(pod)
         if meta.get("deletionTimestamp"):
             # Deleted at any stage: the Workload is finished, the Pod let go at once.
             if workload is not None:
-                self._finish(workload, *OWNER_NOT_FOUND)
-            await self._release(pod)
+                self.finish(workload, *OWNER_NOT_FOUND)
+            await self.release(pod)
             return
-        if _phase(pod) in ENDED:
+        if ended(pod):
             await self._ended(pod, workload)
             return
-        gated = _gated(pod)
+        gated = has_gate(pod)
         if workload is None:
             if gated:
-                await self.create_workload(namespace, name)
+                await self.create_workload(str(meta["namespace"]), str(meta["name"]))
             else:
-                await self._stop(pod, *NO_MATCHING_WORKLOAD)
+                await self.stop(pod, *NO_MATCHING_WORKLOAD)
             return
         if workload.condition("Finished") is None:
             await self._follow(pod, workload, gated=gated)
@@ -151,22 +167,29 @@ class PodController(Integration):
             return
         if _admitted(workload):
             if gated:
-                await self._ungate(pod, workload)
-            elif _ready(pod) and workload.condition("PodsReady") is None:
+                await self.ungate(pod, workload)
+            elif ready(pod) and workload.condition("PodsReady") is None:
                 core = self.io.engine.scheduler.workload(workload.key)
                 if core is not None and not core.conditions.is_true("PodsReady"):
                     self.io.engine.submit(PodsReady(workload.key))
         elif not gated:
-            evicted = workload.condition("Evicted")
-            if evicted is None:
-                await self._stop(pod, *NOT_ADMITTED)
-            else:
-                reason = f"WorkloadEvictedDueTo{evicted.get('reason', '')}"
-                await self._stop(pod, reason, str(evicted.get("message", "")))
+            await self.stop_unadmitted(pod, workload)
         else:
             await self.follow_labels(pod, workload)
 
-    def _finish(
+    async def stop_unadmitted(self, pod: Json, workload: WorkloadRecord) -> None:
+        """Stop a running Pod whose Workload holds no admission, saying why."""
+        evicted = workload.condition("Evicted")
+        if evicted is None:
+            await self.stop(pod, *NOT_ADMITTED)
+        else:
+            reason = f"WorkloadEvictedDueTo{evicted.get('reason', '')}"
+            await self.stop(pod, reason, str(evicted.get("message", "")))
+
+    def finish_orphaned(self, workload: WorkloadRecord) -> None:
+        self.finish(workload, *OWNER_NOT_FOUND)
+
+    def finish(
         self, workload: WorkloadRecord, reason: str, message: str, *, failed: bool = False
     ) -> bool:
         """Ask the core to finish the Workload; whether it is still to be written."""
@@ -187,31 +210,30 @@ class PodController(Integration):
         if not held and not suspending_parent(pod):
             return  # released already
         if workload is not None:
-            phase = _phase(pod)
+            ended_as = phase(pod)
             message = str((pod.get("status") or {}).get("message", ""))
-            if self._finish(workload, phase, message, failed=phase == "Failed") or not held:
+            if self.finish(workload, ended_as, message, failed=ended_as == "Failed") or not held:
                 return
-            self.io.record(
-                Event(
-                    reference(PODS, pod),
-                    "FinishedWorkload",
-                    f"Workload '{workload.key}' is declared finished",
-                )
-            )
-        await self._release(pod)
+            self.tell(pod, "FinishedWorkload", f"Workload '{workload.key}' is declared finished")
+        await self.release(pod)
 
     def _finish_orphans(self, namespace: str, pod_name: str) -> None:
         """The Pod is gone without this controller seeing it end (it was not watched,
         or another party released it): its Workload is finished, as Kueue does."""
         for workload in self.io.store.workloads():
             owner = workload.owner(PODS)
-            if workload.namespace == namespace and owner is not None and owner.name == pod_name:
-                self._finish(workload, *OWNER_NOT_FOUND)
+            if (
+                workload.namespace == namespace
+                and owner is not None
+                and owner.name == pod_name
+                and not is_group_workload(workload)  # its group's to finish
+            ):
+                self.finish(workload, *OWNER_NOT_FOUND)
 
-    async def _ungate(self, pod: Json, workload: WorkloadRecord) -> None:
-        """Lift the admission gate, placing the Pod on its flavors (one merge patch at
-        the Pod's resourceVersion: kube-apiserver lets a gated Pod's node selector
-        grow, and the gate goes in the same write)."""
+    async def ungate(self, pod: Json, workload: WorkloadRecord, pod_set: str = "main") -> None:
+        """Lift the admission gate, placing the Pod on the flavors of its pod set (one
+        merge patch at the Pod's resourceVersion: kube-apiserver lets a gated Pod's node
+        selector grow, and the gate goes in the same write)."""
         meta, spec = _meta(pod), pod.get("spec") or {}
         selector: dict[str, str] = dict(spec.get("nodeSelector") or {})
         tolerations: list[Json] = list(spec.get("tolerations") or [])
@@ -221,14 +243,14 @@ class PodController(Integration):
             updates = started_placement(
                 self.io.store,
                 workload,
-                "main",
+                pod_set,
                 self.queue_of(workload),
                 CheckUpdates(labels, annotations, selector, tolerations),
             )
         except UpdateConflictError as err:
             # Kueue cannot start such a Pod either; its Workload ends (docs/cluster.md#plain-pods).
             self.stats.errors += 1
-            self._finish(workload, FAILED_TO_START, str(err), failed=True)
+            self.finish(workload, FAILED_TO_START, str(err), failed=True)
             return
         gates = [g for g in spec.get("schedulingGates") or [] if g.get("name") != ADMISSION_GATE]
         spec_patch: Json = {"schedulingGates": gates or None}
@@ -253,9 +275,9 @@ class PodController(Integration):
         self.stats.started += 1
         cq = ((workload.status or {}).get("admission") or {}).get("clusterQueue", "")
         log.info("event=pod-started pod=%s/%s", meta["namespace"], meta["name"])
-        self.io.record(Event(reference(PODS, result), "Started", f"Admitted by clusterQueue {cq}"))
+        self.tell(result, "Started", f"Admitted by clusterQueue {cq}")
 
-    async def _stop(self, pod: Json, reason: str, message: str) -> None:
+    async def stop(self, pod: Json, reason: str, message: str) -> None:
         """A running Pod cannot be suspended: say why in its `TerminationTarget`
         condition, then delete it (its finalizer holds it until its Workload is
         finished)."""
@@ -283,9 +305,9 @@ class PodController(Integration):
             return
         self.stats.stopped += 1
         log.info("event=pod-stopped pod=%s/%s reason=%s", namespace, name, reason)
-        self.io.record(Event(reference(PODS, pod), "Stopped", message))
+        self.tell(pod, "Stopped", message)
 
-    async def _release(self, pod: Json) -> None:
+    async def release(self, pod: Json) -> None:
         """Remove the integration's finalizer (at the Pod's resourceVersion: a
         finalizer another party added meanwhile is kept)."""
         meta = _meta(pod)

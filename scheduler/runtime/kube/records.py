@@ -290,13 +290,14 @@ _POD_META = (
     "name",
     "namespace",
     "uid",
+    "creationTimestamp",
     "resourceVersion",
     "labels",
     "annotations",
     "finalizers",
     "deletionTimestamp",
 )
-_POD_SPEC = ("schedulingGates", "nodeSelector", "tolerations")
+_POD_SPEC = ("schedulingGates", "nodeSelector", "tolerations", "nodeName")
 _POD_STATUS = ("phase", "message")
 _POD_CONDITIONS = frozenset(("Ready",))
 _LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
@@ -304,10 +305,11 @@ _LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 def slim_pod(obj: Json) -> Json:
     """What the `pod` integration reads of a Pod it manages, as a Pod-shaped dict: its
-    identity, labels, annotations, finalizers and deletion, the scheduling gates, node
-    selector and tolerations (what it patches), its phase and message, and whether it
-    is Ready. Its containers are read from the API server the one time they are needed,
-    to create its Workload (`pods.py`)."""
+    identity and creation time, labels, annotations, finalizers and deletion, the
+    scheduling gates, node selector and tolerations (what it patches), its node (a pod
+    group's Pod being deleted before it has one will never run), its phase and message,
+    and whether it is Ready. Its containers are read from the API server the one time
+    they are needed, to create its Workload (`pods.py`)."""
     status = _slim_status(obj, _POD_STATUS, _POD_CONDITIONS)
     slim = _slim(obj, PODS, _POD_META, _picked(obj.get("spec"), _POD_SPEC), status)
     annotations = slim["metadata"].get("annotations")

@@ -482,6 +482,25 @@ def test_reclaimable_pods_of_an_admitted_workload_free_quota_and_flush() -> None
     assert c.cycle().admitted == [W2]
 
 
+def test_the_reclaimable_signal_frees_quota_only_ever_more_while_admitted() -> None:
+    """A pod group's succeeded Pods (docs/cluster.md#pod-groups) reach the core as a
+    signal, not a status write: the same effect as the status's reclaimablePods."""
+    c = basic_cluster(4)
+    c.apply(
+        admitted_workload(NS, "w1", "lq-a", "cq-a", {CPU: "4"}, count=4, per_pod={CPU: "1"}),
+        workload(NS, "w2", "lq-a", {CPU: "1"}),
+    )
+    assert c.cycle().admitted == []
+    assert c.s.set_reclaimable(W1, {"main": 1, "other": 0})
+    assert c.usage("cq-a", FR) == 3000
+    assert dict(c.s.workload(W1).reclaimable) == {"main": 1}  # type: ignore[union-attr]
+    assert not c.s.set_reclaimable(W1, {"main": 1})  # nothing new
+    assert not c.s.set_reclaimable(W1, {})  # never fewer while it holds quota
+    assert c.usage("cq-a", FR) == 3000
+    assert c.cycle().admitted == [W2]
+    assert not c.s.set_reclaimable("team/none", {"main": 1})
+
+
 def test_cohort_quota_change_flushes_its_tree() -> None:
     c = Cluster()
     c.apply(

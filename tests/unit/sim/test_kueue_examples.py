@@ -192,9 +192,17 @@ def test_kueues_single_pod_loads_where_the_pod_integration_is_on(
     assert workload["spec"]["podSets"][0]["count"] == 1
 
 
-def test_kueues_pod_group_is_refused_naming_its_keys(capsys: pytest.CaptureFixture[str]) -> None:
+def test_kueues_pod_group_is_refused_offline_naming_its_keys(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Pod groups are cluster mode's (docs/simulate.md#pods): said, not skipped."""
     group = POD_EXAMPLES / "kueue-pod-group.yaml"
-    code, err = _simulate(capsys, group)
+    config = tmp_path / "config.yaml"
+    config.write_text(POD_CONFIGURATION)
+    code, err = _simulate(capsys, config, group)
     assert code == 2
     assert f"{group}: document 0 (Pod " in err
-    assert "metadata.labels[kueue.x-k8s.io/pod-group-name]: Forbidden: pod groups" in err
+    assert (
+        "metadata.labels[kueue.x-k8s.io/pod-group-name]: Forbidden: pod groups are taken in "
+        "cluster mode only (docs/simulate.md#pods)"
+    ) in err

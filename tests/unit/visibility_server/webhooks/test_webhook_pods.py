@@ -1,6 +1,7 @@
 """The `pod` integration's admission through the app (docs/cluster.md#plain-pods): a
-managed Pod is held behind the gate with the label and finalizer, Kueue's rules for it,
-pod groups refused, and nothing at all while the integration is off."""
+managed Pod is held behind the gate with the label, role hash and finalizer, Kueue's
+rules for it and for pod groups (docs/cluster.md#pod-groups), and nothing at all while
+the integration is off."""
 
 from __future__ import annotations
 
@@ -118,33 +119,89 @@ def causes(response: dict[str, Any]) -> list[str]:
     return [f"{c['field']}: {c['message']}" for c in response["status"]["details"]["causes"]]
 
 
-async def test_pod_groups_are_refused() -> None:
-    obj = pod(**{"kueue.x-k8s.io/pod-group-name": "g"})
-    obj["metadata"]["annotations"] = {"kueue.x-k8s.io/pod-group-total-count": "2"}
-    found = causes(await post("/validate", review(obj)))
-    assert found == [
-        "metadata.labels[kueue.x-k8s.io/pod-group-name]: Forbidden: pod groups are not "
-        "supported by queuescope (docs/cluster.md#plain-pods)",
-        "metadata.annotations[kueue.x-k8s.io/pod-group-total-count]: Forbidden: pod groups "
-        "are not supported by queuescope (docs/cluster.md#plain-pods)",
-    ]
+GROUP = "kueue.x-k8s.io/pod-group-name"
+COUNT = "kueue.x-k8s.io/pod-group-total-count"
+DETAIL = f"both the '{COUNT}' annotation and the '{GROUP}' label should be set"
+
+
+def group_pod(name: str | None = "g", count: str | None = "2") -> dict[str, Any]:
+    obj = pod(**({GROUP: name} if name is not None else {}))
+    obj["metadata"]["annotations"] = {COUNT: count} if count is not None else {}
+    return obj
+
+
+async def test_a_well_formed_group_pod_is_admitted() -> None:
+    assert (await post("/validate", review(group_pod())))["allowed"] is True
+    # The name may be an annotation too (Kueue's WorkloadIdentifierAnnotations, on).
+    obj = group_pod(name=None)
+    obj["metadata"]["annotations"][GROUP] = "g"
+    assert (await post("/validate", review(obj)))["allowed"] is True
+
+
+@pytest.mark.parametrize(
+    ("name", "count", "expected"),
+    [
+        ("g", None, f"metadata.annotations[{COUNT}]: Required value: {DETAIL}"),
+        (None, "2", f"metadata.labels[{GROUP}]: Required value: {DETAIL}"),
+        (
+            "g",
+            "two",
+            f'metadata.annotations[{COUNT}]: Invalid value: "two": '
+            'strconv.Atoi: parsing "two": invalid syntax',
+        ),
+        (
+            "g",
+            "0",
+            f'metadata.annotations[{COUNT}]: Invalid value: "0": incorrect annotation value '
+            f"'{COUNT}=0': group total count should be greater than zero",
+        ),
+        ("G_1", "2", f'metadata.labels[{GROUP}]: Invalid value: "G_1": a lowercase RFC 1123'),
+    ],
+    ids=["no count", "no name", "count not a number", "count zero", "name not a subdomain"],
+)
+async def test_kueues_rules_for_a_groups_keys(
+    name: str | None, count: str | None, expected: str
+) -> None:
+    (found,) = causes(await post("/validate", review(group_pod(name, count))))
+    assert found.startswith(expected)
     # Off, Kueue's webhook does nothing: allowed.
-    assert (await post("/validate", review(obj), pods=NO_POD_INTEGRATIONS))["allowed"] is True
+    answer = await post("/validate", review(group_pod(name, count)), pods=NO_POD_INTEGRATIONS)
+    assert answer["allowed"] is True
 
 
-async def test_a_group_pod_stored_before_may_still_change_but_none_becomes_one() -> None:
-    stored = pod(**{"kueue.x-k8s.io/pod-group-name": "g"})  # from before the integration
+async def test_a_pods_group_is_fixed_and_unretriable_stays_so() -> None:
+    stored = group_pod()
+    moved = group_pod("h")
+    assert causes(await post("/validate", review(moved, "UPDATE", stored))) == [
+        f'metadata.labels[{GROUP}]: Invalid value: "h": field is immutable'
+    ]
+    stored["metadata"]["annotations"]["kueue.x-k8s.io/retriable-in-group"] = "false"
+    retried = group_pod()
+    assert causes(await post("/validate", review(retried, "UPDATE", stored))) == [
+        "metadata.annotations[kueue.x-k8s.io/retriable-in-group]: Forbidden: "
+        "unretriable pod group can't be converted to retriable"
+    ]
+    # Any other change is allowed; so is joining a group while gated.
     relabelled = copy.deepcopy(stored)
     relabelled["metadata"]["labels"]["team"] = "a"
-    relabelled["metadata"]["finalizers"] = []
     assert (await post("/validate", review(relabelled, "UPDATE", stored)))["allowed"] is True
-    plain = pod()
-    grouped = copy.deepcopy(plain)
-    grouped["metadata"]["annotations"] = {"kueue.x-k8s.io/pod-group-total-count": "2"}
-    assert causes(await post("/validate", review(grouped, "UPDATE", plain))) == [
-        "metadata.annotations[kueue.x-k8s.io/pod-group-total-count]: Forbidden: pod groups "
-        "are not supported by queuescope (docs/cluster.md#plain-pods)"
-    ]
+    assert (await post("/validate", review(group_pod(), "UPDATE", pod())))["allowed"] is True
+
+
+async def test_every_managed_pod_gets_its_role_hash() -> None:
+    """Kueue's webhook names each managed Pod's role; equal shapes, equal roles."""
+    one, two = group_pod(), group_pod()
+    two["metadata"]["name"] = "other"
+    two["spec"]["containers"][0]["image"] = "y"  # not part of the shape
+    hashes = []
+    for obj in (one, two, pod()):
+        out = apply_patch(obj, await post("/mutate-pod", review(obj)))
+        hashes.append(out["metadata"]["annotations"]["kueue.x-k8s.io/role-hash"])
+    assert len(set(hashes)) == 1 and len(hashes[0]) == 8
+    wider = group_pod()
+    wider["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "2"}}
+    out = apply_patch(wider, await post("/mutate-pod", review(wider)))
+    assert out["metadata"]["annotations"]["kueue.x-k8s.io/role-hash"] != hashes[0]
 
 
 async def test_kueues_rules_for_a_managed_pod() -> None:
