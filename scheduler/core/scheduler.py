@@ -32,6 +32,7 @@ from scheduler.core.workload import (
     FINISHED,
     PODS_READY,
     REQUEUED,
+    WAITING_FOR_REPLACEMENT_PODS,
     WorkloadState,
     reset_checks,
 )
@@ -344,7 +345,12 @@ class Scheduler:
     def sync_workload(self, wl: WorkloadState) -> None:
         """Put the workload where it belongs: queued in its CQ, or out of every queue."""
         now = self.now()
-        if not wl.active or wl.finished or wl.holds_quota:
+        if (
+            not wl.active
+            or wl.finished
+            or wl.holds_quota
+            or wl.conditions.is_true(WAITING_FOR_REPLACEMENT_PODS)
+        ):
             self._queues.delete(wl.key)
             return
         cq, problem = self.resolve(wl)
@@ -560,6 +566,36 @@ class Scheduler:
         if wl.holds_quota and wl.admission is not None:
             self.flush([wl.admission.cluster_queue])
         return True
+
+    def set_waiting_for_replacements(self, key: str, waiting: bool) -> bool:
+        """A pod group misses Pods (`waiting`) or is whole again
+        (docs/cluster.md#pod-groups): Kueue's `WaitingForReplacementPods` condition, its
+        reason the eviction's while the workload is evicted; while True the workload is
+        not queued (one holding quota keeps it). Whole again, the condition turns False
+        if it was ever set, and the workload is queued."""
+        wl = self._workloads.get(key)
+        if wl is None or wl.finished:
+            return False
+        now = self.now()
+        current = wl.conditions.get(WAITING_FOR_REPLACEMENT_PODS)
+        if waiting:
+            evicted = wl.conditions.get(EVICTED)
+            if evicted is not None and evicted.is_true:
+                reason, message = evicted.reason, evicted.message
+            elif current is not None and current.is_true:
+                return False
+            else:
+                reason, message = "PodsFailed", "Some Failed pods need replacement"
+            changed = wl.conditions.set(WAITING_FOR_REPLACEMENT_PODS, "True", reason, message, now)
+        elif current is None or not current.is_true:
+            return False
+        else:
+            changed = wl.conditions.set(
+                WAITING_FOR_REPLACEMENT_PODS, "False", "PodsReady", "No pods need replacement", now
+            )
+        if changed:
+            self.sync_workload(wl)
+        return changed
 
     def set_active(self, key: str, active: bool) -> bool:
         wl = self._workloads.get(key)

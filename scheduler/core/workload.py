@@ -28,6 +28,8 @@ PREEMPTED = "Preempted"
 REQUEUED = "Requeued"
 PODS_READY = "PodsReady"
 FINISHED = "Finished"
+# A pod group misses Pods (docs/cluster.md#pod-groups): not queued while True.
+WAITING_FOR_REPLACEMENT_PODS = "WaitingForReplacementPods"
 DEACTIVATION_TARGET = "DeactivationTarget"
 
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"

@@ -60,6 +60,14 @@ class SetReclaimable:
 
 
 @dataclass(frozen=True, slots=True)
+class SetWaitingForReplacements:
+    """A pod group misses Pods, or is whole again (docs/cluster.md#pod-groups)."""
+
+    key: str
+    waiting: bool
+
+
+@dataclass(frozen=True, slots=True)
 class SetActive:
     """`spec.active` changed: False deactivates (docs/scheduling.md#deactivation), True
     reactivates."""
@@ -87,6 +95,7 @@ Command: TypeAlias = (
     | Finish
     | PodsReady
     | SetReclaimable
+    | SetWaitingForReplacements
     | SetActive
     | MarkSynced
     | Barrier

@@ -53,6 +53,7 @@ from scheduler.runtime.commands import (
     PodsReady,
     SetActive,
     SetReclaimable,
+    SetWaitingForReplacements,
 )
 from scheduler.runtime.cycle_fingerprint import cycle_fingerprint
 from scheduler.runtime.estimates import AdmissionRates
@@ -443,6 +444,8 @@ class Engine:
             s.set_active(command.key, command.active)
         elif isinstance(command, SetReclaimable):
             s.set_reclaimable(command.key, dict(command.counts))
+        elif isinstance(command, SetWaitingForReplacements):
+            s.set_waiting_for_replacements(command.key, command.waiting)
         else:
             return
         self._touch((command.key,))

@@ -117,13 +117,6 @@ def _cq_cpu(plane: ControlPlane) -> str | None:
     return None
 
 
-def _finished_or_gone(plane: ControlPlane, name: str) -> dict[str, Any] | str | None:
-    found = stored_workload(plane, name)
-    if found is None:
-        return "gone"
-    return found if condition(found, "Finished") else None
-
-
 def running(pods: list[dict[str, Any]]) -> bool:
     return bool(pods) and all(p.get("status", {}).get("phase") == "Running" for p in pods)
 
@@ -249,13 +242,34 @@ def test_a_short_group_says_why_and_a_complete_one_beyond_the_quota_waits(
         assert pod["spec"]["schedulingGates"] == [GATE]
     plane.kubectl("delete", "pods", "-n", NS, "-l", f"{GROUP_LABEL}=big", "--wait=false")
     wait_group(plane, "big", "gone", lambda pods: not pods)
-    # Finished `OwnerNotFound`, unless the garbage collector, seeing no owner left,
-    # deleted it first.
-    last = wait_for(
-        lambda: _finished_or_gone(plane, "big"), timeout=90, what="workload big finished"
+    # Its owners gone, the garbage collector deletes the Workload.
+    wait_for(lambda: stored_workload(plane, "big") is None or None, timeout=90, what="big gone")
+
+
+def test_a_group_missing_a_pod_waits_for_its_replacement(plane: ControlPlane) -> None:
+    for name in ("repl-a", "repl-b"):
+        assert create_pod(plane, group_pod(name, "repl", 2, cpu="3")).returncode == 0
+    wait_workload(plane, "repl", "pending", lambda w: condition(w, "QuotaReserved", "False"))
+    plane.kubectl("delete", "pod", "repl-b", "-n", NS, "--wait=false")
+    waiting = wait_workload(
+        plane, "repl", "waiting", lambda w: condition(w, "WaitingForReplacementPods")
     )
-    if last != "gone":
-        assert condition(last, "Finished")["reason"] == "OwnerNotFound"  # type: ignore[index]
+    found = condition(waiting, "WaitingForReplacementPods")
+    assert found is not None
+    assert (found["reason"], found["message"]) == (
+        "PodsFailed",
+        "Some Failed pods need replacement",
+    )
+    # The replacement owns the Workload too, and the group is whole again.
+    assert create_pod(plane, group_pod("repl-c", "repl", 2, cpu="3")).returncode == 0
+    whole = wait_workload(
+        plane, "repl", "whole", lambda w: condition(w, "WaitingForReplacementPods", "False")
+    )
+    owners = {o["name"] for o in whole["metadata"]["ownerReferences"]}
+    assert {"repl-a", "repl-c"} <= owners
+    wait_events(plane, NS, "Workload", "repl", ["OwnerReferencesAdded"])
+    plane.kubectl("delete", "pods", "-n", NS, "-l", f"{GROUP_LABEL}=repl", "--wait=false")
+    wait_group(plane, "repl", "gone", lambda pods: not pods)
 
 
 def test_a_higher_priority_pod_preempts_a_running_group(plane: ControlPlane) -> None:
@@ -270,11 +284,7 @@ def test_a_higher_priority_pod_preempts_a_running_group(plane: ControlPlane) -> 
     [message] = [e["message"] for e in stopped if e["reason"] == "Stopped"]
     assert message.startswith("Preempted to accommodate a workload"), message
     wait_group(plane, "urgent", "running", running)
-    last = wait_for(
-        lambda: _finished_or_gone(plane, "low"), timeout=90, what="workload low finished"
-    )
-    if last != "gone":
-        assert condition(last, "Preempted") is not None  # type: ignore[arg-type]
+    wait_for(lambda: stored_workload(plane, "low") is None or None, timeout=90, what="low gone")
 
 
 @pytest.mark.parametrize(

@@ -166,7 +166,7 @@ class Integration(ABC):
         kind: Literal["Normal", "Warning"] = "Warning" if warning else "Normal"
         self.io.record(Event(reference(self.resource, obj), reason, note, type=kind))
 
-    async def _patch_workload(self, workload: WorkloadRecord, patch: Json) -> None:
+    async def patch_workload(self, workload: WorkloadRecord, patch: Json) -> None:
         """One merge patch of the Workload (its preconditions in `patch`), seen at once."""
         await self.io.limiter.acquire()
         followed = await self.io.rest.merge_patch(
@@ -241,7 +241,7 @@ class Integration(ABC):
             "metadata": {"resourceVersion": current["metadata"]["resourceVersion"]},
             "spec": {"podSets": pod_sets},
         }
-        await self._patch_workload(workload, patch)
+        await self.patch_workload(workload, patch)
         self.matched[key] = _generation(raw)
         log.info("event=workload-follows-spec workload=%s", workload.key)
         self.tell(raw, UPDATED, f"{NOT_MATCHING}: {workload.key}")
@@ -274,7 +274,7 @@ class Integration(ABC):
                 "priority": found.value,
             },
         }
-        await self._patch_workload(workload, patch)
+        await self.patch_workload(workload, patch)
         log.info("event=workload-priority-class workload=%s class=%s", workload.key, wanted)
         self.tell(obj, UPDATED, f"Updated workload priority class: {workload.key}")
         return True
@@ -298,7 +298,7 @@ class Integration(ABC):
         if not spec:
             return
         patch = {"metadata": {"resourceVersion": workload.resource_version}, "spec": spec}
-        await self._patch_workload(workload, patch)
+        await self.patch_workload(workload, patch)
         log.info("event=workload-follows-labels workload=%s spec=%s", workload.key, spec)
         if "maximumExecutionTimeSeconds" in spec:
             self.tell(obj, UPDATED, f"{NOT_MATCHING}: {workload.key}")

@@ -13,11 +13,12 @@ Kueue's does, the group:
   quota of its succeeded Pods back (`reclaimablePods`) unless it is a serving group;
 * is stopped whole when its Workload loses its admission (each running Pod gets its
   `TerminationTarget` condition and is deleted);
+* is held out of its queue while it misses Pods (Kueue's `WaitingForReplacementPods`),
+  and its Workload is owned by each Pod that joins it;
 * is finished when all its Pods succeeded, or none is active and one says it is not to
   be retried (`Pods succeeded: n/count.`); a serving group never finishes;
 * lets each Pod go once the Workload is finished, or at once when the Pod is being
-  deleted; once none of its Pods is left, its Workload is finished `OwnerNotFound`,
-  as a single Pod's is.
+  deleted; once none of its Pods is left, the garbage collector deletes the Workload.
 """
 
 from __future__ import annotations
@@ -32,12 +33,14 @@ from scheduler.api.plain_pod import POD_FINALIZER, Pod
 from scheduler.api.pod_admission import has_gate
 from scheduler.api.pod_status import deleting, ended, ready, succeeded
 from scheduler.api.pod_workload import pod_group_workload
+from scheduler.core.workload import WAITING_FOR_REPLACEMENT_PODS
 from scheduler.kubeapi.errors import Json, KubeError
-from scheduler.runtime.commands import PodsReady, SetReclaimable
+from scheduler.runtime.commands import PodsReady, SetReclaimable, SetWaitingForReplacements
+from scheduler.runtime.kube.events import Event, Regarding
 from scheduler.runtime.kube.integration import COMPOSE_FAILED
 from scheduler.runtime.kube.priorities import priority_classes
 from scheduler.runtime.kube.records import WorkloadRecord
-from scheduler.runtime.kube.resources import PODS, object_key
+from scheduler.runtime.kube.resources import PODS, WORKLOADS, object_key
 
 if TYPE_CHECKING:
     from scheduler.runtime.kube.pods import PodController
@@ -48,6 +51,7 @@ log = logging.getLogger(__name__)
 GROUP_KEY_PREFIX: Final = "group:"
 SUCCEEDED: Final = "Succeeded"
 EXCESS_POD_DELETED: Final = "ExcessPodDeleted"
+OWNERS_ADDED: Final = "OwnerReferencesAdded"
 NAME_CONFLICT: Final = "WorkloadNameConflict"
 
 
@@ -125,30 +129,24 @@ class PodGroupReconciler:
                 await pods.release(pod)  # its group goes on without it
         live = [pod for pod in members if not deleting(pod)]
         if workload is None:
-            if live:
-                await self._compose(group, live)
-            return
-        if workload.condition("Finished") is not None:
+            await self._without_workload(group, live)
+        elif workload.condition("Finished") is not None:
             for pod in live:
                 await pods.release(pod)
-            return
-        if not live:
-            pods.finish_orphaned(workload)
-            return
-        try:
-            message = pod_group.finished_message(live)
-        except pod_group.TotalCountError:
-            message = None  # the webhook refuses such Pods; one stored before waits
-        if message is not None:
-            pods.finish(workload, SUCCEEDED, message)
-        elif workload.condition("Admitted") is not None and (workload.status or {}).get(
-            "admission"
-        ):
-            await self._run(live, workload)
-        else:
-            await self._hold(live, workload)
+        elif live:
+            await self._with_workload(live, workload)
+        # No Pod left: the garbage collector deletes the Workload, its owners gone.
 
     # -- without a Workload ------------------------------------------------------------
+    async def _without_workload(self, group: str, live: list[Json]) -> None:
+        """A running Pod with no Workload is stopped, as a single Pod is; a group of
+        waiting Pods gets its Workload once it can."""
+        running = [pod for pod in live if not has_gate(pod) and not ended(pod)]
+        for pod in running:
+            await self.pods.stop_unmatched(pod)
+        if live and not running:
+            await self._compose(group, live)
+
     async def _compose(self, group: str, live: list[Json]) -> None:
         """Make the group's Workload if it can be made, else say why."""
         pods = self.pods
@@ -258,14 +256,88 @@ class PodGroupReconciler:
         self.pods.tell(pod, reason, message, warning=True)
 
     # -- with a Workload ---------------------------------------------------------------
-    async def _run(self, live: list[Json], workload: WorkloadRecord) -> None:
+    async def _with_workload(self, live: list[Json], workload: WorkloadRecord) -> None:
+        pods = self.pods
+        try:
+            message = pod_group.finished_message(live)
+        except pod_group.TotalCountError:
+            message = None  # the webhook refuses such Pods; one stored before waits
+        if message is not None:
+            pods.finish(workload, SUCCEEDED, message)
+            return
+        await self._own(live, workload)
+        by_role = await self._by_role(live)
+        status = workload.status or {}
+        if workload.condition("Admitted") is not None and status.get("admission"):
+            await self._run(live, by_role, workload)
+        else:
+            await self._hold(live, workload)
+        self._missing(live, by_role, workload)
+
+    async def _by_role(self, live: list[Json]) -> dict[str, list[Json]]:
+        by_role: dict[str, list[Json]] = {}
+        wholes: dict[str, Json] = {}
+        for pod in live:
+            role = await self._role(pod, wholes)
+            if role is not None:
+                by_role.setdefault(role, []).append(pod)
+        return by_role
+
+    async def _own(self, live: list[Json], workload: WorkloadRecord) -> None:
+        """Every Pod of the group owns its Workload: one that replaced another is added
+        (Kueue's `OwnerReferencesAdded`), so that the garbage collector keeps the
+        Workload while any member lives."""
+        owned = {owner.uid for owner in workload.owners}
+        added = [pod for pod in live if str(pod["metadata"].get("uid", "")) not in owned]
+        if not added:
+            return
+        refs = [
+            {"apiVersion": o.api_version, "kind": o.kind, "name": o.name, "uid": o.uid}
+            for o in workload.owners
+        ] + [
+            {"apiVersion": "v1", "kind": "Pod", "name": _name(pod), "uid": pod["metadata"]["uid"]}
+            for pod in added
+        ]
+        patch = {
+            "metadata": {"resourceVersion": workload.resource_version, "ownerReferences": refs}
+        }
+        await self.pods.patch_workload(workload, patch)
+        regarding = Regarding.of(WORKLOADS, workload.namespace, workload.name, workload.uid)
+        note = f"Added {len(added)} owner reference(s)"
+        self.pods.io.record(Event(regarding, OWNERS_ADDED, note))
+
+    def _missing(
+        self, live: list[Json], by_role: dict[str, list[Json]], workload: WorkloadRecord
+    ) -> None:
+        """Tell the core whether the group misses Pods of a role (Kueue's
+        `WaitingForReplacementPods`: a group missing Pods is not queued)."""
+        core = self.pods.io.engine.scheduler.workload(workload.key)
+        if core is None:
+            return
+        fast = pod_group.fast_admission(live[0])
+        absent = 0
+        for pod_set in core.pod_sets:
+            runnable = sum(
+                1 for pod in by_role.get(pod_set.name, ()) if pod_group.runnable_or_succeeded(pod)
+            )
+            if fast:
+                absent += 1 if pod_set.count > 0 and runnable == 0 else 0
+            else:
+                absent += max(0, pod_set.count - runnable)
+        waiting = core.conditions.is_true(WAITING_FOR_REPLACEMENT_PODS)
+        if (absent > 0) != waiting:
+            self.pods.io.engine.submit(SetWaitingForReplacements(workload.key, absent > 0))
+
+    async def _run(
+        self, live: list[Json], by_role: dict[str, list[Json]], workload: WorkloadRecord
+    ) -> None:
         """Admitted: start every gated Pod on its role's flavors, let go of the failed
         Pods their replacements stand for, report the group ready once all its Pods are
         and the quota its succeeded Pods no longer need."""
         pods = self.pods
         assignments = (workload.status or {}).get("admission", {}).get("podSetAssignments", [])
         counts = {str(a.get("name")): int(a.get("count") or 0) for a in assignments}
-        by_role = await self._start(live, workload, counts)
+        await self._start(by_role, workload, counts)
         for role, members in by_role.items():
             runnable = sum(1 for pod in members if pod_group.runnable_or_succeeded(pod))
             if runnable >= counts.get(role, 0):
@@ -289,24 +361,18 @@ class PodGroupReconciler:
                 pods.io.engine.submit(SetReclaimable(workload.key, done))
 
     async def _start(
-        self, live: list[Json], workload: WorkloadRecord, counts: dict[str, int]
-    ) -> dict[str, list[Json]]:
-        """Start every gated Pod that can run on its role's pod set; the Pods by role."""
-        by_role: dict[str, list[Json]] = {}
-        wholes: dict[str, Json] = {}
-        for pod in live:
-            role = await self._role(pod, wholes)
-            if role is None:
-                continue
-            by_role.setdefault(role, []).append(pod)
-            if not has_gate(pod) or not pod_group.runnable_or_succeeded(pod):
-                continue
-            if role in counts:
-                await self.pods.ungate(pod, workload, role)
-            else:
-                why = f"podSetInfo with the name '{role}' is not found"
-                self._warn(pod, COMPOSE_FAILED, why)
-        return by_role
+        self, by_role: dict[str, list[Json]], workload: WorkloadRecord, counts: dict[str, int]
+    ) -> None:
+        """Start every gated Pod that can run on its role's pod set."""
+        for role, members in by_role.items():
+            for pod in members:
+                if not has_gate(pod) or not pod_group.runnable_or_succeeded(pod):
+                    continue
+                if role in counts:
+                    await self.pods.ungate(pod, workload, role)
+                else:
+                    why = f"podSetInfo with the name '{role}' is not found"
+                    self._warn(pod, COMPOSE_FAILED, why)
 
     async def _hold(self, live: list[Json], workload: WorkloadRecord) -> None:
         """Not admitted: every running Pod is stopped, saying why."""

@@ -154,7 +154,7 @@ class PodController(Integration):
             if gated:
                 await self.create_workload(str(meta["namespace"]), str(meta["name"]))
             else:
-                await self.stop(pod, *NO_MATCHING_WORKLOAD)
+                await self.stop_unmatched(pod)
             return
         if workload.condition("Finished") is None:
             await self._follow(pod, workload, gated=gated)
@@ -186,8 +186,9 @@ class PodController(Integration):
             reason = f"WorkloadEvictedDueTo{evicted.get('reason', '')}"
             await self.stop(pod, reason, str(evicted.get("message", "")))
 
-    def finish_orphaned(self, workload: WorkloadRecord) -> None:
-        self.finish(workload, *OWNER_NOT_FOUND)
+    async def stop_unmatched(self, pod: Json) -> None:
+        """Stop a running Pod that has no Workload."""
+        await self.stop(pod, *NO_MATCHING_WORKLOAD)
 
     def finish(
         self, workload: WorkloadRecord, reason: str, message: str, *, failed: bool = False

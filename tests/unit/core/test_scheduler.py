@@ -501,6 +501,23 @@ def test_the_reclaimable_signal_frees_quota_only_ever_more_while_admitted() -> N
     assert not c.s.set_reclaimable("team/none", {"main": 1})
 
 
+def test_a_group_waiting_for_replacement_pods_is_not_queued() -> None:
+    """Kueue's WaitingForReplacementPods (docs/cluster.md#pod-groups)."""
+    c = basic_cluster(4)
+    c.apply(workload(NS, "w1", "lq-a", {CPU: "1"}))
+    assert not c.s.set_waiting_for_replacements(W1, False)  # never set: nothing to say
+    assert c.s.set_waiting_for_replacements(W1, True)
+    waiting = c.s.workload(W1).conditions.get("WaitingForReplacementPods")  # type: ignore[union-attr]
+    assert waiting is not None and waiting.is_true
+    assert (waiting.reason, waiting.message) == ("PodsFailed", "Some Failed pods need replacement")
+    assert not c.s.set_waiting_for_replacements(W1, True)  # said already
+    assert c.cycle().admitted == []
+    assert c.s.set_waiting_for_replacements(W1, False)
+    whole = c.s.workload(W1).conditions.get("WaitingForReplacementPods")  # type: ignore[union-attr]
+    assert whole is not None and (whole.status, whole.reason) == ("False", "PodsReady")
+    assert c.cycle().admitted == [W1]
+
+
 def test_cohort_quota_change_flushes_its_tree() -> None:
     c = Cluster()
     c.apply(

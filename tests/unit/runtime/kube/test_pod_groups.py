@@ -17,7 +17,12 @@ from scheduler.api.plain_pod import (
 )
 from scheduler.api.role_hash import ROLE_HASH_ANNOTATION, role_hash
 from scheduler.kubeapi.errors import Json
-from scheduler.runtime.commands import Finish, PodsReady, SetReclaimable
+from scheduler.runtime.commands import (
+    Finish,
+    PodsReady,
+    SetReclaimable,
+    SetWaitingForReplacements,
+)
 from scheduler.runtime.kube.events import Event
 from scheduler.runtime.kube.leader_io import LeaderIO
 from scheduler.runtime.kube.placement import POD_SET_LABEL
@@ -311,9 +316,11 @@ async def test_an_unretriable_pods_failure_ends_the_group_once_none_runs() -> No
         group_pod("a", **{"kueue.x-k8s.io/retriable-in-group": "false"}), group_pod("b")
     )
     await g.server_sets("a", {"status": {"phase": "Failed"}})
-    assert g.engine.take() == []
+    # A retriable group would wait for a's replacement (kept running meanwhile).
+    assert g.engine.take() == [SetWaitingForReplacements(GROUP, True)]
     await g.server_sets("b", {"status": {"phase": "Succeeded"}})
-    assert g.engine.take() == [Finish(GROUP, False, "Succeeded", "Pods succeeded: 1/2.")]
+    finishes = [c for c in g.engine.take() if isinstance(c, Finish)]
+    assert finishes == [Finish(GROUP, False, "Succeeded", "Pods succeeded: 1/2.")]
 
 
 async def test_a_serving_group_never_finishes() -> None:
@@ -337,7 +344,7 @@ async def test_a_failed_pod_is_replaced_and_let_go() -> None:
     assert failed is not None and not failed["metadata"].get("finalizers")
 
 
-async def test_an_evicted_group_is_stopped_whole_and_its_workload_finished_once_gone() -> None:
+async def test_an_evicted_group_is_stopped_whole_and_its_pods_let_go() -> None:
     g = await running(group_pod("a"), group_pod("b"))
     g.fake.server_update(WORKLOADS, GROUP, {"spec": {"active": False}})
     g.refresh_workload()
@@ -355,6 +362,44 @@ async def test_an_evicted_group_is_stopped_whole_and_its_workload_finished_once_
     g.engine.take()
     await g.reconcile()
     assert g.pod("a") is None and g.pod("b") is None  # let go: deleted
-    assert g.engine.take() == [
-        Finish(GROUP, False, "OwnerNotFound", "The workload's owner no longer exists")
-    ]
+    # The Workload stays for the garbage collector (its owners are gone), unfinished: a
+    # controller that recreates the group's Pods gets it back (below).
+    assert g.engine.take() == []
+
+
+async def test_a_group_missing_a_pod_waits_for_its_replacement() -> None:
+    g = await group(group_pod("a"), group_pod("b"))
+    await g.reconcile()
+    g.refresh_workload()
+    g.engine.apply_pending()
+    g.engine.take()
+    g.fake.server_delete(PODS, "team/b")
+    g.see("b")
+    await g.reconcile()
+    assert g.engine.take() == [SetWaitingForReplacements(GROUP, True)]
+    g.engine.apply_pending()
+    core = g.engine.scheduler.workload(GROUP)
+    assert core is not None
+    assert core.conditions.is_true("WaitingForReplacementPods")
+    assert admit_in_core(g.engine) == []  # not queued while it misses a Pod
+    # The replacement joins: it owns the Workload too, and the group is whole again.
+    g.add(group_pod("b2"))
+    await g.reconcile()
+    raw = g.workload()
+    assert raw is not None
+    assert [o["name"] for o in raw["metadata"]["ownerReferences"]] == ["a", "b", "b2"]
+    assert ("g", "OwnerReferencesAdded", "Added 1 owner reference(s)") in g.events.reasons()
+    said = [c for c in g.engine.take() if isinstance(c, SetWaitingForReplacements)]
+    assert said == [SetWaitingForReplacements(GROUP, False)]
+    await g.admit()
+
+
+async def test_a_running_group_pod_without_a_workload_is_stopped() -> None:
+    started = group_pod("a")
+    started["spec"]["schedulingGates"] = None
+    g = await group(started, group_pod("b"))
+    await g.reconcile()
+    pod = g.pod("a")
+    assert pod is not None and pod["metadata"]["deletionTimestamp"]
+    assert pod["status"]["conditions"][0]["reason"] == "NoMatchingWorkload"
+    assert g.workload() is None
