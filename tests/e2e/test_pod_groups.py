@@ -222,7 +222,7 @@ def test_a_succeeded_pods_quota_goes_back_while_its_group_runs(plane: ControlPla
     wait_group(plane, "reclaim", "gone", lambda pods: not pods)
 
 
-def test_a_short_group_says_why_and_a_complete_one_beyond_the_quota_waits(
+def test_a_short_group_says_why_and_a_complete_one_beyond_the_quota_waits_and_moves(
     plane: ControlPlane,
 ) -> None:
     assert create_pod(plane, group_pod("big-a", "big", 2, cpu="3")).returncode == 0
@@ -240,6 +240,15 @@ def test_a_short_group_says_why_and_a_complete_one_beyond_the_quota_waits(
     assert condition(wl, "Admitted") is None
     for pod in pods_of(plane, "big"):
         assert pod["spec"]["schedulingGates"] == [GATE]
+    # Relabelled while it waits, the group moves to a queue it fits in, and runs.
+    plane.kubectl(
+        "label", "pods", "-n", NS, "-l", f"{GROUP_LABEL}=big", f"{QUEUE_LABEL}=user-queue",
+        "--overwrite",
+    )  # fmt: skip
+    moved = wait_workload(plane, "big", "admitted", lambda w: condition(w, "Admitted"))
+    assert moved["spec"]["queueName"] == "user-queue"
+    assert moved["metadata"]["uid"] == wl["metadata"]["uid"]
+    wait_group(plane, "big", "running", running)
     plane.kubectl("delete", "pods", "-n", NS, "-l", f"{GROUP_LABEL}=big", "--wait=false")
     wait_group(plane, "big", "gone", lambda pods: not pods)
     # Its owners gone, the garbage collector deletes the Workload.

@@ -15,6 +15,8 @@ Kueue's does, the group:
   `TerminationTarget` condition and is deleted);
 * is held out of its queue while it misses Pods (Kueue's `WaitingForReplacementPods`),
   and its Workload is owned by each Pod that joins it;
+* has its Workload follow its first Pod's priority class label, and, while it waits,
+  its queue-name and maximum execution time labels (not a serving group's);
 * is finished when all its Pods succeeded, or none is active and one says it is not to
   be retried (`Pods succeeded: n/count.`); a serving group never finishes;
 * lets each Pod go once the Workload is finished, or at once when the Pod is being
@@ -266,6 +268,13 @@ class PodGroupReconciler:
             pods.finish(workload, SUCCEEDED, message)
             return
         await self._own(live, workload)
+        first = live[0]
+        if await pods.follow_priority_class(first, workload):
+            return  # the Workload's change brings the group back
+        if not pod_group.is_serving(first):
+            # While it waits, the Workload follows the first Pod's queue and maximum
+            # execution time labels, as Kueue's (a serving group keeps its queue).
+            await pods.follow_labels(first, workload)
         by_role = await self._by_role(live)
         status = workload.status or {}
         if workload.condition("Admitted") is not None and status.get("admission"):

@@ -394,6 +394,36 @@ async def test_a_group_missing_a_pod_waits_for_its_replacement() -> None:
     await g.admit()
 
 
+async def test_a_waiting_group_follows_its_first_pods_queue() -> None:
+    g = await group(group_pod("a"), group_pod("b"))
+    await g.reconcile()
+    g.refresh_workload()
+    g.engine.apply_pending()
+    for name in ("a", "b"):
+        g.fake.server_update(
+            PODS, f"team/{name}", {"metadata": {"labels": {"kueue.x-k8s.io/queue-name": "next"}}}
+        )
+        g.see(name)
+    await g.reconcile()
+    raw = g.workload()
+    assert raw is not None and raw["spec"]["queueName"] == "next"
+
+
+async def test_a_serving_group_keeps_its_queue() -> None:
+    serving = {"kueue.x-k8s.io/pod-group-serving": "true"}
+    g = await group(group_pod("a", **serving), group_pod("b", **serving))
+    await g.reconcile()
+    g.refresh_workload()
+    g.engine.apply_pending()
+    g.fake.server_update(
+        PODS, "team/a", {"metadata": {"labels": {"kueue.x-k8s.io/queue-name": "next"}}}
+    )
+    g.see("a")
+    await g.reconcile()
+    raw = g.workload()
+    assert raw is not None and raw["spec"]["queueName"] == "main"
+
+
 async def test_a_running_group_pod_without_a_workload_is_stopped() -> None:
     started = group_pod("a")
     started["spec"]["schedulingGates"] = None
