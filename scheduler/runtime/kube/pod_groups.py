@@ -137,7 +137,10 @@ class PodGroupReconciler:
                 await pods.release(pod)
         elif live:
             await self._with_workload(live, workload)
-        # No Pod left: the garbage collector deletes the Workload, its owners gone.
+        else:
+            # No Pod left: the garbage collector deletes the Workload, its owners gone;
+            # until then it is not queued again (it misses every Pod).
+            self._missing({}, workload, fast=False)
 
     # -- without a Workload ------------------------------------------------------------
     async def _without_workload(self, group: str, live: list[Json]) -> None:
@@ -281,7 +284,7 @@ class PodGroupReconciler:
             await self._run(live, by_role, workload)
         else:
             await self._hold(live, workload)
-        self._missing(live, by_role, workload)
+        self._missing(by_role, workload, fast=pod_group.fast_admission(first))
 
     async def _by_role(self, live: list[Json]) -> dict[str, list[Json]]:
         by_role: dict[str, list[Json]] = {}
@@ -316,14 +319,14 @@ class PodGroupReconciler:
         self.pods.io.record(Event(regarding, OWNERS_ADDED, note))
 
     def _missing(
-        self, live: list[Json], by_role: dict[str, list[Json]], workload: WorkloadRecord
+        self, by_role: dict[str, list[Json]], workload: WorkloadRecord, *, fast: bool
     ) -> None:
         """Tell the core whether the group misses Pods of a role (Kueue's
-        `WaitingForReplacementPods`: a group missing Pods is not queued)."""
+        `WaitingForReplacementPods`: a group missing Pods is not queued); with fast
+        admission only a role without any Pod is missing."""
         core = self.pods.io.engine.scheduler.workload(workload.key)
         if core is None:
             return
-        fast = pod_group.fast_admission(live[0])
         absent = 0
         for pod_set in core.pod_sets:
             runnable = sum(

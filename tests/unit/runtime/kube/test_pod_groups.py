@@ -362,9 +362,15 @@ async def test_an_evicted_group_is_stopped_whole_and_its_pods_let_go() -> None:
     g.engine.take()
     await g.reconcile()
     assert g.pod("a") is None and g.pod("b") is None  # let go: deleted
-    # The Workload stays for the garbage collector (its owners are gone), unfinished: a
-    # controller that recreates the group's Pods gets it back (below).
-    assert g.engine.take() == []
+    # The Workload stays for the garbage collector (its owners are gone), unfinished
+    # (a controller that recreates the group's Pods gets it back, below), and out of its
+    # queue meanwhile: it misses every Pod, for the eviction's reason.
+    assert g.engine.take() == [SetWaitingForReplacements(GROUP, True)]
+    g.engine.apply_pending()
+    core = g.engine.scheduler.workload(GROUP)
+    assert core is not None
+    waiting = core.conditions.get("WaitingForReplacementPods")
+    assert waiting is not None and (waiting.status, waiting.reason) == ("True", "Deactivated")
 
 
 async def test_a_group_missing_a_pod_waits_for_its_replacement() -> None:
