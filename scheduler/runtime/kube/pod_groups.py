@@ -149,7 +149,9 @@ class PodGroupReconciler:
         running = [pod for pod in live if not has_gate(pod) and not ended(pod)]
         for pod in running:
             await self.pods.stop_unmatched(pod)
-        if live and not running:
+        # Pods that all ended (a finished group whose Workload was deleted) have nothing
+        # left to run: no new Workload for them.
+        if live and not running and not all(ended(pod) for pod in live):
             await self._compose(group, live)
 
     async def _compose(self, group: str, live: list[Json]) -> None:

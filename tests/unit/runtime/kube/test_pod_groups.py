@@ -204,6 +204,15 @@ async def test_each_role_is_a_pod_set_sorted_by_its_hash() -> None:
     assert found == sorted([(leader, 1), (worker, 2)])
 
 
+async def test_pods_that_all_ended_get_no_new_workload() -> None:
+    g = await group(group_pod("a"), group_pod("b"))
+    for name in ("a", "b"):
+        g.fake.server_update(PODS, f"team/{name}", {"status": {"phase": "Succeeded"}})
+        g.see(name)
+    await g.reconcile()
+    assert g.workload() is None and g.events.reasons() == []
+
+
 async def test_a_pod_without_its_role_hash_is_read_whole_for_it() -> None:
     unhashed = group_pod("b")
     del unhashed["metadata"]["annotations"][ROLE_HASH_ANNOTATION]
