@@ -16,8 +16,13 @@ from scheduler.api.integrations import (
     DEPLOYMENT_FRAMEWORK,
     INTEGRATED,
     POD_BASED,
+    STATEFULSET_FRAMEWORK,
     listed_frameworks,
 )
+
+# The integrations carried out only against a cluster (their Pods come from its
+# controllers), with the kind each names in its warning.
+_CLUSTER_ONLY = ((DEPLOYMENT_FRAMEWORK, "Deployments"), (STATEFULSET_FRAMEWORK, "StatefulSets"))
 
 
 class IgnoredSetting(NamedTuple):
@@ -82,18 +87,20 @@ def _integrations(cfg: ProcessSettings, *, cluster_mode: bool) -> list[IgnoredSe
             )
         )
     pod_based = [f for f in POD_BASED if f in listed]
-    if DEPLOYMENT_FRAMEWORK in listed and not cluster_mode:
-        found.append(
-            IgnoredSetting(
-                "integrations.frameworks",
-                f"{DEPLOYMENT_FRAMEWORK}: Deployments are integrated only in cluster mode",
+    for framework, kinds in _CLUSTER_ONLY:
+        if framework in listed and not cluster_mode:
+            found.append(
+                IgnoredSetting(
+                    "integrations.frameworks",
+                    f"{framework}: {kinds} are integrated only in cluster mode",
+                )
             )
-        )
     if pod_based and cfg.managed_jobs_namespace_selector is not None:
         found.append(
             IgnoredSetting(
                 "managedJobsNamespaceSelector",
-                "for Pods and Deployments the mutating webhooks' namespaceSelector decides "
+                "for Pods, Deployments and StatefulSets the mutating webhooks' "
+                "namespaceSelector decides "
                 "(kube-system and queuescope-system left out); edit it there",
             )
         )

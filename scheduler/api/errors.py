@@ -8,9 +8,11 @@ so one error type carries all of those and renders them on one line.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypedDict, Unpack
+
+from scheduler.api.go_json import go_json
 
 __all__ = [
     "ApiError",
@@ -24,11 +26,14 @@ __all__ = [
 
 
 def quote(value: object) -> str:
-    """A value as apimachinery prints it in errors: strings quoted (%q), numbers bare."""
+    """A value as apimachinery prints it in errors: strings quoted (%q), numbers bare,
+    and anything else (maps, lists, a nil) as Go's JSON of it (`{"cpu":"2"}`, `null`)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | float):
         return str(value)
+    if value is None or isinstance(value, Mapping | list | tuple):
+        return go_json(value)
     return json.dumps(value if isinstance(value, str) else str(value), ensure_ascii=False)
 
 

@@ -1,6 +1,6 @@
 """Which of Kueue's integrations a Configuration turns on (its
 `integrations.frameworks`), among those queuescope has (docs/cluster.md#plain-pods,
-docs/cluster.md#deployments)."""
+docs/cluster.md#deployments, docs/cluster.md#statefulsets)."""
 
 from __future__ import annotations
 
@@ -12,23 +12,26 @@ from scheduler.api.config import ProcessSettings
 JOB_FRAMEWORK: Final = "batch/job"  # always on (docs/scheduling.md#configuration)
 POD_FRAMEWORK: Final = "pod"  # plain Pods, in cluster mode
 DEPLOYMENT_FRAMEWORK: Final = "deployment"  # a Deployment's Pods, each its own workload
-INTEGRATED: Final = (JOB_FRAMEWORK, POD_FRAMEWORK, DEPLOYMENT_FRAMEWORK)
+STATEFULSET_FRAMEWORK: Final = "statefulset"  # a StatefulSet's Pods, through the Pod path
+INTEGRATED: Final = (JOB_FRAMEWORK, POD_FRAMEWORK, DEPLOYMENT_FRAMEWORK, STATEFULSET_FRAMEWORK)
 # The integrations whose workloads are Pods, which need a cluster's Pods.
-POD_BASED: Final = (POD_FRAMEWORK, DEPLOYMENT_FRAMEWORK)
+POD_BASED: Final = (POD_FRAMEWORK, DEPLOYMENT_FRAMEWORK, STATEFULSET_FRAMEWORK)
 
 
 @dataclass(frozen=True, slots=True)
 class PodIntegrations:
     """Which Pods the webhooks and the Pod controller manage: plain Pods that name a
-    LocalQueue (`pod` listed), and the Pods of Deployments that do (`deployment`
-    listed; Kueue turns the `pod` integration on with it, for those Pods only)."""
+    LocalQueue (`pod` listed), and the Pods of Deployments and StatefulSets that do
+    (`deployment`, `statefulset` listed; Kueue turns the `pod` integration on with
+    each, for those Pods only)."""
 
     plain: bool = False
     deployments: bool = False
+    statefulsets: bool = False
 
     @property
     def on(self) -> bool:
-        return self.plain or self.deployments
+        return self.plain or self.deployments or self.statefulsets
 
 
 NO_POD_INTEGRATIONS: Final = PodIntegrations()
@@ -46,5 +49,7 @@ def listed_frameworks(cfg: ProcessSettings | None) -> list[str]:
 def pod_integrations(cfg: ProcessSettings | None) -> PodIntegrations:
     listed = listed_frameworks(cfg)
     return PodIntegrations(
-        plain=POD_FRAMEWORK in listed, deployments=DEPLOYMENT_FRAMEWORK in listed
+        plain=POD_FRAMEWORK in listed,
+        deployments=DEPLOYMENT_FRAMEWORK in listed,
+        statefulsets=STATEFULSET_FRAMEWORK in listed,
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from scheduler.api.errors import ApiError
 from scheduler.api.job import (
@@ -34,6 +35,12 @@ from scheduler.api.workload import (
     WorkloadSpec,
 )
 from scheduler.api.workload_names import workload_name
+
+if TYPE_CHECKING:
+    from scheduler.api.statefulset import StatefulSet
+
+# What an integration makes a Workload of.
+Owner: TypeAlias = "Job | Pod | StatefulSet"
 
 __all__ = [
     "ResolvedPriority",
@@ -59,7 +66,7 @@ ResolvedPriority = tuple[int, str, PriorityClassSource]
 """(priority, priorityClassName, priorityClassSource)."""
 
 
-def _error(job: Job | Pod, path: str, detail: str) -> ApiError:
+def _error(job: Owner, path: str, detail: str) -> ApiError:
     ref = source_of(job)
     return ApiError(
         detail,
@@ -74,7 +81,7 @@ def _error(job: Job | Pod, path: str, detail: str) -> ApiError:
 
 
 def resolve_priority(
-    job: Job | Pod,
+    job: Owner,
     workload_priority_classes: Mapping[str, WorkloadPriorityClass],
     priority_classes: Mapping[str, PriorityClass],
 ) -> ResolvedPriority:
@@ -90,12 +97,12 @@ def resolve_priority(
                 f'WorkloadPriorityClass "{wpc_name}" not found',
             )
         return wpc.value, wpc_name, WORKLOAD_PRIORITY_CLASS_SOURCE
-    # A Job (or a Pod) has a single pod set, so "the first pod set naming a class" is
-    # its template (its spec).
-    if isinstance(job, Job):
-        pc_name, pc_path = job.spec.template.spec.priority_class_name, "spec.template.spec"
-    else:
+    # A Job (a Pod, a StatefulSet) has a single pod set, so "the first pod set naming a
+    # class" is its template (its spec).
+    if isinstance(job, Pod):
         pc_name, pc_path = job.spec.priority_class_name, "spec"
+    else:
+        pc_name, pc_path = job.spec.template.spec.priority_class_name, "spec.template.spec"
     if pc_name:
         pc = priority_classes.get(pc_name)
         if pc is None:
@@ -147,29 +154,40 @@ def job_to_workload(
     return owner_workload(job, job_uid(job), [pod_set], workload_priority_classes, priority_classes)
 
 
-def owner_workload(
-    owner: Job | Pod,
+def owner_workload(  # noqa: PLR0913 - the owner, its pod sets, the classes, two options
+    owner: Owner,
     uid: str,
     pod_sets: list[PodSet],
     workload_priority_classes: Mapping[str, WorkloadPriorityClass],
     priority_classes: Mapping[str, PriorityClass],
+    *,
+    annotations: Mapping[str, str] | None = None,
+    controller: bool = True,
 ) -> Workload:
-    """The Workload an integration makes for `owner` (a Job, a Pod) with these pod sets:
-    named by Kueue's rule, owned by it, labelled with its uid, in the LocalQueue, with
-    the priority and the maximum execution time its labels say. ApiError when it names
-    a priority class that does not exist."""
+    """The Workload an integration makes for `owner` (a Job, a Pod, a StatefulSet) with
+    these pod sets: named by Kueue's rule, owned by it (its controller unless
+    `controller` is False), labelled with its uid, in the LocalQueue, with the priority
+    and the maximum execution time its labels say. ApiError when it names a priority
+    class that does not exist."""
     priority, class_name, class_source = resolve_priority(
         owner, workload_priority_classes, priority_classes
     )
     meta = owner.metadata
     group = owner.api_version.rpartition("/")[0]
+    reference: dict[str, Any] = controller_reference(owner.api_version, owner.kind, meta.name, uid)
+    if not controller:
+        # Kueue's SetOwnerReference: an owner that neither controls nor blocks deletion.
+        reference = {
+            k: v for k, v in reference.items() if k in ("apiVersion", "kind", "name", "uid")
+        }
     workload = Workload(
         metadata=ObjectMeta(
             name=workload_name(owner.kind, group, meta.name, uid),
             namespace=meta.namespace or "default",
             labels={JOB_UID_LABEL: uid} if uid else {},
+            annotations=dict(annotations or {}),
             creation_timestamp=meta.creation_timestamp,
-            owner_references=[controller_reference(owner.api_version, owner.kind, meta.name, uid)],
+            owner_references=[reference],
         ),
         spec=WorkloadSpec(
             pod_sets=pod_sets,

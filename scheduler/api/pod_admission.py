@@ -48,15 +48,8 @@ def queue_name(pod: Mapping[str, Any]) -> str:
 
 def owned_by_job(pod: Mapping[str, Any]) -> bool:
     """Is the Pod's controller a batch/v1 Job (the Job integration's to queue)?"""
-    for ref in raw.metadata_of(pod).get("ownerReferences") or []:
-        if (
-            isinstance(ref, Mapping)
-            and ref.get("controller") is True
-            and ref.get("apiVersion") == "batch/v1"
-            and ref.get("kind") == "Job"
-        ):
-            return True
-    return False
+    ref = raw.controller_of(pod)
+    return ref is not None and (ref.get("apiVersion"), ref.get("kind")) == ("batch/v1", "Job")
 
 
 def suspending_parent(pod: Mapping[str, Any]) -> str:

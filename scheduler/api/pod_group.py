@@ -26,6 +26,8 @@ from scheduler.api.validation.paths import key
 FAST_ADMISSION: Final = "kueue.x-k8s.io/pod-group-fast-admission"
 SERVING: Final = "kueue.x-k8s.io/pod-group-serving"
 RETRIABLE_IN_GROUP: Final = "kueue.x-k8s.io/retriable-in-group"
+# On a Pod whose owner made its group's Workload (a StatefulSet's Pods).
+PREBUILT_WORKLOAD: Final = "kueue.x-k8s.io/prebuilt-workload-name"
 # On the Workload Kueue makes of a group (and only there).
 IS_GROUP_WORKLOAD: Final = "kueue.x-k8s.io/is-group-workload"
 
@@ -49,6 +51,12 @@ def _name_in_annotation(pod: Mapping[str, Any]) -> bool:
 def group_name_path(pod: Mapping[str, Any]) -> str:
     where = "annotations" if _name_in_annotation(pod) else "labels"
     return key(f"metadata.{where}", POD_GROUP_NAME)
+
+
+def prebuilt_workload(pod: Mapping[str, Any]) -> str:
+    """The Workload the Pod's owner made for its group ("" for none): a group so marked
+    never gets a Workload made of its Pods (docs/cluster.md#statefulsets)."""
+    return str(raw.annotations_of(pod).get(PREBUILT_WORKLOAD) or "")
 
 
 def _flag(pod: Mapping[str, Any], annotation: str, value: str = "true") -> bool:

@@ -23,3 +23,11 @@ def labels_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def annotations_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return mapping(metadata_of(obj).get("annotations"))
+
+
+def controller_of(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The owner reference that says `controller: true`, None for none."""
+    for ref in metadata_of(obj).get("ownerReferences") or []:
+        if isinstance(ref, Mapping) and ref.get("controller") is True:
+            return ref
+    return None

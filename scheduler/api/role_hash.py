@@ -15,9 +15,10 @@ the order of their Go structs, its quantities canonical, absent values `null`).
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
+
+from scheduler.api.go_json import go_json
 
 ROLE_HASH_ANNOTATION: Final = "kueue.x-k8s.io/role-hash"
 
@@ -32,14 +33,6 @@ _SHAPE_FIELDS: Final = (
     "overhead",
     "resourceClaims",
 )
-# Go's encoder escapes these inside strings (HTML safety, and JavaScript's line ends).
-_GO_ESCAPES: Final = {
-    "<": "\\u003c",
-    ">": "\\u003e",
-    "&": "\\u0026",
-    "\u2028": "\\u2028",
-    "\u2029": "\\u2029",
-}
 
 
 def _containers_shape(containers: object) -> list[dict[str, Any]] | None:
@@ -80,14 +73,6 @@ def _sorted(value: Any) -> Any:
     if isinstance(value, Mapping):
         return {k: value[k] for k in sorted(value)}
     return value
-
-
-def go_json(value: Any) -> str:
-    """`value` as Go's json.Marshal writes it (the keys in the order given)."""
-    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    for char, escaped in _GO_ESCAPES.items():
-        text = text.replace(char, escaped)
-    return text
 
 
 def role_hash(spec: Mapping[str, Any]) -> str:

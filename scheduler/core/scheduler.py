@@ -30,7 +30,9 @@ from scheduler.core.workload import (
     ADMITTED,
     EVICTED,
     FINISHED,
+    ON_HOLD,
     PODS_READY,
+    QUOTA_RESERVED,
     REQUEUED,
     WAITING_FOR_REPLACEMENT_PODS,
     WorkloadState,
@@ -350,6 +352,7 @@ class Scheduler:
             or wl.finished
             or wl.holds_quota
             or wl.conditions.is_true(WAITING_FOR_REPLACEMENT_PODS)
+            or wl.on_hold
         ):
             self._queues.delete(wl.key)
             return
@@ -596,6 +599,45 @@ class Scheduler:
         if changed:
             self.sync_workload(wl)
         return changed
+
+    def set_on_hold(self, key: str, message: str | None) -> bool:
+        """Put the workload on hold with `message`, or lift its hold (None): Kueue's
+        `QuotaReserved=False` reason `OnHold` (docs/cluster.md#statefulsets). A held
+        workload gives its quota back without an eviction and is not queued; lifted,
+        it is queued again, `Pending`."""
+        wl = self._workloads.get(key)
+        if wl is None or wl.finished:
+            return False
+        now = self.now()
+        if message is None:
+            if not wl.on_hold:
+                return False
+            wl.conditions.set(
+                QUOTA_RESERVED,
+                "False",
+                "Pending",
+                "Workload no longer on hold; waiting for quota reservation",
+                now,
+            )
+            wl.revision += 1
+            self.sync_workload(wl)
+            return True
+        if wl.on_hold and wl.admission is None:
+            return False
+        cq = self.release_quota(wl)
+        wl.admission = None
+        wl.admission_checks = reset_checks(wl.admission_checks, now)
+        wl.why = None
+        wl.conditions.set(QUOTA_RESERVED, "False", ON_HOLD, message, now)
+        if wl.conditions.get(ADMITTED) is not None:
+            wl.conditions.set(
+                ADMITTED, "False", "NoReservation", "The workload has no reservation", now
+            )
+        wl.revision += 1
+        self.sync_workload(wl)
+        if cq is not None:
+            self.flush([cq])
+        return True
 
     def set_active(self, key: str, active: bool) -> bool:
         wl = self._workloads.get(key)

@@ -30,6 +30,9 @@ PODS_READY = "PodsReady"
 FINISHED = "Finished"
 # A pod group misses Pods (docs/cluster.md#pod-groups): not queued while True.
 WAITING_FOR_REPLACEMENT_PODS = "WaitingForReplacementPods"
+# The QuotaReserved=False reason of a workload its owner put on hold (a StatefulSet
+# scaled to zero, docs/cluster.md#statefulsets): not queued until the hold is lifted.
+ON_HOLD = "OnHold"
 DEACTIVATION_TARGET = "DeactivationTarget"
 
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
@@ -232,6 +235,11 @@ class WorkloadState:
             and self.conditions.is_true(QUOTA_RESERVED)
             and not self.finished
         )
+
+    @property
+    def on_hold(self) -> bool:
+        reserved = self.conditions.get(QUOTA_RESERVED)
+        return reserved is not None and reserved.status == "False" and reserved.reason == ON_HOLD
 
     def queue_signature(self) -> tuple[object, ...]:
         """What a queue reacts to (docs/scheduling.md#queue-structures): spec, reclaimable pods,

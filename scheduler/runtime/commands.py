@@ -68,6 +68,15 @@ class SetWaitingForReplacements:
 
 
 @dataclass(frozen=True, slots=True)
+class SetOnHold:
+    """The owner holds the workload (`message` says why) or lets it go again (None):
+    a StatefulSet scaled to zero and back (docs/cluster.md#statefulsets)."""
+
+    key: str
+    message: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class SetActive:
     """`spec.active` changed: False deactivates (docs/scheduling.md#deactivation), True
     reactivates."""
@@ -96,6 +105,7 @@ Command: TypeAlias = (
     | PodsReady
     | SetReclaimable
     | SetWaitingForReplacements
+    | SetOnHold
     | SetActive
     | MarkSynced
     | Barrier

@@ -52,6 +52,7 @@ from scheduler.runtime.commands import (
     MarkSynced,
     PodsReady,
     SetActive,
+    SetOnHold,
     SetReclaimable,
     SetWaitingForReplacements,
 )
@@ -446,6 +447,8 @@ class Engine:
             s.set_reclaimable(command.key, dict(command.counts))
         elif isinstance(command, SetWaitingForReplacements):
             s.set_waiting_for_replacements(command.key, command.waiting)
+        elif isinstance(command, SetOnHold):
+            s.set_on_hold(command.key, command.message)
         else:
             return
         self._touch((command.key,))

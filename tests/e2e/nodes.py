@@ -54,12 +54,14 @@ FAIL_AFTER_ANNOTATION = "e2e.queuescope.io/fail-after"
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
 NODE_LABEL = "e2e.queuescope.io/kwok"
 NOT_READY_TAINT = "node.kubernetes.io/not-ready:NoSchedule"
-# The Deployment and ReplicaSet controllers for the `deployment` integration's tests.
+# The Deployment, ReplicaSet and StatefulSet controllers for the `deployment` and
+# `statefulset` integrations' tests.
 KCM_CONTROLLERS = (
     "job-controller",
     "garbage-collector-controller",
     "deployment-controller",
     "replicaset-controller",
+    "statefulset-controller",
 )
 AGENT_READY_SECONDS = 120.0
 NODES_READY_SECONDS = 60.0

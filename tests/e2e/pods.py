@@ -38,6 +38,8 @@ QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 GATE = {"name": "kueue.x-k8s.io/admission"}
 MANAGED = "kueue.x-k8s.io/managed"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+PARENT = "kueue.x-k8s.io/pod-suspending-parent"
+WORKLOADS = "workloads.kueue.x-k8s.io"
 
 
 def sample_flavors() -> str:
@@ -358,3 +360,54 @@ def create_pod(plane: ControlPlane, obj: dict[str, Any], *, dry_run: bool = Fals
     """`kubectl create` of one object as JSON, the result not checked (`-o json` out)."""
     args = ["create", "-f", "-", "-o", "json"] + (["--dry-run=server"] if dry_run else [])
     return plane.kubectl(*args, input=json.dumps(obj), check=False)
+
+
+@dataclass(frozen=True)
+class ObjectRef:
+    """One namespaced object, by the kind kubectl knows it as."""
+
+    kind: str
+    namespace: str
+    name: str
+
+
+def stored(plane: ControlPlane, ref: ObjectRef) -> dict[str, Any] | None:
+    """The object as the API server holds it, None when it does not."""
+    result = plane.kubectl(
+        "get", ref.kind, ref.name, "-n", ref.namespace, "-o", "json", check=False
+    )
+    return json.loads(result.stdout) if result.returncode == 0 else None
+
+
+def wait_object(plane: ControlPlane, ref: ObjectRef, what: str, test: Any) -> dict[str, Any]:
+    """The object once it exists and passes `test`."""
+
+    def probe() -> dict[str, Any] | None:
+        found = stored(plane, ref)
+        return found if found is not None and test(found) else None
+
+    result: dict[str, Any] = wait_for(
+        probe, timeout=90, what=f"{ref.kind} {ref.name} {what}", interval=0.3
+    )
+    return result
+
+
+def template_marked(
+    sample: Path, namespace: str, framework: str
+) -> Callable[[ControlPlane], bool | None]:
+    """An `in_force` probe: is Kueue's example `sample` (a Deployment, a StatefulSet)
+    stored with its pod template marked for `framework` (our webhook in force)?"""
+
+    def probe(plane: ControlPlane) -> bool | None:
+        result = plane.kubectl(
+            "create",
+            *("-n", namespace, "-f", "-", "--dry-run=server", "-o", "json"),
+            input=sample.read_text(),
+            check=False,
+        )
+        if result.returncode != 0:
+            return None
+        template = json.loads(result.stdout)["spec"]["template"]["metadata"]
+        return True if (template.get("annotations") or {}).get(PARENT) == framework else None
+
+    return probe

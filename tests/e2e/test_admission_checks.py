@@ -512,6 +512,8 @@ def test_an_unsuspended_job_gets_no_pod_until_it_is_admitted(
         "mpod.queuescope.io",
         "mdeployment.queuescope.io",
         "mdeployment-default-queue.queuescope.io",
+        "mstatefulset.queuescope.io",
+        "mstatefulset-default-queue.queuescope.io",
     ]
     plane.apply(flavor_queue(NS, "cq-plain", "lq-plain", "on-demand", "1"))
     first = json.loads(

@@ -27,6 +27,7 @@ from tests.e2e.pods import (
     GATE,
     KUEUE_EXAMPLES,
     MANAGED,
+    PARENT,
     QUEUE_LABEL,
     IntegrationSetup,
     PodJob,
@@ -35,6 +36,7 @@ from tests.e2e.pods import (
     integration_fixtures,
     integrations_config,
     priority_class,
+    template_marked,
     unsuspended,
     wait_job,
 )
@@ -43,7 +45,6 @@ pytestmark = pytest.mark.realcluster
 
 NS = "deployments-e2e"
 NAME = "nginx-deployment"  # Kueue's example's name
-PARENT = "kueue.x-k8s.io/pod-suspending-parent"
 CONFIG = integrations_config("batch/job", "deployment")
 SAMPLE = KUEUE_EXAMPLES / "serving-workloads" / "sample-deployment.yaml"
 # Three replicas of Kueue's example (100m each) fit, a fourth does not.
@@ -98,21 +99,9 @@ def scale(plane: ControlPlane, replicas: int) -> None:
     plane.kubectl("scale", "deployment", NAME, "-n", NS, f"--replicas={replicas}")
 
 
-def _marked(plane: ControlPlane) -> bool | None:
-    """Is Kueue's example Deployment stored with a marked template (our webhook in force)?"""
-    result = plane.kubectl(
-        "create",
-        *("-n", NS, "-f", "-", "--dry-run=server", "-o", "json"),
-        input=SAMPLE.read_text(),
-        check=False,
-    )
-    if result.returncode != 0:
-        return None
-    annotations = json.loads(result.stdout)["spec"]["template"]["metadata"].get("annotations")
-    return True if (annotations or {}).get(PARENT) == "deployment" else None
-
-
-SETUP = IntegrationSetup(CONFIG, NS, QUEUES, owners="deployments", in_force=_marked)
+SETUP = IntegrationSetup(
+    CONFIG, NS, QUEUES, owners="deployments", in_force=template_marked(SAMPLE, NS, "deployment")
+)
 server, plane = integration_fixtures(SETUP)
 
 

@@ -32,12 +32,15 @@ from tests.e2e.pods import (
     MANAGED,
     QUEUE_LABEL,
     IntegrationSetup,
+    ObjectRef,
     condition,
     create_pod,
     integration_fixtures,
     integrations_config,
     pod_test_queues,
+    stored,
     wait_events,
+    wait_object,
 )
 
 pytestmark = pytest.mark.realcluster
@@ -78,17 +81,11 @@ def pod(
 
 
 def stored_pod(plane: ControlPlane, name: str) -> dict[str, Any] | None:
-    result = plane.kubectl("get", "pod", name, "-n", NS, "-o", "json", check=False)
-    return json.loads(result.stdout) if result.returncode == 0 else None
+    return stored(plane, ObjectRef("pod", NS, name))
 
 
 def wait_pod(plane: ControlPlane, name: str, what: str, test: Any) -> dict[str, Any]:
-    def probe() -> dict[str, Any] | None:
-        found = stored_pod(plane, name)
-        return found if found is not None and test(found) else None
-
-    result: dict[str, Any] = wait_for(probe, timeout=90, what=f"pod {name} {what}", interval=0.3)
-    return result
+    return wait_object(plane, ObjectRef("pod", NS, name), what, test)
 
 
 def wait_gone(plane: ControlPlane, name: str) -> None:

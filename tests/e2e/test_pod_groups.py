@@ -32,13 +32,17 @@ from tests.e2e.pods import (
     GATE,
     KUEUE_EXAMPLES,
     QUEUE_LABEL,
+    WORKLOADS,
     IntegrationSetup,
+    ObjectRef,
     condition,
     create_pod,
     integration_fixtures,
     integrations_config,
     pod_test_queues,
+    stored,
     wait_events,
+    wait_object,
 )
 
 pytestmark = pytest.mark.realcluster
@@ -93,19 +97,11 @@ def wait_group(plane: ControlPlane, group: str, what: str, test: Any) -> list[di
 
 
 def stored_workload(plane: ControlPlane, name: str) -> dict[str, Any] | None:
-    result = plane.kubectl(
-        "get", "workloads.kueue.x-k8s.io", name, "-n", NS, "-o", "json", check=False
-    )
-    return json.loads(result.stdout) if result.returncode == 0 else None
+    return stored(plane, ObjectRef(WORKLOADS, NS, name))
 
 
 def wait_workload(plane: ControlPlane, name: str, what: str, test: Any) -> dict[str, Any]:
-    def probe() -> dict[str, Any] | None:
-        found = stored_workload(plane, name)
-        return found if found is not None and test(found) else None
-
-    result: dict[str, Any] = wait_for(probe, timeout=90, what=f"workload {name} {what}")
-    return result
+    return wait_object(plane, ObjectRef(WORKLOADS, NS, name), what, test)
 
 
 def _cq_cpu(plane: ControlPlane) -> str | None:

@@ -1,13 +1,16 @@
 """The admission webhooks' endpoints: AdmissionReview in, AdmissionReview out.
 
     POST /validate      every kind the API layer knows (Kueue's kinds, batch/v1 Jobs), and
-                        v1 Pods and apps/v1 Deployments with their integrations on
+                        v1 Pods, apps/v1 Deployments and StatefulSets with their
+                        integrations on
     POST /mutate-job    batch/v1 Jobs: suspended (and the `default` LocalQueue) on create
-    POST /mutate-pod    v1 Pods: held behind the admission gate on create (`pod` and
-                        `deployment` integrations)
+    POST /mutate-pod    v1 Pods: held behind the admission gate on create (`pod`,
+                        `deployment` and `statefulset` integrations)
     POST /mutate-deployment
                         apps/v1 Deployments: their pod template marked on create and
                         update (`deployment` integration)
+    POST /mutate-statefulset
+                        apps/v1 StatefulSets: the same (`statefulset` integration)
 
 What each answer means (docs/operations.md, "Admission webhooks"):
 
@@ -26,7 +29,10 @@ import logging
 from collections.abc import Callable
 from typing import Final
 
+from scheduler.api.deployment_admission import DEPLOYMENT
 from scheduler.api.integrations import NO_POD_INTEGRATIONS, PodIntegrations
+from scheduler.api.parent_admission import PodParent
+from scheduler.api.statefulset_admission import STATEFULSET, WorkloadInUse
 from scheduler.runtime.snapshot import Snapshot
 from visibility_server.webhooks import responses
 from visibility_server.webhooks.asgi import Answer
@@ -38,13 +44,14 @@ from visibility_server.webhooks.default_queue import (
 from visibility_server.webhooks.envelope import MalformedReviewError
 from visibility_server.webhooks.mutating import (
     WrongKindError,
-    deployment_patch,
     job_patch,
+    parent_patch,
     pod_patch,
 )
 from visibility_server.webhooks.responses import JsonPatch
 from visibility_server.webhooks.review import AdmissionRequest, parse_review
 from visibility_server.webhooks.validating import validate_request
+from visibility_server.webhooks.workload_in_use import workload_in_use_lookup
 
 log = logging.getLogger(__name__)
 
@@ -52,19 +59,23 @@ VALIDATE_PATH: Final = "/validate"
 MUTATE_JOB_PATH: Final = "/mutate-job"
 MUTATE_POD_PATH: Final = "/mutate-pod"
 MUTATE_DEPLOYMENT_PATH: Final = "/mutate-deployment"
+MUTATE_STATEFULSET_PATH: Final = "/mutate-statefulset"
 # An UPDATE review holds two objects, each at most kube-apiserver's 3 MiB request limit.
 MAX_BODY_BYTES: Final = 16 * 1024 * 1024
 
 
 def validate_answer(
-    body: bytes, default_queue: DefaultQueueLookup, integrations: PodIntegrations
+    body: bytes,
+    default_queue: DefaultQueueLookup,
+    integrations: PodIntegrations,
+    workload_in_use: WorkloadInUse,
 ) -> Answer:
     try:
         request = parse_review(body)
     except MalformedReviewError as err:
         return responses.malformed(str(err))
     try:
-        verdict = validate_request(request, default_queue, integrations)
+        verdict = validate_request(request, default_queue, integrations, workload_in_use)
     except NotSyncedError as err:
         return responses.not_ready(f"cannot validate yet: {err}")
     if verdict.errors:
@@ -98,22 +109,34 @@ def answers(
     snapshot: Callable[[], Snapshot], integrations: PodIntegrations = NO_POD_INTEGRATIONS
 ) -> dict[str, Callable[[bytes], Answer]]:
     """Path → the body's answer, each reading the snapshot current when called;
-    `integrations`: which Pods and Deployments are managed (docs/cluster.md#plain-pods,
-    docs/cluster.md#deployments)."""
+    `integrations`: which Pods, Deployments and StatefulSets are managed
+    (docs/cluster.md#plain-pods, docs/cluster.md#deployments, docs/cluster.md#statefulsets)."""
+
+    def validate(body: bytes) -> Answer:
+        current = snapshot()
+        return validate_answer(
+            body,
+            default_queue_lookup(current),
+            integrations,
+            workload_in_use_lookup(current),
+        )
+
+    def mutate_parent(parent: PodParent, enabled: bool) -> Callable[[bytes], Answer]:
+        return lambda body: mutate_answer(
+            body,
+            lambda request: parent_patch(
+                request, parent, default_queue_lookup(snapshot()), enabled=enabled
+            ),
+        )
+
     return {
-        VALIDATE_PATH: lambda body: validate_answer(
-            body, default_queue_lookup(snapshot()), integrations
-        ),
+        VALIDATE_PATH: validate,
         MUTATE_JOB_PATH: lambda body: mutate_answer(
             body, lambda request: job_patch(request, default_queue_lookup(snapshot()))
         ),
         MUTATE_POD_PATH: lambda body: mutate_answer(
             body, lambda request: pod_patch(request, integrations)
         ),
-        MUTATE_DEPLOYMENT_PATH: lambda body: mutate_answer(
-            body,
-            lambda request: deployment_patch(
-                request, default_queue_lookup(snapshot()), enabled=integrations.deployments
-            ),
-        ),
+        MUTATE_DEPLOYMENT_PATH: mutate_parent(DEPLOYMENT, integrations.deployments),
+        MUTATE_STATEFULSET_PATH: mutate_parent(STATEFULSET, integrations.statefulsets),
     }

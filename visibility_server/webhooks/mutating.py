@@ -1,10 +1,11 @@
 """The mutating webhooks' decisions: for batch/v1 Jobs, the JSONPatch that stores a Job
 Kueue manages suspended, and names the `default` LocalQueue where that applies
 (`scheduler.api.job_defaulting`; docs/cluster.md#admission-webhooks); for Pods, with the
-`pod` or `deployment` integration on, the one that holds a managed Pod behind the
-admission gate (`scheduler.api.pod_admission`; docs/cluster.md#plain-pods); for
-Deployments, with `deployment` on, the one that marks the pod template of a Deployment
-that names a LocalQueue (`scheduler.api.deployment_admission`; docs/cluster.md#deployments).
+`pod`, `deployment` or `statefulset` integration on, the one that holds a managed Pod
+behind the admission gate (`scheduler.api.pod_admission`; docs/cluster.md#plain-pods);
+for Deployments and StatefulSets, with their integration on, the one that marks the pod
+template of one that names a LocalQueue (`scheduler.api.parent_admission`;
+docs/cluster.md#deployments, docs/cluster.md#statefulsets).
 
 Works on the raw object: a Job that breaks a rule is the validating webhook's to deny,
 and a patch must not depend on fields this server does not model.
@@ -16,10 +17,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from scheduler.api import raw_object as raw
-from scheduler.api.deployment_admission import DEPLOYMENT, deployment_marks
 from scheduler.api.integrations import PodIntegrations
 from scheduler.api.job import QUEUE_NAME_LABEL
 from scheduler.api.job_defaulting import job_defaults
+from scheduler.api.parent_admission import PodParent, managed_by_another, parent_marks
 from scheduler.api.plain_pod import ADMISSION_GATE, MANAGED_LABEL, MANAGED_VALUE, POD_FINALIZER
 from scheduler.api.pod_admission import has_gate, is_managed, suspending_parent
 from scheduler.api.role_hash import ROLE_HASH_ANNOTATION, role_hash
@@ -120,30 +121,41 @@ def pod_patch(request: AdmissionRequest, integrations: PodIntegrations) -> JsonP
     return patch
 
 
-def deployment_patch(
-    request: AdmissionRequest, default_queue: DefaultQueueLookup, *, enabled: bool
+def parent_patch(
+    request: AdmissionRequest,
+    parent: PodParent,
+    default_queue: DefaultQueueLookup,
+    *,
+    enabled: bool,
 ) -> JsonPatch:
-    """The patch for a Deployment being created or updated: with the integration
-    `enabled`, the marks of its pod template (and the `default` LocalQueue on creation);
-    otherwise nothing. NotSyncedError as for Jobs."""
-    if (request.kind.api_version, request.kind.kind) != DEPLOYMENT:
-        raise WrongKindError(f"only apps/v1 Deployments are mutated here, not {request.kind.kind}")
+    """The patch for a Deployment or StatefulSet (`parent`) being created or updated:
+    with its integration `enabled`, the marks of its pod template (and the `default`
+    LocalQueue on creation); otherwise nothing. NotSyncedError as for Jobs."""
+    kind = parent.kind
+    if (request.kind.api_version, request.kind.kind) != parent.type:
+        raise WrongKindError(
+            f"only {parent.api_version} {kind}s are mutated here, not {request.kind.kind}"
+        )
     if not enabled:
         return []
-    deployment = request.new
-    metadata = raw.metadata_of(deployment)
+    obj = request.new
+    metadata = raw.metadata_of(obj)
     exists = False
-    if request.operation == "CREATE" and not raw.mapping(metadata.get("labels")).get(
-        QUEUE_NAME_LABEL
+    # Only a parent this webhook would mark reads the LocalQueues (so only it can wait
+    # for the sync): not one that names its queue, nor another integration's.
+    if (
+        request.operation == "CREATE"
+        and not raw.mapping(metadata.get("labels")).get(QUEUE_NAME_LABEL)
+        and not managed_by_another(obj, parent)
     ):
         exists = default_queue(request.namespace or str(metadata.get("namespace") or ""))
-    marks = deployment_marks(deployment, default_queue_exists=exists)
+    marks = parent_marks(obj, parent, default_queue_exists=exists)
     patch: JsonPatch = []
     if marks.queue_name is not None:
-        patch += set_keys(deployment, ("metadata", "labels"), {QUEUE_NAME_LABEL: marks.queue_name})
+        patch += set_keys(obj, ("metadata", "labels"), {QUEUE_NAME_LABEL: marks.queue_name})
     if not marks.template_labels:
         return patch
-    if not isinstance(raw.mapping(deployment.get("spec")).get("template"), Mapping):
-        raise WrongKindError("request.object.spec.template: a Deployment needs a pod template")
+    if not isinstance(raw.mapping(obj.get("spec")).get("template"), Mapping):
+        raise WrongKindError(f"request.object.spec.template: a {kind} needs a pod template")
     marked = {"labels": marks.template_labels, "annotations": marks.template_annotations}
-    return patch + set_keys(deployment, ("spec", "template", "metadata"), marked)
+    return patch + set_keys(obj, ("spec", "template", "metadata"), marked)

@@ -18,6 +18,8 @@ WEBHOOK_CONFIGURATIONS: Final = (
             "mpod.queuescope.io",
             "mdeployment.queuescope.io",
             "mdeployment-default-queue.queuescope.io",
+            "mstatefulset.queuescope.io",
+            "mstatefulset-default-queue.queuescope.io",
         ),
     ),
     (
@@ -28,6 +30,7 @@ WEBHOOK_CONFIGURATIONS: Final = (
             "vjob.queuescope.io",
             "vpod.queuescope.io",
             "vdeployment.queuescope.io",
+            "vstatefulset.queuescope.io",
         ),
     ),
 )

@@ -4,8 +4,8 @@ kube-apiserver calls conversion and admission webhooks without credentials
 (docs/operations.md, "API versions and the conversion webhook", "Admission webhooks"), so
 the routes are registered as open: the access middleware neither authenticates nor
 authorizes them. They only judge or transform what they are sent; the admission routes
-read the published snapshot (whether a namespace has a `default` LocalQueue) and change
-nothing.
+read the published snapshot (whether a namespace has a `default` LocalQueue, whether a
+StatefulSet's Workload is still in use) and change nothing.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from visibility_server.webhooks.admission import (
     MUTATE_DEPLOYMENT_PATH,
     MUTATE_JOB_PATH,
     MUTATE_POD_PATH,
+    MUTATE_STATEFULSET_PATH,
     VALIDATE_PATH,
     answers,
 )
@@ -35,6 +36,7 @@ _LABELS = {
     MUTATE_JOB_PATH: ("mutating-webhook", "v1"),
     MUTATE_POD_PATH: ("mutating-webhook-pod", "v1"),
     MUTATE_DEPLOYMENT_PATH: ("mutating-webhook-deployment", "v1"),
+    MUTATE_STATEFULSET_PATH: ("mutating-webhook-statefulset", "v1"),
 }
 
 
@@ -68,8 +70,8 @@ def webhook_routes(
     integrations: PodIntegrations = NO_POD_INTEGRATIONS,
 ) -> frozenset[str]:
     """Add the webhook routes with their metric labels; return the paths that are open.
-    Every method reaches them: they answer 405 themselves. `integrations`: which Pods
-    and Deployments are managed (the others are allowed unchanged)."""
+    Every method reaches them: they answer 405 themselves. `integrations`: which Pods,
+    Deployments and StatefulSets are managed (the others are allowed unchanged)."""
     table.add(CONVERSION_PATH, _ConversionEndpoint(), *_LABELS[CONVERSION_PATH], methods=None)
     for path, answer_for in answers(snapshot, integrations).items():
         table.add(path, _AdmissionEndpoint(path, answer_for), *_LABELS[path], methods=None)

@@ -9,9 +9,10 @@ a change to this module. The object is decoded as the store decodes what it list
 UPDATE also runs `validate_update` against the old object. Whatever is denied here is
 what the store would refuse to load; whatever is allowed, it loads.
 
-Pods and Deployments (with the `pod` and `deployment` integrations on) are judged on
-the raw object by Kueue's rules for them (`scheduler.api.pod_admission`,
-`scheduler.api.deployment_admission`): their other fields are kube-apiserver's to check.
+Pods, Deployments and StatefulSets (with the `pod`, `deployment` and `statefulset`
+integrations on) are judged on the raw object by Kueue's rules for them
+(`scheduler.api.pod_admission`, `scheduler.api.deployment_admission`,
+`scheduler.api.statefulset_admission`): their other fields are kube-apiserver's to check.
 
 The Kueue kinds queuescope stores but does not act on (`scheduler.api.foreign`:
 Topology, ProvisioningRequestConfig, MultiKueueConfig, MultiKueueCluster) are checked
@@ -34,11 +35,17 @@ from scheduler.api.deployment_admission import (
 )
 from scheduler.api.errors import ApiError, FieldError
 from scheduler.api.foreign import decode_foreign, foreign_update_errors, is_foreign
-from scheduler.api.integrations import NO_POD_INTEGRATIONS, PodIntegrations
+from scheduler.api.integrations import PodIntegrations
 from scheduler.api.job import Job
 from scheduler.api.kinds import KINDS
 from scheduler.api.live import decode_live
 from scheduler.api.pod_admission import is_managed, pod_errors, pod_update_errors
+from scheduler.api.statefulset_admission import (
+    STATEFULSET,
+    WorkloadInUse,
+    statefulset_errors,
+    statefulset_update_errors,
+)
 from scheduler.api.validation import validate_update
 from scheduler.api.versions import KUEUE_GROUP
 from visibility_server.webhooks.default_queue import DefaultQueueLookup
@@ -58,17 +65,20 @@ class Verdict:
 def validate_request(
     request: AdmissionRequest,
     default_queue: DefaultQueueLookup,
-    integrations: PodIntegrations = NO_POD_INTEGRATIONS,
+    integrations: PodIntegrations,
+    workload_in_use: WorkloadInUse,
 ) -> Verdict:
     """The broken rules of a CREATE or UPDATE (empty: allowed). NotSyncedError when a
-    Job rule needs the LocalQueues before the server has read them. `integrations`: which
-    Pods (and Deployments) are managed; the others are always allowed, as by Kueue's
-    webhook for an integration that is off."""
+    Job rule needs the LocalQueues, or a StatefulSet rule the Workloads, before the
+    server has read them. `integrations`: which Pods (Deployments, StatefulSets) are
+    managed; the others are always allowed, as by Kueue's webhook for an integration
+    that is off."""
     kind = request.kind
     if request.operation not in ("CREATE", "UPDATE") or request.sub_resource:
         return Verdict()
-    if (kind.api_version, kind.kind) in (POD, DEPLOYMENT):
-        return _raw_verdict(request, *_raw_rules(kind.kind, integrations))
+    if (kind.api_version, kind.kind) in (POD, DEPLOYMENT.type, STATEFULSET.type):
+        rules = _raw_rules(kind.kind, integrations, workload_in_use)
+        return _raw_verdict(request, *rules)
     if is_foreign(kind.api_version, kind.kind):
         return _verdict(request, decode_foreign, foreign_update_errors)
     if (kind.api_version, kind.kind) not in KINDS:
@@ -111,13 +121,23 @@ Managed = Callable[[Mapping[str, Any]], bool]
 
 
 def _raw_rules(
-    kind: str, integrations: PodIntegrations
+    kind: str, integrations: PodIntegrations, workload_in_use: WorkloadInUse
 ) -> tuple[Managed, RawRules, RawUpdateRules]:
-    """Which Pods or Deployments are managed, and Kueue's rules for them."""
+    """Which Pods, Deployments or StatefulSets are managed, and Kueue's rules for them."""
     if kind == "Pod":
         return lambda pod: is_managed(pod, integrations), pod_errors, pod_update_errors
-    managed = names_queue if integrations.deployments else (lambda _: False)
-    return managed, deployment_errors, deployment_update_errors
+    if kind == STATEFULSET.kind:
+        return (
+            _managed_when(integrations.statefulsets),
+            statefulset_errors,
+            lambda old, new: statefulset_update_errors(old, new, workload_in_use),
+        )
+    return _managed_when(integrations.deployments), deployment_errors, deployment_update_errors
+
+
+def _managed_when(enabled: bool) -> Managed:
+    """A parent is managed when it names a LocalQueue and its integration is on."""
+    return names_queue if enabled else (lambda _: False)
 
 
 def _raw_verdict(
@@ -127,7 +147,8 @@ def _raw_verdict(
     update_errors: RawUpdateRules,
 ) -> Verdict:
     """Kueue's rules for an object one of its integrations manages, before or after the
-    change (docs/cluster.md#plain-pods, docs/cluster.md#deployments); others pass."""
+    change (docs/cluster.md#plain-pods, docs/cluster.md#deployments,
+    docs/cluster.md#statefulsets); others pass."""
     new, old = request.new, request.old_object
     if old is not None and _being_deleted(old):
         return Verdict()

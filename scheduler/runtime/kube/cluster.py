@@ -22,6 +22,7 @@ from scheduler.api.integrations import (
     JOB_FRAMEWORK,
     NO_POD_INTEGRATIONS,
     POD_FRAMEWORK,
+    STATEFULSET_FRAMEWORK,
     PodIntegrations,
 )
 from scheduler.kubeapi.client import KubeRest
@@ -34,8 +35,9 @@ from scheduler.runtime.kube.leader import LeaderElector
 from scheduler.runtime.kube.leader_io import LeaderIO
 from scheduler.runtime.kube.pods import PodController
 from scheduler.runtime.kube.ratelimit import TokenBucket
-from scheduler.runtime.kube.resources import PODS, WATCHED
+from scheduler.runtime.kube.resources import PODS, STATEFULSETS, WATCHED
 from scheduler.runtime.kube.retention import RetentionController, RetentionPolicy
+from scheduler.runtime.kube.statefulsets import StatefulSetController
 from scheduler.runtime.kube.status_writer import (
     PENDING_WINDOW,
     QueueStatusWriter,
@@ -91,9 +93,10 @@ class ClusterRuntime:
         self.engine = engine
         self.elector = elector
         engine.set_scheduling(False)
-        self.store = KubeStore(
-            rest, engine, resources=(*WATCHED, PODS) if writes.pods.on else WATCHED
-        )
+        watched = (*WATCHED, PODS) if writes.pods.on else WATCHED
+        if writes.pods.statefulsets:
+            watched = (*watched, STATEFULSETS)
+        self.store = KubeStore(rest, engine, resources=watched)
         self.limiter = TokenBucket(writes.qps, writes.burst)
         # Events name the replica that wrote them (docs/cluster.md#events).
         instance = elector.identity if elector is not None else socket.gethostname()
@@ -101,6 +104,7 @@ class ClusterRuntime:
         io = LeaderIO(rest, engine, self.store, self.limiter, self.events)
         self.jobs = JobController(io)
         self.pods = PodController(io, writes.pods) if writes.pods.on else None
+        self.statefulsets = StatefulSetController(io) if writes.pods.statefulsets else None
         self.workload_writer = WorkloadStatusWriter(
             io,
             WorkloadWriteSettings(
@@ -120,6 +124,8 @@ class ClusterRuntime:
         running: dict[str, Integration] = {JOB_FRAMEWORK: self.jobs}
         if self.pods is not None:
             running[POD_FRAMEWORK] = self.pods
+        if self.statefulsets is not None:
+            running[STATEFULSET_FRAMEWORK] = self.statefulsets
         return running
 
     @property
@@ -165,6 +171,10 @@ class ClusterRuntime:
         ]
         if self.pods is not None:
             self._leader_tasks.append(asyncio.create_task(self.pods.run(), name="pod-integration"))
+        if self.statefulsets is not None:
+            self._leader_tasks.append(
+                asyncio.create_task(self.statefulsets.run(), name="statefulset-integration")
+            )
         if self.retention is not None:
             self._leader_tasks.append(
                 asyncio.create_task(self.retention.run(), name="object-retention")

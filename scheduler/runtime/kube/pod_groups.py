@@ -42,7 +42,7 @@ from scheduler.runtime.kube.events import Event, Regarding
 from scheduler.runtime.kube.integration import COMPOSE_FAILED
 from scheduler.runtime.kube.priorities import priority_classes
 from scheduler.runtime.kube.records import WorkloadRecord
-from scheduler.runtime.kube.resources import PODS, WORKLOADS, object_key
+from scheduler.runtime.kube.resources import PODS, STATEFULSETS, WORKLOADS, object_key
 
 if TYPE_CHECKING:
     from scheduler.runtime.kube.pods import PodController
@@ -67,8 +67,15 @@ def group_of(pod: Json) -> str | None:
 
 def is_group_workload(record: WorkloadRecord) -> bool:
     """Is the Workload a pod group's? Owned by Pods without the `job-uid` label that a
-    single Pod's Workload carries."""
+    single Pod's Workload carries, or a StatefulSet's (docs/cluster.md#statefulsets)."""
+    if is_prebuilt(record):
+        return True
     return record.job_uid is None and record.owner(PODS) is not None
+
+
+def is_prebuilt(record: WorkloadRecord) -> bool:
+    """Made before its group's Pods, by their owner: a StatefulSet's."""
+    return record.owner(STATEFULSETS) is not None
 
 
 def _created(pod: Json) -> str:
@@ -137,6 +144,8 @@ class PodGroupReconciler:
                 await pods.release(pod)
         elif live:
             await self._with_workload(live, workload)
+        elif is_prebuilt(workload):
+            pass  # its owner replaces its Pods and owns its lifecycle (statefulsets.py)
         else:
             # No Pod left: the garbage collector deletes the Workload, its owners gone;
             # until then it is not queued again (it misses every Pod).
@@ -149,6 +158,8 @@ class PodGroupReconciler:
         running = [pod for pod in live if not has_gate(pod) and not ended(pod)]
         for pod in running:
             await self.pods.stop_unmatched(pod)
+        if any(pod_group.prebuilt_workload(pod) for pod in live):
+            return  # its Workload is its owner's to make (docs/cluster.md#statefulsets)
         # Pods that all ended (a finished group whose Workload was deleted) have nothing
         # left to run: no new Workload for them.
         if live and not running and not all(ended(pod) for pod in live):
@@ -272,6 +283,8 @@ class PodGroupReconciler:
         if message is not None:
             pods.finish(workload, SUCCEEDED, message)
             return
+        by_role = await self._by_role(live)
+        live = await self._drop_excess(live, by_role, workload)
         await self._own(live, workload)
         first = live[0]
         if await pods.follow_priority_class(first, workload):
@@ -280,13 +293,34 @@ class PodGroupReconciler:
             # While it waits, the Workload follows the first Pod's queue and maximum
             # execution time labels, as Kueue's (a serving group keeps its queue).
             await pods.follow_labels(first, workload)
-        by_role = await self._by_role(live)
         status = workload.status or {}
         if workload.condition("Admitted") is not None and status.get("admission"):
             await self._run(live, by_role, workload)
         else:
             await self._hold(live, workload)
         self._missing(by_role, workload, fast=pod_group.fast_admission(first))
+
+    async def _drop_excess(
+        self, live: list[Json], by_role: dict[str, list[Json]], workload: WorkloadRecord
+    ) -> list[Json]:
+        """A role with more runnable Pods than its pod set counts has the extra ones
+        deleted (`ExcessPodDeleted`), as Kueue does with a group that grew after its
+        Workload was made (a StatefulSet scaled through its scale subresource,
+        docs/cluster.md#statefulsets): they would run on quota nobody reserved. The
+        Pods kept, in `live`'s order; `by_role` is pruned alike."""
+        core = self.pods.io.engine.scheduler.workload(workload.key)
+        if core is None:
+            return live
+        dropped: set[str] = set()
+        for pod_set in core.pod_sets:
+            members = by_role.get(pod_set.name, [])
+            runnable = [pod for pod in members if pod_group.runnable_or_succeeded(pod)]
+            if len(runnable) <= pod_set.count:
+                continue
+            kept = await self._delete_excess(runnable, pod_set.count)
+            dropped.update(_name(pod) for pod in runnable if pod not in kept)
+            by_role[pod_set.name] = [pod for pod in members if _name(pod) not in dropped]
+        return [pod for pod in live if _name(pod) not in dropped] if dropped else live
 
     async def _by_role(self, live: list[Json]) -> dict[str, list[Json]]:
         by_role: dict[str, list[Json]] = {}

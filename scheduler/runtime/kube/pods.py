@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from scheduler.api.base import format_timestamp
-from scheduler.api.integrations import PLAIN_PODS, PodIntegrations
+from scheduler.api.integrations import PLAIN_PODS, STATEFULSET_FRAMEWORK, PodIntegrations
 from scheduler.api.live import decode_live_as
 from scheduler.api.plain_pod import (
     ADMISSION_GATE,
@@ -132,10 +132,11 @@ class PodController(Integration):
             self._finish_orphans(namespace, name)
         elif self.mine(pod):
             group = group_of(pod)
-            if group is None:
-                await self._reconcile_single(pod)
-            else:
+            if group is not None:
                 self.enqueue(GROUP_KEY_PREFIX + group)
+            elif suspending_parent(pod) != STATEFULSET_FRAMEWORK:
+                await self._reconcile_single(pod)
+            # else: a StatefulSet's Pod not yet in its group (statefulsets.py marks it)
 
     async def _reconcile_single(self, pod: Json) -> None:
         meta = _meta(pod)

@@ -32,6 +32,7 @@ from scheduler.runtime.kube.normalize import normalized
 from scheduler.runtime.kube.resources import (
     JOBS,
     PODS,
+    STATEFULSETS,
     WORKLOADS,
     Resource,
     object_key,
@@ -307,11 +308,21 @@ def slim_pod(obj: Json) -> Json:
     """What the `pod` integration reads of a Pod it manages, as a Pod-shaped dict: its
     identity and creation time, labels, annotations, finalizers and deletion, the
     scheduling gates, node selector and tolerations (what it patches), its node (a pod
-    group's Pod being deleted before it has one will never run), its phase and message,
-    and whether it is Ready. Its containers are read from the API server the one time
-    they are needed, to create its Workload (`pods.py`)."""
+    group's Pod being deleted before it has one will never run), its controller's
+    reference, its phase and message, and whether it is Ready. Its containers are read
+    from the API server the one time they are needed, to create its Workload
+    (`pods.py`)."""
     status = _slim_status(obj, _POD_STATUS, _POD_CONDITIONS)
     slim = _slim(obj, PODS, _POD_META, _picked(obj.get("spec"), _POD_SPEC), status)
+    controller = [
+        _picked(ref, ("apiVersion", "kind", "name", "uid", "controller"))
+        for ref in _dict(obj.get("metadata")).get("ownerReferences") or []
+        if isinstance(ref, dict) and ref.get("controller") is True
+    ]
+    if controller:
+        # Which StatefulSet's Pod it is (docs/cluster.md#statefulsets); the other owners
+        # are never read.
+        slim["metadata"]["ownerReferences"] = controller
     annotations = slim["metadata"].get("annotations")
     if isinstance(annotations, dict) and _LAST_APPLIED in annotations:
         # A copy of the whole Pod as `kubectl apply` wrote it: as large as the rest, and
@@ -320,6 +331,25 @@ def slim_pod(obj: Json) -> Json:
             k: v for k, v in annotations.items() if k != _LAST_APPLIED
         }
     return slim
+
+
+_STS_META = ("name", "namespace", "uid", "resourceVersion", "labels", "deletionTimestamp")
+_STS_STATUS = ("replicas", "readyReplicas")
+
+
+def slim_statefulset(obj: Json) -> Json:
+    """What the `statefulset` integration reads of a StatefulSet, as a StatefulSet-shaped
+    dict: its identity, labels and deletion, `spec.replicas`, its pod template's
+    annotations (whether our webhook marked it) and its replica counts. The pod template
+    is read from the API server the one time it is needed, to create its Workload
+    (`statefulsets.py`)."""
+    spec = _dict(obj.get("spec"))
+    slim_spec: Json = _picked(spec, ("replicas",))
+    template_meta = _picked(_dict(spec.get("template")).get("metadata"), ("annotations",))
+    if template_meta:
+        slim_spec["template"] = {"metadata": template_meta}
+    status = _slim_status(obj, _STS_STATUS, frozenset())
+    return _slim(obj, STATEFULSETS, _STS_META, slim_spec, status)
 
 
 def keep(resource_kind: str, obj: Json) -> Cached:
@@ -333,6 +363,8 @@ def keep(resource_kind: str, obj: Json) -> Cached:
         return slim_job(obj)
     if resource_kind == PODS.kind:
         return slim_pod(obj)
+    if resource_kind == STATEFULSETS.kind:
+        return slim_statefulset(obj)
     return obj
 
 

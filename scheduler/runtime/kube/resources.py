@@ -57,6 +57,9 @@ LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", True)
 EVENTS = Resource("events.k8s.io", "v1", "events", "Event", True)  # written, never watched
 # Watched only with the `pod` integration on, and only those its webhook labelled managed.
 PODS = Resource("", "v1", "pods", "Pod", True)
+# Watched only with the `statefulset` integration on, and only those naming a LocalQueue
+# (docs/cluster.md#statefulsets).
+STATEFULSETS = Resource("apps", "v1", "statefulsets", "StatefulSet", True)
 
 # Dependency order for the initial sync: what a later kind refers to comes first, so
 # the core never sees a Workload before its queues and priority classes.
@@ -76,7 +79,10 @@ WATCHED: tuple[Resource, ...] = (
 
 # Kind -> the label selector of its list and watch, for kinds of which only some objects
 # are ours (docs/cluster.md#plain-pods).
-WATCH_SELECTORS: Final[Mapping[str, str]] = {PODS.kind: "kueue.x-k8s.io/managed=true"}
+WATCH_SELECTORS: Final[Mapping[str, str]] = {
+    PODS.kind: "kueue.x-k8s.io/managed=true",
+    STATEFULSETS.kind: "kueue.x-k8s.io/queue-name",
+}
 
 
 def object_key(obj: dict[str, object]) -> str:

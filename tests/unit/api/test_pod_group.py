@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from scheduler.api import pod_group
-from scheduler.api.role_hash import go_json, role_hash
+from scheduler.api.go_json import go_json
+from scheduler.api.role_hash import role_hash
 
 NAME = "kueue.x-k8s.io/pod-group-name"
 COUNT = "kueue.x-k8s.io/pod-group-total-count"

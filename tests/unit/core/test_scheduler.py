@@ -518,6 +518,71 @@ def test_a_group_waiting_for_replacement_pods_is_not_queued() -> None:
     assert c.cycle().admitted == [W1]
 
 
+HOLD = "StatefulSet scaled to zero; workload on hold"
+
+
+def test_a_held_quota_holder_gives_its_quota_back_without_an_eviction() -> None:
+    """Kueue's OnHold (docs/cluster.md#statefulsets): the reservation is dropped, the
+    workload is not queued, the one parked behind it is admitted."""
+    c = full_cluster()
+    assert c.s.set_on_hold(W1, HOLD)
+    reserved = c.condition(W1, "QuotaReserved")
+    assert reserved is not None
+    assert (reserved["status"], reserved["reason"], reserved["message"]) == (
+        "False",
+        "OnHold",
+        HOLD,
+    )
+    admitted = c.condition(W1, "Admitted")
+    assert admitted is not None and admitted["status"] == "False"
+    assert c.condition(W1, "Evicted") is None
+    held = c.s.workload(W1)
+    assert held is not None and held.admission is None and held.on_hold
+    assert c.usage("cq-a", FR) == 0
+    assert not c.s.set_on_hold(W1, HOLD)  # held already
+    assert c.cycle().admitted == [W2]
+    assert W1 not in c.pending("cq-a")
+
+
+def test_a_hold_lifted_queues_the_workload_again() -> None:
+    c = basic_cluster(4)
+    c.apply(workload(NS, "w1", "lq-a", {CPU: "1"}))
+    assert not c.s.set_on_hold(W1, None)  # not held: nothing to lift
+    assert c.s.set_on_hold(W1, HOLD)  # pending: taken out of its queue
+    assert c.cycle().admitted == []
+    assert c.s.set_on_hold(W1, None)
+    reserved = c.condition(W1, "QuotaReserved")
+    assert reserved is not None
+    assert (reserved["status"], reserved["reason"], reserved["message"]) == (
+        "False",
+        "Pending",
+        "Workload no longer on hold; waiting for quota reservation",
+    )
+    assert c.cycle().admitted == [W1]
+    assert not c.s.set_on_hold("team/none", HOLD)
+
+
+def test_a_workload_arriving_on_hold_is_not_queued() -> None:
+    """After a restart the hold is read back from the status."""
+    c = basic_cluster(4)
+    held = workload(NS, "w1", "lq-a", {CPU: "1"})
+    held["status"] = {
+        "conditions": [
+            {
+                "type": "QuotaReserved",
+                "status": "False",
+                "reason": "OnHold",
+                "message": HOLD,
+                "lastTransitionTime": rfc3339(START),
+            }
+        ]
+    }
+    c.apply(held)
+    assert c.cycle().admitted == []
+    assert c.s.set_on_hold(W1, None)
+    assert c.cycle().admitted == [W1]
+
+
 def test_cohort_quota_change_flushes_its_tree() -> None:
     c = Cluster()
     c.apply(

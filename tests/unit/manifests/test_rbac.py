@@ -153,6 +153,7 @@ EXPECTED = [
     *_grants("get list watch update patch delete", "", "pods"),
     *_grants("get patch", "", "pods/status"),
     *_grants("get update", "", "pods/finalizers"),
+    *_grants("get list watch", "apps", "statefulsets"),
     *[
         r
         for name in APISERVICES.split()

@@ -73,7 +73,7 @@ def test_each_ignored_setting_is_named() -> None:
         ),
         IgnoredSetting(
             "integrations.frameworks",
-            "only batch/job, pod, deployment are integrated; "
+            "only batch/job, pod, deployment, statefulset are integrated; "
             "not kubeflow.org/mpijob, Foo.v1.example.com",
         ),
         IgnoredSetting("admissionFairSharing", "admission fair sharing is not implemented"),
@@ -111,7 +111,8 @@ def test_serve_logs_what_it_ignores(tmp_path: Path, caplog: pytest.LogCaptureFix
     assert cfg is not None and cfg.waits_for_pods_ready
     assert [r.getMessage() for r in caplog.records] == [
         "event=configuration-setting-ignored setting=integrations.frameworks why='only "
-        "batch/job, pod, deployment are integrated; not kubeflow.org/mpijob, Foo.v1.example.com'",
+        "batch/job, pod, deployment, statefulset are integrated; "
+        "not kubeflow.org/mpijob, Foo.v1.example.com'",
     ]
 
 
@@ -119,7 +120,7 @@ def test_cluster_mode_runs_the_pod_integration() -> None:
     cfg = configuration(KUEUE_LIKE)
     assert pod_integrations(cfg) == PodIntegrations(plain=True)
     assert [s.why for s in ignored_settings(cfg, cluster_mode=True)] == [
-        "only batch/job, pod, deployment are integrated; "
+        "only batch/job, pod, deployment, statefulset are integrated; "
         "not kubeflow.org/mpijob, Foo.v1.example.com"
     ]
     selector = "managedJobsNamespaceSelector: {matchLabels: {team: a}}\n"
@@ -139,6 +140,34 @@ def test_cluster_mode_runs_the_pod_integration() -> None:
     )
     deployments = configuration(KUEUE_LIKE.replace("pod]", "deployment]"))
     assert pod_integrations(deployments) == PodIntegrations(deployments=True)
+
+
+def test_statefulsets_are_integrated_in_cluster_mode_only() -> None:
+    statefulsets = configuration(KUEUE_LIKE.replace("pod]", "statefulset]"))
+    assert pod_integrations(statefulsets) == PodIntegrations(statefulsets=True)
+    assert pod_integrations(statefulsets).on
+    assert [s.why for s in ignored_settings(statefulsets)][1:] == [
+        "statefulset: StatefulSets are integrated only in cluster mode"
+    ]
+    assert [s.why for s in ignored_settings(statefulsets, cluster_mode=True)] == [
+        "only batch/job, pod, deployment, statefulset are integrated; "
+        "not kubeflow.org/mpijob, Foo.v1.example.com"
+    ]
+    every = configuration(KUEUE_LIKE.replace("pod]", "pod, deployment, statefulset]"))
+    assert pod_integrations(every) == PodIntegrations(
+        plain=True, deployments=True, statefulsets=True
+    )
+    assert [s.why for s in ignored_settings(every)][1:] == [
+        "deployment: Deployments are integrated only in cluster mode",
+        "statefulset: StatefulSets are integrated only in cluster mode",
+    ]
+    selector = "managedJobsNamespaceSelector: {matchLabels: {team: a}}\n"
+    ignored = ignored_settings(configuration(KUEUE_LIKE + selector), cluster_mode=True)
+    assert ignored[-1] == IgnoredSetting(
+        "managedJobsNamespaceSelector",
+        "for Pods, Deployments and StatefulSets the mutating webhooks' namespaceSelector "
+        "decides (kube-system and queuescope-system left out); edit it there",
+    )
 
 
 def test_a_config_file_without_a_configuration_is_bad_input(tmp_path: Path) -> None:

@@ -34,6 +34,7 @@ from scheduler.runtime.kube.resources import (
     NAMESPACES,
     PODS,
     RESOURCE_FLAVORS,
+    STATEFULSETS,
     WATCHED,
     WORKLOADS,
     Resource,
@@ -49,7 +50,7 @@ from tests.unit.runtime.support import (
 )
 
 # Pods first: their paths begin as a Namespace's do.
-RESOURCES: tuple[Resource, ...] = (PODS, *WATCHED, LEASES, EVENTS)
+RESOURCES: tuple[Resource, ...] = (PODS, STATEFULSETS, *WATCHED, LEASES, EVENTS)
 
 _REASONS = {404: "NotFound", 409: "Conflict", 410: "Expired", 500: "InternalError"}
 
@@ -378,12 +379,12 @@ class FakeKube:
 
 
 def _selected(obj: Json, selector: str) -> bool:
-    """Does `obj` carry every `key=value` of an equality label selector? (A watch here
-    leaves out changes that do not match, where a server sends a deletion.)"""
+    """Does `obj` carry every `key=value` (or `key`: any value) of a label selector? (A
+    watch here leaves out changes that do not match, where a server sends a deletion.)"""
     labels = (obj.get("metadata") or {}).get("labels") or {}
     for term in filter(None, selector.split(",")):
-        key, _, value = term.partition("=")
-        if labels.get(key) != value:
+        key, equals, value = term.partition("=")
+        if (labels.get(key) != value) if equals else key not in labels:
             return False
     return True
 

@@ -235,10 +235,10 @@ async def test_pods_that_disagree_make_no_workload() -> None:
     ]
 
 
-async def test_excess_pods_are_deleted_newest_first() -> None:
-    g = await group(group_pod("a"), group_pod("b"))
-    newest = group_pod("c")
-    g.fake.seed(PODS, newest)
+async def _third_pod_is_excess(g: Group) -> None:
+    """A third Pod, the newest, joins a group of two: it is deleted, the Workload stays
+    owned by the first two."""
+    g.fake.seed(PODS, group_pod("c"))
     g.fake.server_update(
         PODS, "team/c", {"metadata": {"creationTimestamp": "2030-01-01T00:00:00Z"}}
     )
@@ -249,6 +249,16 @@ async def test_excess_pods_are_deleted_newest_first() -> None:
     raw = g.workload()
     assert raw is not None
     assert [o["name"] for o in raw["metadata"]["ownerReferences"]] == ["a", "b"]
+
+
+async def test_excess_pods_are_deleted_newest_first() -> None:
+    await _third_pod_is_excess(await group(group_pod("a"), group_pod("b")))
+
+
+async def test_a_pod_beyond_an_admitted_groups_count_is_deleted_not_started() -> None:
+    """As Kueue's FindMatchingWorkloads: a group that grew after its Workload was made
+    would run the extra Pod on quota nobody reserved."""
+    await _third_pod_is_excess(await running(group_pod("a"), group_pod("b")))
 
 
 async def test_a_name_taken_by_another_workload_is_a_conflict() -> None:

@@ -6,7 +6,13 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from scheduler.runtime.kube.records import WorkloadRecord, content_digest, slim_job, slim_pod
+from scheduler.runtime.kube.records import (
+    WorkloadRecord,
+    content_digest,
+    slim_job,
+    slim_pod,
+    slim_statefulset,
+)
 from scheduler.runtime.kube.resources import JOBS, WORKLOADS
 
 
@@ -193,7 +199,17 @@ def test_a_slim_pod_keeps_what_the_pod_integration_reads() -> None:
             "labels": {"kueue.x-k8s.io/managed": "true"},
             "finalizers": ["kueue.x-k8s.io/managed"],
             "deletionTimestamp": "2026-01-01T00:00:00Z",
-            "ownerReferences": [{"kind": "ReplicaSet"}],
+            "ownerReferences": [
+                {"kind": "ReplicaSet", "name": "other", "uid": "r"},
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "StatefulSet",
+                    "name": "web",
+                    "uid": "s",
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                },
+            ],
             "annotations": {
                 "kubectl.kubernetes.io/last-applied-configuration": '{"kind": "Pod"}',
                 "team": "a",
@@ -214,7 +230,16 @@ def test_a_slim_pod_keeps_what_the_pod_integration_reads() -> None:
         },
     }
     slim = slim_pod(pod)
-    assert "ownerReferences" not in slim["metadata"]
+    # Only the controller, as much as tells which StatefulSet's Pod it is.
+    assert slim["metadata"]["ownerReferences"] == [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "StatefulSet",
+            "name": "web",
+            "uid": "s",
+            "controller": True,
+        }
+    ]
     assert slim["metadata"]["finalizers"] == ["kueue.x-k8s.io/managed"]
     assert slim["metadata"]["annotations"] == {"team": "a"}
     assert pod["metadata"]["annotations"]["team"] == "a"  # the object is left as it was
@@ -226,4 +251,50 @@ def test_a_slim_pod_keeps_what_the_pod_integration_reads() -> None:
     assert slim["status"] == {
         "phase": "Running",
         "conditions": [{"type": "Ready", "status": "True"}],
+    }
+
+
+def test_a_slim_statefulset_keeps_what_its_integration_reads() -> None:
+    sts = {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {
+            "name": "web",
+            "namespace": "team",
+            "uid": "s",
+            "resourceVersion": "7",
+            "generation": 2,
+            "labels": {"kueue.x-k8s.io/queue-name": "main"},
+            "annotations": {"note": "x" * 100},
+        },
+        "spec": {
+            "replicas": 3,
+            "serviceName": "web",
+            "template": {
+                "metadata": {
+                    "labels": {"app": "web"},
+                    "annotations": {"kueue.x-k8s.io/pod-suspending-parent": "statefulset"},
+                },
+                "spec": {"containers": [{"name": "c", "image": "x"}]},
+            },
+        },
+        "status": {"replicas": 3, "readyReplicas": 2, "currentRevision": "web-1"},
+    }
+    assert slim_statefulset(sts) == {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {
+            "name": "web",
+            "namespace": "team",
+            "uid": "s",
+            "resourceVersion": "7",
+            "labels": {"kueue.x-k8s.io/queue-name": "main"},
+        },
+        "spec": {
+            "replicas": 3,
+            "template": {
+                "metadata": {"annotations": {"kueue.x-k8s.io/pod-suspending-parent": "statefulset"}}
+            },
+        },
+        "status": {"replicas": 3, "readyReplicas": 2},
     }
