@@ -308,20 +308,23 @@ def slim_pod(obj: Json) -> Json:
     """What the `pod` integration reads of a Pod it manages, as a Pod-shaped dict: its
     identity and creation time, labels, annotations, finalizers and deletion, the
     scheduling gates, node selector and tolerations (what it patches), its node (a pod
-    group's Pod being deleted before it has one will never run), its controller's
-    reference, its phase and message, and whether it is Ready. Its containers are read
-    from the API server the one time they are needed, to create its Workload
-    (`pods.py`)."""
+    group's Pod being deleted before it has one will never run), its controlling
+    StatefulSet's reference, its phase and message, and whether it is Ready. Its
+    containers are read from the API server the one time they are needed, to create its
+    Workload (`pods.py`)."""
     status = _slim_status(obj, _POD_STATUS, _POD_CONDITIONS)
     slim = _slim(obj, PODS, _POD_META, _picked(obj.get("spec"), _POD_SPEC), status)
+    owner = _dict(obj.get("metadata")).get("ownerReferences") or []
     controller = [
         _picked(ref, ("apiVersion", "kind", "name", "uid", "controller"))
-        for ref in _dict(obj.get("metadata")).get("ownerReferences") or []
-        if isinstance(ref, dict) and ref.get("controller") is True
+        for ref in owner
+        if isinstance(ref, dict)
+        and ref.get("controller") is True
+        and ref.get("kind") == "StatefulSet"
     ]
     if controller:
-        # Which StatefulSet's Pod it is (docs/cluster.md#statefulsets); the other owners
-        # are never read.
+        # Which StatefulSet's Pod it is (docs/cluster.md#statefulsets): about 0.5 KiB, paid
+        # by those Pods only (docs/benchmarks.md, "What StatefulSets cost a slim Pod").
         slim["metadata"]["ownerReferences"] = controller
     annotations = slim["metadata"].get("annotations")
     if isinstance(annotations, dict) and _LAST_APPLIED in annotations:
