@@ -336,13 +336,21 @@ def slim_pod(obj: Json) -> Json:
     return slim
 
 
-_STS_META = ("name", "namespace", "uid", "resourceVersion", "labels", "deletionTimestamp")
+_STS_META = (
+    "name",
+    "namespace",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "labels",
+    "deletionTimestamp",
+)
 _STS_STATUS = ("replicas", "readyReplicas")
 
 
 def slim_statefulset(obj: Json) -> Json:
     """What the `statefulset` integration reads of a StatefulSet, as a StatefulSet-shaped
-    dict: its identity, labels and deletion, `spec.replicas`, its pod template's
+    dict: its identity, generation, labels and deletion, `spec.replicas`, its pod template's
     annotations (whether our webhook marked it) and its replica counts. The pod template
     is read from the API server the one time it is needed, to create its Workload
     (`statefulsets.py`)."""

@@ -7,8 +7,8 @@ admission gate, without a finalizer (the StatefulSet replaces a deleted Pod). Th
 controller, as Kueue's StatefulSet reconcilers do:
 
 * makes the Workload once the StatefulSet has replicas (`CreatedWorkload` on the
-  StatefulSet), and has it follow the StatefulSet's queue name (while it holds no
-  quota) and WorkloadPriorityClass;
+  StatefulSet), and has it follow the StatefulSet's replicas and queue name (while it
+  holds no quota) and WorkloadPriorityClass;
 * marks each of its Pods as a member of that Workload's group (`api/statefulset.py`
   `pod_marks`), after which the `pod` integration's group path (`pod_groups.py`)
   starts them once the Workload is admitted and stops them when it is evicted;
@@ -119,6 +119,10 @@ class StatefulSetController(Integration):
         if await self.follow_priority_class(sts, workload):
             return  # the Workload's change brings the StatefulSet back
         if scale > 0:
+            # While it holds no quota its pod set follows the replicas (scaled up from
+            # zero to another count, or through the scale subresource), then its queue.
+            await self.follow_spec(sts, workload)
+            workload = self.io.store.workload(workload.key) or workload
             await self.follow_labels(sts, workload)
         core = self.io.engine.scheduler.workload(workload.key)
         if core is None:

@@ -288,6 +288,7 @@ def test_a_slim_statefulset_keeps_what_its_integration_reads() -> None:
             "namespace": "team",
             "uid": "s",
             "resourceVersion": "7",
+            "generation": 2,
             "labels": {"kueue.x-k8s.io/queue-name": "main"},
         },
         "spec": {

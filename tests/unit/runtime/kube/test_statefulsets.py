@@ -40,14 +40,22 @@ WL_KEY = f"team/{WL_NAME}"
 STS_KEY = "team/web"
 
 
-def sts(replicas: int = 2, *, queue: str = "main", marked: bool = True) -> Json:
+def sts(
+    replicas: int = 2, *, queue: str = "main", marked: bool = True, generation: int = 1
+) -> Json:
     template_meta: Json = {"labels": {"app": "web", QUEUE: queue, MANAGED_LABEL: "true"}}
     if marked:
         template_meta["annotations"] = {PARENT: "statefulset"}
     return {
         "apiVersion": "apps/v1",
         "kind": "StatefulSet",
-        "metadata": {"name": "web", "namespace": "team", "uid": UID, "labels": {QUEUE: queue}},
+        "metadata": {
+            "name": "web",
+            "namespace": "team",
+            "uid": UID,
+            "generation": generation,
+            "labels": {QUEUE: queue},
+        },
         "spec": {
             "replicas": replicas,
             "serviceName": "web",
@@ -265,3 +273,41 @@ async def test_the_workload_follows_the_queue_while_it_waits() -> None:
     await w.reconcile()
     raw = w.workload()
     assert raw is not None and raw["spec"]["queueName"] == "other"
+
+
+async def test_scaled_up_from_zero_to_another_count_its_pod_set_follows() -> None:
+    """Kueue keeps the old count (its group then finishes `OutOfSync`); ours follows
+    the replicas while the Workload holds no quota (docs/cluster.md#statefulsets)."""
+    w = await world(sts(2))
+    await w.reconcile()
+    await w.admit()
+    w.put(sts(0, generation=2))
+    await w.reconcile()
+    w.engine.apply_pending()
+    assert await w.writer.write(WL_KEY)
+    w.see(WORKLOADS, WL_KEY)
+    w.engine.take()
+    w.put(sts(3, generation=3))
+    await w.reconcile()
+    raw = w.workload()
+    assert raw is not None
+    assert [ps["count"] for ps in raw["spec"]["podSets"]] == [3]
+    assert w.engine.take()[-1] == SetOnHold(WL_KEY, None)
+    assert (
+        "web",
+        "UpdatedWorkload",
+        f"Updated not matching Workload for suspended job: {WL_KEY}",
+    ) in (w.events.reasons())
+    assert admit_in_core(w.engine) == [WL_KEY]
+    held = w.engine.scheduler.workload(WL_KEY)
+    assert held is not None and [ps.count for ps in held.pod_sets] == [3]
+
+
+async def test_while_it_holds_quota_its_pod_set_keeps_its_count() -> None:
+    w = await world(sts(2))
+    await w.reconcile()
+    await w.admit()
+    w.put(sts(3, generation=2))  # through the scale subresource: no webhook
+    await w.reconcile()
+    raw = w.workload()
+    assert raw is not None and [ps["count"] for ps in raw["spec"]["podSets"]] == [2]
