@@ -250,7 +250,7 @@ async def _run_embedded(args: argparse.Namespace) -> int:
             scheduler,
             store.priority_class_objects,
             engine.snapshot,
-            pods=pod_integrations(store.configuration()).plain,
+            integrations=pod_integrations(store.configuration()),
         ),
     )
     cert_dir = Path(args.cert_dir) if args.cert_dir else state

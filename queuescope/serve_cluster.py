@@ -368,7 +368,7 @@ async def run_cluster(
             scheduler,
             runtime.jobs.priority_classes,
             engine.snapshot,
-            pods=pod_integrations(config_obj).plain,
+            integrations=pod_integrations(config_obj),
         ),
         health_checks=[
             HealthCheck("authentication-config", lambda: delegated.config_loaded, READYZ_ONLY),

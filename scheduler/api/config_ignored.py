@@ -16,13 +16,13 @@ from scheduler.api.integrations import (
     DEPLOYMENT_FRAMEWORK,
     INTEGRATED,
     POD_BASED,
-    STATEFULSET_FRAMEWORK,
     listed_frameworks,
 )
 
 # The integrations carried out only against a cluster (their Pods come from its
-# controllers), with the kind each names in its warning.
-_CLUSTER_ONLY = ((DEPLOYMENT_FRAMEWORK, "Deployments"), (STATEFULSET_FRAMEWORK, "StatefulSets"))
+# controllers), with the kind each names in its warning. A StatefulSet is one Workload
+# made from the StatefulSet alone, so offline reads it too (docs/simulate.md#statefulsets).
+_CLUSTER_ONLY = ((DEPLOYMENT_FRAMEWORK, "Deployments"),)
 
 
 class IgnoredSetting(NamedTuple):

@@ -2,16 +2,17 @@
 (docs/scheduling.md#priority-resolution).
 
 Naming: Kueue's rule (`scheduler.api.workload_names`), `job-<job name>-<5 hex digits>`.
-When the Job has no uid (a hand-written manifest), a deterministic UUID-5 of
-"batch/v1/Job/<namespace>/<name>" stands in, so the `kueue.x-k8s.io/job-uid` label and
-the name are reproducible across runs.
+When the Job (or a StatefulSet, docs/simulate.md#statefulsets) has no uid (a
+hand-written manifest), a deterministic UUID-5 of "<apiVersion>/<kind>/<namespace>/<name>"
+stands in, so the `kueue.x-k8s.io/job-uid` label and the name are reproducible across
+runs.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import Any, TypeAlias
 
 from scheduler.api.errors import ApiError
 from scheduler.api.job import (
@@ -26,6 +27,7 @@ from scheduler.api.meta import ObjectMeta, controller_reference
 from scheduler.api.plain_pod import Pod
 from scheduler.api.priority import PriorityClass, WorkloadPriorityClass
 from scheduler.api.source import set_source, source_of
+from scheduler.api.statefulset_model import StatefulSet
 from scheduler.api.workload import (
     POD_PRIORITY_CLASS_SOURCE,
     WORKLOAD_PRIORITY_CLASS_SOURCE,
@@ -36,26 +38,30 @@ from scheduler.api.workload import (
 )
 from scheduler.api.workload_names import workload_name
 
-if TYPE_CHECKING:
-    from scheduler.api.statefulset import StatefulSet
-
 # What an integration makes a Workload of.
-Owner: TypeAlias = "Job | Pod | StatefulSet"
+Owner: TypeAlias = Job | Pod | StatefulSet
 
 __all__ = [
     "ResolvedPriority",
     "job_to_workload",
     "job_uid",
     "job_workload_name",
+    "owner_uid",
     "resolve_priority",
 ]
 
 
+def owner_uid(owner: Owner) -> str:
+    """The owner's uid, or the deterministic stand-in of a manifest without one."""
+    meta = owner.metadata
+    if meta.uid:
+        return meta.uid
+    where = f"{owner.api_version}/{owner.kind}/{meta.namespace or 'default'}/{meta.name}"
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, where))
+
+
 def job_uid(job: Job) -> str:
-    if job.metadata.uid:
-        return job.metadata.uid
-    namespace = job.metadata.namespace or "default"
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"batch/v1/Job/{namespace}/{job.metadata.name}"))
+    return owner_uid(job)
 
 
 def job_workload_name(job_name: str, uid: str) -> str:

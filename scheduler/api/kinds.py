@@ -18,6 +18,7 @@ from scheduler.api.plain_pod import Pod
 from scheduler.api.priority import PriorityClass, WorkloadPriorityClass
 from scheduler.api.rbac import ClusterRole, ClusterRoleBinding, Role, RoleBinding
 from scheduler.api.scenario import Scenario
+from scheduler.api.statefulset_model import StatefulSet
 from scheduler.api.v1beta2 import V1BETA2_MODELS
 from scheduler.api.versions import KUEUE_V1BETA1, KUEUE_V1BETA2
 from scheduler.api.workload import Workload
@@ -34,6 +35,7 @@ ApiObject: TypeAlias = (
     | AdmissionCheck
     | Job
     | Pod
+    | StatefulSet
     | Configuration
     | Scenario
     | Role
@@ -58,6 +60,9 @@ KINDS: dict[tuple[str, str], type[TypedObject]] = {
     ("scheduling.k8s.io/v1", "PriorityClass"): PriorityClass,
     ("batch/v1", "Job"): Job,
     ("v1", "Pod"): Pod,
+    # Read offline only (docs/simulate.md#statefulsets): the validating webhook judges a
+    # StatefulSet by the raw rules before it looks here, and cluster mode keeps it slim.
+    ("apps/v1", "StatefulSet"): StatefulSet,
     (CONFIG_V1BETA1, "Configuration"): Configuration,
     (CONFIG_V1BETA2, "Configuration"): ConfigurationV1Beta2,
     ("simulation.queuescope.io/v1alpha1", "Scenario"): Scenario,

@@ -30,14 +30,19 @@ SUSPENDING_PARENT: Final = "kueue.x-k8s.io/pod-suspending-parent"
 TERMINATION_TARGET: Final = "TerminationTarget"
 
 
-class Pod(KubeObject):
+class QueuedByLabel(KubeObject):
+    """An object Kueue queues by its own queue-name label: a Pod, or a Pod-suspending
+    parent read offline (a StatefulSet, docs/simulate.md#statefulsets)."""
+
+    @property
+    def queue_name(self) -> str | None:
+        """The LocalQueue it names; None (no label, or an empty one): not queued."""
+        return self.metadata.labels.get(QUEUE_NAME_LABEL) or None
+
+
+class Pod(QueuedByLabel):
     namespaced: ClassVar[bool] = True
 
     api_version: Literal["v1"] = "v1"
     kind: Literal["Pod"] = "Pod"
     spec: PodSpec  # the status is read raw, where it is read (pods.py)
-
-    @property
-    def queue_name(self) -> str | None:
-        """The LocalQueue the Pod names; None (no label, or an empty one): not queued."""
-        return self.metadata.labels.get(QUEUE_NAME_LABEL) or None

@@ -8,47 +8,52 @@ set `main` whose template is the StatefulSet's pod spec, owned (not controlled) 
 StatefulSet. Its Pods join that group: they are marked with the Workload's name as
 their group and prebuilt Workload, the replica count as the group's size, and the
 serving and fast-admission flags (a serving group never finishes; a fast one is queued
-before all its Pods exist: a StatefulSet creates its Pods one by one).
+before all its Pods exist: a StatefulSet creates its Pods one by one). The model itself
+is `scheduler.api.statefulset_model`'s.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar, Final, Literal
+from typing import Any, Final
 
 from scheduler.api import raw_object as raw
-from scheduler.api.base import ApiModel, Int32
 from scheduler.api.integrations import STATEFULSET_FRAMEWORK
 from scheduler.api.job import QUEUE_NAME_LABEL
-from scheduler.api.job_workload import owner_workload
-from scheduler.api.meta import KubeObject
+from scheduler.api.job_workload import owner_uid, owner_workload
 from scheduler.api.plain_pod import POD_GROUP_NAME, POD_GROUP_TOTAL_COUNT, SUSPENDING_PARENT
 from scheduler.api.pod import PodTemplateSpec
 from scheduler.api.pod_group import FAST_ADMISSION, IS_GROUP_WORKLOAD, PREBUILT_WORKLOAD, SERVING
 from scheduler.api.priority import PriorityClass, WorkloadPriorityClass
 from scheduler.api.role_hash import ROLE_HASH_ANNOTATION
+from scheduler.api.statefulset_model import StatefulSet
 from scheduler.api.workload import PodSet, Workload
 from scheduler.api.workload_names import workload_name
 
+# The model is re-exported: cluster mode reads it from here (runtime/kube/statefulsets.py).
+__all__ = [
+    "JOB_OWNER_GVK",
+    "JOB_OWNER_NAME",
+    "MAIN",
+    "POD_INDEX_LABEL",
+    "POD_INDEX_LABEL_ANNOTATION",
+    "StatefulSet",
+    "controlling_statefulset",
+    "is_managed",
+    "pod_marks",
+    "replicas",
+    "statefulset_workload",
+    "statefulset_workload_name",
+]
+
 JOB_OWNER_GVK: Final = "kueue.x-k8s.io/job-owner-gvk"
 JOB_OWNER_NAME: Final = "kueue.x-k8s.io/job-owner-name"
+# Kueue's QuotaReserved=False message of a held Workload (docs/cluster.md#statefulsets).
+SCALED_TO_ZERO: Final = "StatefulSet scaled to zero; workload on hold"
 POD_INDEX_LABEL_ANNOTATION: Final = "kueue.x-k8s.io/pod-group-pod-index-label"
 POD_INDEX_LABEL: Final = "apps.kubernetes.io/pod-index"
 # The only role of a StatefulSet's group (its Pods are alike).
 MAIN: Final = "main"
-
-
-class StatefulSetSpec(ApiModel):
-    replicas: Int32 = 1
-    template: PodTemplateSpec
-
-
-class StatefulSet(KubeObject):
-    namespaced: ClassVar[bool] = True
-
-    api_version: Literal["apps/v1"] = "apps/v1"
-    kind: Literal["StatefulSet"] = "StatefulSet"
-    spec: StatefulSetSpec  # the status is read raw (runtime/kube/statefulsets.py)
 
 
 def statefulset_workload_name(name: str, uid: str) -> str:
@@ -74,15 +79,17 @@ def statefulset_workload(
     workload_priority_classes: Mapping[str, WorkloadPriorityClass],
     priority_classes: Mapping[str, PriorityClass],
 ) -> Workload:
-    """The prebuilt group Workload, as Kueue's StatefulSet reconciler creates it.
-    ApiError when the StatefulSet names a priority class that does not exist."""
+    """The prebuilt group Workload, as Kueue's StatefulSet reconciler creates it (a
+    manifest without a uid gets the deterministic one Jobs get, so that offline the
+    name is reproducible). ApiError when the StatefulSet names a priority class that
+    does not exist."""
     pod_set = PodSet(
         name=MAIN, count=sts.spec.replicas, template=PodTemplateSpec(spec=sts.spec.template.spec)
     )
     meta = sts.metadata
     return owner_workload(
         sts,
-        meta.uid or "",
+        owner_uid(sts),
         [pod_set],
         workload_priority_classes,
         priority_classes,

@@ -1,7 +1,8 @@
 """The objects a Workload is made of offline (`simulate`, `serve --embedded`, the what-if
-dry run): a batch/v1 Job, always (docs/scheduling.md#configuration), and a plain v1 Pod
-with the `pod` integration on (docs/simulate.md#pods), each as Kueue's integration
-creates it.
+dry run): a batch/v1 Job, always (docs/scheduling.md#configuration), a plain v1 Pod with
+the `pod` integration on (docs/simulate.md#pods) and an apps/v1 StatefulSet with the
+`statefulset` integration on (docs/simulate.md#statefulsets), each as Kueue's
+integration creates it.
 """
 
 from __future__ import annotations
@@ -10,27 +11,46 @@ from collections.abc import Mapping
 from typing import TypeAlias
 
 from scheduler.api.errors import ApiError
+from scheduler.api.integrations import POD_FRAMEWORK, STATEFULSET_FRAMEWORK, PodIntegrations
 from scheduler.api.job import QUEUE_NAME_LABEL, Job
 from scheduler.api.job_workload import job_to_workload
 from scheduler.api.plain_pod import POD_GROUP_NAME, POD_GROUP_TOTAL_COUNT, Pod
 from scheduler.api.pod_workload import pod_to_workload
 from scheduler.api.priority import PriorityClass, WorkloadPriorityClass
+from scheduler.api.statefulset import statefulset_workload
+from scheduler.api.statefulset_model import StatefulSet
 from scheduler.api.validation.paths import key
 from scheduler.api.workload import Workload
 
-WorkloadSource: TypeAlias = Job | Pod
-WORKLOAD_SOURCES = (Job, Pod)
+WorkloadSource: TypeAlias = Job | Pod | StatefulSet
+WORKLOAD_SOURCES = (Job, Pod, StatefulSet)
 
 
-def pods_off_error(pod: Pod) -> ApiError:
-    """A Pod that names a LocalQueue while the `pod` integration is off: Kueue would let
-    it run unqueued, which offline means nothing at all; said rather than skipped."""
+def makes_workload(obj: WorkloadSource) -> bool:
+    """Would its integration make a Workload of `obj`? Not without a queue name (Kueue
+    does not manage it), nor for a StatefulSet of no replicas (the cluster holds its
+    Workload: there is nothing to admit)."""
+    if obj.queue_name is None:
+        return False
+    return not (isinstance(obj, StatefulSet) and obj.spec.replicas == 0)
+
+
+def integration_off_error(obj: WorkloadSource, integrations: PodIntegrations) -> ApiError | None:
+    """A Pod or StatefulSet that names a LocalQueue while its integration is off: Kueue
+    would let it run unqueued, which offline means nothing at all; said rather than
+    skipped (docs/simulate.md#pods). None when its integration is on (or it is a Job)."""
+    if isinstance(obj, Pod) and not integrations.plain:
+        framework = POD_FRAMEWORK
+    elif isinstance(obj, StatefulSet) and not integrations.statefulsets:
+        framework = STATEFULSET_FRAMEWORK
+    else:
+        return None
     return ApiError(
-        f'names the LocalQueue "{pod.queue_name}" but the Configuration does not list `pod` '
-        "in integrations.frameworks, so Kueue would not queue it",
+        f'names the LocalQueue "{obj.queue_name}" but the Configuration does not list '
+        f"`{framework}` in integrations.frameworks, so Kueue would not queue it",
         path=key("metadata.labels", QUEUE_NAME_LABEL),
-        kind="Pod",
-        name=pod.metadata.name,
+        kind=obj.kind,
+        name=obj.metadata.name,
     )
 
 
@@ -56,17 +76,21 @@ def source_workload(
     workload_priority_classes: Mapping[str, WorkloadPriorityClass],
     priority_classes: Mapping[str, PriorityClass],
     *,
-    pods: bool,
+    integrations: PodIntegrations,
 ) -> Workload | None:
-    """The Workload of `obj`, or None when its integration would not manage it (no
-    queue name). `pods`: the `pod` integration is on (a Pod that names a queue while it
-    is off is an ApiError). ApiError too when a priority class it names is missing."""
-    if obj.queue_name is None:
+    """The Workload of `obj`, or None when its integration would make none
+    (`makes_workload`). `integrations`: those that are on (a Pod or StatefulSet that
+    names a queue while its own is off is an ApiError). ApiError too when a priority
+    class it names is missing."""
+    if not makes_workload(obj):
         return None
+    refused = integration_off_error(obj, integrations)
+    if refused is not None:
+        raise refused
     if isinstance(obj, Job):
         return job_to_workload(obj, workload_priority_classes, priority_classes)
-    if not pods:
-        raise pods_off_error(obj)
+    if isinstance(obj, StatefulSet):
+        return statefulset_workload(obj, workload_priority_classes, priority_classes)
     group_error = pod_group_error(obj)
     if group_error is not None:
         raise group_error

@@ -15,7 +15,8 @@ not applied, as `kubectl apply` would be refused.
 
 Kinds: Namespace, ResourceFlavor, AdmissionCheck, Cohort, ClusterQueue, LocalQueue, Workload
 and Jobs (as the Workload the Job integration creates) go to the scheduler, and so do Pods
-when the Configuration turns the `pod` integration on; priority classes resolve their
+and StatefulSets when the Configuration turns the `pod` or `statefulset` integration on
+(docs/simulate.md#statefulsets); priority classes resolve their
 priorities; RBAC objects are kept for the server's authorizer
 (:meth:`EmbeddedStore.rbac_objects`, with a change callback); a Configuration is only
 read at start-up (:func:`find_configuration`); a Scenario is ignored with a warning.
@@ -389,7 +390,7 @@ class EmbeddedStore:
                 self._first_sight.of(source_key),
                 self._workload_priority_classes,
                 self._priority_classes,
-                pods=pod_integrations(self._configuration).plain,
+                integrations=pod_integrations(self._configuration),
             )
         except ApiError as err:
             error = err.at(d.source, d.index, d.item) if not err.source else err

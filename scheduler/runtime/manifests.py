@@ -4,10 +4,10 @@ A Workload without a uid gets the simulator's deterministic uid (a UUID-5 of
 ``namespace/name``, :mod:`scheduler.core.metadata`) and, without a creationTimestamp,
 the real time at which the runtime first saw it; Jobs with the queue-name label become
 the Workload Kueue's Job integration would create (`job_to_workload`), after the same
-defaults are filled on the Job, and so do Pods with the `pod` integration on
-(`scheduler.api.workload_sources`). Several objects seen together get timestamps 1 ms
-apart in document order, as the simulator spaces them, so their queue order follows
-the manifests.
+defaults are filled on the Job, and so do Pods with the `pod` integration on and
+StatefulSets with the `statefulset` integration on (`scheduler.api.workload_sources`).
+Several objects seen together get timestamps 1 ms apart in document order, as the
+simulator spaces them, so their queue order follows the manifests.
 """
 
 from __future__ import annotations
@@ -27,8 +27,10 @@ from scheduler.api import (
     Workload,
     WorkloadPriorityClass,
 )
+from scheduler.api.integrations import NO_POD_INTEGRATIONS, PodIntegrations
 from scheduler.api.plain_pod import Pod
-from scheduler.api.workload_sources import WORKLOAD_SOURCES, source_workload
+from scheduler.api.statefulset_model import StatefulSet
+from scheduler.api.workload_sources import WORKLOAD_SOURCES, makes_workload, source_workload
 from scheduler.core.clock import Clock, Instant
 from scheduler.core.metadata import fill_metadata
 
@@ -61,6 +63,7 @@ SCHEDULER_KINDS = (
     Workload,
     Job,
     Pod,
+    StatefulSet,
 )
 
 
@@ -77,17 +80,20 @@ def prepare(
     workload_priority_classes: Mapping[str, WorkloadPriorityClass],
     priority_classes: Mapping[str, PriorityClass],
     *,
-    pods: bool = False,
+    integrations: PodIntegrations = NO_POD_INTEGRATIONS,
 ) -> Any | None:
-    """The object to apply, or None for a Job or Pod its integration would not manage
-    (no queue-name label). Raises ApiError when a Job's or Pod's priority class is
-    missing, and for a Pod that names a queue while the `pod` integration (`pods`) is
-    off."""
+    """The object to apply, or None for a Job, Pod or StatefulSet its integration would
+    make no Workload of (no queue-name label; no replicas). Raises ApiError when its
+    priority class is missing, and for a Pod or StatefulSet that names a queue while
+    its integration is off (`integrations`)."""
     if isinstance(obj, WORKLOAD_SOURCES):
-        if obj.queue_name is None:
+        if not makes_workload(obj):
             return None
         return source_workload(
-            fill_metadata(obj, first_seen), workload_priority_classes, priority_classes, pods=pods
+            fill_metadata(obj, first_seen),
+            workload_priority_classes,
+            priority_classes,
+            integrations=integrations,
         )
     if isinstance(obj, Workload):
         return fill_metadata(obj, first_seen)

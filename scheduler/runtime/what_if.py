@@ -1,16 +1,17 @@
 """The what-if dry run as the server asks for it: a request body in, plain JSON out
 (docs/visibility-api.md#what-if).
 
-The body is a batch/v1 Job, a v1 Pod (with the `pod` integration on) or a Kueue
-Workload (v1beta1 or v1beta2), in JSON or YAML. It goes through the same decoding,
+The body is a batch/v1 Job, a v1 Pod (with the `pod` integration on), an apps/v1
+StatefulSet (with the `statefulset` integration on) or a Kueue Workload (v1beta1 or
+v1beta2), in JSON or YAML. It goes through the same decoding,
 conversion and integration as every object the runtime ingests (`scheduler.api.decode`,
 `scheduler.api.workload_sources`), then through
 `scheduler.core.what_if` against the live scheduler. This runs on the event loop, in one
 synchronous step, between the engine's steps, so the state it reads is consistent.
 
 Errors are `DryRunError`s carrying the HTTP status the server answers: 400 for a body
-that is not one YAML or JSON object, 422 for an object that is not a valid Job, Pod or
-Workload for this LocalQueue (naming the field).
+that is not one YAML or JSON object, 422 for an object that is not a valid Job, Pod,
+StatefulSet or Workload for this LocalQueue (naming the field).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import yaml
 from scheduler.api.decode import decode_object
 from scheduler.api.dry_run import DryRunError, FieldCause
 from scheduler.api.errors import ApiError
+from scheduler.api.integrations import NO_POD_INTEGRATIONS, PodIntegrations
 from scheduler.api.job import QUEUE_NAME_LABEL
 from scheduler.api.priority import PriorityClass, WorkloadPriorityClass
 from scheduler.api.quantity import format_resource
@@ -40,6 +42,9 @@ SOURCE: Final = "request body"
 # Kubernetes objects nest a few dozen levels at most; deeper is refused before decoding.
 MAX_DEPTH: Final = 100
 GENERATED_SUFFIX: Final = "what-if"
+# The kinds whose queue is their label (a Workload's is `spec.queueName`).
+OWNER_KINDS: Final = ("Job", "Pod", "StatefulSet")
+NO_REPLICAS: Final = "a StatefulSet of no replicas makes no Workload: there is nothing to admit"
 
 PriorityClasses = tuple[Mapping[str, WorkloadPriorityClass], Mapping[str, PriorityClass]]
 
@@ -64,15 +69,16 @@ class WhatIfService:
         priority_classes: Callable[[], PriorityClasses],
         snapshot: Callable[[], Snapshot] | None = None,
         *,
-        pods: bool = False,
+        integrations: PodIntegrations = NO_POD_INTEGRATIONS,
     ) -> None:
         """With `snapshot` (the engine's published one), the LocalQueue position is read
         from its per-LocalQueue index in O(log n) instead of counted in the core in
         O(position): about 25 ms at 100k pending, too long for the event loop. The index
-        is at most one publish interval older than the core's state. `pods`: the `pod`
-        integration is on (otherwise a Pod is refused: it would not be queued)."""
+        is at most one publish interval older than the core's state. `integrations`:
+        those on (a Pod or StatefulSet whose integration is off is refused: it would
+        not be queued)."""
         self._scheduler = scheduler
-        self._pods = pods
+        self._integrations = integrations
         self._priority_classes = priority_classes
         self._snapshot = snapshot
 
@@ -84,11 +90,11 @@ class WhatIfService:
         returned function reads nothing the loop changes."""
         wpcs, pcs = self._priority_classes()
         classes = (dict(wpcs), dict(pcs))
-        pods = self._pods
+        integrations = self._integrations
 
         def decode(body: bytes) -> Prepared:
             data = _prepared(_parse(body), namespace, local_queue)
-            return Prepared(_workload(data, classes, pods=pods), local_queue)
+            return Prepared(_workload(data, classes, integrations), local_queue)
 
         return decode
 
@@ -124,12 +130,16 @@ class WhatIfService:
         return bisect_left(indexes, result.placement.position_in_cluster_queue)
 
 
-def _workload(data: dict[str, Any], classes: PriorityClasses, *, pods: bool) -> Workload:
+def _workload(
+    data: dict[str, Any], classes: PriorityClasses, integrations: PodIntegrations
+) -> Workload:
     try:
         obj = decode_object(data, source=SOURCE)
         if isinstance(obj, WORKLOAD_SOURCES):
-            made = source_workload(obj, *classes, pods=pods)
-            assert made is not None, "the request's LocalQueue is always named"
+            made = source_workload(obj, *classes, integrations=integrations)
+            if made is None:
+                # The request's LocalQueue is always named: only no replicas makes none.
+                raise _mismatch("spec.replicas", NO_REPLICAS)
             return made
     except ApiError as err:
         causes = tuple(FieldCause(e.path or "", e.detail) for e in err.errors)
@@ -137,7 +147,10 @@ def _workload(data: dict[str, Any], classes: PriorityClasses, *, pods: bool) -> 
     except RecursionError:
         raise DryRunError(400, "the body is nested too deeply") from None
     if not isinstance(obj, Workload):
-        message = f"the body must be a batch/v1 Job, a v1 Pod or a Workload, not a {obj.kind}"
+        message = (
+            "the body must be a batch/v1 Job, a v1 Pod, an apps/v1 StatefulSet or a Workload, "
+            f"not a {obj.kind}"
+        )
         raise DryRunError(422, message, (FieldCause("kind", message),))
     return obj
 
@@ -206,7 +219,7 @@ def _prepared(data: dict[str, Any], namespace: str, local_queue: str) -> dict[st
     meta["namespace"] = namespace
     if not meta.get("name"):
         meta["name"] = f"{meta.get('generateName') or ''}{GENERATED_SUFFIX}"
-    if data.get("kind") in ("Job", "Pod"):
+    if data.get("kind") in OWNER_KINDS:
         labels = meta.get("labels")
         labels = dict(labels) if isinstance(labels, dict) else {}
         named = labels.get(QUEUE_NAME_LABEL)

@@ -17,7 +17,6 @@ from scheduler.api import (
     ClusterQueue,
     Cohort,
     Configuration,
-    Job,
     LocalQueue,
     Namespace,
     PriorityClass,
@@ -28,11 +27,16 @@ from scheduler.api import (
 )
 from scheduler.api.decode import ApiError, Decoded, decode_object
 from scheduler.api.integrations import pod_integrations
-from scheduler.api.plain_pod import Pod
 from scheduler.api.scenario import ScenarioEvent
+from scheduler.api.statefulset_model import StatefulSet
 from scheduler.api.validation.update import validate_update
 from scheduler.api.workload_names import HASH_LENGTH
-from scheduler.api.workload_sources import WORKLOAD_SOURCES, pods_off_error, source_workload
+from scheduler.api.workload_sources import (
+    WORKLOAD_SOURCES,
+    integration_off_error,
+    makes_workload,
+    source_workload,
+)
 from scheduler.core.admission_checks import set_check_state
 from scheduler.core.clock import Instant, ManualClock, instant_from_datetime
 from scheduler.core.cycle import run_cycle
@@ -48,6 +52,7 @@ from scheduler.sim.endless import EndlessTimeouts
 from scheduler.sim.fingerprint import IdleFingerprint
 from scheduler.sim.observer import ReplayObserver
 from scheduler.sim.runtimes import RuntimeDriver, check_annotations
+from scheduler.sim.statefulsets import follow_scale
 
 DEFAULT_START = datetime(2026, 1, 1, tzinfo=UTC)
 MAX_CYCLES = 1_000_000
@@ -134,8 +139,9 @@ class Simulation:
         self.cycles = cycles
         self.clock = ManualClock(self.start)
         self.scheduler = Scheduler(self.clock, scheduler_config(self.config_obj))
-        # Plain Pods are workloads only with the `pod` integration (docs/simulate.md#pods).
-        self._pods = pod_integrations(self.config_obj).plain
+        # Plain Pods are workloads only with the `pod` integration (docs/simulate.md#pods),
+        # StatefulSets with `statefulset` (docs/simulate.md#statefulsets).
+        self._integrations = pod_integrations(self.config_obj)
         self.queue_status = QueueStatusTracker(self.scheduler.config.queue_visibility, self.start)
         self.result = SimulationResult(self.scheduler, queue_status=self.queue_status)
         self._ordinal = 0
@@ -154,22 +160,25 @@ class Simulation:
 
     # ----------------------------------------------------------------- inputs
     def _prepare(self, d: Decoded) -> Any:
-        """Fill the defaults that depend on position (uid, creationTimestamp); Jobs and
-        Pods that name a queue become Workloads as their integration would create them."""
+        """Fill the defaults that depend on position (uid, creationTimestamp); Jobs, Pods
+        and StatefulSets that name a queue become Workloads as their integration would
+        create them."""
         obj = d.obj
         ordinal = self._ordinal
         self._ordinal += 1
         if isinstance(obj, WORKLOAD_SOURCES):
             source = self._fill_meta(obj, ordinal)
             try:
-                made = source_workload(source, self._wpcs, self._pcs, pods=self._pods)
+                made = source_workload(
+                    source, self._wpcs, self._pcs, integrations=self._integrations
+                )
             except ApiError as err:
                 raise err.at(d.source, d.index) from None
             except ValueError as err:
                 raise ApiError(
                     source=d.source, index=d.index, path="metadata", detail=str(err)
                 ) from None
-            assert made is not None, "the callers leave unqueued Jobs and Pods out"
+            assert made is not None, "the callers leave out what makes no Workload"
             obj = made
         if isinstance(obj, Workload):
             obj = self._fill_meta(obj, ordinal)
@@ -224,9 +233,10 @@ class Simulation:
         for d in initial:
             if isinstance(d.obj, WorkloadPriorityClass | PriorityClass):
                 self._remember(d.obj)
-        # A Job or Pod without the queue-name label is not managed
-        # (manageJobsWithoutQueueName is off), so it produces no Workload.
-        initial = [d for d in initial if not _unqueued(d.obj)]
+        # A Job, Pod or StatefulSet without the queue-name label is not managed
+        # (manageJobsWithoutQueueName is off), so it produces no Workload; nor does a
+        # StatefulSet of no replicas.
+        initial = [d for d in initial if not _no_workload(d.obj)]
         prepared = [(self._prepare(d), i, d) for i, d in enumerate(initial)]
         prepared.sort(key=lambda p: (_apply_rank(p[0]) or 0, p[1]))
         for obj, _, origin in prepared:
@@ -242,8 +252,8 @@ class Simulation:
         for i, ev in enumerate(self.scenario.spec.events):
             events.append(_timed_event(self.start + ev.at, i, ev))
             applied = ev.apply
-            if isinstance(applied, Pod) and applied.queue_name and not self._pods:
-                refused = pods_off_error(applied)
+            refused = self._refused(applied)
+            if refused is not None:
                 raise ApiError(
                     refused.detail,
                     path=f"spec.events[{i}].apply.{refused.path}",
@@ -252,7 +262,7 @@ class Simulation:
                     kind="Scenario",
                     name=self.scenario.metadata.name,
                 )
-            if isinstance(applied, Workload | Job | Pod):
+            if isinstance(applied, (*WORKLOAD_SOURCES, Workload)):
                 ns = applied.metadata.namespace or "default"
                 known.add(f"{ns}/{applied.metadata.name}")
         for i, te in enumerate(events):
@@ -268,9 +278,15 @@ class Simulation:
         events.sort(key=lambda e: (e.at, e.order))
         return events
 
+    def _refused(self, obj: Any) -> ApiError | None:
+        """An object a scenario applies whose integration is off (it names a queue)."""
+        if not isinstance(obj, WORKLOAD_SOURCES) or not makes_workload(obj):
+            return None
+        return integration_off_error(obj, self._integrations)
+
     def _resolve(self, target: str) -> str:
-        """The workload key an event names: itself, or the key of the Workload the Job or
-        Pod it names made."""
+        """The workload key an event names: itself, or the key of the Workload the Job,
+        Pod or StatefulSet it names made."""
         keys = self.scheduler.objects.workloads
         if target in keys:
             return target
@@ -295,7 +311,9 @@ class Simulation:
         s = self.scheduler
         if ev.action == "apply":
             obj = ev.obj
-            if _unqueued(obj):
+            if isinstance(obj, StatefulSet):
+                self._follow_scale(obj)
+            if _no_workload(obj):
                 return
             if isinstance(obj, (*WORKLOAD_SOURCES, Workload)):
                 obj = self._prepare(Decoded(obj=obj, source="", index=0))
@@ -335,6 +353,14 @@ class Simulation:
                 change.requeue_after_seconds,
             )
         s.finalize_evictions()
+
+    def _follow_scale(self, sts: StatefulSet) -> None:
+        """A StatefulSet scaled to zero or back: its Workload held or let go
+        (docs/simulate.md#statefulsets); the hold stops its runtime's clock."""
+        held = follow_scale(self.scheduler, self._fill_meta(sts, 0))
+        if held is not None:
+            self.runtimes.evicted([held])
+            self._mark_all()
 
     # -------------------------------------------------------------------- run
     def _fire_due_now(self) -> bool:
@@ -505,16 +531,18 @@ def _timed_event(at: Instant, order: int, ev: ScenarioEvent) -> TimedEvent:
     return te
 
 
-def _unqueued(obj: object) -> bool:
-    """A Job or Pod its integration would not manage (no queue name): no Workload."""
-    return isinstance(obj, WORKLOAD_SOURCES) and obj.queue_name is None
+def _no_workload(obj: object) -> bool:
+    """A Job, Pod or StatefulSet its integration makes no Workload of (no queue name,
+    no replicas)."""
+    return isinstance(obj, WORKLOAD_SOURCES) and not makes_workload(obj)
 
 
 def _owner_workload(target: str, keys: Iterable[str]) -> str | None:
-    """The key of the Workload a Job or Pod `target` (ns/name) made, among `keys`: a
-    scenario may name a workload by its owner (docs/simulate.md, "events naming a Job")."""
+    """The key of the Workload a Job, Pod or StatefulSet `target` (ns/name) made, among
+    `keys`: a scenario may name a workload by its owner (docs/simulate.md, "events
+    naming a Job")."""
     ns, _, name = target.partition("/")
-    prefixes = (f"{ns}/job-{name}-", f"{ns}/pod-{name}-")
+    prefixes = (f"{ns}/job-{name}-", f"{ns}/pod-{name}-", f"{ns}/statefulset-{name}-")
     for key in keys:
         prefix = next((p for p in prefixes if key.startswith(p)), None)
         if prefix is not None and len(key) == len(prefix) + HASH_LENGTH:

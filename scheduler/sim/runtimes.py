@@ -1,10 +1,11 @@
 """True runtimes in a scenario: the `simulation.queuescope.io/runtime` annotation
 (docs/simulate.md#runtime-annotation).
 
-A Workload or Job so annotated gets `PodsReady` when it is admitted and finishes
-(Succeeded) that long after its admission; an eviction restarts its clock. The
-driver learns admissions and evictions from the core's change feed, so it also sees
-the admissions of a cycle that waits for pods to be ready.
+A Workload or an object that makes one (a Job, a Pod, a StatefulSet) so annotated
+gets `PodsReady` when it is admitted and finishes (Succeeded) that long after its
+admission; an eviction (or a StatefulSet's hold) restarts its clock. The driver
+learns admissions and evictions from the core's change feed, so it also sees the
+admissions of a cycle that waits for pods to be ready.
 
 Only the simulator reads these values: they are the future a forecast must not see
 (docs/forecasting.md#no-leakage).
@@ -19,10 +20,10 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from scheduler.api import Job, Scenario, Workload
+from scheduler.api import Scenario, Workload
 from scheduler.api.decode import ApiError, Decoded
 from scheduler.api.durations import DurationError, parse_duration
-from scheduler.api.plain_pod import Pod
+from scheduler.api.workload_sources import WORKLOAD_SOURCES
 from scheduler.core.clock import MICROS_PER_SECOND, Instant
 from scheduler.core.scheduler import Scheduler
 
@@ -54,8 +55,8 @@ def parse_runtime(text: str) -> Instant:
 
 
 def annotated_runtime(obj: Any) -> str | None:
-    """The raw annotation of a Workload, a Job or a Pod, if any."""
-    if not isinstance(obj, Workload | Job | Pod):
+    """The raw annotation of a Workload, a Job, a Pod or a StatefulSet, if any."""
+    if not isinstance(obj, (*WORKLOAD_SOURCES, Workload)):
         return None
     return obj.metadata.annotations.get(RUNTIME_ANNOTATION)
 

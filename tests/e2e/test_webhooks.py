@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from cryptography import x509
 
 from tests.e2e.cluster import (
@@ -32,6 +33,7 @@ from tests.e2e.cluster import (
     webhook_documents,
 )
 from tests.e2e.harness import ControlPlane, HarnessError, wait_for
+from tests.e2e.pods import KUEUE_EXAMPLES
 from tests.unit.test_webhook_rules import CASES, NS, SAYS, Case
 from visibility_server.certs import check_live_webhooks, generate_cert_dir
 from visibility_server.webhooks.registrations import WEBHOOK_CONFIGURATIONS
@@ -39,6 +41,7 @@ from visibility_server.webhooks.registrations import WEBHOOK_CONFIGURATIONS
 pytestmark = pytest.mark.realcluster
 
 REPO = Path(__file__).resolve().parents[2]
+SAMPLE_CRONJOB = KUEUE_EXAMPLES / "jobs" / "sample-cronjob.yaml"
 JOBS_NS = "webhook-jobs"
 DEFAULT_NS = "webhook-default"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -193,6 +196,48 @@ def test_a_job_in_a_namespace_with_a_default_queue_gets_it(
     stored = get(plane, "job", "defaulted", "-n", DEFAULT_NS)
     assert stored["metadata"]["labels"][QUEUE_LABEL] == "default"
     assert stored["spec"]["suspend"] is True
+
+
+def test_kueues_cronjob_example_has_each_of_its_jobs_queued(
+    cluster: tuple[ControlPlane, ClusterModeServer],
+) -> None:
+    """Kueue v0.19.2's `jobs/sample-cronjob.yaml`, unchanged but for its namespace: a Job
+    the CronJob makes (here by `kubectl create job --from`, which makes it as the
+    CronJob controller would, from the job template, owned by the CronJob) carries the
+    template's queue label, so it is stored suspended and gets its Workload."""
+    plane, _ = cluster
+    [cronjob] = yaml.safe_load_all(SAMPLE_CRONJOB.read_text())
+    cronjob["metadata"]["namespace"] = JOBS_NS
+    assert apply(plane, cronjob).returncode == 0
+    made = plane.kubectl(
+        *("create", "job", "from-cronjob", "-n", JOBS_NS, "--from=cronjob/sample-cronjob"),
+        check=False,
+    )
+    assert made.returncode == 0, made.stderr
+    stored = get(plane, "job", "from-cronjob", "-n", JOBS_NS)
+    assert stored["spec"]["suspend"] is True
+    assert stored["metadata"]["labels"][QUEUE_LABEL] == "user-queue"
+    [owner] = stored["metadata"]["ownerReferences"]
+    assert (owner["kind"], owner["name"]) == ("CronJob", "sample-cronjob")
+    doc = wait_json(
+        plane,
+        "the Workload of the CronJob's Job",
+        lambda d: [
+            w
+            for w in d["items"]
+            if any(r.get("name") == "from-cronjob" for r in w["metadata"]["ownerReferences"])
+        ],
+        "workloads.kueue.x-k8s.io",
+        "-n",
+        JOBS_NS,
+    )
+    [workload] = [
+        w
+        for w in doc["items"]
+        if any(r.get("name") == "from-cronjob" for r in w["metadata"]["ownerReferences"])
+    ]
+    assert workload["spec"]["queueName"] == "user-queue"
+    assert [ps["count"] for ps in workload["spec"]["podSets"]] == [3]
 
 
 def _dry_labels(plane: ControlPlane, obj: dict[str, Any]) -> str:

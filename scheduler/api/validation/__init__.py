@@ -28,6 +28,7 @@ from scheduler.api.plain_pod import Pod
 from scheduler.api.priority import PriorityClass
 from scheduler.api.rbac import ClusterRole, ClusterRoleBinding, Role, RoleBinding
 from scheduler.api.scenario import Scenario
+from scheduler.api.statefulset_model import StatefulSet
 from scheduler.api.validation.admissioncheck import validate_admission_check
 from scheduler.api.validation.common import NameValidator
 from scheduler.api.validation.config import validate_configuration
@@ -46,6 +47,7 @@ from scheduler.api.validation.queues import (
     validate_cohort,
     validate_local_queue,
 )
+from scheduler.api.validation.statefulset import validate_statefulset
 from scheduler.api.validation.update import validate_update
 from scheduler.api.validation.workload import validate_workload
 from scheduler.api.workload import Workload
@@ -72,6 +74,7 @@ _SPEC_RULES: tuple[tuple[type | UnionType, Callable[[Any], list[FieldError]]], .
     (PriorityClass, validate_priority_class),
     (Job, validate_job),
     (Pod, validate_plain_pod),
+    (StatefulSet, validate_statefulset),
     (Configuration, validate_configuration),
     (Scenario, validate_scenario),
     (Role | ClusterRole, validate_role),

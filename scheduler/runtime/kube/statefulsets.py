@@ -23,12 +23,12 @@ StatefulSet.
 from __future__ import annotations
 
 import logging
-from typing import Final
 
 from scheduler.api.integrations import STATEFULSET_FRAMEWORK
 from scheduler.api.live import decode_live_as
 from scheduler.api.plain_pod import SUSPENDING_PARENT
 from scheduler.api.statefulset import (
+    SCALED_TO_ZERO,
     StatefulSet,
     controlling_statefulset,
     is_managed,
@@ -47,8 +47,6 @@ from scheduler.runtime.kube.records import Cached, WorkloadRecord
 from scheduler.runtime.kube.resources import PODS, STATEFULSETS, Resource, object_key
 
 log = logging.getLogger(__name__)
-
-SCALED_TO_ZERO: Final = "StatefulSet scaled to zero; workload on hold"
 
 
 def _meta(obj: Json) -> dict[str, object]:

@@ -142,25 +142,25 @@ def test_cluster_mode_runs_the_pod_integration() -> None:
     assert pod_integrations(deployments) == PodIntegrations(deployments=True)
 
 
-def test_statefulsets_are_integrated_in_cluster_mode_only() -> None:
+def test_statefulsets_are_integrated_in_both_modes() -> None:
+    """Offline reads StatefulSets too (docs/simulate.md#statefulsets): no warning either way."""
     statefulsets = configuration(KUEUE_LIKE.replace("pod]", "statefulset]"))
     assert pod_integrations(statefulsets) == PodIntegrations(statefulsets=True)
     assert pod_integrations(statefulsets).on
-    assert [s.why for s in ignored_settings(statefulsets)][1:] == [
-        "statefulset: StatefulSets are integrated only in cluster mode"
-    ]
-    assert [s.why for s in ignored_settings(statefulsets, cluster_mode=True)] == [
+    only_others = [
         "only batch/job, pod, deployment, statefulset are integrated; "
         "not kubeflow.org/mpijob, Foo.v1.example.com"
     ]
+    assert [s.why for s in ignored_settings(statefulsets)] == only_others
+    assert [s.why for s in ignored_settings(statefulsets, cluster_mode=True)] == only_others
     every = configuration(KUEUE_LIKE.replace("pod]", "pod, deployment, statefulset]"))
     assert pod_integrations(every) == PodIntegrations(
         plain=True, deployments=True, statefulsets=True
     )
     assert [s.why for s in ignored_settings(every)][1:] == [
         "deployment: Deployments are integrated only in cluster mode",
-        "statefulset: StatefulSets are integrated only in cluster mode",
     ]
+    assert [s.why for s in ignored_settings(every, cluster_mode=True)] == only_others
     selector = "managedJobsNamespaceSelector: {matchLabels: {team: a}}\n"
     ignored = ignored_settings(configuration(KUEUE_LIKE + selector), cluster_mode=True)
     assert ignored[-1] == IgnoredSetting(

@@ -128,6 +128,28 @@ def job(ns: str, name: str, queue: str | None, cpu: str = "1", priority_class: s
     }
 
 
+def statefulset(
+    ns: str, name: str, queue: str | None, cpu: str = "1", *, replicas: int = 3, **annotations: str
+) -> Json:
+    """An apps/v1 StatefulSet of `replicas` Pods of `cpu` each (docs/simulate.md#statefulsets),
+    labelled as `job` labels a Job."""
+    made = job(ns, name, queue, cpu)
+    template = made["spec"]["template"]
+    del template["spec"]["restartPolicy"]  # a StatefulSet's Pods always restart
+    template["metadata"] = {"labels": {"app": name}}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {**made["metadata"], "annotations": annotations},
+        "spec": {
+            "replicas": replicas,
+            "serviceName": name,
+            "selector": {"matchLabels": {"app": name}},
+            "template": template,
+        },
+    }
+
+
 def configuration(body: Json) -> Configuration:
     obj = decode_object(
         {"apiVersion": "config.kueue.x-k8s.io/v1beta1", "kind": "Configuration", **body}

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from scheduler.api import ApiError
+from scheduler.api.workload_names import workload_name
 from scheduler.core.clock import MICROS_PER_SECOND, ManualClock, instant_from_datetime
 from scheduler.core.cycle import run_cycle
 from scheduler.core.metadata import deterministic_uid
@@ -24,6 +25,7 @@ from tests.unit.runtime.support import (
     job,
     local_queue,
     namespace,
+    statefulset,
     to_yaml,
     workload,
 )
@@ -342,3 +344,38 @@ def test_without_the_pod_integration_a_queued_pod_is_refused_by_name(
         h.load()
     assert 'd-pods.yaml: document 0 (Pod "sleep")' in str(err.value)
     assert "does not list `pod` in integrations.frameworks" in str(err.value)
+
+
+STATEFULSET_CONFIGURATION = {
+    "apiVersion": "config.kueue.x-k8s.io/v1beta1",
+    "kind": "Configuration",
+    "integrations": {"frameworks": ["batch/job", "statefulset"]},
+}
+
+
+def test_statefulsets_are_workloads_with_the_statefulset_integration(h: Harness) -> None:
+    """docs/simulate.md#statefulsets: the Workload `simulate` makes, named the same; an
+    edit to no replicas leaves it no Workload (nothing to admit)."""
+    base(h)
+    h.write("c-config.yaml", STATEFULSET_CONFIGURATION)
+    h.write("d-web.yaml", statefulset("team", "web", "main"), statefulset("team", "free", None))
+    h.load()
+    name = workload_name("StatefulSet", "apps", "web", deterministic_uid("team", "web"))
+    (key,) = [k for k in h.scheduler.objects.workloads if "/statefulset-" in k]
+    assert key == f"team/{name}"
+    assert h.scheduler.queues.locate(key) == "cq"
+    assert h.scheduler.objects.workloads[key].pod_sets[0].count == 3
+    h.write("d-web.yaml", statefulset("team", "web", "main", replicas=0))
+    assert h.check()
+    assert key not in h.scheduler.objects.workloads
+
+
+def test_without_the_statefulset_integration_a_queued_one_is_refused_by_name(
+    h: Harness,
+) -> None:
+    base(h)
+    h.write("d-web.yaml", statefulset("team", "web", "main"))
+    with pytest.raises(ApiError) as err:
+        h.load()
+    assert 'd-web.yaml: document 0 (StatefulSet "web")' in str(err.value)
+    assert "does not list `statefulset` in integrations.frameworks" in str(err.value)

@@ -4,6 +4,7 @@ same decoding and Job integration as every ingested object, JSON out."""
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any
 
 import pytest
@@ -11,9 +12,12 @@ import yaml
 
 from scheduler.api.decode import decode_object
 from scheduler.api.dry_run import DryRunError
+from scheduler.api.integrations import PLAIN_PODS, PodIntegrations
 from scheduler.api.priority import WorkloadPriorityClass
+from scheduler.api.workload_names import workload_name
 from scheduler.runtime.what_if import WhatIfService
 from tests.unit.core.builders import Cluster, flavor, local_queue, namespace, simple_cq, workload
+from tests.unit.runtime.support import statefulset
 
 WPC = {
     "apiVersion": "kueue.x-k8s.io/v1beta1",
@@ -113,7 +117,7 @@ def _pod() -> dict[str, Any]:
 
 def test_a_pod_is_asked_about_with_the_pod_integration_on() -> None:
     c, _ = _service()
-    service = WhatIfService(c.s, lambda: ({}, {}), pods=True)
+    service = WhatIfService(c.s, lambda: ({}, {}), integrations=PLAIN_PODS)
     answer = service.dry_run("team-a", "lq-a", json.dumps(_pod()).encode())
     assert answer["workload"]["name"].startswith("pod-sleep-")
     assert answer["workload"]["localQueueName"] == "lq-a"
@@ -122,3 +126,37 @@ def test_a_pod_is_asked_about_with_the_pod_integration_on() -> None:
         off.dry_run("team-a", "lq-a", json.dumps(_pod()).encode())
     assert err.value.code == 422
     assert "does not list `pod` in integrations.frameworks" in str(err.value)
+
+
+def _statefulset(replicas: int = 3, queue: str | None = None) -> bytes:
+    return yaml.safe_dump(statefulset("team-a", "web", queue, replicas=replicas)).encode()
+
+
+def test_a_statefulset_is_asked_about_with_the_statefulset_integration_on() -> None:
+    """docs/simulate.md#statefulsets: its one Workload of all its replicas, named with
+    the stand-in uid of a manifest without one (as a Job's), so the same every time."""
+    c, _ = _service()
+    service = WhatIfService(c.s, lambda: ({}, {}), integrations=PodIntegrations(statefulsets=True))
+    answer = service.dry_run("team-a", "lq-a", _statefulset())
+    uid = str(uuid.uuid5(uuid.NAMESPACE_URL, "apps/v1/StatefulSet/team-a/web"))
+    assert answer["workload"]["name"] == workload_name("StatefulSet", "apps", "web", uid)
+    assert answer["workload"]["localQueueName"] == "lq-a"
+    assert answer["positionInClusterQueue"] == 1  # behind `taken`, of the same priority
+    assert answer["assignment"]["podSets"] == [
+        {"name": "main", "count": 3, "flavors": {"cpu": "default"}, "resourceUsage": {"cpu": "3"}}
+    ]
+    # Five replicas are more than the ClusterQueue holds: all or none.
+    blockers = service.dry_run("team-a", "lq-a", _statefulset(5))["pendingReason"]["blockers"]
+    assert "current podset request (5) > maximum capacity (4)" in blockers[0]["message"]
+    with pytest.raises(DryRunError) as err:
+        service.dry_run("team-a", "lq-a", _statefulset(0))
+    assert err.value.code == 422
+    assert err.value.causes[0].field == "spec.replicas"
+    with pytest.raises(DryRunError) as err:
+        service.dry_run("team-a", "lq-a", _statefulset(queue="other"))
+    assert err.value.causes[0].field == "metadata.labels[kueue.x-k8s.io/queue-name]"
+    off = WhatIfService(c.s, lambda: ({}, {}), integrations=PLAIN_PODS)
+    with pytest.raises(DryRunError) as err:
+        off.dry_run("team-a", "lq-a", _statefulset())
+    assert err.value.code == 422
+    assert "does not list `statefulset` in integrations.frameworks" in str(err.value)

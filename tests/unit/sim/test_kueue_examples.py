@@ -6,7 +6,10 @@ and RBAC) must load; every other file must fail with exit status 2 naming the fi
 the document and the first kind queuescope does not implement. The counts are pinned,
 so an example that stops loading (or a file that goes missing) fails the test. The two
 Pod files are their own case (docs/simulate.md#pods): the single Pod loads with a
-Configuration that lists `pod`, and the pod group is refused naming its keys.
+Configuration that lists `pod`, and the pod group is refused naming its keys. So is the
+StatefulSet file (docs/simulate.md#statefulsets): it loads with a Configuration that
+lists `statefulset`, its LocalQueue `user-queue` left dangling or given by the admin
+example that defines it.
 """
 
 from __future__ import annotations
@@ -41,11 +44,18 @@ IMPLEMENTED = frozenset(
     }
 )
 
-# Determined by classifying the v0.19.2 examples (87 files, 85 of them YAML).
+# Determined by classifying the v0.19.2 examples (87 files, 85 of them YAML): 36
+# loadable, the two Pod files, the StatefulSet file, and 46 others.
 LOADABLE_FILES = 36
-UNSUPPORTED_FILES = 47
-POD_EXAMPLES = EXAMPLES / "site" / "static" / "examples" / "pods-kueue"
+UNSUPPORTED_FILES = 46
+SITE_EXAMPLES = EXAMPLES / "site" / "static" / "examples"
+POD_EXAMPLES = SITE_EXAMPLES / "pods-kueue"
 POD_FILES = frozenset({POD_EXAMPLES / "kueue-pod.yaml", POD_EXAMPLES / "kueue-pod-group.yaml"})
+STATEFULSET_FILE = SITE_EXAMPLES / "serving-workloads" / "sample-statefulset.yaml"
+# The files tested on their own, below.
+OWN_CASES = POD_FILES | {STATEFULSET_FILE}
+# Where the StatefulSet's LocalQueue `user-queue` (and its ClusterQueue) are defined.
+USER_QUEUE_SETUP = SITE_EXAMPLES / "admin" / "single-clusterqueue-setup.yaml"
 # Job files whose WorkloadPriorityClass is defined in another file of their directory
 # (kueueviz's numbered set, meant to be applied together): alone they are an input
 # error naming the missing class; with their directory's setup files they load.
@@ -147,7 +157,7 @@ def test_every_loadable_example_loads(capsys: pytest.CaptureFixture[str]) -> Non
 def test_every_other_example_names_its_unsupported_kind(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    others = [e for e in _examples() if not e.loadable and e.path not in POD_FILES]
+    others = [e for e in _examples() if not e.loadable and e.path not in OWN_CASES]
     failures: list[str] = []
     for example in others:
         code, err = _simulate(capsys, example.path)
@@ -163,12 +173,33 @@ def test_every_other_example_names_its_unsupported_kind(
     assert "ProvisioningRequestConfig" in kueue_kinds
 
 
-POD_CONFIGURATION = """\
-apiVersion: config.kueue.x-k8s.io/v1beta1
-kind: Configuration
-integrations:
-  frameworks: [batch/job, pod]
-"""
+def _configuration(tmp_path: Path, framework: str) -> Path:
+    """A Configuration file that lists `framework` beside the Job integration."""
+    path = tmp_path / "config.yaml"
+    path.write_text(
+        "apiVersion: config.kueue.x-k8s.io/v1beta1\nkind: Configuration\n"
+        f"integrations:\n  frameworks: [batch/job, {framework}]\n"
+    )
+    return path
+
+
+def _refused_without(
+    capsys: pytest.CaptureFixture[str], example: Path, kind: str, framework: str
+) -> None:
+    """Alone, the example names a LocalQueue its integration is off for: exit 2, said."""
+    code, err = _simulate(capsys, example)
+    assert code == 2
+    assert f"{example}: document 0 ({kind} " in err
+    assert f"does not list `{framework}` in integrations.frameworks" in err
+
+
+def _only_workload(capsys: pytest.CaptureFixture[str], *paths: Path) -> dict[str, Any]:
+    capsys.readouterr()
+    assert main(["simulate", *(str(p) for p in paths), "-o", "json"]) == 0
+    objects = json.loads(capsys.readouterr().out)["items"]
+    [workload] = [o for o in objects if o["kind"] == "Workload"]
+    assert isinstance(workload, dict)
+    return workload
 
 
 def test_kueues_single_pod_loads_where_the_pod_integration_is_on(
@@ -176,16 +207,8 @@ def test_kueues_single_pod_loads_where_the_pod_integration_is_on(
 ) -> None:
     single = POD_EXAMPLES / "kueue-pod.yaml"
     assert {e.path for e in _examples() if ("", "Pod") in e.kinds} == POD_FILES
-    code, err = _simulate(capsys, single)
-    assert code == 2
-    assert f"{single}: document 0 (Pod " in err
-    assert "does not list `pod` in integrations.frameworks" in err
-    config = tmp_path / "config.yaml"
-    config.write_text(POD_CONFIGURATION)
-    capsys.readouterr()
-    assert main(["simulate", str(config), str(single), "-o", "json"]) == 0
-    objects = json.loads(capsys.readouterr().out)["items"]
-    [workload] = [o for o in objects if o["kind"] == "Workload"]
+    _refused_without(capsys, single, "Pod", "pod")
+    workload = _only_workload(capsys, _configuration(tmp_path, "pod"), single)
     assert workload["metadata"]["name"].startswith("pod-kueue-sleep-")
     assert workload["metadata"]["ownerReferences"][0]["kind"] == "Pod"
     assert workload["spec"]["queueName"] == "user-queue"
@@ -197,12 +220,30 @@ def test_kueues_pod_group_is_refused_offline_naming_its_keys(
 ) -> None:
     """Pod groups are cluster mode's (docs/simulate.md#pods): said, not skipped."""
     group = POD_EXAMPLES / "kueue-pod-group.yaml"
-    config = tmp_path / "config.yaml"
-    config.write_text(POD_CONFIGURATION)
-    code, err = _simulate(capsys, config, group)
+    code, err = _simulate(capsys, _configuration(tmp_path, "pod"), group)
     assert code == 2
     assert f"{group}: document 0 (Pod " in err
     assert (
         "metadata.labels[kueue.x-k8s.io/pod-group-name]: Forbidden: pod groups are taken in "
         "cluster mode only (docs/simulate.md#pods)"
     ) in err
+
+
+def test_kueues_statefulset_loads_where_the_statefulset_integration_is_on(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    assert {e.path for e in _examples() if ("apps", "StatefulSet") in e.kinds} == {STATEFULSET_FILE}
+    _refused_without(capsys, STATEFULSET_FILE, "StatefulSet", "statefulset")
+    config = _configuration(tmp_path, "statefulset")
+    # Alone, its LocalQueue does not exist: a normal state of a cluster, it waits.
+    alone = _only_workload(capsys, config, STATEFULSET_FILE)
+    assert alone["metadata"]["name"].startswith("statefulset-nginx-statefulset-")
+    assert alone["metadata"]["ownerReferences"][0]["kind"] == "StatefulSet"
+    assert alone["spec"]["queueName"] == "user-queue"
+    assert alone["spec"]["podSets"][0]["name"] == "main"
+    assert alone["spec"]["podSets"][0]["count"] == 3
+    assert "admission" not in alone.get("status", {})
+    # With the admin example that defines `user-queue`, it is admitted.
+    queued = _only_workload(capsys, config, USER_QUEUE_SETUP, STATEFULSET_FILE)
+    assert queued["metadata"]["name"] == alone["metadata"]["name"]
+    assert queued["status"]["admission"]["clusterQueue"] == "cluster-queue"

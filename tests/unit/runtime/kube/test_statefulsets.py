@@ -16,7 +16,7 @@ from scheduler.runtime.kube.leader_io import LeaderIO
 from scheduler.runtime.kube.pod_groups import GROUP_KEY_PREFIX
 from scheduler.runtime.kube.pods import PodController
 from scheduler.runtime.kube.resources import PODS, STATEFULSETS, WATCHED, WORKLOADS, Resource
-from scheduler.runtime.kube.statefulsets import SCALED_TO_ZERO, StatefulSetController
+from scheduler.runtime.kube.statefulsets import StatefulSetController
 from scheduler.runtime.kube.status_writer import WorkloadStatusWriter
 from scheduler.runtime.kube.store import KubeStore
 from tests.unit.runtime.kube.fakes import (
@@ -30,6 +30,7 @@ from tests.unit.runtime.kube.fakes import (
 from tests.unit.runtime.kube.test_pod_groups import Events
 
 QUEUE = "kueue.x-k8s.io/queue-name"
+SCALED_TO_ZERO = "StatefulSet scaled to zero; workload on hold"  # Kueue's message
 PARENT = "kueue.x-k8s.io/pod-suspending-parent"
 UID = "5e7a1f00-0000-4000-8000-000000000001"
 # Kueue's name for the StatefulSet's Workload, written out: kind, group, name, uid.

@@ -268,6 +268,18 @@ async def test_an_unqueued_statefulset_passes() -> None:
     assert await allowed(statefulset(5), plain)
 
 
+@pytest.mark.parametrize("integrations", [STATEFULSETS, NO_POD_INTEGRATIONS], ids=["on", "off"])
+async def test_the_offline_rules_are_not_the_webhooks(integrations: PodIntegrations) -> None:
+    """A StatefulSet is an input kind offline (docs/simulate.md#statefulsets), checked
+    there for its replicas and pod template; here it stays judged by Kueue's rules on
+    the raw object, the rest being kube-apiserver's to check."""
+    bad = queued(-1)
+    pod_spec(bad)["containers"][0]["resources"]["requests"]["cpu"] = "-1"
+    bad["spec"]["volumeClaimTemplates"] = [{"metadata": {"name": "data"}}]
+    bad["status"] = {"replicas": 0, "availableReplicas": 0}
+    assert (await validate(review(bad), integrations=integrations))["allowed"] is True
+
+
 # -- validation: the pod template's role shape ----------------------------------------
 async def test_each_changed_leaf_of_the_role_shape_is_named() -> None:
     old, new = queued(), queued()
