@@ -8,6 +8,8 @@ The server runs with `integrations.frameworks: [batch/job, statefulset]`:
   for its namespace, is one Workload of three Pods, made before its Pods, admitted whole;
   each Pod joins its group and runs on the flavor's Node, with no finalizer;
 * while it runs, Kueue's rules hold its replicas, its pod spec and its queue;
+* a Job of higher priority preempts it whole; the Pods its StatefulSet makes again wait
+  behind their gates, and run once the quota is back;
 * scaled to zero, its Workload is on hold and gives its quota to a StatefulSet that
   waited; scaled up again to another count, its pod set follows, it waits for quota,
   and runs once it is back;
@@ -32,13 +34,17 @@ from tests.e2e.pods import (
     WORKLOADS,
     IntegrationSetup,
     ObjectRef,
+    PodJob,
     condition,
     flavor_queue,
     integration_fixtures,
     integrations_config,
+    priority_class,
     stored,
     template_marked,
+    unsuspended,
     wait_events,
+    wait_job,
     wait_object,
 )
 
@@ -51,7 +57,19 @@ CONFIG = integrations_config("batch/job", "statefulset")
 SAMPLE = KUEUE_EXAMPLES / "serving-workloads" / "sample-statefulset.yaml"
 ON_DEMAND = {"cloud.example.com/capacity": "on-demand"}
 # Kueue's example (three replicas of 100m) fits, nothing more.
-QUEUES = flavor_queue(NS, "cq-statefulsets", "user-queue", "on-demand", "300m")
+QUEUES = "\n---\n".join(
+    [
+        flavor_queue(
+            NS,
+            "cq-statefulsets",
+            "user-queue",
+            "on-demand",
+            "300m",
+            preemption={"withinClusterQueue": "LowerPriority"},
+        ),
+        priority_class("statefulsets-urgent", 1000),
+    ]
+)
 
 
 def workload_name(sts: dict[str, Any]) -> str:
@@ -220,6 +238,33 @@ def test_kueues_rules_hold_a_running_statefulset(
     assert result.returncode != 0
     assert 'admission webhook "vstatefulset.queuescope.io" denied the request' in result.stderr
     assert expected in result.stderr
+
+
+def test_a_higher_priority_job_preempts_it_whole_and_its_pods_come_back_gated(
+    plane: ControlPlane,
+) -> None:
+    name = workload_name(get_sts(plane, NAME))
+    before = {p["metadata"]["uid"] for p in pods_of(plane, "nginx")}
+    urgent = PodJob("urgent", NS, "user-queue", cpu="200m", priority_class="statefulsets-urgent")
+    plane.apply(urgent.manifest())
+    wait_job(plane, NS, "urgent", "started", unsuspended)
+    evicted = wait_workload(plane, name, "preempted", lambda w: condition(w, "Evicted"))
+    assert (condition(evicted, "Evicted") or {})["reason"] == "Preempted"
+    # All or nothing: every Pod was stopped; the StatefulSet makes its first one again,
+    # which waits behind its gate (in the group) for quota.
+    [first] = wait_pods(
+        plane, "nginx", "a new first Pod gated", lambda ps: len(ps) == 1 and gated(ps[0])
+    )
+    assert first["metadata"]["uid"] not in before
+    assert first["metadata"]["annotations"][GROUP] == name
+    plane.kubectl("delete", "job", "urgent", "-n", NS, "--cascade=foreground")
+    wait_workload(plane, name, "admitted again", lambda w: condition(w, "Admitted"))
+    wait_pods(
+        plane,
+        "nginx",
+        "three Pods running again",
+        lambda ps: len(ps) == 3 and all(map(running, ps)),
+    )
 
 
 def test_scaled_to_zero_it_is_on_hold_and_its_quota_goes_to_another(plane: ControlPlane) -> None:
