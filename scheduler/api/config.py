@@ -15,6 +15,8 @@ from typing import Any, Final, Literal
 from pydantic import Field, model_validator
 
 from scheduler.api.base import ApiModel, DurationMicros, Int32, TypedObject
+from scheduler.api.quantity import QuantityField
+from scheduler.api.transformations import RETAIN
 
 CONFIG_V1BETA1: Final = "config.kueue.x-k8s.io/v1beta1"
 QuotaCheckStrategy = Literal["BlockUndeclared", "IgnoreUndeclared"]
@@ -109,13 +111,22 @@ class FairSharingConfig(ApiModel):
         return {**cleaned, "preemptionStrategies": list(DEFAULT_PREEMPTION_STRATEGIES)}
 
 
+class ResourceTransformationConfig(ApiModel):
+    """One of `resources.transformations` (docs/scheduling.md#resource-transformations);
+    the strategy is checked by validation, with Kueue's message."""
+
+    input: str
+    strategy: str = RETAIN
+    multiply_by: str = ""
+    outputs: dict[str, QuantityField] = Field(default_factory=dict)
+
+
 class ResourcesConfig(ApiModel):
     # v1beta2's; v1beta1 takes it too, being the internal form (docs/api-versions.md).
     quota_check_strategy: QuotaCheckStrategy = BLOCK_UNDECLARED
     exclude_resource_prefixes: list[str] = Field(default_factory=list)
-    # Rejected by validation when non-empty: queuescope implements neither resource
-    # transformations nor dynamic resource allocation.
-    transformations: list[dict[str, Any]] = Field(default_factory=list)
+    transformations: list[ResourceTransformationConfig] = Field(default_factory=list)
+    # Rejected by validation when non-empty: queuescope has no dynamic resource allocation.
     device_class_mappings: list[dict[str, Any]] = Field(default_factory=list)
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from scheduler.api.transformations import Transformation
+
 
 @dataclass(frozen=True, slots=True)
 class WaitForPodsReady:
@@ -32,6 +34,8 @@ class SchedulerConfig:
     fair_sharing: bool = False
     fair_sharing_strategies: tuple[str, ...] = ()
     exclude_resource_prefixes: tuple[str, ...] = ()
+    # resources.transformations (docs/scheduling.md#resource-transformations)
+    transformations: tuple[Transformation, ...] = ()
     # resources.quotaCheckStrategy: IgnoreUndeclared
     ignore_undeclared_resources: bool = False
     default_queue_plugin: str | None = None

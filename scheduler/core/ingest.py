@@ -25,6 +25,7 @@ from scheduler.api import (
 from scheduler.api.config import IGNORE_UNDECLARED
 from scheduler.api.quantity import Quantity, scheduler_value
 from scheduler.api.requests import limits_exceeded, pod_requests
+from scheduler.api.transformations import RETAIN, Transformation, transform
 from scheduler.core.admission_checks import (
     merge_controller_states,
     reconcile_checks,
@@ -196,7 +197,22 @@ def scheduler_config(obj: Configuration | None) -> SchedulerConfig:
         exclude_resource_prefixes=tuple(obj.resources.exclude_resource_prefixes)
         if obj.resources is not None
         else (),
+        transformations=_transformations(obj),
         ignore_undeclared_resources=obj.resources.quota_check_strategy == IGNORE_UNDECLARED,
+    )
+
+
+def _transformations(obj: Configuration) -> tuple[Transformation, ...]:
+    if obj.resources is None:
+        return ()
+    return tuple(
+        Transformation(
+            input=t.input,
+            retain=t.strategy == RETAIN,
+            multiply_by=t.multiply_by,
+            outputs=tuple((name, q.value) for name, q in sorted(t.outputs.items())),
+        )
+        for t in obj.resources.transformations
     )
 
 
@@ -216,7 +232,7 @@ _POD_SETS_MAX = 10_000  # past this the tables start over (sharing is an optimiz
 
 def _pod_set(ps: Any, dumped: dict[str, Any], config: SchedulerConfig) -> tuple[PodSetSpec, bytes]:
     text = orjson.dumps(dumped)
-    key = (text, config.exclude_resource_prefixes)
+    key = (text, config.exclude_resource_prefixes, config.transformations)
     found = _POD_SETS.get(key)
     if found is None:
         if len(_POD_SETS) >= _POD_SETS_MAX:
@@ -227,7 +243,9 @@ def _pod_set(ps: Any, dumped: dict[str, Any], config: SchedulerConfig) -> tuple[
             name=ps.name,
             count=ps.count,
             min_count=ps.min_count,
-            per_pod=pod_requests(pod_spec, config.exclude_resource_prefixes),
+            per_pod=transform(
+                pod_requests(pod_spec, config.exclude_resource_prefixes), config.transformations
+            ),
             pod_spec=dumped["template"]["spec"],
             tolerations=[t.to_dict() for t in pod_spec.tolerations],
             limits_exceeded=limits_exceeded(pod_spec),

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from scheduler.api.config import IGNORE_UNDECLARED, Configuration
+from collections.abc import Sequence
+
+from scheduler.api.config import IGNORE_UNDECLARED, Configuration, ResourceTransformationConfig
 from scheduler.api.config_v1beta2 import ConfigurationV1Beta2
 from scheduler.api.durations import format_duration
 from scheduler.api.errors import FieldError
+from scheduler.api.transformations import STRATEGIES
 from scheduler.api.validation.common import at_least, invalid, required
 
 MAX_VISIBILITY_COUNT = 4000
@@ -53,13 +56,7 @@ def validate_configuration(config: Configuration) -> list[FieldError]:
                 "[LessThanOrEqualToFinalShare, LessThanInitialShare]",
             )
         )
-    if config.resources.transformations:
-        errors.append(
-            FieldError(
-                "resources.transformations",
-                "not supported: resource transformations are not implemented by queuescope",
-            )
-        )
+    errors += _transformation_errors(config.resources.transformations)
     if config.resources.device_class_mappings:
         errors.append(
             FieldError(
@@ -112,4 +109,24 @@ def validate_configuration_v1beta2(obj: object) -> list[FieldError]:
     errors: list[FieldError] = []
     if obj.fair_sharing is not None and not obj.fair_sharing.preemption_strategies:
         errors.append(required("fairSharing.preemptionStrategies", "must be specified"))
+    return errors
+
+
+def _transformation_errors(
+    transformations: Sequence[ResourceTransformationConfig],
+) -> list[FieldError]:
+    """Kueue's rules: a strategy Kueue knows, each input once."""
+    errors: list[FieldError] = []
+    seen: set[str] = set()
+    for i, transformation in enumerate(transformations):
+        path = f"resources.transformations[{i}]"
+        if transformation.strategy not in STRATEGIES:
+            supported = ", ".join(f'"{s}"' for s in STRATEGIES)
+            problem = f'Unsupported value: "{transformation.strategy}"'
+            errors.append(
+                FieldError(f"{path}.strategy", f"{problem}: supported values: {supported}")
+            )
+        if transformation.input in seen:
+            errors.append(FieldError(f"{path}.input", f'Duplicate value: "{transformation.input}"'))
+        seen.add(transformation.input)
     return errors

@@ -225,11 +225,39 @@ class TestFairSharing:
         )
 
 
-def test_transformations_are_not_supported() -> None:
+def test_transformations_are_read_with_kueues_default_strategy() -> None:
+    cfg = load(
+        """
+        resources:
+          transformations:
+          - input: nvidia.com/gpucores
+            strategy: Replace
+            multiplyBy: nvidia.com/gpu
+            outputs: {nvidia.com/total-gpucores: "1"}
+          - input: nvidia.com/mig-1g.5gb
+            outputs: {example.com/accelerator-memory: 5Gi}
+        """
+    )
+    assert cfg.resources is not None
+    replace, retain = cfg.resources.transformations
+    assert (replace.strategy, replace.multiply_by) == ("Replace", "nvidia.com/gpu")
+    assert str(replace.outputs["nvidia.com/total-gpucores"]) == "1"
+    assert (retain.strategy, retain.multiply_by) == ("Retain", "")
+
+
+def test_a_transformations_strategy_kueue_does_not_know() -> None:
     has_error(
-        config("resources: {transformations: [{input: nvidia.com/mig-1g.5gb, strategy: Replace}]}"),
-        "resources.transformations",
-        "not supported",
+        config("resources: {transformations: [{input: nvidia.com/mig-1g.5gb, strategy: Drop}]}"),
+        "resources.transformations[0].strategy",
+        'Unsupported value: "Drop": supported values: "Retain", "Replace"',
+    )
+
+
+def test_a_transformations_input_named_twice() -> None:
+    has_error(
+        config("resources: {transformations: [{input: example.com/a}, {input: example.com/a}]}"),
+        "resources.transformations[1].input",
+        'Duplicate value: "example.com/a"',
     )
 
 

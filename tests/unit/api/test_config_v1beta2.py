@@ -218,12 +218,19 @@ class TestResources:
             "not supported: dynamic resource allocation",
         )
 
-    def test_transformations_are_not_supported(self) -> None:
-        has_error(
-            config("resources: {transformations: [{input: nvidia.com/mig-1g.5gb}]}"),
-            "resources.transformations",
-            "not supported",
+    def test_transformations_reach_the_core(self) -> None:
+        obj = decode(
+            config(
+                "resources: {transformations: [{input: nvidia.com/gpumem, strategy: Replace,"
+                " multiplyBy: nvidia.com/gpu, outputs: {nvidia.com/total-gpumem: '1'}}]}"
+            )
         )
+        assert isinstance(obj, Configuration)
+        [transformation] = scheduler_config(obj).transformations
+        assert transformation.input == "nvidia.com/gpumem"
+        assert not transformation.retain
+        assert transformation.multiply_by == "nvidia.com/gpu"
+        assert transformation.outputs == (("nvidia.com/total-gpumem", 1),)
 
 
 def test_queue_visibility_is_gone() -> None:
