@@ -12,7 +12,9 @@ The server runs with `integrations.frameworks: [batch/job, deployment]` (not `po
 * a Job of higher priority preempts replicas: each is deleted, and the Pod its
   ReplicaSet makes instead waits behind the gate for quota;
 * scaled to zero, the Pods go and their Workloads finish;
-* a plain Pod that names a LocalQueue is not managed (only `pod` would manage it).
+* a plain Pod that names a LocalQueue is not managed (only `pod` would manage it);
+* Kueue's `serving-workloads/sample-hami.yaml`, with the resource transformations its
+  documentation gives, is charged the totals over its virtual GPUs.
 """
 
 from __future__ import annotations
@@ -45,8 +47,18 @@ pytestmark = pytest.mark.realcluster
 
 NS = "deployments-e2e"
 NAME = "nginx-deployment"  # Kueue's example's name
-CONFIG = integrations_config("batch/job", "deployment")
+# With the resource transformations Kueue's HAMi example needs
+# (docs/scheduling.md#resource-transformations).
+CONFIG = integrations_config("batch/job", "deployment") + (
+    "resources:\n  transformations:\n"
+    + "".join(
+        f"  - {{input: nvidia.com/{r}, strategy: Replace, multiplyBy: nvidia.com/gpu,"
+        f" outputs: {{nvidia.com/total-{r}: '1'}}}}\n"
+        for r in ("gpucores", "gpumem")
+    )
+)
 SAMPLE = KUEUE_EXAMPLES / "serving-workloads" / "sample-deployment.yaml"
+HAMI = KUEUE_EXAMPLES / "serving-workloads" / "sample-hami.yaml"
 # Three replicas of Kueue's example (100m each) fit, a fourth does not.
 QUEUES = "\n---\n".join(
     [
@@ -208,6 +220,40 @@ def test_scaled_to_zero_the_pods_go_and_their_workloads_finish(plane: ControlPla
         return True if all(condition(w, "Finished") for w in left) else None
 
     wait_for(finished_or_gone, timeout=60, what="the replicas' Workloads finished or collected")
+
+
+def test_kueues_hami_example_is_charged_the_totals_over_its_vgpus(plane: ControlPlane) -> None:
+    """`serving-workloads/sample-hami.yaml` applied unchanged (its own namespace, queues and
+    flavor): its Pod asks for 2 vGPUs of 30 cores and 1024 MiB each, and is admitted on
+    the ClusterQueue's totals, 60 cores and 2048 MiB. No kwok Node has its flavor's label,
+    so the started Pod stays unscheduled: the admission is what is checked."""
+    plane.apply(HAMI.read_text())
+    try:
+
+        def admitted() -> dict[str, Any] | None:
+            items = plane.get_json("workloads.kueue.x-k8s.io", "-n", "kueue-test")["items"]
+            done = [w for w in items if condition(w, "Admitted")]
+            return done[0] if done else None
+
+        wl = wait_for(admitted, timeout=60, what="the HAMi example's Workload admitted")
+        assert wl["status"]["admission"]["clusterQueue"] == "hami-queue"
+        [assignment] = wl["status"]["admission"]["podSetAssignments"]
+        assert assignment["resourceUsage"] == {
+            "nvidia.com/gpu": "2",
+            "nvidia.com/total-gpucores": "60",
+            "nvidia.com/total-gpumem": "2048",
+        }
+        assert set(assignment["flavors"].values()) == {"hami-flavor"}
+    finally:
+        # Its namespace stays: no namespace controller runs here to empty it.
+        plane.kubectl(
+            *("delete", "-n", "kueue-test", "deployment/gpu-burn", "localqueue/user-queue"),
+            *("--ignore-not-found", "--cascade=foreground"),
+        )
+        plane.kubectl(
+            *("delete", "clusterqueues.kueue.x-k8s.io/hami-queue"),
+            *("resourceflavors.kueue.x-k8s.io/hami-flavor", "--ignore-not-found"),
+        )
 
 
 def test_with_deployment_alone_a_plain_pod_is_not_managed(plane: ControlPlane) -> None:
