@@ -411,3 +411,27 @@ def template_marked(
         return True if (template.get("annotations") or {}).get(PARENT) == framework else None
 
     return probe
+
+
+def gated(pod: dict[str, Any]) -> bool:
+    """Held behind the admission gate."""
+    return GATE in (pod["spec"].get("schedulingGates") or [])
+
+
+def running_pod(pod: dict[str, Any]) -> bool:
+    """Past its gate and Running."""
+    return not gated(pod) and pod.get("status", {}).get("phase") == "Running"
+
+
+def create_marked(plane: ControlPlane, sample: Path, namespace: str, framework: str) -> Any:
+    """Create Kueue's example `sample` (a Deployment, a StatefulSet) in `namespace`; the
+    object as stored, once its pod template is checked marked for `framework`."""
+    result = plane.kubectl(
+        "create", "-n", namespace, "-f", "-", "-o", "json", input=sample.read_text(), check=False
+    )
+    assert result.returncode == 0, result.stderr
+    stored = json.loads(result.stdout)
+    template = stored["spec"]["template"]["metadata"]
+    assert template["labels"] == {"app": "nginx", MANAGED: "true", QUEUE_LABEL: "user-queue"}
+    assert template["annotations"] == {PARENT: framework}
+    return stored

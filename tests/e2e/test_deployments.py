@@ -26,21 +26,24 @@ import pytest
 
 from tests.e2e.harness import ControlPlane, wait_for
 from tests.e2e.pods import (
-    GATE,
     KUEUE_EXAMPLES,
     MANAGED,
-    PARENT,
     QUEUE_LABEL,
     IntegrationSetup,
     PodJob,
     condition,
+    create_marked,
     flavor_queue,
+    gated,
     integration_fixtures,
     integrations_config,
     priority_class,
     template_marked,
     unsuspended,
     wait_job,
+)
+from tests.e2e.pods import (
+    running_pod as running,
 )
 
 pytestmark = pytest.mark.realcluster
@@ -80,14 +83,6 @@ def deployment_pods(plane: ControlPlane) -> list[dict[str, Any]]:
     return [p for p in items if not p["metadata"].get("deletionTimestamp")]
 
 
-def gated(pod: dict[str, Any]) -> bool:
-    return GATE in (pod["spec"].get("schedulingGates") or [])
-
-
-def running(pod: dict[str, Any]) -> bool:
-    return not gated(pod) and pod.get("status", {}).get("phase") == "Running"
-
-
 def wait_replicas(plane: ControlPlane, what: str, test: Any) -> list[dict[str, Any]]:
     def probe() -> list[dict[str, Any]] | None:
         pods = deployment_pods(plane)
@@ -118,13 +113,7 @@ server, plane = integration_fixtures(SETUP)
 
 
 def test_kueues_deployment_example_runs_one_workload_per_pod(plane: ControlPlane) -> None:
-    result = plane.kubectl(
-        "create", "-n", NS, "-f", "-", "-o", "json", input=SAMPLE.read_text(), check=False
-    )
-    assert result.returncode == 0, result.stderr
-    template = json.loads(result.stdout)["spec"]["template"]["metadata"]
-    assert template["labels"] == {"app": "nginx", MANAGED: "true", QUEUE_LABEL: "user-queue"}
-    assert template["annotations"] == {PARENT: "deployment"}
+    create_marked(plane, SAMPLE, NS, "deployment")
 
     pods = wait_replicas(
         plane, "three replicas running", lambda ps: len(ps) == 3 and all(map(running, ps))

@@ -26,17 +26,16 @@ import pytest
 
 from tests.e2e.harness import ControlPlane, wait_for
 from tests.e2e.pods import (
-    GATE,
     KUEUE_EXAMPLES,
-    MANAGED,
-    PARENT,
     QUEUE_LABEL,
     WORKLOADS,
     IntegrationSetup,
     ObjectRef,
     PodJob,
     condition,
+    create_marked,
     flavor_queue,
+    gated,
     integration_fixtures,
     integrations_config,
     priority_class,
@@ -46,6 +45,9 @@ from tests.e2e.pods import (
     wait_events,
     wait_job,
     wait_object,
+)
+from tests.e2e.pods import (
+    running_pod as running,
 )
 
 pytestmark = pytest.mark.realcluster
@@ -115,14 +117,6 @@ def pods_of(plane: ControlPlane, app: str) -> list[dict[str, Any]]:
     return sorted(live, key=lambda p: p["metadata"]["name"])
 
 
-def gated(pod: dict[str, Any]) -> bool:
-    return GATE in (pod["spec"].get("schedulingGates") or [])
-
-
-def running(pod: dict[str, Any]) -> bool:
-    return not gated(pod) and pod.get("status", {}).get("phase") == "Running"
-
-
 def wait_pods(plane: ControlPlane, app: str, what: str, test: Any) -> list[dict[str, Any]]:
     def probe() -> list[dict[str, Any]] | None:
         found = pods_of(plane, app)
@@ -147,6 +141,17 @@ def wait_workload(plane: ControlPlane, name: str, what: str, test: Any) -> dict[
     return wait_object(plane, ObjectRef(WORKLOADS, NS, name), what, test)
 
 
+def runs_again(plane: ControlPlane, name: str, count: int) -> None:
+    """The Workload admitted again and the StatefulSet's `count` Pods running."""
+    wait_workload(plane, name, "admitted again", lambda w: condition(w, "Admitted"))
+    wait_pods(
+        plane,
+        "nginx",
+        f"{count} Pods running again",
+        lambda ps: len(ps) == count and all(map(running, ps)),
+    )
+
+
 def reserved(wl: dict[str, Any]) -> dict[str, Any] | None:
     for c in wl.get("status", {}).get("conditions") or []:
         if c["type"] == "QuotaReserved":
@@ -161,14 +166,7 @@ server, plane = integration_fixtures(SETUP)
 
 
 def test_kueues_statefulset_example_runs_as_one_workload(plane: ControlPlane) -> None:
-    result = plane.kubectl(
-        "create", "-n", NS, "-f", "-", "-o", "json", input=SAMPLE.read_text(), check=False
-    )
-    assert result.returncode == 0, result.stderr
-    sts = json.loads(result.stdout)
-    template = sts["spec"]["template"]["metadata"]
-    assert template["labels"] == {"app": "nginx", MANAGED: "true", QUEUE_LABEL: "user-queue"}
-    assert template["annotations"] == {PARENT: "statefulset"}
+    sts = create_marked(plane, SAMPLE, NS, "statefulset")
 
     name = workload_name(sts)
     wl = wait_workload(plane, name, "admitted", lambda w: condition(w, "Admitted"))
@@ -258,13 +256,7 @@ def test_a_higher_priority_job_preempts_it_whole_and_its_pods_come_back_gated(
     assert first["metadata"]["uid"] not in before
     assert first["metadata"]["annotations"][GROUP] == name
     plane.kubectl("delete", "job", "urgent", "-n", NS, "--cascade=foreground")
-    wait_workload(plane, name, "admitted again", lambda w: condition(w, "Admitted"))
-    wait_pods(
-        plane,
-        "nginx",
-        "three Pods running again",
-        lambda ps: len(ps) == 3 and all(map(running, ps)),
-    )
+    runs_again(plane, name, 3)
 
 
 def test_scaled_to_zero_it_is_on_hold_and_its_quota_goes_to_another(plane: ControlPlane) -> None:
@@ -316,10 +308,4 @@ def test_scaled_to_zero_it_is_on_hold_and_its_quota_goes_to_another(plane: Contr
         timeout=90,
         what="the deleted StatefulSet's Workload gone",
     )
-    wait_workload(plane, name, "admitted again", lambda w: condition(w, "Admitted"))
-    wait_pods(
-        plane,
-        "nginx",
-        "two Pods running again",
-        lambda ps: len(ps) == 2 and all(map(running, ps)),
-    )
+    runs_again(plane, name, 2)
