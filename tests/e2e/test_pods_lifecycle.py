@@ -256,8 +256,14 @@ def test_a_job_past_its_maximum_execution_time_is_deactivated_and_stopped(
     wl = workload_of(plane, NS, "bounded", "created")
     assert wl["spec"]["maximumExecutionTimeSeconds"] == 3
     wait_pods(plane, NS, "bounded", "Ready", lambda ps: len(ps) == 1 and ready(ps[0]))
+    # spec.active and the Evicted condition are two writes (the spec, then the status
+    # subresource), as in Kueue: wait for both.
     stopped = workload_of(
-        plane, NS, "bounded", "deactivated", lambda w: w["spec"].get("active") is False
+        plane,
+        NS,
+        "bounded",
+        "deactivated and evicted",
+        lambda w: w["spec"].get("active") is False and condition(w, "Evicted") is not None,
     )
     evicted = condition(stopped, "Evicted")
     assert evicted is not None

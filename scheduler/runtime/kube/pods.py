@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Final
 
 from scheduler.api.base import format_timestamp
 from scheduler.api.integrations import PLAIN_PODS, STATEFULSET_FRAMEWORK, PodIntegrations
@@ -38,6 +38,7 @@ from scheduler.api.plain_pod import (
 from scheduler.api.pod_admission import has_gate, suspending_parent
 from scheduler.api.pod_status import ended, phase, ready
 from scheduler.api.pod_workload import pod_to_workload
+from scheduler.api.raw_object import metadata_of
 from scheduler.api.workload import Workload
 from scheduler.kubeapi.errors import Json, KubeError
 from scheduler.runtime.commands import Finish, PodsReady
@@ -68,10 +69,6 @@ NO_MATCHING_WORKLOAD: Final = (
 )
 NOT_ADMITTED: Final = ("NotAdmitted", "Not admitted by cluster queue")
 FAILED_TO_START: Final = "FailedToStart"
-
-
-def _meta(pod: Json) -> dict[str, Any]:
-    return pod.get("metadata") or {}
 
 
 def _admitted(workload: WorkloadRecord) -> bool:
@@ -113,7 +110,7 @@ class PodController(Integration):
     def mine(self, pod: Json) -> bool:
         """Labelled managed, and a plain Pod only if plain Pods are integrated: with
         `deployment` alone, Kueue's Pod controller skips Pods no parent marked."""
-        if (_meta(pod).get("labels") or {}).get(MANAGED_LABEL) != MANAGED_VALUE:
+        if (metadata_of(pod).get("labels") or {}).get(MANAGED_LABEL) != MANAGED_VALUE:
             return False
         return self.integrations.plain or bool(suspending_parent(pod))
 
@@ -139,7 +136,7 @@ class PodController(Integration):
             # else: a StatefulSet's Pod not yet in its group (statefulsets.py marks it)
 
     async def _reconcile_single(self, pod: Json) -> None:
-        meta = _meta(pod)
+        meta = metadata_of(pod)
         workload = self.workload_of(pod)
         if meta.get("deletionTimestamp"):
             # Deleted at any stage: the Workload is finished, the Pod let go at once.
@@ -208,7 +205,7 @@ class PodController(Integration):
         """The Pod succeeded or failed: finish its Workload, and once the server holds
         that (the Workload's change brings the Pod back here), release the Pod. A Pod
         its parent marked has no finalizer: its Workload is finished all the same."""
-        held = POD_FINALIZER in (_meta(pod).get("finalizers") or [])
+        held = POD_FINALIZER in (metadata_of(pod).get("finalizers") or [])
         if not held and not suspending_parent(pod):
             return  # released already
         if workload is not None:
@@ -236,7 +233,7 @@ class PodController(Integration):
         """Lift the admission gate, placing the Pod on the flavors of its pod set (one
         merge patch at the Pod's resourceVersion: kube-apiserver lets a gated Pod's node
         selector grow, and the gate goes in the same write)."""
-        meta, spec = _meta(pod), pod.get("spec") or {}
+        meta, spec = metadata_of(pod), pod.get("spec") or {}
         selector: dict[str, str] = dict(spec.get("nodeSelector") or {})
         tolerations: list[Json] = list(spec.get("tolerations") or [])
         labels: dict[str, str] = dict(meta.get("labels") or {})
@@ -283,7 +280,7 @@ class PodController(Integration):
         """A running Pod cannot be suspended: say why in its `TerminationTarget`
         condition, then delete it (its finalizer holds it until its Workload is
         finished)."""
-        meta = _meta(pod)
+        meta = metadata_of(pod)
         name, namespace = str(meta["name"]), str(meta["namespace"])
         condition = {
             "type": TERMINATION_TARGET,
@@ -312,7 +309,7 @@ class PodController(Integration):
     async def release(self, pod: Json) -> None:
         """Remove the integration's finalizer (at the Pod's resourceVersion: a
         finalizer another party added meanwhile is kept)."""
-        meta = _meta(pod)
+        meta = metadata_of(pod)
         finalizers = list(meta.get("finalizers") or [])
         if POD_FINALIZER not in finalizers:
             return
@@ -333,7 +330,7 @@ class PodController(Integration):
                 raise
             return
         self.stats.released += 1
-        if not _meta(result).get("deletionTimestamp"):
+        if not metadata_of(result).get("deletionTimestamp"):
             # A Pod being deleted goes once released: its last state would outlive the
             # watch's deletion if observed after it.
             self.io.store.observe(PODS, result)

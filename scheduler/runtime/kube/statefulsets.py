@@ -27,6 +27,7 @@ import logging
 from scheduler.api.integrations import STATEFULSET_FRAMEWORK
 from scheduler.api.live import decode_live_as
 from scheduler.api.plain_pod import SUSPENDING_PARENT
+from scheduler.api.raw_object import metadata_of
 from scheduler.api.statefulset import (
     SCALED_TO_ZERO,
     StatefulSet,
@@ -47,11 +48,6 @@ from scheduler.runtime.kube.records import Cached, WorkloadRecord
 from scheduler.runtime.kube.resources import PODS, STATEFULSETS, Resource, object_key
 
 log = logging.getLogger(__name__)
-
-
-def _meta(obj: Json) -> dict[str, object]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, dict) else {}
 
 
 class StatefulSetController(Integration):
@@ -81,13 +77,13 @@ class StatefulSetController(Integration):
 
     @staticmethod
     def _owner_key(pod: Json) -> str | None:
-        annotations = _meta(pod).get("annotations")
+        annotations = metadata_of(pod).get("annotations")
         if not isinstance(annotations, dict):
             return None
         if annotations.get(SUSPENDING_PARENT) != STATEFULSET_FRAMEWORK:
             return None
         owner = controlling_statefulset(pod)
-        return None if owner is None else f"{_meta(pod).get('namespace', '')}/{owner[0]}"
+        return None if owner is None else f"{metadata_of(pod).get('namespace', '')}/{owner[0]}"
 
     def make_workload(self, obj: Json) -> Workload:
         sts = decode_live_as(StatefulSet, obj, source="apps/v1/statefulsets")
@@ -96,10 +92,10 @@ class StatefulSetController(Integration):
     # -- reconcile -------------------------------------------------------------------
     async def reconcile(self, key: str) -> None:
         sts = self.io.store.get(STATEFULSETS, key)
-        if sts is None or not is_managed(sts) or _meta(sts).get("deletionTimestamp"):
+        if sts is None or not is_managed(sts) or metadata_of(sts).get("deletionTimestamp"):
             return  # a deleted one's Workload goes with it (the garbage collector)
         namespace, _, name = key.partition("/")
-        wanted = statefulset_workload_name(name, str(_meta(sts).get("uid", "")))
+        wanted = statefulset_workload_name(name, str(metadata_of(sts).get("uid", "")))
         workload = self.io.store.workload(f"{namespace}/{wanted}")
         scale = replicas(sts)
         if workload is None:
@@ -135,13 +131,13 @@ class StatefulSetController(Integration):
     async def _mark_pods(self, sts: Json, namespace: str) -> None:
         """Each Pod of the StatefulSet joins its Workload's group; its queue name
         follows the StatefulSet's."""
-        uid = str(_meta(sts).get("uid", ""))
+        uid = str(metadata_of(sts).get("uid", ""))
         for key in sorted(self._pods.get(object_key(sts), ())):
             pod = self.io.store.get(PODS, key)
             owner = controlling_statefulset(pod) if pod is not None else None
             if pod is None or owner is None or owner[1] != uid:
                 continue  # gone, or a Pod of an earlier StatefulSet of the name
-            meta = _meta(pod)
+            meta = metadata_of(pod)
             if meta.get("deletionTimestamp"):
                 continue
             marks = pod_marks(sts, pod)
