@@ -17,7 +17,7 @@ from prometheus_client import CollectorRegistry
 from queuescope.lifecycle import ChangeNotifier
 from queuescope.lookups import not_pending_lookup
 from queuescope.serve_forecasts import forecast_service
-from scheduler.api.integrations import NO_POD_INTEGRATIONS, PodIntegrations
+from scheduler.api.integrations import NO_INTEGRATIONS, Integrations
 from scheduler.runtime.engine import Engine
 from scheduler.runtime.forecasts import ForecastService
 from scheduler.runtime.what_if import WhatIfService
@@ -65,10 +65,10 @@ class EngineServing:
         version_info: Mapping[str, str],
         what_if: WhatIfService,
         health_checks: Sequence[HealthCheck] = (),
-        pod_integrations: PodIntegrations = NO_POD_INTEGRATIONS,
+        integrations: Integrations = NO_INTEGRATIONS,
     ) -> FastAPI:
         """The visibility app on this engine; `health_checks` are the mode's own, beside
-        the event-loop check both modes have; `pod_integrations`: the webhooks carry out
+        the event-loop check both modes have; `integrations`: the webhooks carry out
         the `pod` and `deployment` integrations (cluster mode, if the Configuration turns
         them on)."""
         return create_app(
@@ -88,7 +88,7 @@ class EngineServing:
             what_if_limit=RateLimit(rate=args.whatif_rate, burst=args.whatif_burst),
             max_inflight=args.visibility_max_inflight,
             max_waiters=args.visibility_max_waiters,
-            pod_integrations=pod_integrations,
+            integrations=integrations,
         )
 
     def start(

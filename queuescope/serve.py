@@ -23,7 +23,7 @@ from queuescope.logformat import LOG_FORMATS, configure_logging
 from queuescope.serve_cluster import add_cluster_flags, run_cluster
 from queuescope.serve_forecasts import add_forecast_flags
 from scheduler.api.decode import ApiError
-from scheduler.api.integrations import pod_integrations
+from scheduler.api.integrations import enabled_integrations
 from scheduler.core.ingest import scheduler_config
 from scheduler.core.scheduler import Scheduler
 from scheduler.runtime.clock import SystemClock
@@ -250,7 +250,7 @@ async def _run_embedded(args: argparse.Namespace) -> int:
             scheduler,
             store.priority_class_objects,
             engine.snapshot,
-            integrations=pod_integrations(store.configuration()),
+            integrations=enabled_integrations(store.configuration()),
         ),
     )
     cert_dir = Path(args.cert_dir) if args.cert_dir else state

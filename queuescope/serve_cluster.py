@@ -39,7 +39,7 @@ from queuescope.env_twins import add_switch, add_twin, env, flag_type
 from queuescope.kubeclient import ClusterClients
 from queuescope.lifecycle import drain, run_until_stopped
 from scheduler.api import Configuration
-from scheduler.api.integrations import pod_integrations
+from scheduler.api.integrations import enabled_integrations
 from scheduler.core.ingest import scheduler_config
 from scheduler.core.scheduler import Scheduler
 from scheduler.kubeapi.client import KubeRest
@@ -368,13 +368,13 @@ async def run_cluster(
             scheduler,
             runtime.jobs.priority_classes,
             engine.snapshot,
-            integrations=pod_integrations(config_obj),
+            integrations=enabled_integrations(config_obj),
         ),
         health_checks=[
             HealthCheck("authentication-config", lambda: delegated.config_loaded, READYZ_ONLY),
             HealthCheck("shutdown", lambda: not stopping.is_set(), READYZ_ONLY),
         ],
-        pod_integrations=pod_integrations(config_obj),
+        integrations=enabled_integrations(config_obj),
     )
     reloader = CertificateReloader(
         cert_dir, listener, required_sans, interval=args.cert_reload_interval
@@ -468,7 +468,7 @@ def _cluster_runtime(
             sweep_interval=args.status_sweep_interval,
             pending_window=args.pending_condition_window,
             retention=RetentionPolicy.of(config.object_retention_policies if config else None),
-            pods=pod_integrations(config),
+            integrations=enabled_integrations(config),
         ),
     )
     registry.register(WriterCollector(runtime))

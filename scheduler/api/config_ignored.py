@@ -20,8 +20,9 @@ from scheduler.api.integrations import (
 )
 
 # The integrations carried out only against a cluster (their Pods come from its
-# controllers), with the kind each names in its warning. A StatefulSet is one Workload
-# made from the StatefulSet alone, so offline reads it too (docs/simulate.md#statefulsets).
+# controllers), with the kind each names in its warning. A StatefulSet (a JobSet) is one
+# Workload made from the object alone, so offline reads it too
+# (docs/simulate.md#statefulsets, docs/simulate.md#jobsets).
 _CLUSTER_ONLY = ((DEPLOYMENT_FRAMEWORK, "Deployments"),)
 
 

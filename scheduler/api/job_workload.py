@@ -23,6 +23,7 @@ from scheduler.api.job import (
     Job,
     max_exec_seconds,
 )
+from scheduler.api.jobset_model import JobSet
 from scheduler.api.meta import ObjectMeta, controller_reference
 from scheduler.api.plain_pod import Pod
 from scheduler.api.priority import PriorityClass, WorkloadPriorityClass
@@ -39,7 +40,7 @@ from scheduler.api.workload import (
 from scheduler.api.workload_names import workload_name
 
 # What an integration makes a Workload of.
-Owner: TypeAlias = Job | Pod | StatefulSet
+Owner: TypeAlias = Job | Pod | StatefulSet | JobSet
 
 __all__ = [
     "ResolvedPriority",
@@ -103,12 +104,7 @@ def resolve_priority(
                 f'WorkloadPriorityClass "{wpc_name}" not found',
             )
         return wpc.value, wpc_name, WORKLOAD_PRIORITY_CLASS_SOURCE
-    # A Job (a Pod, a StatefulSet) has a single pod set, so "the first pod set naming a
-    # class" is its template (its spec).
-    if isinstance(job, Pod):
-        pc_name, pc_path = job.spec.priority_class_name, "spec"
-    else:
-        pc_name, pc_path = job.spec.template.spec.priority_class_name, "spec.template.spec"
+    pc_name, pc_path = _pod_priority_class(job)
     if pc_name:
         pc = priority_classes.get(pc_name)
         if pc is None:
@@ -121,6 +117,20 @@ def resolve_priority(
         chosen = min(defaults, key=lambda pc: (pc.value, pc.metadata.name))
         return chosen.value, chosen.metadata.name, POD_PRIORITY_CLASS_SOURCE
     return 0, "", ""
+
+
+def _pod_priority_class(owner: Owner) -> tuple[str, str]:
+    """The pod PriorityClass of the first pod set that names one, and where it is named.
+    A Job (a Pod, a StatefulSet) has a single pod set: its template (its spec)."""
+    if isinstance(owner, Pod):
+        return owner.spec.priority_class_name, "spec"
+    if isinstance(owner, JobSet):
+        for index, replicated in enumerate(owner.spec.replicated_jobs):
+            named = replicated.template.spec.template.spec.priority_class_name
+            if named:
+                return named, f"spec.replicatedJobs[{index}].template.spec.template.spec"
+        return "", ""
+    return owner.spec.template.spec.priority_class_name, "spec.template.spec"
 
 
 def _pod_count(job: Job) -> int:
@@ -170,7 +180,7 @@ def owner_workload(  # noqa: PLR0913 - the owner, its pod sets, the classes, two
     annotations: Mapping[str, str] | None = None,
     controller: bool = True,
 ) -> Workload:
-    """The Workload an integration makes for `owner` (a Job, a Pod, a StatefulSet) with
+    """The Workload an integration makes for `owner` (a Job, a Pod, a StatefulSet, a JobSet) with
     these pod sets: named by Kueue's rule, owned by it (its controller unless
     `controller` is False), labelled with its uid, in the LocalQueue, with the priority
     and the maximum execution time its labels say. ApiError when it names a priority

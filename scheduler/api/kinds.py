@@ -12,6 +12,7 @@ from scheduler.api.config import CONFIG_V1BETA1, Configuration
 from scheduler.api.config_v1beta2 import CONFIG_V1BETA2, ConfigurationV1Beta2
 from scheduler.api.flavor import ResourceFlavor
 from scheduler.api.job import Job
+from scheduler.api.jobset_model import JOBSET_API_VERSION, JobSet
 from scheduler.api.localqueue import LocalQueue
 from scheduler.api.namespace import Namespace
 from scheduler.api.plain_pod import Pod
@@ -36,6 +37,7 @@ ApiObject: TypeAlias = (
     | Job
     | Pod
     | StatefulSet
+    | JobSet
     | Configuration
     | Scenario
     | Role
@@ -63,6 +65,9 @@ KINDS: dict[tuple[str, str], type[TypedObject]] = {
     # Read offline only (docs/simulate.md#statefulsets): the validating webhook judges a
     # StatefulSet by the raw rules before it looks here, and cluster mode keeps it slim.
     ("apps/v1", "StatefulSet"): StatefulSet,
+    # Read offline only too (docs/simulate.md#jobsets): the validating webhook judges a
+    # JobSet by the raw rules, and cluster mode keeps it slim.
+    (JOBSET_API_VERSION, "JobSet"): JobSet,
     (CONFIG_V1BETA1, "Configuration"): Configuration,
     (CONFIG_V1BETA2, "Configuration"): ConfigurationV1Beta2,
     ("simulation.queuescope.io/v1alpha1", "Scenario"): Scenario,

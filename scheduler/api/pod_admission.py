@@ -22,7 +22,7 @@ from typing import Any
 from scheduler.api import pod_group
 from scheduler.api import raw_object as raw
 from scheduler.api.errors import FieldError
-from scheduler.api.integrations import PodIntegrations
+from scheduler.api.integrations import Integrations
 from scheduler.api.job import QUEUE_NAME_LABEL
 from scheduler.api.plain_pod import (
     ADMISSION_GATE,
@@ -58,13 +58,13 @@ def suspending_parent(pod: Mapping[str, Any]) -> str:
     return str(annotations.get(SUSPENDING_PARENT) or "")
 
 
-def is_managed(pod: Mapping[str, Any], integrations: PodIntegrations) -> bool:
+def is_managed(pod: Mapping[str, Any], integrations: Integrations) -> bool:
     """Is the Pod a workload of one of the `integrations` that are on?"""
     if not queue_name(pod) or owned_by_job(pod):
         return False
     if suspending_parent(pod):
         # Kueue manages a Pod its parent's webhook marked whenever Pods are managed at all.
-        return integrations.on
+        return integrations.pods
     return integrations.plain
 
 

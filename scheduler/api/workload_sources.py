@@ -1,7 +1,8 @@
 """The objects a Workload is made of offline (`simulate`, `serve --embedded`, the what-if
 dry run): a batch/v1 Job, always (docs/scheduling.md#configuration), a plain v1 Pod with
-the `pod` integration on (docs/simulate.md#pods) and an apps/v1 StatefulSet with the
-`statefulset` integration on (docs/simulate.md#statefulsets), each as Kueue's
+the `pod` integration on (docs/simulate.md#pods), an apps/v1 StatefulSet with the
+`statefulset` integration on (docs/simulate.md#statefulsets) and a JobSet with the
+`jobset.x-k8s.io/jobset` integration on (docs/simulate.md#jobsets), each as Kueue's
 integration creates it.
 """
 
@@ -11,9 +12,16 @@ from collections.abc import Mapping
 from typing import TypeAlias
 
 from scheduler.api.errors import ApiError
-from scheduler.api.integrations import POD_FRAMEWORK, STATEFULSET_FRAMEWORK, PodIntegrations
+from scheduler.api.integrations import (
+    JOBSET_FRAMEWORK,
+    POD_FRAMEWORK,
+    STATEFULSET_FRAMEWORK,
+    Integrations,
+)
 from scheduler.api.job import QUEUE_NAME_LABEL, Job
 from scheduler.api.job_workload import job_to_workload
+from scheduler.api.jobset import jobset_workload
+from scheduler.api.jobset_model import JobSet
 from scheduler.api.plain_pod import POD_GROUP_NAME, POD_GROUP_TOTAL_COUNT, Pod
 from scheduler.api.pod_workload import pod_to_workload
 from scheduler.api.priority import PriorityClass, WorkloadPriorityClass
@@ -22,8 +30,8 @@ from scheduler.api.statefulset_model import StatefulSet
 from scheduler.api.validation.paths import key
 from scheduler.api.workload import Workload
 
-WorkloadSource: TypeAlias = Job | Pod | StatefulSet
-WORKLOAD_SOURCES = (Job, Pod, StatefulSet)
+WorkloadSource: TypeAlias = Job | Pod | StatefulSet | JobSet
+WORKLOAD_SOURCES = (Job, Pod, StatefulSet, JobSet)
 
 
 def makes_workload(obj: WorkloadSource) -> bool:
@@ -35,14 +43,16 @@ def makes_workload(obj: WorkloadSource) -> bool:
     return not (isinstance(obj, StatefulSet) and obj.spec.replicas == 0)
 
 
-def integration_off_error(obj: WorkloadSource, integrations: PodIntegrations) -> ApiError | None:
-    """A Pod or StatefulSet that names a LocalQueue while its integration is off: Kueue
-    would let it run unqueued, which offline means nothing at all; said rather than
+def integration_off_error(obj: WorkloadSource, integrations: Integrations) -> ApiError | None:
+    """A Pod, StatefulSet or JobSet that names a LocalQueue while its integration is off:
+    Kueue would let it run unqueued, which offline means nothing at all; said rather than
     skipped (docs/simulate.md#pods). None when its integration is on (or it is a Job)."""
     if isinstance(obj, Pod) and not integrations.plain:
         framework = POD_FRAMEWORK
     elif isinstance(obj, StatefulSet) and not integrations.statefulsets:
         framework = STATEFULSET_FRAMEWORK
+    elif isinstance(obj, JobSet) and not integrations.jobsets:
+        framework = JOBSET_FRAMEWORK
     else:
         return None
     return ApiError(
@@ -76,7 +86,7 @@ def source_workload(
     workload_priority_classes: Mapping[str, WorkloadPriorityClass],
     priority_classes: Mapping[str, PriorityClass],
     *,
-    integrations: PodIntegrations,
+    integrations: Integrations,
 ) -> Workload | None:
     """The Workload of `obj`, or None when its integration would make none
     (`makes_workload`). `integrations`: those that are on (a Pod or StatefulSet that
@@ -91,6 +101,8 @@ def source_workload(
         return job_to_workload(obj, workload_priority_classes, priority_classes)
     if isinstance(obj, StatefulSet):
         return statefulset_workload(obj, workload_priority_classes, priority_classes)
+    if isinstance(obj, JobSet):
+        return jobset_workload(obj, workload_priority_classes, priority_classes)
     group_error = pod_group_error(obj)
     if group_error is not None:
         raise group_error

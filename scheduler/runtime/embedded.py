@@ -52,7 +52,7 @@ from scheduler.api import (
     validate_update,
 )
 from scheduler.api.decode import YAML_SUFFIXES
-from scheduler.api.integrations import pod_integrations
+from scheduler.api.integrations import enabled_integrations
 from scheduler.core.clock import Clock
 from scheduler.runtime.commands import ApplyObject, DeleteObject, MarkSynced
 from scheduler.runtime.engine import Engine
@@ -390,7 +390,7 @@ class EmbeddedStore:
                 self._first_sight.of(source_key),
                 self._workload_priority_classes,
                 self._priority_classes,
-                integrations=pod_integrations(self._configuration),
+                integrations=enabled_integrations(self._configuration),
             )
         except ApiError as err:
             error = err.at(d.source, d.index, d.item) if not err.source else err

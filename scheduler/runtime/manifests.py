@@ -27,7 +27,8 @@ from scheduler.api import (
     Workload,
     WorkloadPriorityClass,
 )
-from scheduler.api.integrations import NO_POD_INTEGRATIONS, PodIntegrations
+from scheduler.api.integrations import NO_INTEGRATIONS, Integrations
+from scheduler.api.jobset_model import JobSet
 from scheduler.api.plain_pod import Pod
 from scheduler.api.statefulset_model import StatefulSet
 from scheduler.api.workload_sources import WORKLOAD_SOURCES, makes_workload, source_workload
@@ -64,6 +65,7 @@ SCHEDULER_KINDS = (
     Job,
     Pod,
     StatefulSet,
+    JobSet,
 )
 
 
@@ -80,7 +82,7 @@ def prepare(
     workload_priority_classes: Mapping[str, WorkloadPriorityClass],
     priority_classes: Mapping[str, PriorityClass],
     *,
-    integrations: PodIntegrations = NO_POD_INTEGRATIONS,
+    integrations: Integrations = NO_INTEGRATIONS,
 ) -> Any | None:
     """The object to apply, or None for a Job, Pod or StatefulSet its integration would
     make no Workload of (no queue-name label; no replicas). Raises ApiError when its

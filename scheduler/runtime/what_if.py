@@ -2,8 +2,9 @@
 (docs/visibility-api.md#what-if).
 
 The body is a batch/v1 Job, a v1 Pod (with the `pod` integration on), an apps/v1
-StatefulSet (with the `statefulset` integration on) or a Kueue Workload (v1beta1 or
-v1beta2), in JSON or YAML. It goes through the same decoding,
+StatefulSet (with the `statefulset` integration on), a JobSet (with the
+`jobset.x-k8s.io/jobset` integration on) or a Kueue Workload (v1beta1 or v1beta2), in
+JSON or YAML. It goes through the same decoding,
 conversion and integration as every object the runtime ingests (`scheduler.api.decode`,
 `scheduler.api.workload_sources`), then through
 `scheduler.core.what_if` against the live scheduler. This runs on the event loop, in one
@@ -11,7 +12,7 @@ synchronous step, between the engine's steps, so the state it reads is consisten
 
 Errors are `DryRunError`s carrying the HTTP status the server answers: 400 for a body
 that is not one YAML or JSON object, 422 for an object that is not a valid Job, Pod,
-StatefulSet or Workload for this LocalQueue (naming the field).
+StatefulSet, JobSet or Workload for this LocalQueue (naming the field).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import yaml
 from scheduler.api.decode import decode_object
 from scheduler.api.dry_run import DryRunError, FieldCause
 from scheduler.api.errors import ApiError
-from scheduler.api.integrations import NO_POD_INTEGRATIONS, PodIntegrations
+from scheduler.api.integrations import NO_INTEGRATIONS, Integrations
 from scheduler.api.job import QUEUE_NAME_LABEL
 from scheduler.api.priority import PriorityClass, WorkloadPriorityClass
 from scheduler.api.quantity import format_resource
@@ -43,7 +44,7 @@ SOURCE: Final = "request body"
 MAX_DEPTH: Final = 100
 GENERATED_SUFFIX: Final = "what-if"
 # The kinds whose queue is their label (a Workload's is `spec.queueName`).
-OWNER_KINDS: Final = ("Job", "Pod", "StatefulSet")
+OWNER_KINDS: Final = ("Job", "Pod", "StatefulSet", "JobSet")
 NO_REPLICAS: Final = "a StatefulSet of no replicas makes no Workload: there is nothing to admit"
 
 PriorityClasses = tuple[Mapping[str, WorkloadPriorityClass], Mapping[str, PriorityClass]]
@@ -69,7 +70,7 @@ class WhatIfService:
         priority_classes: Callable[[], PriorityClasses],
         snapshot: Callable[[], Snapshot] | None = None,
         *,
-        integrations: PodIntegrations = NO_POD_INTEGRATIONS,
+        integrations: Integrations = NO_INTEGRATIONS,
     ) -> None:
         """With `snapshot` (the engine's published one), the LocalQueue position is read
         from its per-LocalQueue index in O(log n) instead of counted in the core in
@@ -131,7 +132,7 @@ class WhatIfService:
 
 
 def _workload(
-    data: dict[str, Any], classes: PriorityClasses, integrations: PodIntegrations
+    data: dict[str, Any], classes: PriorityClasses, integrations: Integrations
 ) -> Workload:
     try:
         obj = decode_object(data, source=SOURCE)
@@ -148,7 +149,8 @@ def _workload(
         raise DryRunError(400, "the body is nested too deeply") from None
     if not isinstance(obj, Workload):
         message = (
-            "the body must be a batch/v1 Job, a v1 Pod, an apps/v1 StatefulSet or a Workload, "
+            "the body must be a batch/v1 Job, a v1 Pod, an apps/v1 StatefulSet, a JobSet or a "
+            "Workload, "
             f"not a {obj.kind}"
         )
         raise DryRunError(422, message, (FieldCause("kind", message),))

@@ -26,7 +26,7 @@ from scheduler.api import (
     WorkloadPriorityClass,
 )
 from scheduler.api.decode import ApiError, Decoded, decode_object
-from scheduler.api.integrations import pod_integrations
+from scheduler.api.integrations import enabled_integrations
 from scheduler.api.scenario import ScenarioEvent
 from scheduler.api.statefulset_model import StatefulSet
 from scheduler.api.validation.update import validate_update
@@ -141,7 +141,7 @@ class Simulation:
         self.scheduler = Scheduler(self.clock, scheduler_config(self.config_obj))
         # Plain Pods are workloads only with the `pod` integration (docs/simulate.md#pods),
         # StatefulSets with `statefulset` (docs/simulate.md#statefulsets).
-        self._integrations = pod_integrations(self.config_obj)
+        self._integrations = enabled_integrations(self.config_obj)
         self.queue_status = QueueStatusTracker(self.scheduler.config.queue_visibility, self.start)
         self.result = SimulationResult(self.scheduler, queue_status=self.queue_status)
         self._ordinal = 0
@@ -532,17 +532,17 @@ def _timed_event(at: Instant, order: int, ev: ScenarioEvent) -> TimedEvent:
 
 
 def _no_workload(obj: object) -> bool:
-    """A Job, Pod or StatefulSet its integration makes no Workload of (no queue name,
+    """A Job, Pod, StatefulSet or JobSet its integration makes no Workload of (no queue name,
     no replicas)."""
     return isinstance(obj, WORKLOAD_SOURCES) and not makes_workload(obj)
 
 
 def _owner_workload(target: str, keys: Iterable[str]) -> str | None:
-    """The key of the Workload a Job, Pod or StatefulSet `target` (ns/name) made, among
+    """The key of the Workload a Job, Pod, StatefulSet or JobSet `target` (ns/name) made, among
     `keys`: a scenario may name a workload by its owner (docs/simulate.md, "events
     naming a Job")."""
     ns, _, name = target.partition("/")
-    prefixes = (f"{ns}/job-{name}-", f"{ns}/pod-{name}-", f"{ns}/statefulset-{name}-")
+    prefixes = tuple(f"{ns}/{kind}-{name}-" for kind in ("job", "pod", "statefulset", "jobset"))
     for key in keys:
         prefix = next((p for p in prefixes if key.startswith(p)), None)
         if prefix is not None and len(key) == len(prefix) + HASH_LENGTH:

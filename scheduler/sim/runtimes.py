@@ -55,7 +55,7 @@ def parse_runtime(text: str) -> Instant:
 
 
 def annotated_runtime(obj: Any) -> str | None:
-    """The raw annotation of a Workload, a Job, a Pod or a StatefulSet, if any."""
+    """The raw annotation of a Workload or an object that makes one, if any."""
     if not isinstance(obj, (*WORKLOAD_SOURCES, Workload)):
         return None
     return obj.metadata.annotations.get(RUNTIME_ANNOTATION)

@@ -15,6 +15,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Generator, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any, NoReturn
@@ -24,6 +25,7 @@ import pytest
 from tests.e2e.aggregated import Aggregated, aggregated_server
 from tests.e2e.cluster import ClusterModeServer
 from tests.e2e.harness import LOG_FILES, ControlPlane, HarnessError, start_control_plane, tail
+from tests.e2e.jobsets import JobSetController, running_jobset_controller
 from tests.e2e.nodes import NodeAgents, node_agents
 
 REPO = Path(__file__).resolve().parents[2]
@@ -146,11 +148,13 @@ def aggregated(
         yield env
 
 
-def _built(request: pytest.FixtureRequest, ensure: str, what: str) -> Any:
-    """`build.<ensure>()`: cached or built now, progress on the terminal; no Go skips (or
-    fails under QUEUESCOPE_E2E_REQUIRED=1), a failed build fails."""
+def _built(request: pytest.FixtureRequest, ensure: str, what: str, *, logs: bool = True) -> Any:
+    """`build.<ensure>()`: cached or built now, progress on the terminal (`logs`: it takes
+    a `log`); no Go skips (or fails under QUEUESCOPE_E2E_REQUIRED=1), a failed build fails."""
     build = _load_build_module()
     try:
+        if not logs:
+            return getattr(build, ensure)()
         return getattr(build, ensure)(log=_terminal_writer(request.config))
     except build.GoNotFoundError as err:
         _unavailable(str(err))
@@ -199,3 +203,47 @@ def nodes(
             yield agents
     except HarnessError as err:
         pytest.fail(f"the Node agents did not start: {err}")
+
+
+@dataclass(frozen=True)
+class JobSetToolchain:
+    """The JobSet manager binary and JobSet's module source (its CRD and webhook
+    manifests), both from Go's caches, never from the repository."""
+
+    binary: Path
+    module_dir: Path
+
+
+@pytest.fixture(scope="session")
+def jobset_toolchain(request: pytest.FixtureRequest) -> JobSetToolchain:
+    """The JobSet controller v0.12.0 (the version Kueue v0.19.2 requires), built once from
+    its module into the cache (build.py --jobset), and that module's folder."""
+    binary: Path = _built(request, "ensure_jobset", "the JobSet controller")
+    module_dir: Path = _built(request, "jobset_module_dir", "JobSet's module source", logs=False)
+    return JobSetToolchain(binary, module_dir)
+
+
+@pytest.fixture(scope="module")
+def jobset_controller(
+    control_plane: ControlPlane,
+    nodes: NodeAgents,
+    jobset_toolchain: JobSetToolchain,
+    tmp_path_factory: pytest.TempPathFactory,
+    request: pytest.FixtureRequest,
+) -> Iterator[JobSetController]:
+    """JobSet's CRD, controller and admission webhooks on the session's control plane for
+    one test module (tests/e2e/jobsets.py); `nodes` runs the child Jobs' Pods. Removed
+    again when the module ends, webhooks first."""
+    try:
+        with running_jobset_controller(
+            control_plane,
+            jobset_toolchain.binary,
+            jobset_toolchain.module_dir,
+            tmp_path_factory.mktemp("jobset"),
+        ) as controller:
+            _terminal_writer(request.config)(
+                f"JobSet controller and webhooks up in {controller.startup_seconds:.1f}s"
+            )
+            yield controller
+    except HarnessError as err:
+        pytest.fail(f"the JobSet controller did not start: {err}")

@@ -143,8 +143,18 @@ def priority_class(name: str, value: int) -> str:
     return json.dumps(doc)
 
 
-def flavor_queue(namespace: str, cq: str, lq: str, flavor: str, cpu: str, **spec: Any) -> str:
-    """A ClusterQueue with `cpu` of one sample flavor and its LocalQueue in `namespace`."""
+def flavor_queue(  # noqa: PLR0913 - the queue's names, its quota, and its spec's extras
+    namespace: str,
+    cq: str,
+    lq: str,
+    flavor: str,
+    cpu: str,
+    memory: str | None = None,
+    **spec: Any,
+) -> str:
+    """A ClusterQueue with `cpu` (and `memory`, if given) of one sample flavor and its
+    LocalQueue in `namespace`."""
+    quotas = {"cpu": cpu} if memory is None else {"cpu": cpu, "memory": memory}
     docs = [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
         {
@@ -156,9 +166,15 @@ def flavor_queue(namespace: str, cq: str, lq: str, flavor: str, cpu: str, **spec
                 **spec,
                 "resourceGroups": [
                     {
-                        "coveredResources": ["cpu"],
+                        "coveredResources": list(quotas),
                         "flavors": [
-                            {"name": flavor, "resources": [{"name": "cpu", "nominalQuota": cpu}]}
+                            {
+                                "name": flavor,
+                                "resources": [
+                                    {"name": name, "nominalQuota": quota}
+                                    for name, quota in quotas.items()
+                                ],
+                            }
                         ],
                     }
                 ],
@@ -399,18 +415,35 @@ def template_marked(
     stored with its pod template marked for `framework` (our webhook in force)?"""
 
     def probe(plane: ControlPlane) -> bool | None:
-        result = plane.kubectl(
-            "create",
-            *("-n", namespace, "-f", "-", "--dry-run=server", "-o", "json"),
-            input=sample.read_text(),
-            check=False,
-        )
-        if result.returncode != 0:
+        created = created_dry_run(plane, sample, namespace)
+        if created is None:
             return None
-        template = json.loads(result.stdout)["spec"]["template"]["metadata"]
+        template = created["spec"]["template"]["metadata"]
         return True if (template.get("annotations") or {}).get(PARENT) == framework else None
 
     return probe
+
+
+def created_dry_run(plane: ControlPlane, sample: Path, namespace: str) -> Any:
+    """Kueue's example `sample` as kube-apiserver would store it in `namespace` (a
+    server-side dry run, every webhook called), None if it was refused."""
+    result = plane.kubectl(
+        "create",
+        *("-n", namespace, "-f", "-", "--dry-run=server", "-o", "json"),
+        input=sample.read_text(),
+        check=False,
+    )
+    return json.loads(result.stdout) if result.returncode == 0 else None
+
+
+def refused_by(plane: ControlPlane, webhook: str, args: list[str], namespace: str) -> str:
+    """`kubectl <args> -n <namespace>` refused by our validating webhook `webhook`; what
+    kubectl printed."""
+    result = plane.kubectl(*args, "-n", namespace, check=False)
+    assert result.returncode != 0
+    assert f'admission webhook "{webhook}" denied the request' in result.stderr, result.stderr
+    stderr: str = result.stderr
+    return stderr
 
 
 def gated(pod: dict[str, Any]) -> bool:

@@ -9,6 +9,8 @@ docs/product.md#set-up).
     python tools/controlplane/build.py --kueuectl    # kueuectl instead; stdout is its path
     python tools/controlplane/build.py --nodes       # kube-controller-manager, kube-scheduler
                                                      # and kwok; stdout is their bin dir
+    python tools/controlplane/build.py --jobset      # the JobSet controller (tests only);
+                                                     # stdout is its path
 
 Sources are the wrapper modules next to this file, with their go.sum committed so that
 every machine builds the same dependency graph:
@@ -850,6 +852,91 @@ def ensure_nodes(
     return target
 
 
+# The JobSet controller (sigs.k8s.io/jobset), at the version Kueue v0.19.2's go.mod
+# requires, for the e2e tests of the `jobset` integration. Tests only, never shipped. Its
+# CRD and webhook manifests are read from the module cache (jobset_module_dir), never
+# copied into the repository.
+JOBSET = "sigs.k8s.io/jobset"
+JOBSET_VERSION = "v0.12.0"
+JOBSET_RECIPE = 1
+
+
+def jobset_path(version: str = JOBSET_VERSION) -> Path:
+    return cache_root() / f"jobset-{version}" / "bin" / "jobset"
+
+
+def _jobset_stamp_fields(version: str) -> dict[str, object]:
+    return {"recipe": JOBSET_RECIPE, "jobset": version}
+
+
+def cached_jobset(version: str = JOBSET_VERSION) -> Path | None:
+    return cached_single(jobset_path(version), _jobset_stamp_fields(version))
+
+
+def jobset_module_dir(version: str = JOBSET_VERSION) -> Path:
+    """The JobSet module's source in Go's module cache (downloaded and checked against the
+    checksum database if absent): what the binary is built from and where its CRD and
+    webhook manifests are read."""
+    go = find_go()
+    # Outside any module (the temporary folder; go.work off): a plain download.
+    with tempfile.TemporaryDirectory(prefix="queuescope-jobset-") as tmp:
+        info = json.loads(
+            _go_output(
+                [go, "mod", "download", "-json", f"{JOBSET}@{version}"],
+                cwd=Path(tmp),
+                what=f"downloading {JOBSET}@{version}",
+            )
+        )
+    found = info.get("Dir")
+    if not isinstance(found, str) or not found or not (Path(found) / "go.mod").is_file():
+        raise BuildError(f"go mod download {JOBSET}@{version} named no module directory: {info}")
+    return Path(found)
+
+
+def _check_jobset_runs(binary: Path) -> None:
+    """`jobset --help` lists -config (Go's flag package prints to stderr and exits 0 or 2):
+    the binary runs, and it is the manager."""
+    try:
+        result = subprocess.run(
+            [str(binary), "--help"], capture_output=True, text=True, timeout=60, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise BuildError(f"jobset does not run: {err}") from err
+    printed = result.stdout + result.stderr
+    if "-config" not in printed or "-health-probe-bind-address" not in printed:
+        raise BuildError(f"jobset --help should list -config; it printed: {printed[:500]}")
+
+
+def ensure_jobset(*, version: str = JOBSET_VERSION, force: bool = False, log: Log = stderr) -> Path:
+    """The JobSet manager `version`, built from its module once and cached.
+
+    The module's root is the manager's `package main`. Not `go install
+    sigs.k8s.io/jobset@<version>`: that first asks the proxy for the module's version
+    list (its deprecation check), which a mirror may refuse (this one answers 403 for
+    jobset's), and then builds exactly what `go build` builds in the downloaded module:
+    the module as the main one, its own go.mod and go.sum (no replace directives). So the
+    build runs there, read-only (-mod=readonly: nothing is resolved anew or written)."""
+    binary = jobset_path(version)
+
+    def build_into(go: str, go_version: str, work: Path, log_file: Path) -> None:
+        source = jobset_module_dir(version)
+        # What JobSet's Makefile sets (no commit: the module cache has no git).
+        ldflags = f"-s -w -X {JOBSET}/pkg/version.GitVersion={version}"
+        out = work / "jobset"
+        run_logged(
+            [go, "build", "-mod=readonly", "-trimpath", f"-ldflags={ldflags}", "-o", str(out), "."],
+            cwd=source,
+            log_file=log_file,
+            what=f"building the JobSet controller {version}",
+            log=log,
+            env={**go_env(), "GOFLAGS": "-mod=readonly"},
+        )
+        _check_jobset_runs(out)
+        install_single(binary, out, {**_jobset_stamp_fields(version), "go": go_version})
+
+    return build_once(binary, lambda: cached_jobset(version), build_into, force=force, log=log)
+
+
 def _print_built(build: Callable[[], Path]) -> int:
     """Run `build`, print the path it returns; the exit code of main()."""
     try:
@@ -888,6 +975,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "print only their bin directory on stdout",
     )
     action.add_argument(
+        "--jobset",
+        action="store_true",
+        help=f"build or reuse the JobSet controller {JOBSET_VERSION} (tests only); "
+        "print only its path on stdout",
+    )
+    action.add_argument(
         "--update-modules",
         nargs=2,
         metavar=("KUBE_VERSION", "ETCD_VERSION"),
@@ -904,12 +997,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             stderr(f"error: {err}")
             return EXIT_NO_GO if isinstance(err, GoNotFoundError) else EXIT_BUILD_FAILED
         return EXIT_OK
-    if args.kueuectl:
-        return _print_built(lambda: ensure_kueuectl(force=args.force))
-    if args.role_hash:
-        return _print_built(lambda: ensure_role_hash(force=args.force))
-    if args.nodes:
-        return _print_built(lambda: ensure_nodes(force=args.force).bin_dir)
+    # The switches that build one thing and print only its path.
+    single: dict[str, Callable[[], Path]] = {
+        "kueuectl": lambda: ensure_kueuectl(force=args.force),
+        "role_hash": lambda: ensure_role_hash(force=args.force),
+        "nodes": lambda: ensure_nodes(force=args.force).bin_dir,
+        "jobset": lambda: ensure_jobset(force=args.force),
+    }
+    for switch, build in single.items():
+        if getattr(args, switch):
+            return _print_built(build)
     if args.check:
         found = cached()
         print(found.bin_dir if found else f"not cached: {planned_toolchain().bin_dir}")

@@ -21,7 +21,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from fastapi import FastAPI
 from prometheus_client import CollectorRegistry
 
-from scheduler.api.integrations import NO_POD_INTEGRATIONS, PodIntegrations
+from scheduler.api.integrations import NO_INTEGRATIONS, Integrations
 from scheduler.runtime.snapshot import Snapshot
 from visibility_server.authn.interface import Authenticator
 from visibility_server.authz.pipeline import Authorizer
@@ -88,7 +88,7 @@ def create_app(  # noqa: PLR0913 - keyword-only settings; each caller names the 
     dashboard: bool = True,
     what_if: WhatIfBackend | None = None,
     what_if_limit: RateLimit | None = None,
-    pod_integrations: PodIntegrations = NO_POD_INTEGRATIONS,
+    integrations: Integrations = NO_INTEGRATIONS,
 ) -> FastAPI:
     """The visibility server's ASGI app (see the module and `server` docstrings).
 
@@ -101,7 +101,7 @@ def create_app(  # noqa: PLR0913 - keyword-only settings; each caller names the 
     `dashboard` serves the built-in dashboard under `/dashboard` (docs/dashboard.md),
     outside the API's paths. `what_if` is the runtime's dry run: with it (and the
     `whatif` extension on) the LocalQueues' `whatif` subresource is served, each user
-    limited by `what_if_limit` (docs/visibility-api.md#what-if). `pod_integrations`:
+    limited by `what_if_limit` (docs/visibility-api.md#what-if). `integrations`:
     the admission webhooks carry out the `pod` and `deployment` integrations
     (docs/cluster.md#plain-pods, docs/cluster.md#deployments).
     """
@@ -171,7 +171,7 @@ def create_app(  # noqa: PLR0913 - keyword-only settings; each caller names the 
     health_routes(server, table)
     if server.dashboard is not None:
         dashboard_routes(server.dashboard, table)
-    open_paths = webhook_routes(table, snapshot, pod_integrations)
+    open_paths = webhook_routes(table, snapshot, integrations)
     match_whole_paths(app.router.routes)
     app.add_middleware(AccessMiddleware, server=server, labels=table.labels, open_paths=open_paths)
     return app

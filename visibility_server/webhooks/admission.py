@@ -1,8 +1,8 @@
 """The admission webhooks' endpoints: AdmissionReview in, AdmissionReview out.
 
     POST /validate      every kind the API layer knows (Kueue's kinds, batch/v1 Jobs), and
-                        v1 Pods, apps/v1 Deployments and StatefulSets with their
-                        integrations on
+                        v1 Pods, apps/v1 Deployments and StatefulSets, JobSets with
+                        their integrations on
     POST /mutate-job    batch/v1 Jobs: suspended (and the `default` LocalQueue) on create
     POST /mutate-pod    v1 Pods: held behind the admission gate on create (`pod`,
                         `deployment` and `statefulset` integrations)
@@ -11,6 +11,8 @@
                         update (`deployment` integration)
     POST /mutate-statefulset
                         apps/v1 StatefulSets: the same (`statefulset` integration)
+    POST /mutate-jobset jobset.x-k8s.io/v1alpha2 JobSets: as Jobs
+                        (`jobset.x-k8s.io/jobset` integration)
 
 What each answer means (docs/operations.md, "Admission webhooks"):
 
@@ -30,7 +32,7 @@ from collections.abc import Callable
 from typing import Final
 
 from scheduler.api.deployment_admission import DEPLOYMENT
-from scheduler.api.integrations import NO_POD_INTEGRATIONS, PodIntegrations
+from scheduler.api.integrations import NO_INTEGRATIONS, Integrations
 from scheduler.api.parent_admission import PodParent
 from scheduler.api.statefulset_admission import STATEFULSET, WorkloadInUse
 from scheduler.runtime.snapshot import Snapshot
@@ -45,6 +47,7 @@ from visibility_server.webhooks.envelope import MalformedReviewError
 from visibility_server.webhooks.mutating import (
     WrongKindError,
     job_patch,
+    jobset_patch,
     parent_patch,
     pod_patch,
 )
@@ -60,6 +63,7 @@ MUTATE_JOB_PATH: Final = "/mutate-job"
 MUTATE_POD_PATH: Final = "/mutate-pod"
 MUTATE_DEPLOYMENT_PATH: Final = "/mutate-deployment"
 MUTATE_STATEFULSET_PATH: Final = "/mutate-statefulset"
+MUTATE_JOBSET_PATH: Final = "/mutate-jobset"
 # An UPDATE review holds two objects, each at most kube-apiserver's 3 MiB request limit.
 MAX_BODY_BYTES: Final = 16 * 1024 * 1024
 
@@ -67,7 +71,7 @@ MAX_BODY_BYTES: Final = 16 * 1024 * 1024
 def validate_answer(
     body: bytes,
     default_queue: DefaultQueueLookup,
-    integrations: PodIntegrations,
+    integrations: Integrations,
     workload_in_use: WorkloadInUse,
 ) -> Answer:
     try:
@@ -106,11 +110,12 @@ def mutate_answer(body: bytes, patch_for: Callable[[AdmissionRequest], JsonPatch
 
 
 def answers(
-    snapshot: Callable[[], Snapshot], integrations: PodIntegrations = NO_POD_INTEGRATIONS
+    snapshot: Callable[[], Snapshot], integrations: Integrations = NO_INTEGRATIONS
 ) -> dict[str, Callable[[bytes], Answer]]:
     """Path → the body's answer, each reading the snapshot current when called;
-    `integrations`: which Pods, Deployments and StatefulSets are managed
-    (docs/cluster.md#plain-pods, docs/cluster.md#deployments, docs/cluster.md#statefulsets)."""
+    `integrations`: which Pods, Deployments, StatefulSets and JobSets are managed
+    (docs/cluster.md#plain-pods, docs/cluster.md#deployments, docs/cluster.md#statefulsets,
+    docs/cluster.md#jobsets)."""
 
     def validate(body: bytes) -> Answer:
         current = snapshot()
@@ -132,7 +137,14 @@ def answers(
     return {
         VALIDATE_PATH: validate,
         MUTATE_JOB_PATH: lambda body: mutate_answer(
-            body, lambda request: job_patch(request, default_queue_lookup(snapshot()))
+            body,
+            lambda request: job_patch(request, default_queue_lookup(snapshot()), integrations),
+        ),
+        MUTATE_JOBSET_PATH: lambda body: mutate_answer(
+            body,
+            lambda request: jobset_patch(
+                request, default_queue_lookup(snapshot()), enabled=integrations.jobsets
+            ),
         ),
         MUTATE_POD_PATH: lambda body: mutate_answer(
             body, lambda request: pod_patch(request, integrations)

@@ -1,6 +1,7 @@
-"""The mutating webhooks' decisions: for batch/v1 Jobs, the JSONPatch that stores a Job
-Kueue manages suspended, and names the `default` LocalQueue where that applies
-(`scheduler.api.job_defaulting`; docs/cluster.md#admission-webhooks); for Pods, with the
+"""The mutating webhooks' decisions: for batch/v1 Jobs (and JobSets, with their integration
+on: docs/cluster.md#jobsets), the JSONPatch that stores one Kueue manages suspended, and
+names the `default` LocalQueue where that applies (`scheduler.api.job_defaulting`;
+docs/cluster.md#admission-webhooks); for Pods, with the
 `pod`, `deployment` or `statefulset` integration on, the one that holds a managed Pod
 behind the admission gate (`scheduler.api.pod_admission`; docs/cluster.md#plain-pods);
 for Deployments and StatefulSets, with their integration on, the one that marks the pod
@@ -17,9 +18,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from scheduler.api import raw_object as raw
-from scheduler.api.integrations import PodIntegrations
+from scheduler.api.integrations import Integrations
 from scheduler.api.job import QUEUE_NAME_LABEL
 from scheduler.api.job_defaulting import job_defaults
+from scheduler.api.jobset_admission import JOBSET, controlled_by_jobset
 from scheduler.api.parent_admission import PodParent, managed_by_another, parent_marks
 from scheduler.api.plain_pod import ADMISSION_GATE, MANAGED_LABEL, MANAGED_VALUE, POD_FINALIZER
 from scheduler.api.pod_admission import has_gate, is_managed, suspending_parent
@@ -65,31 +67,54 @@ def set_keys(
     return patch
 
 
-def job_patch(request: AdmissionRequest, default_queue: DefaultQueueLookup) -> JsonPatch:
-    """The patch for a Job being created (empty: nothing to change). NotSyncedError when
-    the defaulting needs the LocalQueues before the server has read them."""
+def job_patch(
+    request: AdmissionRequest, default_queue: DefaultQueueLookup, integrations: Integrations
+) -> JsonPatch:
+    """The patch for a Job being created (empty: nothing to change): none for a Job a
+    JobSet controls while JobSets are integrated (the JobSet is the workload). NotSyncedError
+    when the defaulting needs the LocalQueues before the server has read them."""
     if (request.kind.api_version, request.kind.kind) != JOB:
         raise WrongKindError(f"only batch/v1 Jobs are mutated here, not {request.kind.kind}")
     if request.operation != "CREATE":
         return []
-    job = request.new
-    metadata = raw.metadata_of(job)
+    if integrations.jobsets and controlled_by_jobset(request.new):
+        return []
+    return _suspend_patch(request, default_queue)
+
+
+def jobset_patch(
+    request: AdmissionRequest, default_queue: DefaultQueueLookup, *, enabled: bool
+) -> JsonPatch:
+    """The patch for a JobSet being created, with its integration `enabled`: the same as a
+    Job's (docs/cluster.md#jobsets); otherwise nothing."""
+    if (request.kind.api_version, request.kind.kind) != JOBSET:
+        raise WrongKindError(f"only {JOBSET[0]} JobSets are mutated here, not {request.kind.kind}")
+    if not enabled or request.operation != "CREATE":
+        return []
+    return _suspend_patch(request, default_queue)
+
+
+def _suspend_patch(request: AdmissionRequest, default_queue: DefaultQueueLookup) -> JsonPatch:
+    """A Job's (a JobSet's) defaults on creation: the `default` LocalQueue when it names
+    none and its namespace has one, and `spec.suspend` when it is queued."""
+    obj = request.new
+    metadata = raw.metadata_of(obj)
     labels = {str(k): str(v) for k, v in raw.mapping(metadata.get("labels")).items()}
-    spec = raw.mapping(job.get("spec"))
+    spec = raw.mapping(obj.get("spec"))
     namespace = request.namespace or str(metadata.get("namespace") or "")
     exists = False if labels.get(QUEUE_NAME_LABEL) else default_queue(namespace)
     defaults = job_defaults(labels, spec.get("suspend") is True, default_queue_exists=exists)
     patch: JsonPatch = []
     if defaults.queue_name is not None:
-        patch += set_keys(job, ("metadata", "labels"), {QUEUE_NAME_LABEL: defaults.queue_name})
+        patch += set_keys(obj, ("metadata", "labels"), {QUEUE_NAME_LABEL: defaults.queue_name})
     if defaults.suspend:
-        if not isinstance(job.get("spec"), Mapping):
-            raise WrongKindError("request.object.spec: a Job needs a spec")
+        if not isinstance(obj.get("spec"), Mapping):
+            raise WrongKindError(f"request.object.spec: a {request.kind.kind} needs a spec")
         patch.append({"op": "add", "path": "/spec/suspend", "value": True})
     return patch
 
 
-def pod_patch(request: AdmissionRequest, integrations: PodIntegrations) -> JsonPatch:
+def pod_patch(request: AdmissionRequest, integrations: Integrations) -> JsonPatch:
     """The patch for a Pod being created: a Pod one of the `integrations` manages gets
     the managed label, its role hash, the admission gate and (unless its parent
     replaces it) the finalizer, those it lacks; otherwise nothing changes (Kueue's

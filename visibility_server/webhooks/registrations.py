@@ -20,6 +20,8 @@ WEBHOOK_CONFIGURATIONS: Final = (
             "mdeployment-default-queue.queuescope.io",
             "mstatefulset.queuescope.io",
             "mstatefulset-default-queue.queuescope.io",
+            "mjobset.queuescope.io",
+            "mjobset-default-queue.queuescope.io",
         ),
     ),
     (
@@ -31,6 +33,7 @@ WEBHOOK_CONFIGURATIONS: Final = (
             "vpod.queuescope.io",
             "vdeployment.queuescope.io",
             "vstatefulset.queuescope.io",
+            "vjobset.queuescope.io",
         ),
     ),
 )

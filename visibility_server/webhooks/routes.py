@@ -14,13 +14,14 @@ from collections.abc import Callable
 
 from starlette.types import Receive, Scope, Send
 
-from scheduler.api.integrations import NO_POD_INTEGRATIONS, PodIntegrations
+from scheduler.api.integrations import NO_INTEGRATIONS, Integrations
 from scheduler.runtime.snapshot import Snapshot
 from visibility_server.http.routers.table import RouteTable
 from visibility_server.webhooks.admission import (
     MAX_BODY_BYTES,
     MUTATE_DEPLOYMENT_PATH,
     MUTATE_JOB_PATH,
+    MUTATE_JOBSET_PATH,
     MUTATE_POD_PATH,
     MUTATE_STATEFULSET_PATH,
     VALIDATE_PATH,
@@ -37,6 +38,7 @@ _LABELS = {
     MUTATE_POD_PATH: ("mutating-webhook-pod", "v1"),
     MUTATE_DEPLOYMENT_PATH: ("mutating-webhook-deployment", "v1"),
     MUTATE_STATEFULSET_PATH: ("mutating-webhook-statefulset", "v1"),
+    MUTATE_JOBSET_PATH: ("mutating-webhook-jobset", "v1"),
 }
 
 
@@ -67,7 +69,7 @@ class _AdmissionEndpoint:
 def webhook_routes(
     table: RouteTable,
     snapshot: Callable[[], Snapshot],
-    integrations: PodIntegrations = NO_POD_INTEGRATIONS,
+    integrations: Integrations = NO_INTEGRATIONS,
 ) -> frozenset[str]:
     """Add the webhook routes with their metric labels; return the paths that are open.
     Every method reaches them: they answer 405 themselves. `integrations`: which Pods,

@@ -9,10 +9,11 @@ a change to this module. The object is decoded as the store decodes what it list
 UPDATE also runs `validate_update` against the old object. Whatever is denied here is
 what the store would refuse to load; whatever is allowed, it loads.
 
-Pods, Deployments and StatefulSets (with the `pod`, `deployment` and `statefulset`
-integrations on) are judged on the raw object by Kueue's rules for them
-(`scheduler.api.pod_admission`, `scheduler.api.deployment_admission`,
-`scheduler.api.statefulset_admission`): their other fields are kube-apiserver's to check.
+Pods, Deployments, StatefulSets and JobSets (with the `pod`, `deployment`, `statefulset`
+and `jobset.x-k8s.io/jobset` integrations on) are judged on the raw object by Kueue's
+rules for them (`scheduler.api.pod_admission`, `scheduler.api.deployment_admission`,
+`scheduler.api.statefulset_admission`, `scheduler.api.jobset_admission`): their other
+fields are kube-apiserver's (JobSet's own webhook's) to check.
 
 The Kueue kinds queuescope stores but does not act on (`scheduler.api.foreign`:
 Topology, ProvisioningRequestConfig, MultiKueueConfig, MultiKueueCluster) are checked
@@ -35,8 +36,14 @@ from scheduler.api.deployment_admission import (
 )
 from scheduler.api.errors import ApiError, FieldError
 from scheduler.api.foreign import decode_foreign, foreign_update_errors, is_foreign
-from scheduler.api.integrations import PodIntegrations
+from scheduler.api.integrations import Integrations
 from scheduler.api.job import Job
+from scheduler.api.jobset_admission import (
+    JOBSET,
+    jobset_errors,
+    jobset_update_errors,
+    removes_queue_name,
+)
 from scheduler.api.kinds import KINDS
 from scheduler.api.live import decode_live
 from scheduler.api.pod_admission import is_managed, pod_errors, pod_update_errors
@@ -65,11 +72,11 @@ class Verdict:
 def validate_request(
     request: AdmissionRequest,
     default_queue: DefaultQueueLookup,
-    integrations: PodIntegrations,
+    integrations: Integrations,
     workload_in_use: WorkloadInUse,
 ) -> Verdict:
     """The broken rules of a CREATE or UPDATE (empty: allowed). NotSyncedError when a
-    Job rule needs the LocalQueues, or a StatefulSet rule the Workloads, before the
+    Job (JobSet) rule needs the LocalQueues, or a StatefulSet rule the Workloads, before the
     server has read them. `integrations`: which Pods (Deployments, StatefulSets) are
     managed; the others are always allowed, as by Kueue's webhook for an integration
     that is off."""
@@ -79,6 +86,19 @@ def validate_request(
     if (kind.api_version, kind.kind) in (POD, DEPLOYMENT.type, STATEFULSET.type):
         rules = _raw_rules(kind.kind, integrations, workload_in_use)
         return _raw_verdict(request, *rules)
+    if (kind.api_version, kind.kind) == JOBSET:
+        return _raw_verdict(
+            request,
+            _managed_when(integrations.jobsets),
+            jobset_errors,
+            lambda old, new: jobset_update_errors(
+                old,
+                new,
+                default_queue_exists=(
+                    default_queue(request.namespace) if removes_queue_name(old, new) else False
+                ),
+            ),
+        )
     if is_foreign(kind.api_version, kind.kind):
         return _verdict(request, decode_foreign, foreign_update_errors)
     if (kind.api_version, kind.kind) not in KINDS:
@@ -121,7 +141,7 @@ Managed = Callable[[Mapping[str, Any]], bool]
 
 
 def _raw_rules(
-    kind: str, integrations: PodIntegrations, workload_in_use: WorkloadInUse
+    kind: str, integrations: Integrations, workload_in_use: WorkloadInUse
 ) -> tuple[Managed, RawRules, RawUpdateRules]:
     """Which Pods, Deployments or StatefulSets are managed, and Kueue's rules for them."""
     if kind == "Pod":

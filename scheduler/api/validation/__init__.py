@@ -20,6 +20,7 @@ from scheduler.api.config import Configuration
 from scheduler.api.errors import FieldError
 from scheduler.api.flavor import ResourceFlavor
 from scheduler.api.job import Job
+from scheduler.api.jobset_model import JobSet
 from scheduler.api.localqueue import LocalQueue
 from scheduler.api.meta import KubeObject
 from scheduler.api.names import dns1123_label, dns1123_subdomain
@@ -33,6 +34,7 @@ from scheduler.api.validation.admissioncheck import validate_admission_check
 from scheduler.api.validation.common import NameValidator
 from scheduler.api.validation.config import validate_configuration
 from scheduler.api.validation.flavor import validate_resource_flavor
+from scheduler.api.validation.jobset import validate_jobset
 from scheduler.api.validation.meta import path_segment_name, validate_metadata
 from scheduler.api.validation.misc import (
     validate_binding,
@@ -75,6 +77,7 @@ _SPEC_RULES: tuple[tuple[type | UnionType, Callable[[Any], list[FieldError]]], .
     (Job, validate_job),
     (Pod, validate_plain_pod),
     (StatefulSet, validate_statefulset),
+    (JobSet, validate_jobset),
     (Configuration, validate_configuration),
     (Scenario, validate_scenario),
     (Role | ClusterRole, validate_role),

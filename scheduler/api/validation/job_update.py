@@ -1,4 +1,5 @@
-"""Rules for replacing a batch/v1 Job that Kueue manages (docs/cluster.md#admission-webhooks).
+"""Rules for replacing a batch/v1 Job that Kueue manages (docs/cluster.md#admission-webhooks),
+and those of its labels a JobSet shares (docs/cluster.md#jobsets).
 
 As Kueue's Job webhook: the queue-name label cannot change while the Job runs (is not
 suspended), cannot be removed in a namespace that has a `default` LocalQueue (the
@@ -8,6 +9,8 @@ Job's parallelism is fixed.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from scheduler.api.errors import FieldError
 from scheduler.api.job import (
@@ -25,13 +28,21 @@ from scheduler.api.validation.queue_labels import (
 )
 
 
-def validate_job_update(old: Job, new: Job, *, default_queue_exists: bool) -> list[FieldError]:
-    """Violations of replacing `old` by `new`; `default_queue_exists` says whether the
+def queued_update_errors(
+    old: Mapping[str, str],
+    new: Mapping[str, str],
+    *,
+    suspended: tuple[bool, bool],
+    default_queue_exists: bool,
+) -> list[FieldError]:
+    """The label rules every suspended kind (a Job, a JobSet) follows on an update, as
+    Kueue's generic job webhook: `old` and `new` are the labels before and after,
+    `suspended` whether it was and is suspended, `default_queue_exists` whether the
     namespace has a LocalQueue named `default`."""
     errors: list[FieldError] = []
-    old_queue = old.metadata.labels.get(QUEUE_NAME_LABEL, "")
-    new_queue = new.metadata.labels.get(QUEUE_NAME_LABEL, "")
-    errors += queue_name_update_errors(old_queue, new_queue, fixed=not new.spec.suspend)
+    old_queue, new_queue = old.get(QUEUE_NAME_LABEL, ""), new.get(QUEUE_NAME_LABEL, "")
+    was_suspended, is_suspended = suspended
+    errors += queue_name_update_errors(old_queue, new_queue, fixed=not is_suspended)
     if not new_queue and old_queue and default_queue_exists:
         errors.append(
             invalid(
@@ -39,12 +50,20 @@ def validate_job_update(old: Job, new: Job, *, default_queue_exists: bool) -> li
             )
         )
     errors += priority_class_update_errors(
-        old.metadata.labels.get(PRIORITY_CLASS_LABEL, ""),
-        new.metadata.labels.get(PRIORITY_CLASS_LABEL, ""),
-        suspended=new.spec.suspend,
+        old.get(PRIORITY_CLASS_LABEL, ""), new.get(PRIORITY_CLASS_LABEL, ""), suspended=is_suspended
     )
-    errors += max_exec_time_update_errors(
-        old.metadata.labels, new.metadata.labels, suspended=old.spec.suspend and new.spec.suspend
+    errors += max_exec_time_update_errors(old, new, suspended=was_suspended and is_suspended)
+    return errors
+
+
+def validate_job_update(old: Job, new: Job, *, default_queue_exists: bool) -> list[FieldError]:
+    """Violations of replacing `old` by `new`; `default_queue_exists` says whether the
+    namespace has a LocalQueue named `default`."""
+    errors = queued_update_errors(
+        old.metadata.labels,
+        new.metadata.labels,
+        suspended=(old.spec.suspend, new.spec.suspend),
+        default_queue_exists=default_queue_exists,
     )
     if (
         JOB_MIN_PARALLELISM_ANNOTATION in old.metadata.annotations

@@ -6,7 +6,6 @@ from scheduler.api.errors import FieldError
 from scheduler.api.job import (
     JOB_MIN_PARALLELISM_ANNOTATION,
     PRIORITY_CLASS_LABEL,
-    QUEUE_NAME_LABEL,
     Job,
 )
 from scheduler.api.kinds import KINDS
@@ -33,7 +32,7 @@ from scheduler.api.validation.common import (
     unsupported,
 )
 from scheduler.api.validation.paths import child, index, key
-from scheduler.api.validation.queue_labels import max_exec_time_errors
+from scheduler.api.validation.queue_labels import queued_label_errors
 from scheduler.api.validation.selector import validate_label_selector
 from scheduler.api.validation.workload import validate_pod_spec
 
@@ -76,11 +75,7 @@ def validate_job(job: Job) -> list[FieldError]:
     errors += at_least("spec.parallelism", spec.parallelism, 0)
     errors += at_least("spec.completions", spec.completions, 0)
     errors += validate_pod_spec("spec.template.spec", spec.template.spec)
-    labels = job.metadata.labels
-    for label_name in (QUEUE_NAME_LABEL, PRIORITY_CLASS_LABEL):
-        if labels.get(label_name):
-            errors += subdomain(key("metadata.labels", label_name), labels[label_name])
-    errors += max_exec_time_errors(labels)
+    errors += queued_label_errors(job.metadata.labels)
     raw_min = job.metadata.annotations.get(JOB_MIN_PARALLELISM_ANNOTATION)
     if raw_min is not None:
         path = key("metadata.annotations", JOB_MIN_PARALLELISM_ANNOTATION)

@@ -11,7 +11,7 @@ from typing import Final
 
 from scheduler.api.errors import FieldError
 from scheduler.api.job import MAX_EXEC_TIME_LABEL, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
-from scheduler.api.validation.common import invalid
+from scheduler.api.validation.common import invalid, subdomain
 from scheduler.api.validation.paths import key
 
 IMMUTABLE: Final = "field is immutable"
@@ -43,6 +43,16 @@ def priority_class_update_errors(before: str, after: str, *, suspended: bool) ->
             )
         ]
     return []
+
+
+def queued_label_errors(labels: Mapping[str, str]) -> list[FieldError]:
+    """The queue-name and priority-class labels, when set, are DNS subdomains, and the
+    maximum execution time a whole number above 0 (a Job's and a JobSet's rules)."""
+    errors: list[FieldError] = []
+    for label_name in (QUEUE_NAME_LABEL, PRIORITY_CLASS_LABEL):
+        if labels.get(label_name):
+            errors += subdomain(key("metadata.labels", label_name), labels[label_name])
+    return errors + max_exec_time_errors(labels)
 
 
 def max_exec_time_errors(labels: Mapping[str, str]) -> list[FieldError]:

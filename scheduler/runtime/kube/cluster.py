@@ -20,10 +20,11 @@ from typing import Any
 
 from scheduler.api.integrations import (
     JOB_FRAMEWORK,
-    NO_POD_INTEGRATIONS,
+    JOBSET_FRAMEWORK,
+    NO_INTEGRATIONS,
     POD_FRAMEWORK,
     STATEFULSET_FRAMEWORK,
-    PodIntegrations,
+    Integrations,
 )
 from scheduler.kubeapi.client import KubeRest
 from scheduler.runtime.engine import Engine
@@ -31,11 +32,12 @@ from scheduler.runtime.kube.events import EventRecorder
 from scheduler.runtime.kube.heap import release_free_heap
 from scheduler.runtime.kube.integration import Integration
 from scheduler.runtime.kube.jobs import JobController
+from scheduler.runtime.kube.jobsets import JobSetController
 from scheduler.runtime.kube.leader import LeaderElector
 from scheduler.runtime.kube.leader_io import LeaderIO
 from scheduler.runtime.kube.pods import PodController
 from scheduler.runtime.kube.ratelimit import TokenBucket
-from scheduler.runtime.kube.resources import PODS, STATEFULSETS, WATCHED
+from scheduler.runtime.kube.resources import JOBSETS, PODS, STATEFULSETS, WATCHED
 from scheduler.runtime.kube.retention import RetentionController, RetentionPolicy
 from scheduler.runtime.kube.statefulsets import StatefulSetController
 from scheduler.runtime.kube.status_writer import (
@@ -63,7 +65,7 @@ class WriteSettings:
     ClusterQueue and LocalQueue status cadence (None: the writer's own), the Workload
     status sweep, and how many queued Workloads per ClusterQueue get a pending
     condition; what it deletes (a Configuration's objectRetentionPolicies); and whether
-    it runs the `pod` integration besides the Job one."""
+    it runs other integrations besides the Job one."""
 
     qps: float = 50.0
     burst: int = 100
@@ -71,9 +73,9 @@ class WriteSettings:
     sweep_interval: float = 60.0
     pending_window: int = PENDING_WINDOW
     retention: RetentionPolicy | None = None
-    # The Pod-based integrations (a Configuration's integrations.frameworks;
-    # docs/cluster.md#plain-pods, docs/cluster.md#deployments).
-    pods: PodIntegrations = NO_POD_INTEGRATIONS
+    # The integrations besides Jobs' (a Configuration's integrations.frameworks;
+    # docs/cluster.md#plain-pods, docs/cluster.md#deployments, docs/cluster.md#jobsets).
+    integrations: Integrations = NO_INTEGRATIONS
 
 
 class ClusterRuntime:
@@ -93,18 +95,22 @@ class ClusterRuntime:
         self.engine = engine
         self.elector = elector
         engine.set_scheduling(False)
-        watched = (*WATCHED, PODS) if writes.pods.on else WATCHED
-        if writes.pods.statefulsets:
+        enabled = writes.integrations
+        watched = (*WATCHED, PODS) if enabled.pods else WATCHED
+        if enabled.statefulsets:
             watched = (*watched, STATEFULSETS)
+        if enabled.jobsets:
+            watched = (*watched, JOBSETS)
         self.store = KubeStore(rest, engine, resources=watched)
         self.limiter = TokenBucket(writes.qps, writes.burst)
         # Events name the replica that wrote them (docs/cluster.md#events).
         instance = elector.identity if elector is not None else socket.gethostname()
         self.events = EventRecorder(rest, instance)
         io = LeaderIO(rest, engine, self.store, self.limiter, self.events)
-        self.jobs = JobController(io)
-        self.pods = PodController(io, writes.pods) if writes.pods.on else None
-        self.statefulsets = StatefulSetController(io) if writes.pods.statefulsets else None
+        self.jobs = JobController(io, integrations=enabled)
+        self.pods = PodController(io, enabled) if enabled.pods else None
+        self.statefulsets = StatefulSetController(io) if enabled.statefulsets else None
+        self.jobsets = JobSetController(io) if enabled.jobsets else None
         self.workload_writer = WorkloadStatusWriter(
             io,
             WorkloadWriteSettings(
@@ -126,6 +132,8 @@ class ClusterRuntime:
             running[POD_FRAMEWORK] = self.pods
         if self.statefulsets is not None:
             running[STATEFULSET_FRAMEWORK] = self.statefulsets
+        if self.jobsets is not None:
+            running[JOBSET_FRAMEWORK] = self.jobsets
         return running
 
     @property
@@ -164,17 +172,14 @@ class ClusterRuntime:
         self.store.set_leading(True)
         self.engine.set_scheduling(True)
         self._leader_tasks = [
-            asyncio.create_task(self.jobs.run(), name="job-integration"),
+            asyncio.create_task(integration.run(), name=f"integration {framework}")
+            for framework, integration in self.integrations().items()
+        ]
+        self._leader_tasks += [
             asyncio.create_task(self.workload_writer.run(), name="workload-status"),
             asyncio.create_task(self.queue_writer.run(), name="queue-status"),
             asyncio.create_task(self.events.run(), name="events"),
         ]
-        if self.pods is not None:
-            self._leader_tasks.append(asyncio.create_task(self.pods.run(), name="pod-integration"))
-        if self.statefulsets is not None:
-            self._leader_tasks.append(
-                asyncio.create_task(self.statefulsets.run(), name="statefulset-integration")
-            )
         if self.retention is not None:
             self._leader_tasks.append(
                 asyncio.create_task(self.retention.run(), name="object-retention")

@@ -1,6 +1,6 @@
-"""What the two integrations (`jobs.py` for batch/v1 Jobs, `pods.py` for plain Pods)
-share: the object kind they manage, a work queue of those objects' keys, the map from
-an object's uid to its Workload, and making that Workload.
+"""What every integration (`jobs.py`, `jobsets.py` over `suspendable.py`; `pods.py`,
+`statefulsets.py`) shares: the object kind it manages, a work queue of those objects'
+keys, the map from an object's uid to its Workload, and making that Workload.
 
 An object is reconciled when it changes, when its Workload changes, and, while it has no
 Workload, when a priority class appears (it may have been waiting for that class). Each
@@ -161,6 +161,12 @@ class Integration(ABC):
         self.tell(regarding, "CreatedWorkload", f"Created Workload: {object_key(created)}")
         return True
 
+    def refused(self, what: str, key: str, err: Exception) -> None:
+        """Count and log an object the integration cannot carry on with
+        (`event=<kind>-<what> <kind>=<key>`)."""
+        self.stats.errors += 1
+        log.error("event=%s-%s %s=%s error=%s", self.queue.what, what, self.queue.what, key, err)
+
     def tell(self, obj: Json, reason: str, note: str, *, warning: bool = False) -> None:
         """An Event about the object `obj` (of this integration's kind)."""
         kind: Literal["Normal", "Warning"] = "Warning" if warning else "Normal"
@@ -194,14 +200,7 @@ class Integration(ABC):
         try:
             return self.make_workload(raw)
         except ApiError as err:
-            self.stats.errors += 1
-            log.error(
-                "event=%s-rejected %s=%s error=%s",
-                self.queue.what,
-                self.queue.what,
-                object_key(raw),
-                err,
-            )
+            self.refused("rejected", object_key(raw), err)
             why = "; ".join(str(e) for e in err.errors) or str(err)
             self.tell(raw, COMPOSE_FAILED, why, warning=True)
             return None

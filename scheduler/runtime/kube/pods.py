@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from typing import Final
 
 from scheduler.api.base import format_timestamp
-from scheduler.api.integrations import PLAIN_PODS, STATEFULSET_FRAMEWORK, PodIntegrations
+from scheduler.api.integrations import PLAIN_PODS, STATEFULSET_FRAMEWORK, Integrations
 from scheduler.api.live import decode_live_as
 from scheduler.api.plain_pod import (
     ADMISSION_GATE,
@@ -80,7 +80,7 @@ class PodController(Integration):
     def __init__(
         self,
         io: LeaderIO,
-        integrations: PodIntegrations = PLAIN_PODS,
+        integrations: Integrations = PLAIN_PODS,
         *,
         retry_delay: float = 1.0,
     ) -> None:

@@ -31,6 +31,7 @@ from scheduler.kubeapi.errors import Json
 from scheduler.runtime.kube.normalize import normalized
 from scheduler.runtime.kube.resources import (
     JOBS,
+    JOBSETS,
     PODS,
     STATEFULSETS,
     WORKLOADS,
@@ -88,8 +89,8 @@ def owner_of(owners: tuple[OwnerRef, ...], resource: Resource) -> OwnerRef | Non
 
 @dataclass(frozen=True, slots=True)
 class TemplateBase:
-    """The first pod set's name and what the Job integration puts back on a suspended
-    Job's template, without the empty values our model renders (a toleration's
+    """A pod set's name and what the Job (JobSet) integration puts back on a suspended
+    Job's template (replicated Job's), without the empty values our model renders (a toleration's
     `value: ""`): the Job comes back from the server without them, so the raw template
     would never compare equal."""
 
@@ -103,23 +104,27 @@ class TemplateBase:
 EMPTY_TEMPLATE = TemplateBase()
 
 
-def _template(spec: dict[str, Any]) -> TemplateBase | None:
-    """The first pod set's TemplateBase; None when it holds nothing but the default name
-    (most Workloads: kept as nothing)."""
+def _templates(spec: dict[str, Any]) -> tuple[TemplateBase, ...]:
+    """Every pod set's TemplateBase, in order; empty when the Workload has one pod set
+    that holds nothing but the default name (most Workloads: kept as nothing)."""
     pod_sets = spec.get("podSets")
     if not isinstance(pod_sets, list) or not pod_sets:
-        return None
-    first = _dict(pod_sets[0])
-    template = _dict(first.get("template"))
-    pod, meta = _dict(template.get("spec")), _dict(template.get("metadata"))
-    found = TemplateBase(
-        pod_set=str(first.get("name", "main")),
-        node_selector=normalized(pod.get("nodeSelector")) or {},
-        tolerations=normalized(pod.get("tolerations")) or [],
-        labels=_dict(meta.get("labels")),
-        annotations=_dict(meta.get("annotations")),
-    )
-    return None if found == EMPTY_TEMPLATE else found
+        return ()
+    found = []
+    for pod_set in pod_sets:
+        entry = _dict(pod_set)
+        template = _dict(entry.get("template"))
+        pod, meta = _dict(template.get("spec")), _dict(template.get("metadata"))
+        found.append(
+            TemplateBase(
+                pod_set=str(entry.get("name", "main")),
+                node_selector=normalized(pod.get("nodeSelector")) or {},
+                tolerations=normalized(pod.get("tolerations")) or [],
+                labels=_dict(meta.get("labels")),
+                annotations=_dict(meta.get("annotations")),
+            )
+        )
+    return () if found == [EMPTY_TEMPLATE] else tuple(found)
 
 
 def _compact_version(version: str) -> int | str:
@@ -142,7 +147,8 @@ class WorkloadRecord:
     status: Json | None  # as the server holds it; None when it holds none (or an empty one)
     owners: tuple[OwnerRef, ...]
     job_uid: str | None  # the kueue.x-k8s.io/job-uid label
-    template: TemplateBase | None  # the first pod set's; None: nothing but the defaults
+    # Every pod set's, in order; empty: one pod set with nothing but the defaults.
+    templates: tuple[TemplateBase, ...]
     digest: int  # content_digest: all but the status
 
     @classmethod
@@ -163,7 +169,7 @@ class WorkloadRecord:
             status=status if isinstance(status, dict) and status else None,
             owners=owners_of(meta),
             job_uid=str(job_uid) if job_uid else None,
-            template=_template(spec),
+            templates=_templates(spec),
             digest=content_digest(obj),
         )
 
@@ -176,10 +182,15 @@ class WorkloadRecord:
         return owner_of(self.owners, resource)
 
     @property
+    def pod_set_templates(self) -> tuple[TemplateBase, ...]:
+        """Every pod set's TemplateBase, in order (the defaults' for a plain one)."""
+        return self.templates or (EMPTY_TEMPLATE,)
+
+    @property
     def placement(self) -> tuple[dict[str, Any], list[Any]] | None:
         """The first pod set's node selector and tolerations, if it sets either."""
-        t = self.template
-        if t is None or not (t.node_selector or t.tolerations):
+        t = self.pod_set_templates[0]
+        if not (t.node_selector or t.tolerations):
             return None
         return t.node_selector, t.tolerations
 
@@ -264,16 +275,29 @@ def _slim(obj: Json, resource: Resource, meta: tuple[str, ...], spec: Json, stat
     }
 
 
+def _keep_controller(obj: Json, slim: Json, kind: str) -> None:
+    """Keep `obj`'s controller reference in `slim` if its controller is of `kind`."""
+    owners = _dict(obj.get("metadata")).get("ownerReferences") or []
+    controller = [
+        _picked(ref, ("apiVersion", "kind", "name", "uid", "controller"))
+        for ref in owners
+        if isinstance(ref, dict) and ref.get("controller") is True and ref.get("kind") == kind
+    ]
+    if controller:
+        slim["metadata"]["ownerReferences"] = controller
+
+
 def slim_job(obj: Json) -> Json:
     """What the Job integration reads of a Job, as a Job-shaped dict: its identity,
     generation (docs/cluster.md#a-waiting-job-edited) and labels, `spec.suspend` and
-    `spec.parallelism`, the pod template's labels,
-    annotations, node selector and tolerations (what it patches), and of the status the
-    ready and succeeded counts, the start time and the conditions that end it; empty
-    parts are left out (the integration reads every part with a default). The pod
-    template's containers, most of a Job, are read from the API server the one time
-    they are needed, to create its Workload (`jobs.py`). Every Job of the cluster is
-    listed, labelled for a queue or not (docs/operations.md#memory-to-plan-for)."""
+    `spec.parallelism`, the pod template's labels, annotations, node selector and
+    tolerations (what it patches), of the status the ready and succeeded counts, the
+    start time and the conditions that end it, and its controller's reference if a
+    JobSet controls it (docs/cluster.md#jobsets); empty parts are left out (the
+    integration reads every part with a default). The pod template's containers, most
+    of a Job, are read from the API server the one time they are needed, to create its
+    Workload (`jobs.py`). Every Job of the cluster is listed, labelled for a queue or not
+    (docs/operations.md#memory-to-plan-for)."""
     spec = _dict(obj.get("spec"))
     template = _dict(spec.get("template"))
     slim_status = _slim_status(obj, _JOB_STATUS, _JOB_ENDS)
@@ -284,7 +308,10 @@ def slim_job(obj: Json) -> Json:
     slim_spec = _picked(spec, ("suspend", "parallelism"))
     if slim_template:
         slim_spec["template"] = slim_template
-    return _slim(obj, JOBS, _JOB_META, slim_spec, slim_status)
+    slim = _slim(obj, JOBS, _JOB_META, slim_spec, slim_status)
+    # A JobSet's Job is the JobSet's workload, not its own (docs/cluster.md#jobsets).
+    _keep_controller(obj, slim, JOBSETS.kind)
+    return slim
 
 
 _POD_META = (
@@ -314,18 +341,9 @@ def slim_pod(obj: Json) -> Json:
     Workload (`pods.py`)."""
     status = _slim_status(obj, _POD_STATUS, _POD_CONDITIONS)
     slim = _slim(obj, PODS, _POD_META, _picked(obj.get("spec"), _POD_SPEC), status)
-    owner = _dict(obj.get("metadata")).get("ownerReferences") or []
-    controller = [
-        _picked(ref, ("apiVersion", "kind", "name", "uid", "controller"))
-        for ref in owner
-        if isinstance(ref, dict)
-        and ref.get("controller") is True
-        and ref.get("kind") == "StatefulSet"
-    ]
-    if controller:
-        # Which StatefulSet's Pod it is (docs/cluster.md#statefulsets): about 0.5 KiB, paid
-        # by those Pods only (docs/benchmarks.md, "What StatefulSets cost a slim Pod").
-        slim["metadata"]["ownerReferences"] = controller
+    # Which StatefulSet's Pod it is (docs/cluster.md#statefulsets): about 0.5 KiB, paid
+    # by those Pods only (docs/benchmarks.md, "What StatefulSets cost a slim Pod").
+    _keep_controller(obj, slim, "StatefulSet")
     annotations = slim["metadata"].get("annotations")
     if isinstance(annotations, dict) and _LAST_APPLIED in annotations:
         # A copy of the whole Pod as `kubectl apply` wrote it: as large as the rest, and
@@ -363,6 +381,49 @@ def slim_statefulset(obj: Json) -> Json:
     return _slim(obj, STATEFULSETS, _STS_META, slim_spec, status)
 
 
+_JOBSET_STATUS_ENDS = frozenset(("Completed", "Failed"))
+_REPLICATED_STATUS = ("name", "ready", "succeeded", "active")
+
+
+def slim_jobset(obj: Json) -> Json:
+    """What the `jobset.x-k8s.io/jobset` integration reads of a JobSet, as a JobSet-shaped
+    dict: its identity, generation and labels, `spec.suspend`, each replicated Job's name,
+    replicas, parallelism and completions and its pod template's labels, annotations,
+    node selector and tolerations (what it compares and restores), and of the status
+    the conditions that end it and each replicated Job's counts. The templates' pod
+    specs are read from the API server when its Workload is made or its templates
+    written (`jobsets.py`)."""
+    spec = _dict(obj.get("spec"))
+    replicated = []
+    for entry in spec.get("replicatedJobs") or []:
+        job_template = _dict(_dict(entry).get("template"))
+        job_spec = _dict(job_template.get("spec"))
+        pod_template = _dict(job_spec.get("template"))
+        slim_job_spec = _picked(job_spec, ("parallelism", "completions"))
+        slim_pod_template = _non_empty(
+            metadata=_picked(pod_template.get("metadata"), _JOB_TEMPLATE_META),
+            spec=_picked(pod_template.get("spec"), _JOB_POD),
+        )
+        if slim_pod_template:
+            slim_job_spec["template"] = slim_pod_template
+        slim_entry = _picked(entry, ("name", "replicas"))
+        if slim_job_spec:
+            slim_entry["template"] = {"spec": slim_job_spec}
+        replicated.append(slim_entry)
+    slim_spec = _picked(spec, ("suspend",))
+    if replicated:
+        slim_spec["replicatedJobs"] = replicated
+    status = _slim_status(obj, (), _JOBSET_STATUS_ENDS)
+    counts = [
+        _picked(s, _REPLICATED_STATUS)
+        for s in _dict(obj.get("status")).get("replicatedJobsStatus") or []
+        if isinstance(s, dict)
+    ]
+    if counts:
+        status["replicatedJobsStatus"] = counts
+    return _slim(obj, JOBSETS, _JOB_META, slim_spec, status)
+
+
 def keep(resource_kind: str, obj: Json) -> Cached:
     """What the cache keeps of an object: a record for a Workload, a slim Job-shaped
     dict for a Job (one per Workload where Jobs are used, and every other Job of the
@@ -376,6 +437,8 @@ def keep(resource_kind: str, obj: Json) -> Cached:
         return slim_pod(obj)
     if resource_kind == STATEFULSETS.kind:
         return slim_statefulset(obj)
+    if resource_kind == JOBSETS.kind:
+        return slim_jobset(obj)
     return obj
 
 

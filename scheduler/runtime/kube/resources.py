@@ -60,6 +60,12 @@ PODS = Resource("", "v1", "pods", "Pod", True)
 # Watched only with the `statefulset` integration on, and only those naming a LocalQueue
 # (docs/cluster.md#statefulsets).
 STATEFULSETS = Resource("apps", "v1", "statefulsets", "StatefulSet", True)
+# Watched only with the `jobset.x-k8s.io/jobset` integration on, and only those naming a
+# LocalQueue (docs/cluster.md#jobsets).
+JOBSETS = Resource("jobset.x-k8s.io", "v1alpha2", "jobsets", "JobSet", True)
+# Kinds whose CRD a cluster may lack: until it is installed, their list is empty rather
+# than a failure that would hold the initial sync (docs/cluster.md#jobsets).
+OPTIONAL_KINDS: Final = frozenset({JOBSETS.kind})
 
 # Dependency order for the initial sync: what a later kind refers to comes first, so
 # the core never sees a Workload before its queues and priority classes.
@@ -82,6 +88,7 @@ WATCHED: tuple[Resource, ...] = (
 WATCH_SELECTORS: Final[Mapping[str, str]] = {
     PODS.kind: "kueue.x-k8s.io/managed=true",
     STATEFULSETS.kind: "kueue.x-k8s.io/queue-name",
+    JOBSETS.kind: "kueue.x-k8s.io/queue-name",
 }
 
 

@@ -59,6 +59,7 @@ from scheduler.runtime.kube.resources import (
     COHORTS,
     LOCAL_QUEUES,
     NAMESPACES,
+    OPTIONAL_KINDS,
     RESOURCE_FLAVORS,
     WATCHED,
     WORKLOADS,
@@ -206,6 +207,15 @@ class KubeStore:
                     await reflector.list_all()
                     break
                 except KubeError as err:
+                    if err.status == 404 and reflector.resource.kind in OPTIONAL_KINDS:
+                        # Its CRD is not installed: nothing to take yet; the watch loop
+                        # lists it once it is (docs/cluster.md#jobsets).
+                        log.warning(
+                            "event=kind-not-served kind=%s error=%s",
+                            reflector.resource.kind,
+                            err,
+                        )
+                        break
                     failures += 1
                     log.warning(
                         "event=initial-list-failed kind=%s error=%s attempt=%d",

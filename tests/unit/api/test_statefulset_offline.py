@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from scheduler.api import ApiError, load_yaml
-from scheduler.api.integrations import NO_POD_INTEGRATIONS, PLAIN_PODS, PodIntegrations
+from scheduler.api.integrations import NO_INTEGRATIONS, PLAIN_PODS, Integrations
 from scheduler.api.priority import WorkloadPriorityClass
 from scheduler.api.statefulset_model import StatefulSet
 from scheduler.api.workload import WORKLOAD_PRIORITY_CLASS_SOURCE, Workload
@@ -20,7 +20,7 @@ from scheduler.api.workload_names import workload_name
 from scheduler.api.workload_sources import source_workload
 from tests.unit.runtime.support import KUEUE, Json, statefulset
 
-STATEFULSETS = PodIntegrations(statefulsets=True)
+STATEFULSETS = Integrations(statefulsets=True)
 QUEUE = "kueue.x-k8s.io/queue-name"
 # What a real manifest carries beside the replicas and the template (accepted, not read).
 MANIFEST_FIELDS: Json = {
@@ -149,8 +149,8 @@ def test_the_priority_is_the_workload_priority_class_of_its_label() -> None:
     assert f"metadata.labels[kueue.x-k8s.io/priority-class]: {missing}" in str(err.value)
 
 
-@pytest.mark.parametrize("integrations", [NO_POD_INTEGRATIONS, PLAIN_PODS])
-def test_a_queued_statefulset_needs_the_integration(integrations: PodIntegrations) -> None:
+@pytest.mark.parametrize("integrations", [NO_INTEGRATIONS, PLAIN_PODS])
+def test_a_queued_statefulset_needs_the_integration(integrations: Integrations) -> None:
     sts = decoded(statefulset("team", "web", "main"))
     with pytest.raises(ApiError) as err:
         source_workload(sts, {}, {}, integrations=integrations)
@@ -163,8 +163,8 @@ def test_a_queued_statefulset_needs_the_integration(integrations: PodIntegration
     )
 
 
-@pytest.mark.parametrize("integrations", [NO_POD_INTEGRATIONS, STATEFULSETS])
-def test_no_replicas_or_no_queue_make_no_workload(integrations: PodIntegrations) -> None:
+@pytest.mark.parametrize("integrations", [NO_INTEGRATIONS, STATEFULSETS])
+def test_no_replicas_or_no_queue_make_no_workload(integrations: Integrations) -> None:
     """Scaled to zero there is nothing to admit (the cluster holds its Workload), with the
     integration on or off; unqueued, Kueue does not manage it."""
     for doc in (statefulset("team", "web", "main", replicas=0), statefulset("team", "web", None)):

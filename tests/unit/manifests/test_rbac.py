@@ -154,6 +154,8 @@ EXPECTED = [
     *_grants("get patch", "", "pods/status"),
     *_grants("get update", "", "pods/finalizers"),
     *_grants("get list watch", "apps", "statefulsets"),
+    *_grants("get list watch update patch", "jobset.x-k8s.io", "jobsets"),
+    *_grants("get update", "jobset.x-k8s.io", "jobsets/finalizers"),
     *[
         r
         for name in APISERVICES.split()

@@ -14,6 +14,7 @@ from tests.unit.manifests.support import MANIFESTS, documents
 from visibility_server.webhooks.admission import (
     MUTATE_DEPLOYMENT_PATH,
     MUTATE_JOB_PATH,
+    MUTATE_JOBSET_PATH,
     MUTATE_POD_PATH,
     MUTATE_STATEFULSET_PATH,
     VALIDATE_PATH,
@@ -26,6 +27,7 @@ ADMISSION_PATHS = {
     MUTATE_POD_PATH,
     MUTATE_DEPLOYMENT_PATH,
     MUTATE_STATEFULSET_PATH,
+    MUTATE_JOBSET_PATH,
 }
 
 
@@ -92,3 +94,29 @@ def test_the_statefulset_webhooks_split_on_the_queue_label() -> None:
     validating = _webhooks("ValidatingWebhookConfiguration")["vstatefulset.queuescope.io"]
     assert validating["clientConfig"]["service"]["path"] == VALIDATE_PATH
     assert validating["failurePolicy"] == "Fail"
+
+
+# The Job webhook each JobSet one is the twin of.
+JOBSET_TWINS = {
+    "mjobset.queuescope.io": "mjob.queuescope.io",
+    "mjobset-default-queue.queuescope.io": "mjob-default-queue.queuescope.io",
+    "vjobset.queuescope.io": "vjob.queuescope.io",
+}
+
+
+@pytest.mark.parametrize("name", JOBSET_TWINS)
+def test_the_jobset_webhooks_are_the_job_ones_twins(name: str) -> None:
+    """The same selectors, operations, failure policy and timeout; only the resource (of
+    its group and version), the name and (for the mutating ones) the path differ."""
+    kind = (
+        "MutatingWebhookConfiguration" if name.startswith("m") else "ValidatingWebhookConfiguration"
+    )
+    webhooks = _webhooks(kind)
+    twin = copy.deepcopy(webhooks[JOBSET_TWINS[name]])
+    twin["name"] = name
+    twin["rules"][0].update(
+        apiGroups=["jobset.x-k8s.io"], apiVersions=["v1alpha2"], resources=["jobsets"]
+    )
+    if kind.startswith("Mutating"):
+        twin["clientConfig"]["service"]["path"] = MUTATE_JOBSET_PATH
+    assert webhooks[twin["name"]] == twin

@@ -12,7 +12,7 @@ import pytest
 from queuescope.configuration import load_configuration
 from scheduler.api import ApiError, Configuration
 from scheduler.api.config_ignored import IgnoredSetting, ignored_settings
-from scheduler.api.integrations import PodIntegrations, pod_integrations
+from scheduler.api.integrations import Integrations, enabled_integrations
 from tests.unit.api.support import decode
 
 KUEUE_LIKE = """\
@@ -73,7 +73,7 @@ def test_each_ignored_setting_is_named() -> None:
         ),
         IgnoredSetting(
             "integrations.frameworks",
-            "only batch/job, pod, deployment, statefulset are integrated; "
+            "only batch/job, pod, deployment, statefulset, jobset.x-k8s.io/jobset are integrated; "
             "not kubeflow.org/mpijob, Foo.v1.example.com",
         ),
         IgnoredSetting("admissionFairSharing", "admission fair sharing is not implemented"),
@@ -111,16 +111,16 @@ def test_serve_logs_what_it_ignores(tmp_path: Path, caplog: pytest.LogCaptureFix
     assert cfg is not None and cfg.waits_for_pods_ready
     assert [r.getMessage() for r in caplog.records] == [
         "event=configuration-setting-ignored setting=integrations.frameworks why='only "
-        "batch/job, pod, deployment, statefulset are integrated; "
+        "batch/job, pod, deployment, statefulset, jobset.x-k8s.io/jobset are integrated; "
         "not kubeflow.org/mpijob, Foo.v1.example.com'",
     ]
 
 
 def test_cluster_mode_runs_the_pod_integration() -> None:
     cfg = configuration(KUEUE_LIKE)
-    assert pod_integrations(cfg) == PodIntegrations(plain=True)
+    assert enabled_integrations(cfg) == Integrations(plain=True)
     assert [s.why for s in ignored_settings(cfg, cluster_mode=True)] == [
-        "only batch/job, pod, deployment, statefulset are integrated; "
+        "only batch/job, pod, deployment, statefulset, jobset.x-k8s.io/jobset are integrated; "
         "not kubeflow.org/mpijob, Foo.v1.example.com"
     ]
     selector = "managedJobsNamespaceSelector: {matchLabels: {team: a}}\n"
@@ -131,30 +131,30 @@ def test_cluster_mode_runs_the_pod_integration() -> None:
         "managedJobsNamespaceSelector",
     ]
     # Kueue's default: batch/job alone.
-    assert not pod_integrations(configuration(KUEUE_LIKE.replace("pod]", "batch/job]"))).on
-    assert not pod_integrations(None).on
+    assert not enabled_integrations(configuration(KUEUE_LIKE.replace("pod]", "batch/job]"))).pods
+    assert not enabled_integrations(None).pods
     both = configuration(KUEUE_LIKE.replace("pod]", "pod, deployment]"))
-    assert pod_integrations(both) == PodIntegrations(plain=True, deployments=True)
+    assert enabled_integrations(both) == Integrations(plain=True, deployments=True)
     assert [s.why for s in ignored_settings(both)][1] == (
         "deployment: Deployments are integrated only in cluster mode"
     )
     deployments = configuration(KUEUE_LIKE.replace("pod]", "deployment]"))
-    assert pod_integrations(deployments) == PodIntegrations(deployments=True)
+    assert enabled_integrations(deployments) == Integrations(deployments=True)
 
 
 def test_statefulsets_are_integrated_in_both_modes() -> None:
     """Offline reads StatefulSets too (docs/simulate.md#statefulsets): no warning either way."""
     statefulsets = configuration(KUEUE_LIKE.replace("pod]", "statefulset]"))
-    assert pod_integrations(statefulsets) == PodIntegrations(statefulsets=True)
-    assert pod_integrations(statefulsets).on
+    assert enabled_integrations(statefulsets) == Integrations(statefulsets=True)
+    assert enabled_integrations(statefulsets).pods
     only_others = [
-        "only batch/job, pod, deployment, statefulset are integrated; "
+        "only batch/job, pod, deployment, statefulset, jobset.x-k8s.io/jobset are integrated; "
         "not kubeflow.org/mpijob, Foo.v1.example.com"
     ]
     assert [s.why for s in ignored_settings(statefulsets)] == only_others
     assert [s.why for s in ignored_settings(statefulsets, cluster_mode=True)] == only_others
     every = configuration(KUEUE_LIKE.replace("pod]", "pod, deployment, statefulset]"))
-    assert pod_integrations(every) == PodIntegrations(
+    assert enabled_integrations(every) == Integrations(
         plain=True, deployments=True, statefulsets=True
     )
     assert [s.why for s in ignored_settings(every)][1:] == [

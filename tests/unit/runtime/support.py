@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -147,6 +148,24 @@ def statefulset(
             "selector": {"matchLabels": {"app": name}},
             "template": template,
         },
+    }
+
+
+def jobset(
+    ns: str, name: str, queue: str | None, cpu: str = "1", *, replicas: int = 2, **annotations: str
+) -> Json:
+    """A JobSet (docs/simulate.md#jobsets) of a replicated Job `workers` of `replicas`
+    one-Pod Jobs and one `driver`, each Pod of `cpu`, labelled as `job` labels a Job."""
+    made = job(ns, name, queue, cpu)
+
+    def replicated(role: str, count: int) -> Json:
+        return {"name": role, "replicas": count, "template": {"spec": copy.deepcopy(made["spec"])}}
+
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {**made["metadata"], "annotations": annotations},
+        "spec": {"replicatedJobs": [replicated("workers", replicas), replicated("driver", 1)]},
     }
 
 

@@ -23,6 +23,7 @@ from tests.unit.runtime.support import (
     cluster_queue,
     flavor,
     job,
+    jobset,
     local_queue,
     namespace,
     statefulset,
@@ -379,3 +380,25 @@ def test_without_the_statefulset_integration_a_queued_one_is_refused_by_name(
         h.load()
     assert 'd-web.yaml: document 0 (StatefulSet "web")' in str(err.value)
     assert "does not list `statefulset` in integrations.frameworks" in str(err.value)
+
+
+def test_jobsets_are_workloads_with_the_jobset_integration(h: Harness) -> None:
+    """docs/simulate.md#jobsets: the Workload `simulate` makes, one pod set per
+    replicated Job; gone with its file."""
+    base(h)
+    h.write(
+        "c-config.yaml",
+        {**STATEFULSET_CONFIGURATION, "integrations": {"frameworks": ["jobset.x-k8s.io/jobset"]}},
+    )
+    h.write("d-train.yaml", jobset("team", "train", "main"), jobset("team", "free", None))
+    h.load()
+    uid = deterministic_uid("team", "train")
+    key = f"team/{workload_name('JobSet', 'jobset.x-k8s.io', 'train', uid)}"
+    assert [k for k in h.scheduler.objects.workloads if "/jobset-" in k] == [key]
+    assert [(p.name, p.count) for p in h.scheduler.objects.workloads[key].pod_sets] == [
+        ("workers", 2),
+        ("driver", 1),
+    ]
+    (h.root / "d-train.yaml").unlink()
+    assert h.check()
+    assert key not in h.scheduler.objects.workloads

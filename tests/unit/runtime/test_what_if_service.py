@@ -12,12 +12,12 @@ import yaml
 
 from scheduler.api.decode import decode_object
 from scheduler.api.dry_run import DryRunError
-from scheduler.api.integrations import PLAIN_PODS, PodIntegrations
+from scheduler.api.integrations import PLAIN_PODS, Integrations
 from scheduler.api.priority import WorkloadPriorityClass
 from scheduler.api.workload_names import workload_name
 from scheduler.runtime.what_if import WhatIfService
 from tests.unit.core.builders import Cluster, flavor, local_queue, namespace, simple_cq, workload
-from tests.unit.runtime.support import statefulset
+from tests.unit.runtime.support import jobset, statefulset
 
 WPC = {
     "apiVersion": "kueue.x-k8s.io/v1beta1",
@@ -136,7 +136,7 @@ def test_a_statefulset_is_asked_about_with_the_statefulset_integration_on() -> N
     """docs/simulate.md#statefulsets: its one Workload of all its replicas, named with
     the stand-in uid of a manifest without one (as a Job's), so the same every time."""
     c, _ = _service()
-    service = WhatIfService(c.s, lambda: ({}, {}), integrations=PodIntegrations(statefulsets=True))
+    service = WhatIfService(c.s, lambda: ({}, {}), integrations=Integrations(statefulsets=True))
     answer = service.dry_run("team-a", "lq-a", _statefulset())
     uid = str(uuid.uuid5(uuid.NAMESPACE_URL, "apps/v1/StatefulSet/team-a/web"))
     assert answer["workload"]["name"] == workload_name("StatefulSet", "apps", "web", uid)
@@ -160,3 +160,20 @@ def test_a_statefulset_is_asked_about_with_the_statefulset_integration_on() -> N
         off.dry_run("team-a", "lq-a", _statefulset())
     assert err.value.code == 422
     assert "does not list `statefulset` in integrations.frameworks" in str(err.value)
+
+
+def test_a_jobset_is_asked_about_with_the_jobset_integration_on() -> None:
+    """docs/simulate.md#jobsets: its one Workload of a pod set per replicated Job."""
+    c, _ = _service()
+    service = WhatIfService(c.s, lambda: ({}, {}), integrations=Integrations(jobsets=True))
+    body = yaml.safe_dump(jobset("team-a", "train", None)).encode()
+    answer = service.dry_run("team-a", "lq-a", body)
+    uid = str(uuid.uuid5(uuid.NAMESPACE_URL, "jobset.x-k8s.io/v1alpha2/JobSet/team-a/train"))
+    assert answer["workload"]["name"] == workload_name("JobSet", "jobset.x-k8s.io", "train", uid)
+    assert [p["name"] for p in answer["assignment"]["podSets"]] == ["workers", "driver"]
+    assert [p["count"] for p in answer["assignment"]["podSets"]] == [2, 1]
+    off = WhatIfService(c.s, lambda: ({}, {}))
+    with pytest.raises(DryRunError) as err:
+        off.dry_run("team-a", "lq-a", body)
+    assert err.value.code == 422
+    assert "does not list `jobset.x-k8s.io/jobset` in integrations.frameworks" in str(err.value)

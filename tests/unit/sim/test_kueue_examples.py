@@ -9,7 +9,8 @@ Pod files are their own case (docs/simulate.md#pods): the single Pod loads with 
 Configuration that lists `pod`, and the pod group is refused naming its keys. So is the
 StatefulSet file (docs/simulate.md#statefulsets): it loads with a Configuration that
 lists `statefulset`, its LocalQueue `user-queue` left dangling or given by the admin
-example that defines it.
+example that defines it; and the JobSet file (docs/simulate.md#jobsets), with one that
+lists `jobset.x-k8s.io/jobset`.
 """
 
 from __future__ import annotations
@@ -45,15 +46,16 @@ IMPLEMENTED = frozenset(
 )
 
 # Determined by classifying the v0.19.2 examples (87 files, 85 of them YAML): 36
-# loadable, the two Pod files, the StatefulSet file, and 46 others.
+# loadable, the two Pod files, the StatefulSet file, the JobSet file, and 45 others.
 LOADABLE_FILES = 36
-UNSUPPORTED_FILES = 46
+UNSUPPORTED_FILES = 45
 SITE_EXAMPLES = EXAMPLES / "site" / "static" / "examples"
 POD_EXAMPLES = SITE_EXAMPLES / "pods-kueue"
 POD_FILES = frozenset({POD_EXAMPLES / "kueue-pod.yaml", POD_EXAMPLES / "kueue-pod-group.yaml"})
 STATEFULSET_FILE = SITE_EXAMPLES / "serving-workloads" / "sample-statefulset.yaml"
+JOBSET_FILE = SITE_EXAMPLES / "jobs" / "sample-jobset.yaml"
 # The files tested on their own, below.
-OWN_CASES = POD_FILES | {STATEFULSET_FILE}
+OWN_CASES = POD_FILES | {STATEFULSET_FILE, JOBSET_FILE}
 # Where the StatefulSet's LocalQueue `user-queue` (and its ClusterQueue) are defined.
 USER_QUEUE_SETUP = SITE_EXAMPLES / "admin" / "single-clusterqueue-setup.yaml"
 # Job files whose WorkloadPriorityClass is defined in another file of their directory
@@ -247,3 +249,23 @@ def test_kueues_statefulset_loads_where_the_statefulset_integration_is_on(
     queued = _only_workload(capsys, config, USER_QUEUE_SETUP, STATEFULSET_FILE)
     assert queued["metadata"]["name"] == alone["metadata"]["name"]
     assert queued["status"]["admission"]["clusterQueue"] == "cluster-queue"
+
+
+def test_kueues_jobset_loads_where_the_jobset_integration_is_on(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    assert {e.path for e in _examples() if ("jobset.x-k8s.io", "JobSet") in e.kinds} == {
+        JOBSET_FILE
+    }
+    _refused_without(capsys, JOBSET_FILE, "JobSet", "jobset.x-k8s.io/jobset")
+    config = _configuration(tmp_path, "jobset.x-k8s.io/jobset")
+    queued = _only_workload(capsys, config, USER_QUEUE_SETUP, JOBSET_FILE)
+    assert queued["metadata"]["name"].startswith("jobset-sleep-job-")
+    assert queued["metadata"]["ownerReferences"][0]["kind"] == "JobSet"
+    assert [(p["name"], p["count"]) for p in queued["spec"]["podSets"]] == [
+        ("workers", 1),
+        ("driver", 1),
+    ]
+    admission = queued["status"]["admission"]
+    assert admission["clusterQueue"] == "cluster-queue"
+    assert [a["name"] for a in admission["podSetAssignments"]] == ["workers", "driver"]

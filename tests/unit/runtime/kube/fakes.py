@@ -29,6 +29,7 @@ from scheduler.runtime.kube.ratelimit import TokenBucket
 from scheduler.runtime.kube.resources import (
     CLUSTER_QUEUES,
     EVENTS,
+    JOBSETS,
     LEASES,
     LOCAL_QUEUES,
     NAMESPACES,
@@ -50,7 +51,7 @@ from tests.unit.runtime.support import (
 )
 
 # Pods first: their paths begin as a Namespace's do.
-RESOURCES: tuple[Resource, ...] = (PODS, STATEFULSETS, *WATCHED, LEASES, EVENTS)
+RESOURCES: tuple[Resource, ...] = (PODS, STATEFULSETS, JOBSETS, *WATCHED, LEASES, EVENTS)
 
 _REASONS = {404: "NotFound", 409: "Conflict", 410: "Expired", 500: "InternalError"}
 

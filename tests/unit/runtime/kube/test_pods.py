@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.api.integrations import PLAIN_PODS, PodIntegrations
+from scheduler.api.integrations import PLAIN_PODS, Integrations
 from scheduler.api.plain_pod import (
     ADMISSION_GATE,
     MANAGED_LABEL,
@@ -116,7 +116,7 @@ class Cluster:
         return [b for m, path, b in self.fake.writes("PATCH") if path == POD_PATH]
 
 
-async def cluster(integrations: PodIntegrations = PLAIN_PODS, **pod_fields: Any) -> Cluster:
+async def cluster(integrations: Integrations = PLAIN_PODS, **pod_fields: Any) -> Cluster:
     fake = FakeKube()
     seed_cluster(fake, workloads=0)
     fake.server_update(
@@ -387,7 +387,7 @@ async def test_a_pod_gone_unseen_finishes_its_workload() -> None:
     assert isinstance(finish, Finish) and finish.reason == "OwnerNotFound"
 
 
-DEPLOYMENTS_ONLY = PodIntegrations(deployments=True)
+DEPLOYMENTS_ONLY = Integrations(deployments=True)
 
 
 async def test_with_deployments_alone_a_plain_pod_is_left_alone() -> None:
@@ -399,7 +399,7 @@ async def test_with_deployments_alone_a_plain_pod_is_left_alone() -> None:
 
 @pytest.mark.parametrize("integrations", [DEPLOYMENTS_ONLY, PLAIN_PODS], ids=["deployment", "pod"])
 async def test_a_deployments_pod_runs_and_finishes_without_a_finalizer(
-    integrations: PodIntegrations,
+    integrations: Integrations,
 ) -> None:
     c = await cluster(integrations, parent="deployment")
     await c.pods.reconcile(POD_KEY)

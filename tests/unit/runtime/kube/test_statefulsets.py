@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from scheduler.api.integrations import PodIntegrations
+from scheduler.api.integrations import Integrations
 from scheduler.api.plain_pod import ADMISSION_GATE, MANAGED_LABEL
 from scheduler.kubeapi.errors import Json
 from scheduler.runtime.commands import SetOnHold
@@ -157,7 +157,7 @@ async def world(*objects: Json) -> World:
         store,
         engine,
         StatefulSetController(io, retry_delay=0.0),
-        PodController(io, PodIntegrations(statefulsets=True), retry_delay=0.0),
+        PodController(io, Integrations(statefulsets=True), retry_delay=0.0),
         WorkloadStatusWriter(io),
         events,
     )

@@ -47,7 +47,7 @@ def test_a_rotation_bundle_passes() -> None:
 
 def test_another_ca_fails_for_every_webhook() -> None:
     found = check_live_webhooks(LEAF, live(OTHER_CA.cert_pem), now=NOW)
-    assert len(found.errors) == 12  # every webhook of both configurations
+    assert len(found.errors) == 15  # every webhook of both configurations
     assert all("does not validate tls.crt" in error for error in found.errors)
     assert any(
         "webhook vjob.queuescope.io of ValidatingWebhookConfiguration" in e for e in found.errors
@@ -56,7 +56,7 @@ def test_another_ca_fails_for_every_webhook() -> None:
 
 def test_no_bundle_fails() -> None:
     found = check_live_webhooks(LEAF, live(None), now=NOW)
-    assert len(found.errors) == 12  # every webhook of both configurations
+    assert len(found.errors) == 15  # every webhook of both configurations
     assert all("has no caBundle" in error for error in found.errors)
 
 
@@ -79,6 +79,8 @@ def test_missing_configurations_and_webhooks_are_warnings() -> None:
         "webhook vdeployment.queuescope.io of ValidatingWebhookConfiguration "
         "queuescope-validating does not exist",
         "webhook vstatefulset.queuescope.io of ValidatingWebhookConfiguration "
+        "queuescope-validating does not exist",
+        "webhook vjobset.queuescope.io of ValidatingWebhookConfiguration "
         "queuescope-validating does not exist",
     ]
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.api.integrations import NO_POD_INTEGRATIONS, PodIntegrations
+from scheduler.api.integrations import NO_INTEGRATIONS, Integrations
 from tests.unit.test_webhook_rules import review
 from tests.unit.visibility_server.http.support import Holder, app_for, client, make_snapshot
 from tests.unit.visibility_server.webhooks.test_webhook_admission import apply_patch
@@ -19,7 +19,7 @@ QUEUE = "kueue.x-k8s.io/queue-name"
 PRIORITY = "kueue.x-k8s.io/priority-class"
 MANAGED = "kueue.x-k8s.io/managed"
 PARENT = "kueue.x-k8s.io/pod-suspending-parent"
-DEPLOYMENTS = PodIntegrations(deployments=True)
+DEPLOYMENTS = Integrations(deployments=True)
 NS = "serving"
 
 
@@ -47,10 +47,10 @@ async def answer(
     path: str,
     body: bytes,
     *,
-    integrations: PodIntegrations = DEPLOYMENTS,
+    integrations: Integrations = DEPLOYMENTS,
     holder: Holder | None = None,
 ) -> Any:
-    app = app_for(holder, pod_integrations=integrations)
+    app = app_for(holder, integrations=integrations)
     async with client(app, headers={}) as c:
         return await c.post(path, content=body)
 
@@ -144,7 +144,7 @@ async def test_before_the_sync_the_defaulting_is_503() -> None:
 async def test_deployments_left_unchanged(change: str) -> None:
     obj, integrations = deployment(**{QUEUE: "user-queue"}), DEPLOYMENTS
     if change == "integration off":
-        integrations = PodIntegrations(plain=True)
+        integrations = Integrations(plain=True)
     else:
         obj["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
     response = await post(
@@ -184,7 +184,7 @@ async def test_the_queue_name_must_be_a_name() -> None:
     assert found[0].startswith(
         'metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "Not_A_Name"'
     )
-    assert (await post("/validate", review(bad), integrations=NO_POD_INTEGRATIONS))["allowed"]
+    assert (await post("/validate", review(bad), integrations=NO_INTEGRATIONS))["allowed"]
 
 
 async def test_the_queue_moves_only_while_no_replica_is_ready() -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.api.integrations import NO_POD_INTEGRATIONS, PLAIN_PODS, PodIntegrations
+from scheduler.api.integrations import NO_INTEGRATIONS, PLAIN_PODS, Integrations
 from tests.unit.test_webhook_rules import review
 from tests.unit.visibility_server.http.support import app_for, client
 from tests.unit.visibility_server.webhooks.test_webhook_admission import apply_patch
@@ -32,11 +32,11 @@ def pod(**labels: str) -> dict[str, Any]:
     }
 
 
-DEPLOYMENTS_ONLY = PodIntegrations(deployments=True)
+DEPLOYMENTS_ONLY = Integrations(deployments=True)
 
 
-async def post(path: str, body: bytes, *, pods: PodIntegrations = PLAIN_PODS) -> dict[str, Any]:
-    async with client(app_for(pod_integrations=pods), headers={}) as c:
+async def post(path: str, body: bytes, *, pods: Integrations = PLAIN_PODS) -> dict[str, Any]:
+    async with client(app_for(integrations=pods), headers={}) as c:
         answer = await c.post(path, content=body)
     assert answer.status_code == 200, answer.text
     response: dict[str, Any] = answer.json()["response"]
@@ -72,7 +72,7 @@ async def test_existing_gates_and_finalizers_are_kept() -> None:
 async def test_pods_left_unchanged(change: str) -> None:
     obj, operation, pods = pod(), "CREATE", PLAIN_PODS
     if change == "integration off":
-        pods = NO_POD_INTEGRATIONS
+        pods = NO_INTEGRATIONS
     elif change == "only Deployments' Pods":
         pods = DEPLOYMENTS_ONLY
     elif change == "empty queue name":
@@ -89,7 +89,7 @@ async def test_pods_left_unchanged(change: str) -> None:
 
 
 @pytest.mark.parametrize("pods", [DEPLOYMENTS_ONLY, PLAIN_PODS], ids=["deployment", "pod"])
-async def test_a_deployments_pod_is_held_without_a_finalizer(pods: PodIntegrations) -> None:
+async def test_a_deployments_pod_is_held_without_a_finalizer(pods: Integrations) -> None:
     """Its ReplicaSet replaces it once deleted: nothing to hold it for (as in Kueue)."""
     obj = pod(**{"kueue.x-k8s.io/managed": "true"})
     obj["metadata"]["annotations"] = {"kueue.x-k8s.io/pod-suspending-parent": "deployment"}
@@ -102,12 +102,12 @@ async def test_a_deployments_pod_is_held_without_a_finalizer(pods: PodIntegratio
     assert causes(await post("/validate", review(obj), pods=pods)) == [
         "metadata.labels[kueue.x-k8s.io/managed]: Forbidden: managed label value can only be 'true'"
     ]
-    assert (await post("/validate", review(obj), pods=NO_POD_INTEGRATIONS))["allowed"] is True
+    assert (await post("/validate", review(obj), pods=NO_INTEGRATIONS))["allowed"] is True
 
 
 async def test_a_job_sent_to_the_pod_path_is_a_bad_request() -> None:
     body = review({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"}})
-    async with client(app_for(pod_integrations=PLAIN_PODS), headers={}) as c:
+    async with client(app_for(integrations=PLAIN_PODS), headers={}) as c:
         answer = await c.post("/mutate-pod", content=body)
     assert answer.status_code == 400
     assert "only v1 Pods are mutated here" in answer.json()["message"]
@@ -165,7 +165,7 @@ async def test_kueues_rules_for_a_groups_keys(
     (found,) = causes(await post("/validate", review(group_pod(name, count))))
     assert found.startswith(expected)
     # Off, Kueue's webhook does nothing: allowed.
-    answer = await post("/validate", review(group_pod(name, count)), pods=NO_POD_INTEGRATIONS)
+    answer = await post("/validate", review(group_pod(name, count)), pods=NO_INTEGRATIONS)
     assert answer["allowed"] is True
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.api.integrations import NO_POD_INTEGRATIONS, PodIntegrations
+from scheduler.api.integrations import NO_INTEGRATIONS, Integrations
 from scheduler.api.workload_names import workload_name
 from scheduler.core.workload import Admission
 from scheduler.runtime.snapshot import Snapshot
@@ -36,7 +36,7 @@ from tests.unit.visibility_server.webhooks.test_webhook_deployments import (
 from visibility_server.webhooks.default_queue import NotSyncedError
 from visibility_server.webhooks.workload_in_use import workload_in_use_lookup
 
-STATEFULSETS = PodIntegrations(statefulsets=True)
+STATEFULSETS = Integrations(statefulsets=True)
 UID = "5b1c0c4e-sts"
 WORKLOAD = workload_name("StatefulSet", "apps", "db", UID)
 ALLOWED = {"uid": "0b7f6e2a-rules", "allowed": True}
@@ -157,11 +157,11 @@ async def test_a_statefulset_another_integration_marked_is_left_alone(operation:
 
 @pytest.mark.parametrize(
     "integrations",
-    [NO_POD_INTEGRATIONS, PodIntegrations(plain=True, deployments=True)],
+    [NO_INTEGRATIONS, Integrations(plain=True, deployments=True)],
     ids=["all off", "pod and deployment only"],
 )
 async def test_statefulsets_left_unchanged_while_the_integration_is_off(
-    integrations: PodIntegrations,
+    integrations: Integrations,
 ) -> None:
     obj = queued()
     assert await mutate(review(obj), integrations=integrations) == ALLOWED
@@ -191,7 +191,7 @@ async def test_other_kinds_and_templateless_statefulsets_are_bad_requests() -> N
 
 
 async def test_the_route_is_counted_under_its_own_endpoint() -> None:
-    async with client(app_for(pod_integrations=STATEFULSETS), headers={}) as c:
+    async with client(app_for(integrations=STATEFULSETS), headers={}) as c:
         assert (await c.post("/mutate-statefulset", content=b"nope")).status_code == 400
         metrics = (await c.get("/metrics", headers=ADMIN)).text
     expected = 'requests_total{code="400",endpoint="mutating-webhook-statefulset",version="v1"} 1.0'
@@ -268,8 +268,8 @@ async def test_an_unqueued_statefulset_passes() -> None:
     assert await allowed(statefulset(5), plain)
 
 
-@pytest.mark.parametrize("integrations", [STATEFULSETS, NO_POD_INTEGRATIONS], ids=["on", "off"])
-async def test_the_offline_rules_are_not_the_webhooks(integrations: PodIntegrations) -> None:
+@pytest.mark.parametrize("integrations", [STATEFULSETS, NO_INTEGRATIONS], ids=["on", "off"])
+async def test_the_offline_rules_are_not_the_webhooks(integrations: Integrations) -> None:
     """A StatefulSet is an input kind offline (docs/simulate.md#statefulsets), checked
     there for its replicas and pod template; here it stays judged by Kueue's rules on
     the raw object, the rest being kube-apiserver's to check."""
@@ -348,7 +348,7 @@ async def test_the_role_shape_is_fixed_only_while_managed() -> None:
     pod_spec(new)["containers"][0]["resources"]["requests"] = {"cpu": "2"}
     assert not await allowed(new, old)
     assert await allowed(by_another(new), old)
-    assert await allowed(new, old, integrations=NO_POD_INTEGRATIONS)
+    assert await allowed(new, old, integrations=NO_INTEGRATIONS)
 
 
 # -- validation: the replicas ---------------------------------------------------------
