@@ -75,15 +75,11 @@ def ended(jobset: Mapping[str, Any]) -> tuple[bool, bool]:
 def pods_ready(jobset: Mapping[str, Any]) -> bool:
     """Kueue's PodsReady of a JobSet: as many ready or succeeded child Jobs as its
     replicated Jobs' replicas add up to."""
-    wanted = sum(_int(r.get("replicas"), 1) for r in replicated_jobs(jobset))
+    wanted = sum(raw.integer(r.get("replicas"), 1) for r in replicated_jobs(jobset))
     statuses = raw.mapping(jobset.get("status")).get("replicatedJobsStatus")
     ready = sum(
-        _int(s.get("ready"), 0) + _int(s.get("succeeded"), 0)
+        raw.integer(s.get("ready"), 0) + raw.integer(s.get("succeeded"), 0)
         for s in (statuses if isinstance(statuses, Sequence) else [])
         if isinstance(s, Mapping)
     )
     return ready == wanted
-
-
-def _int(value: Any, default: int) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else default

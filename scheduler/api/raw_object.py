@@ -13,6 +13,11 @@ def mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
+def integer(value: Any, default: int) -> int:
+    """`value` if it is an integer (not a bool), else `default`."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
 def metadata_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return mapping(obj.get("metadata"))
 

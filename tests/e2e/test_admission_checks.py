@@ -514,6 +514,8 @@ def test_an_unsuspended_job_gets_no_pod_until_it_is_admitted(
         "mdeployment-default-queue.queuescope.io",
         "mstatefulset.queuescope.io",
         "mstatefulset-default-queue.queuescope.io",
+        "mjobset.queuescope.io",
+        "mjobset-default-queue.queuescope.io",
     ]
     plane.apply(flavor_queue(NS, "cq-plain", "lq-plain", "on-demand", "1"))
     first = json.loads(

@@ -242,6 +242,40 @@ def test_a_finished_job_frees_its_quota_and_the_next_runs(cluster: ControlPlane)
     assert condition(failed, "Finished")["reason"] == "Failed"  # type: ignore[index]
 
 
+def test_a_tapering_jobs_reclaimable_pods_give_their_quota_to_the_next(
+    cluster: ControlPlane,
+) -> None:
+    """docs/cluster.md#reclaimable-pods: a Job of parallelism 2 and 3 completions whose
+    first two Pods succeeded needs one slot for its last Pod; the other goes back at
+    once (`reclaimablePods`), and a waiting Job takes it while the first still runs."""
+    plane = cluster
+    runs = {RUN_FOR_ANNOTATION: "8s"}
+    doc = json.loads(
+        PodJob("tapering", NS, "lq-on-demand", parallelism=2, pod_annotations=runs).manifest()
+    )
+    doc["spec"]["completions"] = 3
+    plane.apply(json.dumps(doc))
+    wait_job(plane, NS, "tapering", "unsuspended", unsuspended)
+    plane.apply(PodJob("next", NS, "lq-on-demand", pod_annotations=runs).manifest())
+    workload_of(plane, NS, "next", "pending", lambda w: condition(w, "QuotaReserved") is None)
+
+    reclaimed = workload_of(
+        plane,
+        NS,
+        "tapering",
+        "one Pod reclaimable",
+        lambda w: (w.get("status") or {}).get("reclaimablePods"),
+    )
+    assert reclaimed["status"]["reclaimablePods"] == [{"name": "main", "count": 1}]
+    admitted = workload_of(plane, NS, "next", "admitted", lambda w: condition(w, "Admitted"))
+    # Admitted on the reclaimed slot, before the tapering Job's last Pod ended.
+    tapering = workload_of(plane, NS, "tapering", "finished", lambda w: condition(w, "Finished"))
+    reserved_at = (condition(admitted, "QuotaReserved") or {})["lastTransitionTime"]
+    finished_at = (condition(tapering, "Finished") or {})["lastTransitionTime"]
+    assert reserved_at < finished_at
+    wait_job(plane, NS, "next", "Complete", lambda j: condition(j, "Complete"))
+
+
 def test_a_job_past_its_maximum_execution_time_is_deactivated_and_stopped(
     cluster: ControlPlane,
 ) -> None:

@@ -58,12 +58,19 @@ from visibility_server.webhooks.workload_in_use import workload_in_use_lookup
 
 log = logging.getLogger(__name__)
 
-VALIDATE_PATH: Final = "/validate"
-MUTATE_JOB_PATH: Final = "/mutate-job"
-MUTATE_POD_PATH: Final = "/mutate-pod"
-MUTATE_DEPLOYMENT_PATH: Final = "/mutate-deployment"
-MUTATE_STATEFULSET_PATH: Final = "/mutate-statefulset"
-MUTATE_JOBSET_PATH: Final = "/mutate-jobset"
+
+def mutate_path(kind: str) -> str:
+    """The mutating path of a kind (named in lower case): one path per kind, which mutates
+    only that kind (another is a 400)."""
+    return f"/mutate-{kind}"
+
+
+VALIDATE_PATH: Final = "/validate"  # every kind
+MUTATE_JOB_PATH: Final = mutate_path("job")
+MUTATE_POD_PATH: Final = mutate_path("pod")
+MUTATE_DEPLOYMENT_PATH: Final = mutate_path("deployment")
+MUTATE_STATEFULSET_PATH: Final = mutate_path("statefulset")
+MUTATE_JOBSET_PATH: Final = mutate_path("jobset")
 # An UPDATE review holds two objects, each at most kube-apiserver's 3 MiB request limit.
 MAX_BODY_BYTES: Final = 16 * 1024 * 1024
 

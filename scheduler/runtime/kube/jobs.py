@@ -1,7 +1,8 @@
 """The batch/v1 Job integration (issue 5 item 3, kep-349's Job parts): the flow every
 suspended kind shares (`suspendable.py`), for a Job. Its one pod set is its pod
-template; it reports `PodsReady` when `ready + succeeded >= parallelism` and ends with
-its `Complete` or `Failed` condition. A Job a JobSet controls is the JobSet's, with the
+template; it reports `PodsReady` when `ready + succeeded >= parallelism`, gives back the
+quota of the Pods it no longer needs (`reclaimablePods`) and ends with its `Complete` or
+`Failed` condition. A Job a JobSet controls is the JobSet's, with the
 `jobset.x-k8s.io/jobset` integration on (docs/cluster.md#jobsets).
 """
 
@@ -14,6 +15,7 @@ from typing import Any
 from scheduler.api import Job
 from scheduler.api import raw_object as raw
 from scheduler.api.integrations import NO_INTEGRATIONS, Integrations
+from scheduler.api.job_reclaimable import reclaimable_pods
 from scheduler.api.job_workload import job_to_workload
 from scheduler.api.jobset_admission import controlled_by_jobset
 from scheduler.api.workload import Workload
@@ -28,6 +30,7 @@ from scheduler.runtime.kube.suspendable import SuspendableController, template_f
 log = logging.getLogger(__name__)
 
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+MAIN_POD_SET = "main"  # a Job's one pod set
 
 
 def _condition(obj: Json, type_: str) -> Json | None:
@@ -77,6 +80,12 @@ class JobController(SuspendableController):
         if _condition(obj, "Complete") is not None:
             return True, False
         return False, False
+
+    def reclaimable(self, obj: Json) -> dict[str, int] | None:
+        """Kueue's: once fewer Pods remain to run than its parallelism, the rest of its
+        one pod set (docs/cluster.md#reclaimable-pods)."""
+        count = reclaimable_pods(obj)
+        return {MAIN_POD_SET: count} if count else {}
 
     def pods_ready(self, obj: Json) -> bool:
         spec, status = obj.get("spec") or {}, obj.get("status") or {}

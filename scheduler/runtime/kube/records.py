@@ -26,6 +26,7 @@ from typing import Any
 
 import orjson
 
+from scheduler.api.job_reclaimable import INDEXED
 from scheduler.core.workload import JOB_UID_LABEL, OwnerRef
 from scheduler.kubeapi.errors import Json
 from scheduler.runtime.kube.normalize import normalized
@@ -237,7 +238,7 @@ Cached = Json | WorkloadRecord  # what a reflector's cache holds for one object
 _JOB_META = ("name", "namespace", "uid", "resourceVersion", "generation", "labels")
 _JOB_TEMPLATE_META = ("labels", "annotations")
 _JOB_POD = ("nodeSelector", "tolerations")
-_JOB_STATUS = ("ready", "succeeded", "startTime")
+_JOB_STATUS = ("ready", "succeeded", "startTime", "completedIndexes", "failedIndexes")
 _JOB_ENDS = frozenset(("Complete", "Failed"))
 
 
@@ -290,9 +291,10 @@ def _keep_controller(obj: Json, slim: Json, kind: str) -> None:
 def slim_job(obj: Json) -> Json:
     """What the Job integration reads of a Job, as a Job-shaped dict: its identity,
     generation (docs/cluster.md#a-waiting-job-edited) and labels, `spec.suspend` and
-    `spec.parallelism`, the pod template's labels, annotations, node selector and
-    tolerations (what it patches), of the status the ready and succeeded counts, the
-    start time and the conditions that end it, and its controller's reference if a
+    `spec.parallelism`, `completions` and whether it is Indexed, the pod template's labels,
+    annotations, node selector and tolerations (what it patches), of the status the ready
+    and succeeded counts, an Indexed Job's completed and failed indexes (its reclaimable
+    Pods), the start time and the conditions that end it, and its controller's reference if a
     JobSet controls it (docs/cluster.md#jobsets); empty parts are left out (the
     integration reads every part with a default). The pod template's containers, most
     of a Job, are read from the API server the one time they are needed, to create its
@@ -305,7 +307,10 @@ def slim_job(obj: Json) -> Json:
         metadata=_picked(template.get("metadata"), _JOB_TEMPLATE_META),
         spec=_picked(template.get("spec"), _JOB_POD),
     )
-    slim_spec = _picked(spec, ("suspend", "parallelism"))
+    slim_spec = _picked(spec, ("suspend", "parallelism", "completions"))
+    if spec.get("completionMode") == INDEXED:
+        # Only an Indexed Job's is read; the default's string would cost every Job.
+        slim_spec["completionMode"] = INDEXED
     if slim_template:
         slim_spec["template"] = slim_template
     slim = _slim(obj, JOBS, _JOB_META, slim_spec, slim_status)

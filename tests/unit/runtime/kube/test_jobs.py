@@ -13,7 +13,7 @@ import pytest
 
 from scheduler.api.job import JOB_UID_LABEL, QUEUE_NAME_LABEL
 from scheduler.kubeapi.errors import Json
-from scheduler.runtime.commands import Finish, PodsReady
+from scheduler.runtime.commands import Finish, PodsReady, SetReclaimable
 from scheduler.runtime.kube.events import EventRecorder
 from scheduler.runtime.kube.jobs import JobController
 from scheduler.runtime.kube.leader_io import LeaderIO
@@ -337,11 +337,29 @@ async def test_pods_ready_when_ready_plus_succeeded_reach_parallelism() -> None:
     c.fake.server_update(JOBS, JOB_KEY, {"status": {"ready": 1, "succeeded": 1}})
     c.refresh(JOBS, JOB_KEY)
     await c.jobs.reconcile(JOB_KEY)
-    assert c.engine.take() == [PodsReady(wl_key)]
+    # One Pod of two left to run: the succeeded one's quota goes back too.
+    assert c.engine.take() == [PodsReady(wl_key), SetReclaimable(wl_key, (("main", 1),))]
     c.engine.apply_pending()
-    # Already ready in the core: not signalled twice.
+    # Already ready and reclaimed in the core: not signalled twice.
     await c.jobs.reconcile(JOB_KEY)
     assert c.engine.take() == []
+
+
+async def test_reclaimable_pods_follow_the_jobs_progress() -> None:
+    """docs/cluster.md#reclaimable-pods: nothing while every parallel slot is still
+    needed, then parallelism − remaining, written to the Workload's status."""
+    c, wl_key = await started(parallelism=3, completions=5)
+    for succeeded, expected in ((1, []), (3, [("main", 1)]), (4, [("main", 2)])):
+        c.fake.server_update(JOBS, JOB_KEY, {"status": {"ready": 0, "succeeded": succeeded}})
+        c.refresh(JOBS, JOB_KEY)
+        await c.jobs.reconcile(JOB_KEY)
+        taken = [cmd for cmd in c.engine.take() if isinstance(cmd, SetReclaimable)]
+        assert [list(cmd.counts) for cmd in taken] == ([expected] if expected else [])
+        c.engine.apply_pending()
+    assert await c.writer.write(wl_key)
+    written = c.fake.stored(WORKLOADS, wl_key)
+    assert written is not None
+    assert written["status"]["reclaimablePods"] == [{"name": "main", "count": 2}]
 
 
 @pytest.mark.parametrize(("kind", "failed"), [("Complete", False), ("Failed", True)])

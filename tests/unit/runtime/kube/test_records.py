@@ -146,6 +146,8 @@ def test_a_slim_job_keeps_what_the_job_integration_reads_and_not_the_containers(
         "spec": {
             "suspend": True,
             "parallelism": 3,
+            "completions": 5,
+            "completionMode": "Indexed",
             "template": {
                 "metadata": {"labels": {"app": "a"}, "annotations": {"n": "1"}},
                 "spec": {
@@ -158,6 +160,8 @@ def test_a_slim_job_keeps_what_the_job_integration_reads_and_not_the_containers(
             "ready": 1,
             "succeeded": 2,
             "startTime": "2026-01-01T00:00:01Z",
+            "completedIndexes": "0,2",
+            "failedIndexes": "4",
             "conditions": [condition],
         },
     }
@@ -167,7 +171,6 @@ def test_a_slim_job_keeps_what_the_job_integration_reads_and_not_the_containers(
             "creationTimestamp": "2026-01-01T00:00:00Z",
         },
         "spec": {
-            "completions": 3,
             "backoffLimit": 6,
             "template": {
                 "spec": {
@@ -185,6 +188,32 @@ def test_a_slim_job_keeps_what_the_job_integration_reads_and_not_the_containers(
     # Empty parts are left out.
     bare = {"metadata": {"name": "k"}, "spec": {"template": {"spec": {"containers": []}}}}
     assert slim_job(bare) == {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "k"}}
+    # A JobSet's Job keeps its controller's reference; no other owner is kept.
+    owned = {
+        "metadata": {
+            "name": "k",
+            "ownerReferences": [
+                {"apiVersion": "batch/v1", "kind": "CronJob", "name": "c", "uid": "1"},
+                {
+                    "apiVersion": "jobset.x-k8s.io/v1alpha2",
+                    "kind": "JobSet",
+                    "name": "js",
+                    "uid": "2",
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                },
+            ],
+        }
+    }
+    assert slim_job(owned)["metadata"]["ownerReferences"] == [
+        {
+            "apiVersion": "jobset.x-k8s.io/v1alpha2",
+            "kind": "JobSet",
+            "name": "js",
+            "uid": "2",
+            "controller": True,
+        }
+    ]
 
 
 def test_a_slim_pod_keeps_what_the_pod_integration_reads() -> None:
