@@ -36,7 +36,7 @@ from scheduler.api.integrations import NO_INTEGRATIONS, Integrations
 from scheduler.api.parent_admission import PodParent
 from scheduler.api.statefulset_admission import STATEFULSET, WorkloadInUse
 from scheduler.runtime.snapshot import Snapshot
-from visibility_server.webhooks import responses
+from visibility_server.webhooks import mutating, responses
 from visibility_server.webhooks.asgi import Answer
 from visibility_server.webhooks.default_queue import (
     DefaultQueueLookup,
@@ -44,13 +44,7 @@ from visibility_server.webhooks.default_queue import (
     default_queue_lookup,
 )
 from visibility_server.webhooks.envelope import MalformedReviewError
-from visibility_server.webhooks.mutating import (
-    WrongKindError,
-    job_patch,
-    jobset_patch,
-    parent_patch,
-    pod_patch,
-)
+from visibility_server.webhooks.mutating import WrongKindError
 from visibility_server.webhooks.responses import JsonPatch
 from visibility_server.webhooks.review import AdmissionRequest, parse_review
 from visibility_server.webhooks.validating import validate_request
@@ -136,7 +130,7 @@ def answers(
     def mutate_parent(parent: PodParent, enabled: bool) -> Callable[[bytes], Answer]:
         return lambda body: mutate_answer(
             body,
-            lambda request: parent_patch(
+            lambda request: mutating.parent_patch(
                 request, parent, default_queue_lookup(snapshot()), enabled=enabled
             ),
         )
@@ -145,16 +139,18 @@ def answers(
         VALIDATE_PATH: validate,
         MUTATE_JOB_PATH: lambda body: mutate_answer(
             body,
-            lambda request: job_patch(request, default_queue_lookup(snapshot()), integrations),
+            lambda request: mutating.job_patch(
+                request, default_queue_lookup(snapshot()), integrations
+            ),
         ),
         MUTATE_JOBSET_PATH: lambda body: mutate_answer(
             body,
-            lambda request: jobset_patch(
+            lambda request: mutating.jobset_patch(
                 request, default_queue_lookup(snapshot()), enabled=integrations.jobsets
             ),
         ),
         MUTATE_POD_PATH: lambda body: mutate_answer(
-            body, lambda request: pod_patch(request, integrations)
+            body, lambda request: mutating.pod_patch(request, integrations)
         ),
         MUTATE_DEPLOYMENT_PATH: mutate_parent(DEPLOYMENT, integrations.deployments),
         MUTATE_STATEFULSET_PATH: mutate_parent(STATEFULSET, integrations.statefulsets),

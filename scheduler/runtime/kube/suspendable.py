@@ -33,7 +33,7 @@ from scheduler.runtime.kube.placement import (
     started_placement,
 )
 from scheduler.runtime.kube.records import TemplateBase, WorkloadRecord
-from scheduler.runtime.kube.resources import WORKLOADS
+from scheduler.runtime.kube.resources import WORKLOADS, object_key
 
 log = logging.getLogger(__name__)
 
@@ -181,7 +181,7 @@ class SuspendableController(Integration):
                 except UpdateConflictError as err:
                     # Kueue cannot start such an object either; it stays suspended, said
                     # in the log.
-                    self.refused("start-refused", object_key_of(obj), err)
+                    self.refused("start-refused", object_key(obj), err)
                     return
         result = await self.write(obj, suspend, templates)
         self.saw_write(obj, result)
@@ -196,7 +196,7 @@ class SuspendableController(Integration):
             self.queue.what,
             "suspended" if suspended else "started",
             self.queue.what,
-            object_key_of(after),
+            object_key(after),
         )
         if not suspended:
             self.stats.started += 1
@@ -241,8 +241,3 @@ class SuspendableController(Integration):
                 except KubeError as err:
                     if err.status != 404:
                         raise
-
-
-def object_key_of(obj: Json) -> str:
-    meta = raw.metadata_of(obj)
-    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
