@@ -382,3 +382,63 @@ def test_a_waiting_job_given_a_higher_priority_class_preempts_and_runs(
         f"Updated workload priority class: {NS}/{waiting['metadata']['name']}"
     )
     plane.kubectl("delete", "jobs", "holder", "bumped", "-n", NS, "--wait=false")
+
+
+def test_a_running_job_given_another_parallelism_gets_a_new_workload(
+    cluster: ControlPlane,
+) -> None:
+    """docs/cluster.md#a-running-job-edited: as Kueue does, a running Job whose
+    `parallelism` no longer matches its admitted Workload is stopped (its Pods deleted),
+    the Workload deleted and a new one made for the new count, admitted and run: the
+    quota always covers what runs."""
+    plane = cluster
+    plane.apply(flavor_queue(NS, "cq-edited", "lq-edited", "on-demand", "2"))
+    doc = json.loads(PodJob("grown", NS, "lq-edited").manifest())
+    doc["spec"]["completions"] = None  # a parallelism of its own, as one scales it
+    plane.apply(json.dumps(doc))
+    wait_pods(plane, NS, "grown", "Ready", lambda ps: len(ps) == 1 and ready(ps[0]))
+    first = workload_of(plane, NS, "grown", "admitted", lambda w: condition(w, "Admitted"))
+    plane.kubectl("patch", "job", "grown", "-n", NS, "-p", '{"spec": {"parallelism": 2}}')
+    replaced = workload_of(
+        plane,
+        NS,
+        "grown",
+        "a new one of two Pods, admitted",
+        lambda w: (
+            w["metadata"]["uid"] != first["metadata"]["uid"]
+            and w["spec"]["podSets"][0]["count"] == 2
+            and condition(w, "Admitted")
+        ),
+    )
+    assert replaced["metadata"]["name"] == first["metadata"]["name"]  # Kueue's name again
+    reasons = wait_events(plane, NS, "Job", "grown", ["Stopped", "DeletedWorkload"])
+    said = {e["reason"]: e["message"] for e in reasons}
+    assert said["Stopped"] == (
+        "No matching Workload; restoring pod templates according to existent Workload"
+    )
+    assert said["DeletedWorkload"] == (
+        f"Deleted not matching Workload: {NS}/{first['metadata']['name']}"
+    )
+    wait_pods(plane, NS, "grown", "two Ready", lambda ps: len(ps) == 2 and all(map(ready, ps)))
+    plane.kubectl("delete", "job", "grown", "-n", NS, "--wait=false")
+
+
+def test_a_partially_admitted_job_runs_the_count_it_was_admitted_with(
+    cluster: ControlPlane,
+) -> None:
+    """docs/cluster.md#partial-admission: three Pods of 1 cpu against a queue of 2, with
+    `job-min-parallelism: 1`, are admitted two; the Job runs two Pods, not three."""
+    plane = cluster
+    plane.apply(flavor_queue(NS, "cq-partial", "lq-partial", "on-demand", "2"))
+    doc = json.loads(PodJob("partial", NS, "lq-partial", parallelism=3).manifest())
+    doc["metadata"]["annotations"] = {"kueue.x-k8s.io/job-min-parallelism": "1"}
+    plane.apply(json.dumps(doc))
+    admitted = workload_of(plane, NS, "partial", "admitted", lambda w: condition(w, "Admitted"))
+    assert admitted["spec"]["podSets"][0]["count"] == 3
+    assert admitted["spec"]["podSets"][0]["minCount"] == 1
+    assert admitted["status"]["admission"]["podSetAssignments"][0]["count"] == 2
+    job = wait_job(plane, NS, "partial", "started", unsuspended)
+    assert job["spec"]["parallelism"] == 2
+    wait_pods(plane, NS, "partial", "two Ready", lambda ps: len(ps) == 2 and all(map(ready, ps)))
+    assert len(job_pods(plane, NS, "partial")) == 2
+    plane.kubectl("delete", "job", "partial", "-n", NS, "--wait=false")

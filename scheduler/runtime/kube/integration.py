@@ -39,7 +39,7 @@ def uid_of(obj: Json) -> str:
     return str((obj.get("metadata") or {}).get("uid", ""))
 
 
-def _generation(obj: Json) -> int:
+def generation(obj: Json) -> int:
     return int((obj.get("metadata") or {}).get("generation") or 0)
 
 
@@ -136,11 +136,11 @@ class Integration(ABC):
         raw = await self.whole(namespace, name)
         if raw is None:
             return
-        workload = self._composed(raw)
+        workload = self.composed(raw)
         if workload is None:
             return
         if await self.submit_workload(workload, raw):
-            self.matched[object_key(raw)] = _generation(raw)
+            self.matched[object_key(raw)] = generation(raw)
 
     async def submit_workload(self, workload: Workload, regarding: Json) -> bool:
         """Create `workload` for the object `regarding` (the `CreatedWorkload` Event's);
@@ -193,7 +193,7 @@ class Integration(ABC):
         raw.setdefault("kind", self.resource.kind)
         return raw
 
-    def _composed(self, raw: Json) -> Workload | None:
+    def composed(self, raw: Json) -> Workload | None:
         """The Workload of the whole object `raw`, or None when none can be made: then
         the object says why in a Warning Event and waits for a fix (a missing priority
         class appearing brings it back here)."""
@@ -210,8 +210,8 @@ class Integration(ABC):
         generation is its own doing, not an edit its Workload must follow, if what it
         wrote over matched its Workload (an edit not yet followed stays to follow)."""
         key = object_key(written)
-        if self.matched.get(key) == _generation(before):
-            self.matched[key] = _generation(written)
+        if self.matched.get(key) == generation(before):
+            self.matched[key] = generation(written)
 
     async def follow_spec(self, obj: Json, workload: WorkloadRecord) -> None:
         """A waiting object (a suspended Job) whose spec was edited since its Workload
@@ -219,21 +219,21 @@ class Integration(ABC):
         no quota: the Workload's pod sets follow the edit, as Kueue updates a not
         matching Workload of a suspended job (docs/cluster.md#a-waiting-job-edited).
         An object first seen here is taken as matching its Workload."""
-        key, generation = object_key(obj), _generation(obj)
-        seen = self.matched.setdefault(key, generation)
-        if seen == generation or (workload.status or {}).get("admission"):
+        key, now = object_key(obj), generation(obj)
+        seen = self.matched.setdefault(key, now)
+        if seen == now or (workload.status or {}).get("admission"):
             return
         meta = obj.get("metadata") or {}
         raw = await self.whole(str(meta.get("namespace", "")), str(meta.get("name", "")))
         if raw is None:
             return
-        wanted = self._composed(raw)
+        wanted = self.composed(raw)
         if wanted is None:
             return
         current = await self.io.rest.get(WORKLOADS.item(workload.name, workload.namespace))
         decoded = decode_live(current, source=WORKLOADS.plural)
         if isinstance(decoded, Workload) and decoded.spec.pod_sets == wanted.spec.pod_sets:
-            self.matched[key] = _generation(raw)
+            self.matched[key] = generation(raw)
             return
         pod_sets = wanted.to_dict()["spec"]["podSets"]
         patch = {
@@ -241,7 +241,7 @@ class Integration(ABC):
             "spec": {"podSets": pod_sets},
         }
         await self.patch_workload(workload, patch)
-        self.matched[key] = _generation(raw)
+        self.matched[key] = generation(raw)
         log.info("event=workload-follows-spec workload=%s", workload.key)
         self.tell(raw, UPDATED, f"{NOT_MATCHING}: {workload.key}")
 

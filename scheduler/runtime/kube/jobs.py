@@ -15,6 +15,7 @@ from typing import Any
 from scheduler.api import Job
 from scheduler.api import raw_object as raw
 from scheduler.api.integrations import NO_INTEGRATIONS, Integrations
+from scheduler.api.job import JOB_MIN_PARALLELISM_ANNOTATION
 from scheduler.api.job_reclaimable import reclaimable_pods
 from scheduler.api.job_workload import job_to_workload
 from scheduler.api.jobset_admission import controlled_by_jobset
@@ -22,15 +23,18 @@ from scheduler.api.workload import Workload
 from scheduler.kubeapi.errors import Json
 from scheduler.runtime.kube.decode import decode_live
 from scheduler.runtime.kube.leader_io import LeaderIO
-from scheduler.runtime.kube.placement import CheckUpdates, map_patch
+from scheduler.runtime.kube.placement import map_patch
 from scheduler.runtime.kube.priorities import PriorityClasses, priority_classes
-from scheduler.runtime.kube.resources import JOBS
-from scheduler.runtime.kube.suspendable import SuspendableController, template_fields
+from scheduler.runtime.kube.records import WorkloadRecord
+from scheduler.runtime.kube.resources import JOBS, WORKLOADS
+from scheduler.runtime.kube.suspendable import Change, SuspendableController, template_fields
 
 log = logging.getLogger(__name__)
 
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
 MAIN_POD_SET = "main"  # a Job's one pod set
+COMPLETIONS_EQUAL_PARALLELISM = "kueue.x-k8s.io/job-completions-equal-parallelism"
+GO_TRUE = frozenset(("1", "t", "T", "TRUE", "true", "True"))  # what Go's ParseBool takes
 
 
 def _condition(obj: Json, type_: str) -> Json | None:
@@ -93,9 +97,11 @@ class JobController(SuspendableController):
         ready = int(status.get("ready") or 0) + int(status.get("succeeded") or 0)
         return ready >= int(parallelism if parallelism is not None else 1)
 
-    async def write(self, obj: Json, suspend: bool, templates: list[CheckUpdates] | None) -> Json:
-        """One merge patch of the Job: `spec.suspend`, and its pod template's maps turned
-        into the wanted ones (keys to drop set to null)."""
+    async def write(self, obj: Json, change: Change) -> Json:
+        """One merge patch of the Job: `spec.suspend`, its pod template's maps turned
+        into the wanted ones (keys to drop set to null), and a partially admissible Job's
+        parallelism (docs/cluster.md#partial-admission)."""
+        suspend, workload, templates = change.suspend, change.workload, change.templates
         template_patch: Json = {}
         if templates:
             wanted, current = templates[0], template_fields(_pod_template(obj))
@@ -122,8 +128,32 @@ class JobController(SuspendableController):
         }
         if template_patch:
             patch["spec"]["template"] = template_patch
+        if workload is not None:
+            patch["spec"].update(await self._counts(obj, workload, start=not suspend))
         await self.io.limiter.acquire()
         return await self.io.rest.merge_patch(JOBS.item(meta["name"], meta["namespace"]), patch)
+
+    async def _counts(self, job: Json, workload: WorkloadRecord, *, start: bool) -> Json:
+        """A Job with `kueue.x-k8s.io/job-min-parallelism` runs the count its Workload was
+        admitted with and gets its own back when stopped, as Kueue's Job integration sets
+        them; its completions follow with `job-completions-equal-parallelism: "true"`."""
+        annotations = raw.annotations_of(job)
+        if JOB_MIN_PARALLELISM_ANNOTATION not in annotations:
+            return {}
+        if start:
+            admission = raw.mapping((workload.status or {}).get("admission"))
+            assigned = [raw.mapping(a) for a in admission.get("podSetAssignments") or []]
+            count = raw.integer(assigned[0].get("count"), -1) if assigned else -1
+        else:
+            whole = await self.io.rest.get(WORKLOADS.item(workload.name, workload.namespace))
+            pod_sets = [raw.mapping(p) for p in raw.mapping(whole.get("spec")).get("podSets") or []]
+            count = raw.integer(pod_sets[0].get("count"), -1) if pod_sets else -1
+        if count < 0 or count == raw.mapping(job.get("spec")).get("parallelism"):
+            return {}
+        counts: Json = {"parallelism": count}
+        if annotations.get(COMPLETIONS_EQUAL_PARALLELISM) in GO_TRUE:
+            counts["completions"] = count
+        return counts
 
     async def _clear_start_time(self, job: Json) -> Json:
         """Reset a suspended Job's `status.startTime`: kube-apiserver lets the node

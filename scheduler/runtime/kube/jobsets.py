@@ -25,7 +25,7 @@ from scheduler.runtime.kube.leader_io import LeaderIO
 from scheduler.runtime.kube.placement import CheckUpdates
 from scheduler.runtime.kube.priorities import priority_classes
 from scheduler.runtime.kube.resources import JOBSETS
-from scheduler.runtime.kube.suspendable import SuspendableController
+from scheduler.runtime.kube.suspendable import Change, SuspendableController
 
 
 def _set_template(template: dict[str, Any], wanted: CheckUpdates) -> None:
@@ -81,21 +81,21 @@ class JobSetController(SuspendableController):
                 counts[str(entry.get("name"))] = done * per_replica
         return counts
 
-    async def write(self, obj: Json, suspend: bool, templates: list[CheckUpdates] | None) -> Json:
-        """One merge patch of the JobSet: `spec.suspend`, and with `templates` the whole
+    async def write(self, obj: Json, change: Change) -> Json:
+        """One merge patch of the JobSet: `spec.suspend`, and with templates the whole
         `spec.replicatedJobs` (a merge patch replaces a list whole), read from the server
         with its resourceVersion as the precondition."""
         meta = raw.metadata_of(obj)
         name, namespace = str(meta.get("name", "")), str(meta.get("namespace", ""))
         version = meta.get("resourceVersion")
-        spec: Json = {"suspend": suspend}
-        if templates is not None:
+        spec: Json = {"suspend": change.suspend}
+        if change.templates is not None:
             whole = await self.whole(namespace, name)
             if whole is None:
                 return obj  # deleted meanwhile: the watch says so
             version = whole["metadata"]["resourceVersion"]
             entries = copy.deepcopy(whole["spec"]["replicatedJobs"])
-            for entry, wanted in zip(entries, templates, strict=False):
+            for entry, wanted in zip(entries, change.templates, strict=False):
                 job_template = entry.setdefault("template", {}).setdefault("spec", {})
                 _set_template(job_template.setdefault("template", {}), wanted)
             spec["replicatedJobs"] = entries

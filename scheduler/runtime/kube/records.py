@@ -237,6 +237,10 @@ Cached = Json | WorkloadRecord  # what a reflector's cache holds for one object
 
 _JOB_META = ("name", "namespace", "uid", "resourceVersion", "generation", "labels")
 _JOB_TEMPLATE_META = ("labels", "annotations")
+_JOB_ANNOTATIONS = (
+    "kueue.x-k8s.io/job-min-parallelism",
+    "kueue.x-k8s.io/job-completions-equal-parallelism",
+)
 _JOB_POD = ("nodeSelector", "tolerations")
 _JOB_STATUS = ("ready", "succeeded", "startTime", "completedIndexes", "failedIndexes")
 _JOB_ENDS = frozenset(("Complete", "Failed"))
@@ -314,6 +318,10 @@ def slim_job(obj: Json) -> Json:
     if slim_template:
         slim_spec["template"] = slim_template
     slim = _slim(obj, JOBS, _JOB_META, slim_spec, slim_status)
+    # Only Kueue's partial admission annotations are read (docs/cluster.md#partial-admission).
+    annotations = _picked(_dict(obj.get("metadata")).get("annotations"), _JOB_ANNOTATIONS)
+    if annotations:
+        slim["metadata"]["annotations"] = annotations
     # A JobSet's Job is the JobSet's workload, not its own (docs/cluster.md#jobsets).
     _keep_controller(obj, slim, JOBSETS.kind)
     return slim

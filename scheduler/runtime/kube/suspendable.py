@@ -20,22 +20,31 @@ from __future__ import annotations
 import logging
 from abc import abstractmethod
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from scheduler.api import raw_object as raw
 from scheduler.api.job import QUEUE_NAME_LABEL
 from scheduler.kubeapi.errors import Json, KubeError
 from scheduler.runtime.commands import Finish, PodsReady, SetReclaimable
-from scheduler.runtime.kube.integration import Integration
+from scheduler.runtime.kube.integration import Integration, generation
+from scheduler.runtime.kube.leader_io import LeaderIO
 from scheduler.runtime.kube.placement import (
     CheckUpdates,
     UpdateConflictError,
     started_placement,
 )
-from scheduler.runtime.kube.records import TemplateBase, WorkloadRecord
-from scheduler.runtime.kube.resources import WORKLOADS, object_key
+from scheduler.runtime.kube.records import Cached, TemplateBase, WorkloadRecord
+from scheduler.runtime.kube.resources import WORKLOADS, Resource, object_key
 
 log = logging.getLogger(__name__)
+
+# Kueue's words for an object stopped because its Workload no longer matches it, and for
+# that Workload's deletion (docs/cluster.md#a-running-job-edited).
+NO_MATCHING_WORKLOAD = (
+    "No matching Workload; restoring pod templates according to existent Workload"
+)
+DELETED = "DeletedWorkload"
 
 
 def admitted(workload: WorkloadRecord) -> bool:
@@ -63,9 +72,48 @@ def _recorded(base: TemplateBase) -> CheckUpdates:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Change:
+    """What to write to an object: `spec.suspend` and, with the Workload it is started on
+    (or restored to), what each pod template holds of `templates` (in pod set order)."""
+
+    suspend: bool
+    workload: WorkloadRecord | None = None
+    templates: list[CheckUpdates] | None = None
+
+
+def running_counts(workload: Json) -> list[int]:
+    """The pod counts an admitted Workload runs with: its admission's (a partial admission
+    lowers them), else its pod sets'."""
+    spec_counts = [
+        raw.integer(raw.mapping(p).get("count"), 1)
+        for p in raw.mapping(workload.get("spec")).get("podSets") or []
+    ]
+    admission = raw.mapping(raw.mapping(workload.get("status")).get("admission"))
+    assigned = admission.get("podSetAssignments") or []
+    return [
+        raw.integer(raw.mapping(a).get("count"), count)
+        for a, count in zip(assigned, spec_counts, strict=False)
+    ] or spec_counts
+
+
 class SuspendableController(Integration):
     """The flow of a kind that waits suspended; its subclass says how to read and write
     one (the hooks below)."""
+
+    def __init__(self, io: LeaderIO, resource: Resource, *, retry_delay: float = 1.0) -> None:
+        super().__init__(io, resource, retry_delay=retry_delay)
+        # The uids of admitted Workloads found not to match their running object, on
+        # their way out (_replace), and of those whose deletion is asked for, until the
+        # watch shows them gone (a new one gets the same name); the leader's memory.
+        self._not_matching: set[str] = set()
+        self._deleting: set[str] = set()
+
+    def on_change(self, resource: Resource, new: Cached | None, old: Cached | None) -> None:
+        super().on_change(resource, new, old)
+        if new is None and isinstance(old, WorkloadRecord):
+            self._not_matching.discard(old.uid)
+            self._deleting.discard(old.uid)
 
     # -- what a kind says ------------------------------------------------------------
     @abstractmethod
@@ -89,9 +137,8 @@ class SuspendableController(Integration):
         return QUEUE_NAME_LABEL in raw.labels_of(obj)
 
     @abstractmethod
-    async def write(self, obj: Json, suspend: bool, templates: list[CheckUpdates] | None) -> Json:
-        """Write `spec.suspend` and, if given, what each pod template holds of
-        `templates` (in pod set order); the object as written."""
+    async def write(self, obj: Json, change: Change) -> Json:
+        """Write the change; the object as written."""
 
     # -- reconcile -------------------------------------------------------------------
     async def reconcile(self, key: str) -> None:
@@ -129,10 +176,13 @@ class SuspendableController(Integration):
         if await self.follow_priority_class(obj, workload):
             return
         if admitted(workload):
+            if workload.uid in self._not_matching:
+                await self._replace(obj, workload, suspended=suspended)
+                return
             if suspended:
                 await self.set_suspended(obj, False, workload)
                 return
-            if core is None:
+            if core is None or await self._count_changed(obj, workload):
                 return
             if (
                 self.pods_ready(obj)
@@ -155,6 +205,42 @@ class SuspendableController(Integration):
         else:
             await self.follow_labels(obj, workload)
             await self.follow_spec(obj, workload)
+
+    async def _count_changed(self, obj: Json, workload: WorkloadRecord) -> bool:
+        """A running object edited since its Workload was made or last matched (a new
+        `metadata.generation`: of a running Job only `parallelism` may change) whose pod
+        counts no longer match its admitted Workload's: Kueue stops it and replaces its
+        Workload (docs/cluster.md#a-running-job-edited). True if it is stopped."""
+        key = object_key(obj)
+        if self.matched.setdefault(key, generation(obj)) == generation(obj):
+            return False
+        meta = raw.metadata_of(obj)
+        whole = await self.whole(str(meta.get("namespace", "")), str(meta.get("name", "")))
+        wanted = self.composed(whole) if whole is not None else None
+        if whole is None or wanted is None:
+            return False
+        current = await self.io.rest.get(WORKLOADS.item(workload.name, workload.namespace))
+        if running_counts(current) == [p.count for p in wanted.spec.pod_sets]:
+            self.matched[key] = generation(whole)
+            return False
+        log.info("event=%s-not-matching workload=%s", self.queue.what, workload.key)
+        self._not_matching.add(workload.uid)
+        await self.set_suspended(obj, True, None, why=NO_MATCHING_WORKLOAD)
+        return True
+
+    async def _replace(self, obj: Json, workload: WorkloadRecord, *, suspended: bool) -> None:
+        """The not matching Workload's way out, one step per reconcile: the object
+        suspended, its templates put back as that Workload recorded them, then the
+        Workload deleted; the next reconcile makes the one that matches."""
+        if not suspended:
+            await self.set_suspended(obj, True, None, why=NO_MATCHING_WORKLOAD)
+        elif self._placement_differs(obj, workload):
+            await self.set_suspended(obj, True, workload)
+        elif workload.uid not in self._deleting:
+            await self.delete_workload(workload)
+            self._deleting.add(workload.uid)
+            self.matched.pop(object_key(obj), None)
+            self.tell(obj, DELETED, f"Deleted not matching Workload: {workload.key}")
 
     async def set_suspended(
         self, obj: Json, suspend: bool, workload: WorkloadRecord | None, *, why: str = ""
@@ -183,7 +269,7 @@ class SuspendableController(Integration):
                     # in the log.
                     self.refused("start-refused", object_key(obj), err)
                     return
-        result = await self.write(obj, suspend, templates)
+        result = await self.write(obj, Change(suspend, workload, templates))
         self.saw_write(obj, result)
         self.io.store.observe(self.resource, result)
         self._report(obj, result, workload, why)
@@ -235,9 +321,13 @@ class SuspendableController(Integration):
                 continue
             owner = workload.owner(self.resource)
             if owner is not None and owner.name == name:
-                await self.io.limiter.acquire()
-                try:
-                    await self.io.rest.delete(WORKLOADS.item(workload.name, namespace))
-                except KubeError as err:
-                    if err.status != 404:
-                        raise
+                await self.delete_workload(workload)
+
+    async def delete_workload(self, workload: WorkloadRecord) -> None:
+        """Delete the Workload (gone already is fine)."""
+        await self.io.limiter.acquire()
+        try:
+            await self.io.rest.delete(WORKLOADS.item(workload.name, workload.namespace))
+        except KubeError as err:
+            if err.status != 404:
+                raise

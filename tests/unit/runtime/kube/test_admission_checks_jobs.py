@@ -92,16 +92,7 @@ async def test_the_job_starts_with_its_checks_pod_set_updates() -> None:
     assert template["spec"]["tolerations"][-1] == UPDATE_TOLERATION
 
     # Evicted: suspended first, then the template goes back to the Workload's record.
-    wl_key = c.workload_key()
-    c.refresh(JOBS, JOB_KEY)
-    c.fake.server_update(WORKLOADS, wl_key, {"spec": {"active": False}})
-    c.refresh(WORKLOADS, wl_key)
-    c.engine.apply_pending()
-    assert await c.writer.write(wl_key)
-    await c.jobs.reconcile(JOB_KEY)
-    c.refresh(JOBS, JOB_KEY)
-    await c.jobs.reconcile(JOB_KEY)
-    restore = patches(c)[-1]["spec"]["template"]
+    restore = (await c.stop(c.workload_key()))["spec"]["template"]
     assert restore["metadata"] == {
         "labels": {
             "provisioned": None,

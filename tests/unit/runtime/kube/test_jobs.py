@@ -70,6 +70,19 @@ class Cluster:
         assert obj is not None
         return obj
 
+    async def stop(self, key: str) -> Json:
+        """The leader deactivates the running Job's Workload `key` and writes it; the Job
+        is suspended, then restored: the restoring patch."""
+        self.refresh(JOBS, JOB_KEY)
+        self.fake.server_update(WORKLOADS, key, {"spec": {"active": False}})
+        self.refresh(WORKLOADS, key)
+        self.engine.apply_pending()
+        assert await self.writer.write(key)
+        await self.jobs.reconcile(JOB_KEY)
+        self.refresh(JOBS, JOB_KEY)
+        await self.jobs.reconcile(JOB_KEY)
+        return patches(self)[-1]
+
     async def admit(self) -> str:
         """The leader admits the Job's Workload and writes it."""
         key = self.workload_key()
@@ -551,6 +564,85 @@ async def test_a_started_job_is_not_followed_and_a_new_leader_takes_what_it_find
     waiting.refresh(JOBS, JOB_KEY)
     await waiting.jobs.reconcile(JOB_KEY)
     assert _pod_sets(waiting, wl_key)[0]["count"] == 4
+
+
+async def test_a_running_job_whose_parallelism_changed_gets_a_new_workload(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """docs/cluster.md#a-running-job-edited: its admitted Workload no longer matches, so,
+    as Kueue does, the Job is stopped, its template restored, the Workload deleted, and a
+    new one made from the Job as it now is, which waits for quota like any other."""
+    caplog.set_level(logging.INFO, logger="scheduler.runtime.kube.suspendable")
+    c, old = await started(parallelism=2)
+    old_uid = (c.fake.stored(WORKLOADS, old) or {})["metadata"]["uid"]
+    c.fake.server_update(JOBS, JOB_KEY, {"spec": {"parallelism": 3}})
+    c.refresh(JOBS, JOB_KEY)
+    await c.jobs.reconcile(JOB_KEY)
+    stop = patches(c)[-1]
+    assert stop["spec"] == {"suspend": True}
+    assert any(f"event=job-not-matching workload={old}" in r.getMessage() for r in caplog.records)
+    c.refresh(JOBS, JOB_KEY)
+    await c.jobs.reconcile(JOB_KEY)
+    restore = patches(c)[-1]
+    assert restore["spec"]["template"]["spec"]["nodeSelector"] == {
+        "pool": None,
+        "zone": None,
+        "own": "x",
+    }
+    assert c.fake.stored(WORKLOADS, old) is not None  # deleted only once restored
+    c.refresh(JOBS, JOB_KEY)
+    await c.jobs.reconcile(JOB_KEY)
+    assert c.fake.stored(WORKLOADS, old) is None
+    # Until the watch shows it gone, the old Workload neither starts the Job again nor
+    # is deleted twice.
+    writes = len(c.fake.writes())
+    await c.jobs.reconcile(JOB_KEY)
+    assert len(c.fake.writes()) == writes
+    await c.store.reflectors[WORKLOADS.kind].list_all()  # the store learns of the deletion
+    await c.jobs.reconcile(JOB_KEY)
+    [new] = list(c.store.workloads())
+    assert (new.key, new.uid != old_uid) == (old, True)  # Kueue's name again, a new object
+    assert _pod_sets(c, new.key)[0]["count"] == 3
+    assert not (new.status or {}).get("admission")
+    # Its other edits while running (none changes a count) leave it running.
+    c2, key2 = await started(parallelism=2)
+    c2.fake.server_update(JOBS, JOB_KEY, {"spec": {"backoffLimit": 3}})
+    c2.refresh(JOBS, JOB_KEY)
+    before = len(patches(c2))
+    await c2.jobs.reconcile(JOB_KEY)
+    assert len(patches(c2)) == before
+    assert c2.fake.stored(WORKLOADS, key2) is not None
+
+
+async def test_a_partially_admitted_job_runs_its_admitted_count_and_gets_its_own_back() -> None:
+    """docs/cluster.md#partial-admission: six Pods of 1 cpu against 4 cpus, with
+    `job-min-parallelism: 2`, are admitted four; the Job runs four (its completions too,
+    with `job-completions-equal-parallelism`), and stopped it gets its six back."""
+    c = await cluster(parallelism=6, completions=6)
+    annotations = {
+        "kueue.x-k8s.io/job-min-parallelism": "2",
+        "kueue.x-k8s.io/job-completions-equal-parallelism": "true",
+    }
+    c.fake.server_update(JOBS, JOB_KEY, {"metadata": {"annotations": annotations}})
+    c.refresh(JOBS, JOB_KEY)
+    await c.jobs.reconcile(JOB_KEY)
+    c.refresh(JOBS, JOB_KEY)
+    key = await c.admit()
+    await c.jobs.reconcile(JOB_KEY)
+    start = patches(c)[-1]
+    assert start["spec"]["suspend"] is False
+    assert (start["spec"]["parallelism"], start["spec"]["completions"]) == (4, 4)
+    c.refresh(JOBS, JOB_KEY)
+    c.engine.apply_pending()
+    # Its own write is no edit: it keeps running on the Workload it was admitted with.
+    before = len(patches(c))
+    await c.jobs.reconcile(JOB_KEY)
+    assert len(patches(c)) == before
+    # Evicted (deactivated): suspended, then its counts and template restored.
+    restore = await c.stop(key)
+    assert restore["spec"]["suspend"] is True
+    assert (restore["spec"]["parallelism"], restore["spec"]["completions"]) == (6, 6)
+    assert c.job()["spec"]["parallelism"] == 6
 
 
 async def test_its_own_write_over_an_edit_not_yet_followed_leaves_the_edit_to_follow() -> None:
