@@ -3,6 +3,7 @@ the API, and waits on Jobs, Pods and Workloads (docs/cluster.md#real-cluster-tes
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -444,6 +445,17 @@ def refused_by(plane: ControlPlane, webhook: str, args: list[str], namespace: st
     assert f'admission webhook "{webhook}" denied the request' in result.stderr, result.stderr
     stderr: str = result.stderr
     return stderr
+
+
+def kueue_workload_name(kind: str, group: str, owner: dict[str, Any]) -> str:
+    """Kueue's name for the Workload of `owner` (of `kind` in API `group`), written out
+    here as Kueue's GetWorkloadNameForOwnerWithGVK computes it: an oracle independent of
+    the server's own `workload_names`."""
+    meta = owner["metadata"]
+    digest = hashlib.sha1(
+        f"{kind}\n{group}\n{meta['name']}\n{meta['uid']}".encode(), usedforsecurity=False
+    ).hexdigest()
+    return f"{kind.lower()}-{meta['name']}-{digest[:5]}"
 
 
 def gated(pod: dict[str, Any]) -> bool:

@@ -18,7 +18,6 @@ the namespace has a `default` LocalQueue besides Kueue's `user-queue`:
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -40,6 +39,7 @@ from tests.e2e.pods import (
     created_dry_run,
     flavor_queue,
     integrations_config,
+    kueue_workload_name,
     priority_class,
     refused_by,
     server_with_webhooks,
@@ -108,13 +108,7 @@ def plane_fixture(server: ClusterModeServer, nodes: NodeAgents) -> ControlPlane:
 
 
 def workload_name(jobset: dict[str, Any]) -> str:
-    """Kueue's name for a JobSet's Workload, written out here as Kueue's
-    GetWorkloadNameForOwnerWithGVK computes it."""
-    meta = jobset["metadata"]
-    digest = hashlib.sha1(
-        f"JobSet\njobset.x-k8s.io\n{meta['name']}\n{meta['uid']}".encode(), usedforsecurity=False
-    ).hexdigest()
-    return f"jobset-{meta['name']}-{digest[:5]}"
+    return kueue_workload_name("JobSet", "jobset.x-k8s.io", jobset)
 
 
 def wait_workload(plane: ControlPlane, name: str, what: str, test: Any) -> dict[str, Any]:

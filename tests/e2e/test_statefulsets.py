@@ -18,7 +18,6 @@ The server runs with `integrations.frameworks: [batch/job, statefulset]`:
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import Any
 
@@ -38,6 +37,7 @@ from tests.e2e.pods import (
     gated,
     integration_fixtures,
     integrations_config,
+    kueue_workload_name,
     priority_class,
     refused_by,
     stored,
@@ -76,13 +76,7 @@ QUEUES = "\n---\n".join(
 
 
 def workload_name(sts: dict[str, Any]) -> str:
-    """Kueue's name for a StatefulSet's Workload, written out here as Kueue's
-    GetWorkloadNameForOwnerWithGVK computes it."""
-    meta = sts["metadata"]
-    digest = hashlib.sha1(
-        f"StatefulSet\napps\n{meta['name']}\n{meta['uid']}".encode(), usedforsecurity=False
-    ).hexdigest()
-    return f"statefulset-{meta['name']}-{digest[:5]}"
+    return kueue_workload_name("StatefulSet", "apps", sts)
 
 
 def statefulset(name: str, replicas: int, cpu: str = "100m") -> str:

@@ -53,27 +53,39 @@ def test_every_webhook_calls_a_served_path(kind: str) -> None:
         assert webhook["clientConfig"]["service"]["path"] in ADMISSION_PATHS, name
 
 
-# The Deployment webhook each StatefulSet one is the twin of.
+# Each StatefulSet webhook is the twin of a Deployment one, each JobSet webhook of a
+# Job one: (webhook, twin, its rule's group, version and resource, its mutating path).
 TWINS = {
     "mstatefulset.queuescope.io": "mdeployment.queuescope.io",
     "mstatefulset-default-queue.queuescope.io": "mdeployment-default-queue.queuescope.io",
     "vstatefulset.queuescope.io": "vdeployment.queuescope.io",
+    "mjobset.queuescope.io": "mjob.queuescope.io",
+    "mjobset-default-queue.queuescope.io": "mjob-default-queue.queuescope.io",
+    "vjobset.queuescope.io": "vjob.queuescope.io",
+}
+RULES = {
+    "statefulset": ("apps", "v1", "statefulsets", MUTATE_STATEFULSET_PATH),
+    "jobset": ("jobset.x-k8s.io", "v1alpha2", "jobsets", MUTATE_JOBSET_PATH),
 }
 
 
 @pytest.mark.parametrize("name", TWINS)
-def test_the_statefulset_webhooks_are_the_deployment_ones_twins(name: str) -> None:
-    """The same selectors, operations, failure policy and timeout; only the resource,
-    the name and (for the mutating ones) the path differ."""
+def test_the_statefulset_and_jobset_webhooks_are_twins(name: str) -> None:
+    """The same selectors, operations, failure policy and timeout as the Deployment's
+    (the Job's); only the resource, the name and (for the mutating ones) the path
+    differ."""
     kind = (
         "MutatingWebhookConfiguration" if name.startswith("m") else "ValidatingWebhookConfiguration"
     )
+    group, version, resource, path = RULES[
+        name[1:].split(".", maxsplit=1)[0].split("-", maxsplit=1)[0]
+    ]
     webhooks = _webhooks(kind)
     twin = copy.deepcopy(webhooks[TWINS[name]])
     twin["name"] = name
-    twin["rules"][0]["resources"] = ["statefulsets"]
+    twin["rules"][0].update(apiGroups=[group], apiVersions=[version], resources=[resource])
     if kind.startswith("Mutating"):
-        twin["clientConfig"]["service"]["path"] = MUTATE_STATEFULSET_PATH
+        twin["clientConfig"]["service"]["path"] = path
     assert webhooks[twin["name"]] == twin
 
 
@@ -94,29 +106,3 @@ def test_the_statefulset_webhooks_split_on_the_queue_label() -> None:
     validating = _webhooks("ValidatingWebhookConfiguration")["vstatefulset.queuescope.io"]
     assert validating["clientConfig"]["service"]["path"] == VALIDATE_PATH
     assert validating["failurePolicy"] == "Fail"
-
-
-# The Job webhook each JobSet one is the twin of.
-JOBSET_TWINS = {
-    "mjobset.queuescope.io": "mjob.queuescope.io",
-    "mjobset-default-queue.queuescope.io": "mjob-default-queue.queuescope.io",
-    "vjobset.queuescope.io": "vjob.queuescope.io",
-}
-
-
-@pytest.mark.parametrize("name", JOBSET_TWINS)
-def test_the_jobset_webhooks_are_the_job_ones_twins(name: str) -> None:
-    """The same selectors, operations, failure policy and timeout; only the resource (of
-    its group and version), the name and (for the mutating ones) the path differ."""
-    kind = (
-        "MutatingWebhookConfiguration" if name.startswith("m") else "ValidatingWebhookConfiguration"
-    )
-    webhooks = _webhooks(kind)
-    twin = copy.deepcopy(webhooks[JOBSET_TWINS[name]])
-    twin["name"] = name
-    twin["rules"][0].update(
-        apiGroups=["jobset.x-k8s.io"], apiVersions=["v1alpha2"], resources=["jobsets"]
-    )
-    if kind.startswith("Mutating"):
-        twin["clientConfig"]["service"]["path"] = MUTATE_JOBSET_PATH
-    assert webhooks[twin["name"]] == twin

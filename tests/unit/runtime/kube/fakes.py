@@ -25,6 +25,8 @@ from scheduler.kubeapi.client import KubeRest, WatchEvent
 from scheduler.kubeapi.errors import Json, KubeError
 from scheduler.runtime.commands import Command
 from scheduler.runtime.engine import Engine
+from scheduler.runtime.kube.events import Event
+from scheduler.runtime.kube.leader_io import LeaderIO
 from scheduler.runtime.kube.ratelimit import TokenBucket
 from scheduler.runtime.kube.resources import (
     CLUSTER_QUEUES,
@@ -470,3 +472,36 @@ async def until(predicate: Callable[[], bool], turns: int = 10_000) -> None:
             return
         await asyncio.sleep(0)
     raise AssertionError("condition not reached")
+
+
+@dataclass
+class Events:
+    """Stands in for the recorder: what would have been written."""
+
+    seen: list[Event] = field(default_factory=list)
+
+    def record(self, *events: Event) -> None:
+        self.seen.extend(events)
+
+    def reasons(self) -> list[tuple[str, str, str]]:
+        return [(e.regarding.name, e.reason, e.note) for e in self.seen]
+
+
+def delivered(fake: FakeKube, store: KubeStore, resource: Resource, key: str) -> Json:
+    """What the watch would deliver next: the server's current object, observed."""
+    obj = fake.stored(resource, key)
+    assert obj is not None
+    store.observe(resource, obj)
+    return obj
+
+
+async def leading(
+    fake: FakeKube, resources: Sequence[Resource]
+) -> tuple[KubeStore, RecordingEngine, LeaderIO, Events]:
+    """A synced store of `resources` that leads, its engine, and the leader's I/O, whose
+    Events are kept in the returned stand-in."""
+    store, engine = await synced_store(fake, resources=tuple(resources))
+    store.set_leading(True)
+    events = Events()
+    io = LeaderIO(fake.rest, engine, store, FreeBucket(), events)  # type: ignore[arg-type]
+    return store, engine, io, events

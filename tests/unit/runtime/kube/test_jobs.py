@@ -33,6 +33,7 @@ from tests.unit.runtime.kube.fakes import (
     RecordingEngine,
     admit_in_core,
     condition,
+    delivered,
     seed_cluster,
     status_error,
     synced_store,
@@ -56,10 +57,7 @@ class Cluster:
 
     def refresh(self, resource: Resource, key: str) -> Json:
         """What the watch would deliver next: the server's current object."""
-        obj = self.fake.stored(resource, key)
-        assert obj is not None
-        self.store.observe(resource, obj)
-        return obj
+        return delivered(self.fake, self.store, resource, key)
 
     def workload_key(self) -> str:
         [wl] = list(self.store.workloads())

@@ -16,7 +16,6 @@ from scheduler.kubeapi.errors import Json
 from scheduler.runtime.commands import Finish, PodsReady, SetReclaimable
 from scheduler.runtime.kube.jobs import JobController
 from scheduler.runtime.kube.jobsets import JobSetController
-from scheduler.runtime.kube.leader_io import LeaderIO
 from scheduler.runtime.kube.resources import (
     JOBS,
     JOBSETS,
@@ -28,16 +27,17 @@ from scheduler.runtime.kube.resources import (
 from scheduler.runtime.kube.status_writer import WorkloadStatusWriter
 from scheduler.runtime.kube.store import KubeStore
 from tests.unit.runtime.kube.fakes import (
+    Events,
     FakeKube,
-    FreeBucket,
     RecordingEngine,
     admit_in_core,
     condition,
+    delivered,
+    leading,
     seed_cluster,
     status_error,
     synced_store,
 )
-from tests.unit.runtime.kube.test_pod_groups import Events
 from tests.unit.runtime.support import job
 
 KEY = "team/train"
@@ -82,10 +82,7 @@ class World:
     events: Events
 
     def see(self, resource: Resource, key: str) -> Json:
-        obj = self.fake.stored(resource, key)
-        assert obj is not None
-        self.store.observe(resource, obj)
-        return obj
+        return delivered(self.fake, self.store, resource, key)
 
     def workload_key(self) -> str:
         [wl] = list(self.store.workloads())
@@ -117,10 +114,7 @@ async def world(*, suspend: bool = False) -> World:
         "default",
         {"spec": {"nodeLabels": {"pool": "a"}, "tolerations": [GPU_TOLERATION]}},
     )
-    store, engine = await synced_store(fake, resources=(*WATCHED, JOBSETS))
-    store.set_leading(True)
-    events = Events()
-    io = LeaderIO(fake.rest, engine, store, FreeBucket(), events)  # type: ignore[arg-type]
+    store, engine, io, events = await leading(fake, (*WATCHED, JOBSETS))
     w = World(
         fake,
         store,

@@ -6,7 +6,7 @@ Pods handled as Kueue handles them."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from scheduler.api.integrations import PLAIN_PODS
 from scheduler.api.plain_pod import (
@@ -23,8 +23,6 @@ from scheduler.runtime.commands import (
     SetReclaimable,
     SetWaitingForReplacements,
 )
-from scheduler.runtime.kube.events import Event
-from scheduler.runtime.kube.leader_io import LeaderIO
 from scheduler.runtime.kube.placement import POD_SET_LABEL
 from scheduler.runtime.kube.pod_groups import GROUP_KEY_PREFIX
 from scheduler.runtime.kube.pods import PodController
@@ -32,12 +30,12 @@ from scheduler.runtime.kube.resources import PODS, WATCHED, WORKLOADS
 from scheduler.runtime.kube.status_writer import WorkloadStatusWriter
 from scheduler.runtime.kube.store import KubeStore
 from tests.unit.runtime.kube.fakes import (
+    Events,
     FakeKube,
-    FreeBucket,
     RecordingEngine,
     admit_in_core,
+    leading,
     seed_cluster,
-    synced_store,
 )
 
 GROUP = "team/g"
@@ -73,19 +71,6 @@ def group_pod(
         "spec": spec,
         "status": {"phase": "Pending"},
     }
-
-
-@dataclass
-class Events:
-    """Stands in for the recorder: what would have been written."""
-
-    seen: list[Event] = field(default_factory=list)
-
-    def record(self, *events: Event) -> None:
-        self.seen.extend(events)
-
-    def reasons(self) -> list[tuple[str, str, str]]:
-        return [(e.regarding.name, e.reason, e.note) for e in self.seen]
 
 
 @dataclass
@@ -142,10 +127,7 @@ class Group:
 async def group(*pods: Json) -> Group:
     fake = FakeKube()
     seed_cluster(fake, workloads=0)
-    store, engine = await synced_store(fake, resources=(*WATCHED, PODS))
-    store.set_leading(True)
-    events = Events()
-    io = LeaderIO(fake.rest, engine, store, FreeBucket(), events)  # type: ignore[arg-type]
+    store, engine, io, events = await leading(fake, (*WATCHED, PODS))
     controller = PodController(io, PLAIN_PODS, retry_delay=0.0)
     g = Group(fake, store, engine, controller, WorkloadStatusWriter(io), events)
     for pod in pods:

@@ -39,6 +39,7 @@ from tests.unit.runtime.kube.fakes import (
     FreeBucket,
     RecordingEngine,
     admit_in_core,
+    delivered,
     seed_cluster,
     synced_store,
     until,
@@ -86,10 +87,7 @@ class Cluster:
 
     def refresh(self, resource: Resource, key: str) -> Json:
         """What the watch would deliver next: the server's current object."""
-        obj = self.fake.stored(resource, key)
-        assert obj is not None
-        self.store.observe(resource, obj)
-        return obj
+        return delivered(self.fake, self.store, resource, key)
 
     def pod(self) -> Json:
         obj = self.fake.stored(PODS, POD_KEY)

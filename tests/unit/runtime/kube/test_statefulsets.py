@@ -12,7 +12,6 @@ from scheduler.api.integrations import Integrations
 from scheduler.api.plain_pod import ADMISSION_GATE, MANAGED_LABEL
 from scheduler.kubeapi.errors import Json
 from scheduler.runtime.commands import SetOnHold
-from scheduler.runtime.kube.leader_io import LeaderIO
 from scheduler.runtime.kube.pod_groups import GROUP_KEY_PREFIX
 from scheduler.runtime.kube.pods import PodController
 from scheduler.runtime.kube.resources import PODS, STATEFULSETS, WATCHED, WORKLOADS, Resource
@@ -20,14 +19,14 @@ from scheduler.runtime.kube.statefulsets import StatefulSetController
 from scheduler.runtime.kube.status_writer import WorkloadStatusWriter
 from scheduler.runtime.kube.store import KubeStore
 from tests.unit.runtime.kube.fakes import (
+    Events,
     FakeKube,
-    FreeBucket,
     RecordingEngine,
     admit_in_core,
+    delivered,
+    leading,
     seed_cluster,
-    synced_store,
 )
-from tests.unit.runtime.kube.test_pod_groups import Events
 
 QUEUE = "kueue.x-k8s.io/queue-name"
 SCALED_TO_ZERO = "StatefulSet scaled to zero; workload on hold"  # Kueue's message
@@ -122,9 +121,7 @@ class World:
         self.see(resource, key)
 
     def see(self, resource: Resource, key: str) -> None:
-        obj = self.fake.stored(resource, key)
-        assert obj is not None
-        self.store.observe(resource, obj)
+        delivered(self.fake, self.store, resource, key)
 
     def workload(self) -> Json | None:
         return self.fake.stored(WORKLOADS, WL_KEY)
@@ -148,10 +145,7 @@ class World:
 async def world(*objects: Json) -> World:
     fake = FakeKube()
     seed_cluster(fake, workloads=0)
-    store, engine = await synced_store(fake, resources=(*WATCHED, PODS, STATEFULSETS))
-    store.set_leading(True)
-    events = Events()
-    io = LeaderIO(fake.rest, engine, store, FreeBucket(), events)  # type: ignore[arg-type]
+    store, engine, io, events = await leading(fake, (*WATCHED, PODS, STATEFULSETS))
     w = World(
         fake,
         store,
